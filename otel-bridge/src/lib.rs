@@ -1,0 +1,16 @@
+//! Sans-IO core of otelprof: the profile model, its pprof (and later OTLP) encodings, and
+//! the naming rules for JVM frames.
+//!
+//! Nothing here does I/O, reads the clock or the environment: callers pass times in, get bytes
+//! out. That keeps the encoders testable byte for byte and usable from the agent, the CLI and
+//! the tests alike.
+#![forbid(unsafe_code)]
+
+pub mod frame_name;
+pub mod model;
+pub mod pprof;
+
+pub use model::{
+    FrameKind, Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile,
+    ProfileBuilder, Sample, StrId, ValueType,
+};

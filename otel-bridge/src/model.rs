@@ -1,0 +1,338 @@
+//! The profile model shared by every encoder and decoder.
+//!
+//! It is shaped after what pprof and OTLP profiles have in common: dictionary tables (strings,
+//! functions, locations) referenced by index, and samples that point at a leaf-first stack and
+//! carry labels and values. Index 0 of every table is the zero value, which is what OTLP
+//! requires (`string_table[0] == ""`) and what pprof reserves (id 0 means "none"), so an index
+//! here is a valid pprof id and a valid OTLP index at once.
+
+use std::collections::HashMap;
+
+/// Index into [`Profile::strings`]; `StrId(0)` is the empty string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StrId(pub u32);
+
+/// Index into [`Profile::functions`]; `FunctionId(0)` is the zero function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunctionId(pub u32);
+
+/// Index into [`Profile::locations`]; `LocationId(0)` is the zero location.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocationId(pub u32);
+
+/// A `(type, unit)` pair, e.g. `("cpu", "nanoseconds")`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ValueType {
+    pub ty: StrId,
+    pub unit: StrId,
+}
+
+/// What produced a frame; becomes `profile.frame.type` in OTLP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// A Java method (interpreted, compiled or inlined), including `native` Java methods.
+    #[default]
+    Jvm,
+    /// Native code outside the JVM's Java frames.
+    Native,
+    /// Kernel code.
+    Kernel,
+    /// Not code at all: a placeholder naming why a stack could not be walked
+    /// (e.g. `[gc_active]`), so that failed walks are counted, never dropped.
+    Pseudo,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Function {
+    /// Display name, e.g. `com.example.Shop.checkout`.
+    pub name: StrId,
+    /// Name as the runtime knows it (may equal `name`).
+    pub system_name: StrId,
+    /// Source file as recorded in the class file, e.g. `Shop.java`.
+    pub filename: StrId,
+    /// First line of the function, 0 when unknown.
+    pub start_line: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Line {
+    pub function: FunctionId,
+    /// 1-based source line, 0 when unknown.
+    pub line: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Location {
+    /// Innermost first: with inlining, the last entry is the caller the others were inlined into
+    /// (pprof's convention). The agent reports inlined frames as separate locations, so its
+    /// locations carry exactly one line.
+    pub lines: Vec<Line>,
+    pub kind: FrameKind,
+    pub address: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LabelValue {
+    Str(StrId),
+    Num { value: i64, unit: StrId },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label {
+    pub key: StrId,
+    pub value: LabelValue,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Leaf first.
+    pub locations: Vec<LocationId>,
+    /// One value per entry of [`Profile::sample_types`].
+    pub values: Vec<i64>,
+    /// Sorted by key then value, so that equal label sets compare equal.
+    pub labels: Vec<Label>,
+}
+
+/// One profile: a set of samples of the same types over one time window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    pub strings: Vec<String>,
+    pub sample_types: Vec<ValueType>,
+    pub period_type: ValueType,
+    pub period: i64,
+    /// Start of the window, nanoseconds since the Unix epoch.
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    pub functions: Vec<Function>,
+    pub locations: Vec<Location>,
+    pub samples: Vec<Sample>,
+    /// Free-form notes (pprof `comment`), e.g. the agent's drop counters.
+    pub comments: Vec<StrId>,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            strings: vec![String::new()],
+            sample_types: Vec::new(),
+            period_type: ValueType::default(),
+            period: 0,
+            time_nanos: 0,
+            duration_nanos: 0,
+            functions: vec![Function::default()],
+            locations: vec![Location::default()],
+            samples: Vec::new(),
+            comments: Vec::new(),
+        }
+    }
+}
+
+impl Profile {
+    /// The string behind `id`, or `""` for an id out of range (decoded input is not trusted).
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings
+            .get(id.0 as usize)
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+
+    pub fn function(&self, id: FunctionId) -> Option<&Function> {
+        self.functions.get(id.0 as usize)
+    }
+
+    pub fn location(&self, id: LocationId) -> Option<&Location> {
+        self.locations.get(id.0 as usize)
+    }
+
+    /// Index of the sample type named `ty` (e.g. `"cpu"`).
+    pub fn sample_type_index(&self, ty: &str) -> Option<usize> {
+        self.sample_types
+            .iter()
+            .position(|vt| self.str(vt.ty) == ty)
+    }
+
+    /// The string value of label `key` on `sample`, if any.
+    pub fn label_str<'a>(&'a self, sample: &Sample, key: &str) -> Option<&'a str> {
+        sample.labels.iter().find_map(|l| match l.value {
+            LabelValue::Str(v) if self.str(l.key) == key => Some(self.str(v)),
+            _ => None,
+        })
+    }
+
+    /// Names of the functions of a location, innermost first.
+    pub fn location_function_names(&self, id: LocationId) -> impl Iterator<Item = &str> {
+        self.location(id)
+            .into_iter()
+            .flat_map(|l| l.lines.iter())
+            .map(|line| {
+                self.function(line.function)
+                    .map(|f| self.str(f.name))
+                    .unwrap_or("")
+            })
+    }
+}
+
+/// Builds a [`Profile`], interning strings, functions and locations and merging samples that
+/// have the same stack and labels (their values are added).
+#[derive(Debug)]
+pub struct ProfileBuilder {
+    profile: Profile,
+    strings: HashMap<String, StrId>,
+    functions: HashMap<Function, FunctionId>,
+    locations: HashMap<Location, LocationId>,
+    samples: HashMap<(Vec<LocationId>, Vec<Label>), usize>,
+}
+
+impl ProfileBuilder {
+    /// `sample_types` and `period_type` are `(type, unit)` pairs.
+    pub fn new(sample_types: &[(&str, &str)], period_type: (&str, &str), period: i64) -> Self {
+        let mut b = ProfileBuilder {
+            profile: Profile::default(),
+            strings: HashMap::from([(String::new(), StrId(0))]),
+            functions: HashMap::new(),
+            locations: HashMap::new(),
+            samples: HashMap::new(),
+        };
+        let types: Vec<ValueType> = sample_types
+            .iter()
+            .map(|(ty, unit)| b.value_type(ty, unit))
+            .collect();
+        b.profile.sample_types = types;
+        b.profile.period_type = b.value_type(period_type.0, period_type.1);
+        b.profile.period = period;
+        b
+    }
+
+    fn value_type(&mut self, ty: &str, unit: &str) -> ValueType {
+        ValueType {
+            ty: self.intern(ty),
+            unit: self.intern(unit),
+        }
+    }
+
+    pub fn intern(&mut self, s: &str) -> StrId {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = StrId(self.profile.strings.len() as u32);
+        self.profile.strings.push(s.to_owned());
+        self.strings.insert(s.to_owned(), id);
+        id
+    }
+
+    pub fn function(&mut self, name: &str, filename: &str, start_line: i64) -> FunctionId {
+        let name = self.intern(name);
+        let f = Function {
+            name,
+            system_name: name,
+            filename: self.intern(filename),
+            start_line,
+        };
+        if let Some(&id) = self.functions.get(&f) {
+            return id;
+        }
+        let id = FunctionId(self.profile.functions.len() as u32);
+        self.profile.functions.push(f.clone());
+        self.functions.insert(f, id);
+        id
+    }
+
+    /// A single-line location: one frame of `function` at `line`.
+    pub fn location(&mut self, function: FunctionId, line: i64, kind: FrameKind) -> LocationId {
+        let loc = Location {
+            lines: vec![Line { function, line }],
+            kind,
+            address: 0,
+        };
+        if let Some(&id) = self.locations.get(&loc) {
+            return id;
+        }
+        let id = LocationId(self.profile.locations.len() as u32);
+        self.profile.locations.push(loc.clone());
+        self.locations.insert(loc, id);
+        id
+    }
+
+    /// Convenience for a string label.
+    pub fn str_label(&mut self, key: &str, value: &str) -> Label {
+        Label {
+            key: self.intern(key),
+            value: LabelValue::Str(self.intern(value)),
+        }
+    }
+
+    /// Adds `values` to the sample with this stack (leaf first) and label set, creating it if
+    /// needed. `values` must have one entry per sample type; missing entries count as 0 and
+    /// extra ones are ignored.
+    pub fn add_sample(&mut self, stack: &[LocationId], labels: &[Label], values: &[i64]) {
+        let mut labels = labels.to_vec();
+        labels.sort_unstable();
+        labels.dedup();
+        let n = self.profile.sample_types.len();
+        let key = (stack.to_vec(), labels);
+        let index = match self.samples.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.profile.samples.len();
+                self.profile.samples.push(Sample {
+                    locations: key.0.clone(),
+                    values: vec![0; n],
+                    labels: key.1.clone(),
+                });
+                self.samples.insert(key, i);
+                i
+            }
+        };
+        let sample = &mut self.profile.samples[index];
+        for (acc, v) in sample.values.iter_mut().zip(values) {
+            *acc = acc.saturating_add(*v);
+        }
+    }
+
+    pub fn add_comment(&mut self, text: &str) {
+        let id = self.intern(text);
+        self.profile.comments.push(id);
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.profile.samples.len()
+    }
+
+    pub fn build(mut self, time_nanos: i64, duration_nanos: i64) -> Profile {
+        self.profile.time_nanos = time_nanos;
+        self.profile.duration_nanos = duration_nanos;
+        self.profile
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_start_with_zero_values_and_samples_merge() {
+        let mut b = ProfileBuilder::new(
+            &[("samples", "count"), ("cpu", "nanoseconds")],
+            ("cpu", "nanoseconds"),
+            10,
+        );
+        let f = b.function("a.B.c", "B.java", 3);
+        let leaf = b.location(f, 7, FrameKind::Jvm);
+        let again = b.location(f, 7, FrameKind::Jvm);
+        assert_eq!(leaf, again);
+        let t1 = b.str_label("thread_name", "main");
+        let t2 = b.str_label("thread_id", "42");
+        b.add_sample(&[leaf], &[t1, t2], &[1, 10]);
+        b.add_sample(&[leaf], &[t2, t1], &[2, 20]);
+        b.add_sample(&[leaf], &[t1], &[1, 10]);
+        let p = b.build(1_000, 2_000);
+        assert_eq!(p.strings[0], "");
+        assert_eq!(p.functions[0], Function::default());
+        assert_eq!(p.locations[0], Location::default());
+        assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.samples[0].values, vec![3, 30]);
+        assert_eq!(p.label_str(&p.samples[0], "thread_name"), Some("main"));
+        assert_eq!(p.sample_type_index("cpu"), Some(1));
+        assert_eq!(p.str(StrId(999)), "");
+    }
+}
