@@ -1,0 +1,50 @@
+//! Finding AsyncGetCallTrace, HotSpot's signal-safe stack walker.
+//!
+//! The `java` launcher loads libjvm with RTLD_GLOBAL, so the symbol is usually visible to
+//! `dlsym(RTLD_DEFAULT)`. Embedders may load it privately; then we find libjvm through the
+//! address of a JVMTI function (which lives in libjvm) and look the symbol up there.
+
+use std::ffi::CStr;
+
+use crate::jvmti::Jvmti;
+use crate::sys::AsyncGetCallTraceFn;
+
+#[derive(Debug, thiserror::Error)]
+#[error("AsyncGetCallTrace is not exported by this JVM (is it HotSpot?); profiling is off")]
+pub struct NotFound;
+
+pub fn find(jvmti: &Jvmti) -> Result<AsyncGetCallTraceFn, NotFound> {
+    const NAME: &CStr = c"AsyncGetCallTrace";
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name has no other preconditions.
+    let mut sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };
+    if sym.is_null() {
+        sym = find_via_libjvm(jvmti, NAME).unwrap_or(std::ptr::null_mut());
+    }
+    if sym.is_null() {
+        return Err(NotFound);
+    }
+    // SAFETY: the symbol is HotSpot's `void AsyncGetCallTrace(ASGCT_CallTrace*, jint, void*)`.
+    Ok(unsafe { std::mem::transmute::<*mut libc::c_void, AsyncGetCallTraceFn>(sym) })
+}
+
+fn find_via_libjvm(jvmti: &Jvmti, name: &CStr) -> Option<*mut libc::c_void> {
+    let addr = jvmti.function_address();
+    if addr.is_null() {
+        return None;
+    }
+    // SAFETY: all-zero Dl_info is valid; dladdr fills it for an address inside a loaded object.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` is a function pointer from the VM's JVMTI table.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: RTLD_NOLOAD only returns a handle to an already-loaded object (libjvm itself).
+    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    if handle.is_null() {
+        return None;
+    }
+    // SAFETY: valid handle and name. The handle is not closed: libjvm stays loaded for the
+    // life of the process, and closing would only drop the reference count we just took.
+    let sym = unsafe { libc::dlsym(handle, name.as_ptr()) };
+    (!sym.is_null()).then_some(sym)
+}

@@ -1,0 +1,323 @@
+//! The agent's lifecycle: set up at load, start sampling at VMInit, stop and write the last
+//! profile at VMDeath. The JVMTI callbacks here are thin: they hand off to `threads`,
+//! `sampler` and `aggregator`.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use jni::sys::{jclass, jobject, JNIEnv, JavaVM};
+use otelprof_exporter::PprofFileSink;
+
+use crate::aggregator::{self, Aggregator};
+use crate::ffi::guard;
+use crate::jvmti::{delete_local_ref, Jvmti};
+use crate::options::{Clock, Options};
+use crate::sample_buffer::SampleBuffer;
+use crate::sampler::{self, Sampler};
+use crate::stats;
+use crate::sys::{self, capability, event, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks};
+use crate::threads::{self, Registration};
+use crate::timers::ProcessItimer;
+
+pub struct Agent {
+    vm: *mut JavaVM,
+    jvmti: Jvmti,
+    options: Options,
+    interval: Duration,
+    out_dir: PathBuf,
+    sampler: &'static Sampler,
+    aggregator: Mutex<Option<Aggregator>>,
+}
+
+// SAFETY: `vm` is the process-wide JavaVM*, usable from any thread; the rest is Sync.
+unsafe impl Send for Agent {}
+// SAFETY: as above.
+unsafe impl Sync for Agent {}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+
+/// Sample buffer sizing: enough shards that two cores rarely collide, arenas large enough
+/// for many drain intervals of the fastest sampling we accept.
+const SHARDS: usize = 8;
+const ARENA_BYTES: usize = 512 * 1024;
+
+/// Agent_OnLoad: parse options, get JVMTI, ask for events; sampling starts at VMInit.
+///
+/// # Safety
+/// `vm` is the JavaVM* the JVM passed to Agent_OnLoad.
+pub unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
+    let options = Options::parse(options).map_err(|e| format!("{e}; profiling is off"))?;
+    crate::log::set_level(options.log);
+    let Some(interval) = options.cpu_interval else {
+        log_info!("cpu=off: nothing to profile");
+        return Ok(());
+    };
+    if AGENT.get().is_some() {
+        return Err("the agent is loaded twice; the second copy does nothing".into());
+    }
+    let out_dir = match &options.out_dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| format!("no out= given and no current directory: {e}"))?,
+    };
+    let out_dir = std::fs::canonicalize(&out_dir).unwrap_or(out_dir);
+
+    // SAFETY: per this function's contract.
+    let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| format!("cannot get JVMTI: {e}"))?;
+    let walk = crate::agct::find(&jvmti).map_err(|e| e.to_string())?;
+
+    let potential = jvmti
+        .potential_capabilities()
+        .map_err(|e| format!("cannot read JVMTI capabilities: {e}"))?;
+    let mut caps = JvmtiCapabilities::default();
+    for bit in [
+        capability::CAN_GET_LINE_NUMBERS,
+        capability::CAN_GET_SOURCE_FILE_NAME,
+        // Enabling CompiledMethodLoad makes HotSpot record debug info at non-safepoint pcs
+        // (DebugNonSafepoints), so samples in JIT-compiled code name the right inlined frame
+        // and line instead of the nearest safepoint's.
+        capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS,
+        capability::CAN_GENERATE_EARLY_VMSTART,
+    ] {
+        if potential.has(bit) {
+            caps = caps.with(bit);
+        }
+    }
+    if !caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
+        log_warn!(
+            "this JVM cannot post CompiledMethodLoad; frames in compiled code are less exact"
+        );
+    }
+    jvmti
+        .add_capabilities(&caps)
+        .map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
+
+    let callbacks = JvmtiEventCallbacks {
+        VMInit: Some(vm_init),
+        VMDeath: Some(vm_death),
+        ThreadStart: Some(thread_start),
+        ThreadEnd: Some(thread_end),
+        ClassLoad: Some(class_load),
+        ClassPrepare: Some(class_prepare),
+        CompiledMethodLoad: Some(compiled_method_load),
+        ..Default::default()
+    };
+    jvmti
+        .set_event_callbacks(&callbacks)
+        .map_err(|e| format!("cannot set JVMTI callbacks: {e}"))?;
+    let mut events = vec![
+        event::EVENT_VM_INIT,
+        event::EVENT_VM_DEATH,
+        event::EVENT_THREAD_START,
+        event::EVENT_THREAD_END,
+        // AsyncGetCallTrace refuses to walk (ticks_no_class_load) unless ClassLoad is enabled.
+        event::EVENT_CLASS_LOAD,
+        event::EVENT_CLASS_PREPARE,
+    ];
+    if caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
+        events.push(event::EVENT_COMPILED_METHOD_LOAD);
+    }
+    for e in events {
+        jvmti
+            .set_event(true, e)
+            .map_err(|err| format!("cannot enable JVMTI event {e}: {err}"))?;
+    }
+
+    let max_depth = options.max_depth as usize;
+    let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
+        table: &threads::TABLE,
+        buffer: SampleBuffer::new(SHARDS, max_depth, ARENA_BYTES),
+        walk,
+        max_depth: options.max_depth as i32,
+    }));
+    if !sampler::install(sampler) {
+        return Err("internal error: sampler installed twice".into());
+    }
+    match sampler::install_handler(libc::SIGPROF) {
+        Ok(Some(prev)) => {
+            log_warn!("replaced another SIGPROF handler ({prev:#x}); is another profiler loaded?")
+        }
+        Ok(None) => {}
+        Err(e) => return Err(format!("cannot install the SIGPROF handler: {e}")),
+    }
+    let agent = Agent {
+        vm,
+        jvmti,
+        options,
+        interval,
+        out_dir,
+        sampler,
+        aggregator: Mutex::new(None),
+    };
+    AGENT
+        .set(agent)
+        .map_err(|_| "the agent is loaded twice; the second copy does nothing".to_string())
+}
+
+fn registration(agent: &Agent) -> Registration {
+    Registration {
+        cpu_timer: (agent.options.clock == Clock::ThreadCpu).then_some(agent.interval),
+    }
+}
+
+impl Agent {
+    /// # Safety
+    /// Called from VMInit with the arguments JVMTI passed to it.
+    unsafe fn start(&self, jni: *mut JNIEnv, main_thread: jobject) {
+        let preloaded = preload_loaded_classes(&self.jvmti, jni);
+        // SAFETY: VMInit passes the main thread and its JNIEnv; this runs on that thread.
+        unsafe { threads::on_thread_start(&self.jvmti, jni, main_thread, registration(self)) };
+        let aggregator = Aggregator::start(aggregator::Config {
+            vm: self.vm,
+            jvmti: self.jvmti,
+            sampler: self.sampler,
+            interval: self.interval,
+            period: self.options.period,
+            sink: PprofFileSink::new(&self.out_dir, std::process::id()),
+        });
+        match aggregator {
+            Ok(a) => *self.aggregator.lock().unwrap_or_else(|p| p.into_inner()) = Some(a),
+            Err(e) => {
+                log_error!("cannot start the aggregator thread: {e}; profiling is off");
+                return;
+            }
+        }
+        sampler::set_active(true);
+        let engine = match self.options.clock {
+            Clock::ThreadCpu => "per-thread CPU timers",
+            Clock::Itimer => match ProcessItimer::start(self.interval) {
+                Ok(()) => "setitimer(ITIMER_PROF)",
+                Err(e) => {
+                    sampler::set_active(false);
+                    log_error!("cannot start ITIMER_PROF: {e}; profiling is off");
+                    return;
+                }
+            },
+        };
+        log_info!(
+            "profiling CPU every {:?} ({engine}, depth {}); writing pprof to {} every {:?} ({preloaded} classes preloaded)",
+            self.interval,
+            self.options.max_depth,
+            self.out_dir.display(),
+            self.options.period,
+        );
+    }
+
+    fn stop(&self) {
+        if !sampler::is_active() && self.aggregator.lock().map_or(true, |a| a.is_none()) {
+            return;
+        }
+        sampler::set_active(false);
+        threads::stop();
+        if self.options.clock == Clock::Itimer {
+            let _ = ProcessItimer::stop();
+        }
+        threads::delete_all_timers();
+        if !sampler::quiesce(Duration::from_secs(1)) {
+            log_warn!("a sample was still being taken after 1s; continuing shutdown");
+        }
+        let aggregator = self
+            .aggregator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(a) = aggregator {
+            if !a.stop(Duration::from_secs(10)) {
+                log_warn!("the last profile was not written within 10s; JVM exit continues");
+            }
+        }
+        let (registered, _) = threads::TABLE.occupancy();
+        log_info!(
+            "stopped; profiles in {}; {} threads_registered_at_exit={registered}",
+            self.out_dir.display(),
+            stats::summary()
+        );
+    }
+}
+
+fn agent() -> Option<&'static Agent> {
+    AGENT.get()
+}
+
+unsafe extern "C" fn vm_init(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, thread: jobject) {
+    guard("VMInit", (), || {
+        if let Some(a) = agent() {
+            // SAFETY: these are VMInit's own arguments.
+            unsafe { a.start(jni, thread) };
+        }
+    })
+}
+
+unsafe extern "C" fn vm_death(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv) {
+    guard("VMDeath", (), || {
+        if let Some(a) = agent() {
+            a.stop();
+        }
+    })
+}
+
+unsafe extern "C" fn thread_start(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, thread: jobject) {
+    guard("ThreadStart", (), || {
+        if let Some(a) = agent() {
+            // SAFETY: ThreadStart runs on the new thread and passes its JNIEnv and Thread.
+            unsafe { threads::on_thread_start(&a.jvmti, jni, thread, registration(a)) };
+        }
+    })
+}
+
+unsafe extern "C" fn thread_end(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, _thread: jobject) {
+    guard("ThreadEnd", (), threads::on_thread_end)
+}
+
+unsafe extern "C" fn class_load(_: *mut JvmtiEnv, _: *mut JNIEnv, _: jobject, _: jclass) {}
+
+unsafe extern "C" fn class_prepare(
+    _jvmti: *mut JvmtiEnv,
+    _jni: *mut JNIEnv,
+    _thread: jobject,
+    class: jclass,
+) {
+    guard("ClassPrepare", (), || {
+        if let Some(a) = agent() {
+            // SAFETY: `class` is the local reference JVMTI passed to this ClassPrepare callback.
+            let _ = unsafe { a.jvmti.preload_method_ids(class) };
+        }
+    })
+}
+
+unsafe extern "C" fn compiled_method_load(
+    _: *mut JvmtiEnv,
+    _: jni::sys::jmethodID,
+    _: jni::sys::jint,
+    _: *const libc::c_void,
+    _: jni::sys::jint,
+    _: *const sys::JvmtiAddrLocationMap,
+    _: *const libc::c_void,
+) {
+}
+
+/// Creates jmethodIDs for every class loaded before VMInit (later classes get theirs at
+/// ClassPrepare). Returns the number of classes whose methods were preloaded.
+fn preload_loaded_classes(jvmti: &Jvmti, jni: *mut JNIEnv) -> usize {
+    let classes = match jvmti.loaded_classes() {
+        Ok(c) => c,
+        Err(e) => {
+            log_warn!("cannot list loaded classes: {e}; their frames may be unnamed");
+            return 0;
+        }
+    };
+    let mut done = 0;
+    for class in classes {
+        // Classes not yet prepared fail here and get their ids at ClassPrepare.
+        // SAFETY: `class` is a local reference from GetLoadedClasses on this thread, whose
+        // JNIEnv is `jni`; it is deleted once, after its last use.
+        unsafe {
+            if jvmti.preload_method_ids(class).is_ok() {
+                done += 1;
+            }
+            delete_local_ref(jni, class);
+        }
+    }
+    done
+}

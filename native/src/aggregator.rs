@@ -1,0 +1,328 @@
+//! The aggregator thread: drains raw samples, names their frames, merges them into the
+//! current period's profile, and writes a profile at the end of every period and at exit.
+//!
+//! It is a native thread attached to the VM as a daemon (JVMTI calls need an attached
+//! thread), it is not itself profiled, and it never blocks the sampler: the handler only ever
+//! try-locks the buffer shards this thread swaps.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use jni::sys::{JNIEnv, JavaVM};
+use otel_bridge::{FrameKind, Label, LocationId, ProfileBuilder};
+use otelprof_exporter::PprofFileSink;
+
+use crate::jvmti::{self, Jvmti};
+use crate::sample_buffer::Record;
+use crate::sampler::{self, Sampler, NOT_A_JAVA_THREAD};
+use crate::stats::{self, COUNTERS};
+use crate::symbols::Symbols;
+use crate::sys::ticks;
+use crate::threads;
+
+/// How often the buffer is drained. Short enough that arenas never fill at the highest
+/// sampling rate we accept, long enough to cost nothing.
+const DRAIN_EVERY: Duration = Duration::from_millis(50);
+
+pub struct Config {
+    pub vm: *mut JavaVM,
+    pub jvmti: Jvmti,
+    pub sampler: &'static Sampler,
+    pub interval: Duration,
+    pub period: Duration,
+    pub sink: PprofFileSink,
+}
+
+// SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
+unsafe impl Send for Config {}
+
+#[derive(Default)]
+struct Control {
+    stop: bool,
+    done: bool,
+}
+
+/// Handle to the running aggregator thread.
+pub struct Aggregator {
+    control: Arc<(Mutex<Control>, Condvar)>,
+}
+
+impl Aggregator {
+    pub fn start(config: Config) -> std::io::Result<Aggregator> {
+        let control = Arc::new((Mutex::new(Control::default()), Condvar::new()));
+        let theirs = control.clone();
+        std::thread::Builder::new()
+            .name("otelprof-aggregator".into())
+            .spawn(move || {
+                threads::set_own_tid(sampler::gettid());
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
+                if result.is_err() {
+                    sampler::set_active(false);
+                    log_error!("internal error in the aggregator thread; profiling stopped");
+                }
+                let (lock, cv) = &*theirs;
+                lock.lock().unwrap_or_else(|p| p.into_inner()).done = true;
+                cv.notify_all();
+            })?;
+        Ok(Aggregator { control })
+    }
+
+    /// Asks for a final drain and write, and waits for it at most `timeout`. Returns false on
+    /// timeout (the JVM must not hang at exit because of us).
+    pub fn stop(&self, timeout: Duration) -> bool {
+        let (lock, cv) = &*self.control;
+        let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
+        c.stop = true;
+        cv.notify_all();
+        let deadline = Instant::now() + timeout;
+        while !c.done {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            c = match cv.wait_timeout(c, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        true
+    }
+}
+
+fn unix_nanos(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
+    // SAFETY: config.vm is the live JavaVM*.
+    let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-aggregator") };
+    let Some(jni) = jni else {
+        log_error!("cannot attach the aggregator thread to the JVM; profiling stopped");
+        sampler::set_active(false);
+        return;
+    };
+    let mut period = Period::new(&config, jni);
+    let (lock, cv) = control;
+    loop {
+        let stop = {
+            let c = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (c, _) = match cv.wait_timeout_while(c, DRAIN_EVERY, |c| !c.stop) {
+                Ok(r) => r,
+                Err(p) => p.into_inner(),
+            };
+            c.stop
+        };
+        period.drain(config.sampler);
+        if stop {
+            period.flush();
+            break;
+        }
+        if period.started.elapsed() >= config.period {
+            period.flush();
+        }
+    }
+    // SAFETY: this thread attached itself above.
+    unsafe { jvmti::detach_current_thread(config.vm) };
+}
+
+/// The profile being built for the current period.
+struct Period {
+    sink: PprofFileSink,
+    interval_ns: i64,
+    symbols: Symbols,
+    builder: ProfileBuilder,
+    started: Instant,
+    started_unix: i64,
+    /// (jmethodID, bci) -> location, valid for this builder only.
+    frames: HashMap<(usize, i32), LocationId>,
+    pseudo: HashMap<i32, LocationId>,
+    thread_labels: HashMap<u64, [Label; 2]>,
+    stack: Vec<LocationId>,
+    /// CLOCK_MONOTONIC time the last drain started: every sample taken before it is in the
+    /// builder.
+    last_drain_ns: u64,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+}
+
+fn new_builder(interval_ns: i64) -> ProfileBuilder {
+    ProfileBuilder::new(
+        &[("samples", "count"), ("cpu", "nanoseconds")],
+        ("cpu", "nanoseconds"),
+        interval_ns,
+    )
+}
+
+/// Name of the pseudo-frame standing for a stack that could not be walked.
+pub fn pseudo_frame_name(code: i32) -> &'static str {
+    match code {
+        ticks::NO_JAVA_FRAME => "[no_Java_frame]",
+        ticks::NO_CLASS_LOAD => "[no_class_load]",
+        ticks::GC_ACTIVE => "[GC_active]",
+        ticks::UNKNOWN_NOT_JAVA => "[unknown_not_Java]",
+        ticks::NOT_WALKABLE_NOT_JAVA => "[not_walkable_not_Java]",
+        ticks::UNKNOWN_JAVA => "[unknown_Java]",
+        ticks::NOT_WALKABLE_JAVA => "[not_walkable_Java]",
+        ticks::UNKNOWN_STATE => "[unknown_state]",
+        ticks::THREAD_EXIT => "[thread_exit]",
+        ticks::DEOPT => "[deoptimization]",
+        ticks::SAFEPOINT => "[safepoint]",
+        NOT_A_JAVA_THREAD => "[non_Java_thread]",
+        _ => "[unknown_failure]",
+    }
+}
+
+impl Period {
+    fn new(config: &Config, jni: *mut JNIEnv) -> Period {
+        let interval_ns = config.interval.as_nanos() as i64;
+        Period {
+            sink: PprofFileSink::new(config.sink.dir().to_path_buf(), std::process::id()),
+            interval_ns,
+            symbols: Symbols::new(config.jvmti, jni),
+            builder: new_builder(interval_ns),
+            started: Instant::now(),
+            started_unix: unix_nanos(SystemTime::now()),
+            frames: HashMap::new(),
+            pseudo: HashMap::new(),
+            thread_labels: HashMap::new(),
+            stack: Vec::new(),
+            last_drain_ns: 0,
+            jvmti: config.jvmti,
+            jni,
+        }
+    }
+
+    fn drain(&mut self, sampler: &Sampler) {
+        self.last_drain_ns = sampler::monotonic_ns();
+        let max_depth = sampler.max_depth;
+        sampler.buffer.drain(|record| self.add(record, max_depth));
+    }
+
+    fn pseudo_location(&mut self, code: i32) -> LocationId {
+        if let Some(&l) = self.pseudo.get(&code) {
+            return l;
+        }
+        let f = self.builder.function(pseudo_frame_name(code), "", 0);
+        let l = self.builder.location(f, 0, FrameKind::Pseudo);
+        self.pseudo.insert(code, l);
+        l
+    }
+
+    fn java_location(&mut self, method: jni::sys::jmethodID, bci: i32) -> LocationId {
+        let key = (method as usize, bci);
+        if let Some(&l) = self.frames.get(&key) {
+            return l;
+        }
+        // SAFETY: `method` came from AsyncGetCallTrace, which only reports VM-made jmethodIDs.
+        let l = match unsafe { self.symbols.method(method) } {
+            Some(m) => {
+                let (name, file, start, line) = (
+                    m.name.clone(),
+                    m.file.clone(),
+                    m.start_line(),
+                    m.line_of(bci),
+                );
+                let f = self.builder.function(&name, &file, start);
+                self.builder.location(f, line, FrameKind::Jvm)
+            }
+            None => {
+                let f = self.builder.function("[unknown_method]", "", 0);
+                self.builder.location(f, 0, FrameKind::Jvm)
+            }
+        };
+        self.frames.insert(key, l);
+        l
+    }
+
+    fn labels(&mut self, serial: u64, tid: i32) -> [Label; 2] {
+        if let Some(l) = self.thread_labels.get(&serial) {
+            return *l;
+        }
+        let name = {
+            let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+            match names.get_mut(serial) {
+                Some(info) => {
+                    // Read the name now: threads are often renamed after they start.
+                    // SAFETY: `self.jni` is this (attached) thread's JNIEnv; `info.thread` is a
+                    // global reference that lives until the entry is evicted, under this lock.
+                    if let Ok(current) = unsafe { self.jvmti.thread_name(self.jni, info.thread) } {
+                        if !current.is_empty() {
+                            info.name = current;
+                        }
+                    }
+                    info.name.clone()
+                }
+                None => String::new(),
+            }
+        };
+        let name = if name.is_empty() {
+            format!("[tid {tid}]")
+        } else {
+            name
+        };
+        let labels = [
+            self.builder.str_label("thread_name", &name),
+            self.builder.str_label("thread_id", &tid.to_string()),
+        ];
+        self.thread_labels.insert(serial, labels);
+        labels
+    }
+
+    fn add(&mut self, record: Record<'_>, max_depth: i32) {
+        let h = record.header;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        if h.num_frames <= 0 {
+            stats::walk_failed(h.num_frames);
+            stack.push(self.pseudo_location(h.num_frames));
+        } else {
+            for f in record.frames {
+                stack.push(self.java_location(f.method_id, f.lineno));
+            }
+            if h.num_frames >= max_depth {
+                stats::bump(&COUNTERS.truncated);
+                let f = self.builder.function("[truncated]", "", 0);
+                stack.push(self.builder.location(f, 0, FrameKind::Pseudo));
+            }
+        }
+        let labels = self.labels(h.serial, h.tid);
+        // One signal is one sample; it stands for `weight` intervals of CPU time (the kernel
+        // merges expirations it could not deliver separately, e.g. intervals below the tick).
+        let cpu_ns = (h.weight as i64).saturating_mul(self.interval_ns);
+        self.builder.add_sample(&stack, &labels, &[1, cpu_ns]);
+        self.stack = stack;
+    }
+
+    fn flush(&mut self) {
+        let now_unix = unix_nanos(SystemTime::now());
+        let mut builder = std::mem::replace(&mut self.builder, new_builder(self.interval_ns));
+        builder.add_comment(&format!("otelprof agent: {}", stats::summary()));
+        let profile = builder.build(self.started_unix, (now_unix - self.started_unix).max(0));
+        match self.sink.write("cpu", &profile) {
+            Ok(path) => {
+                stats::bump(&COUNTERS.profiles_written);
+                log_debug!(
+                    "wrote {} ({} samples)",
+                    path.display(),
+                    profile.samples.len()
+                );
+            }
+            Err(e) => {
+                stats::bump(&COUNTERS.write_errors);
+                log_warn!("cannot write profile to {}: {e}", self.sink.dir().display());
+            }
+        }
+        self.started = Instant::now();
+        self.started_unix = now_unix;
+        self.frames.clear();
+        self.pseudo.clear();
+        self.thread_labels.clear();
+        self.symbols.clear();
+        let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: `self.jni` is this aggregator thread's JNIEnv.
+        unsafe { names.evict_ended_before(self.last_drain_ns, self.jni) };
+    }
+}

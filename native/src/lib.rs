@@ -1,0 +1,91 @@
+//! The otelprof in-JVM agent (`libotelprof.so`).
+//!
+//! Entry points: `Agent_OnLoad` (`-agentpath:`) and `Agent_OnAttach`. The crate stays thin:
+//! JVMTI glue, the signal handler and its buffers, the aggregator thread. Profile building,
+//! encoding and file writing live in the safe crates `otel-bridge` and `otelprof-exporter`.
+//!
+//! How a sample travels: a per-thread CPU timer ([`timers`]) sends SIGPROF to the thread that
+//! burned the CPU; the handler ([`sampler`]) finds the thread in [`thread_table`], walks its
+//! stack with AsyncGetCallTrace ([`agct`]) and appends the frames to [`sample_buffer`]; the
+//! [`aggregator`] thread names the frames ([`symbols`]) and writes a profile every period.
+
+#[macro_use]
+pub mod log;
+
+pub mod agct;
+pub mod agent;
+pub mod aggregator;
+pub mod ffi;
+pub mod jvmti;
+pub mod options;
+pub mod sample_buffer;
+pub mod sampler;
+pub mod stats;
+pub mod symbols;
+pub mod sys;
+pub mod thread_table;
+pub mod threads;
+pub mod timers;
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+
+use jni::sys::{jint, JavaVM, JNI_OK};
+
+fn options_str(options: *const c_char) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: the JVM passes a NUL-terminated string (or null, handled above).
+    unsafe { CStr::from_ptr(options) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Called by the JVM for `-agentpath:libotelprof.so=<options>`.
+///
+/// Always returns JNI_OK: a non-zero result would abort JVM start-up, and a profiler must
+/// never stop the application. Problems are reported in one log line and profiling stays off.
+///
+/// # Safety
+/// Called by the JVM with its JavaVM* and the option string.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnLoad(
+    vm: *mut JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> jint {
+    ffi::install_panic_hook();
+    ffi::guard("Agent_OnLoad", JNI_OK, || {
+        // SAFETY: `vm` comes from the JVM.
+        if let Err(e) = unsafe { agent::on_load(vm, &options_str(options)) } {
+            log_error!("{e}");
+        }
+        JNI_OK
+    })
+}
+
+/// Called when the agent is loaded into a running JVM (`jcmd PID JVMTI.agent_load`).
+///
+/// # Safety
+/// Called by the JVM with its JavaVM* and the option string.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnAttach(
+    _vm: *mut JavaVM,
+    _options: *mut c_char,
+    _reserved: *mut c_void,
+) -> jint {
+    ffi::install_panic_hook();
+    ffi::guard("Agent_OnAttach", JNI_OK, || {
+        log_error!("loading into a running JVM is not supported yet; start the JVM with -agentpath:libotelprof.so");
+        JNI_OK
+    })
+}
+
+/// Called when the JVM unloads the agent (after VMDeath). Nothing is freed: a signal that was
+/// already queued may still run the handler, which must find its data intact.
+///
+/// # Safety
+/// Called by the JVM.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {}

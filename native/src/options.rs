@@ -1,0 +1,243 @@
+//! Agent options: `key=value,key=value` from `-agentpath:libotelprof.so=<options>`.
+//!
+//! Parsing is strict: an unknown key or a malformed value is an error naming the option, and
+//! the agent then stays off (the JVM runs normally). A typo must never silently profile with
+//! defaults the user did not ask for.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How CPU samples are triggered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// One POSIX timer per Java thread on that thread's CPU-time clock (`timer_create`),
+    /// delivering SIGPROF to that thread: accurate per-thread CPU attribution.
+    ThreadCpu,
+    /// One process-wide `setitimer(ITIMER_PROF)`: the kernel picks the thread. Fallback for
+    /// systems where per-thread timers are unavailable.
+    Itimer,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Quiet,
+    Warn,
+    Info,
+    Debug,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// CPU sampling interval; `None` when CPU profiling is off (`cpu=off`).
+    pub cpu_interval: Option<Duration>,
+    pub clock: Clock,
+    /// Maximum frames per stack; deeper stacks are truncated at the root end.
+    pub max_depth: u32,
+    /// Directory for pprof files.
+    pub out_dir: Option<PathBuf>,
+    /// How often a profile is cut and written.
+    pub period: Duration,
+    pub log: LogLevel,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu_interval: Some(Duration::from_millis(10)),
+            clock: Clock::ThreadCpu,
+            max_depth: 2048,
+            out_dir: None,
+            period: Duration::from_secs(60),
+            log: LogLevel::Info,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error("unknown option '{0}' (known: cpu, clock, depth, out, period, log)")]
+    UnknownKey(String),
+    #[error("option '{key}' needs a value, as in {key}={example}")]
+    MissingValue { key: String, example: &'static str },
+    #[error("option '{key}={value}': {reason}")]
+    BadValue {
+        key: String,
+        value: String,
+        reason: String,
+    },
+    #[error("option '{0}' is given twice")]
+    Duplicate(String),
+}
+
+/// Shortest interval we accept: below this the handler's own cost dominates.
+const MIN_INTERVAL: Duration = Duration::from_micros(100);
+const MAX_DEPTH_LIMIT: u32 = 8192;
+
+impl Options {
+    pub fn parse(s: &str) -> Result<Options, OptionError> {
+        let mut o = Options::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), v.trim()),
+                None => (item, ""),
+            };
+            if seen.contains(&key) {
+                return Err(OptionError::Duplicate(key.to_owned()));
+            }
+            seen.push(key);
+            let bad = |reason: &str| OptionError::BadValue {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                reason: reason.to_owned(),
+            };
+            let need = |example: &'static str| {
+                if value.is_empty() {
+                    Err(OptionError::MissingValue {
+                        key: key.to_owned(),
+                        example,
+                    })
+                } else {
+                    Ok(())
+                }
+            };
+            match key {
+                "cpu" => {
+                    need("10ms")?;
+                    o.cpu_interval = if value == "off" {
+                        None
+                    } else {
+                        let d = parse_duration(value).map_err(|r| bad(&r))?;
+                        if d < MIN_INTERVAL {
+                            return Err(bad("the shortest interval is 100us"));
+                        }
+                        Some(d)
+                    };
+                }
+                "clock" => {
+                    need("cpu")?;
+                    o.clock = match value {
+                        "cpu" => Clock::ThreadCpu,
+                        "itimer" => Clock::Itimer,
+                        _ => return Err(bad("expected 'cpu' or 'itimer'")),
+                    };
+                }
+                "depth" => {
+                    need("2048")?;
+                    let d: u32 = value
+                        .parse()
+                        .map_err(|_| bad("expected a whole number of frames"))?;
+                    if d == 0 || d > MAX_DEPTH_LIMIT {
+                        return Err(bad("expected 1 to 8192 frames"));
+                    }
+                    o.max_depth = d;
+                }
+                "out" => {
+                    need("/var/tmp/profiles")?;
+                    let dir = PathBuf::from(value);
+                    if !dir.is_dir() {
+                        return Err(bad("no such directory"));
+                    }
+                    o.out_dir = Some(dir);
+                }
+                "period" => {
+                    need("60s")?;
+                    let d = parse_duration(value).map_err(|r| bad(&r))?;
+                    if d < Duration::from_secs(1) {
+                        return Err(bad("the shortest period is 1s"));
+                    }
+                    o.period = d;
+                }
+                "log" => {
+                    need("info")?;
+                    o.log = match value {
+                        "quiet" => LogLevel::Quiet,
+                        "warn" => LogLevel::Warn,
+                        "info" => LogLevel::Info,
+                        "debug" => LogLevel::Debug,
+                        _ => return Err(bad("expected quiet, warn, info or debug")),
+                    };
+                }
+                _ => return Err(OptionError::UnknownKey(key.to_owned())),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// `10ms`, `500us`, `2s`, `1m`, `250000ns`. A unit is required: a bare `10` is ambiguous
+/// (async-profiler reads nanoseconds, most people mean milliseconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return Err("expected a number with a unit, e.g. 10ms".to_owned());
+    }
+    let n: u64 = num.parse().map_err(|_| "number too large".to_owned())?;
+    let d = match unit {
+        "ns" => Duration::from_nanos(n),
+        "us" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "" => return Err(format!("give a unit, e.g. {n}ms")),
+        _ => return Err(format!("unknown unit '{unit}' (use ns, us, ms, s or m)")),
+    };
+    Ok(d)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_full_set() {
+        assert_eq!(Options::parse("").unwrap(), Options::default());
+        let dir = std::env::temp_dir();
+        let o = Options::parse(&format!(
+            "cpu=1ms,clock=itimer,depth=64,out={},period=10s,log=debug",
+            dir.display()
+        ))
+        .unwrap();
+        assert_eq!(o.cpu_interval, Some(Duration::from_millis(1)));
+        assert_eq!(o.clock, Clock::Itimer);
+        assert_eq!(o.max_depth, 64);
+        assert_eq!(o.out_dir, Some(dir));
+        assert_eq!(o.period, Duration::from_secs(10));
+        assert_eq!(o.log, LogLevel::Debug);
+        assert_eq!(Options::parse("cpu=off").unwrap().cpu_interval, None);
+    }
+
+    #[test]
+    fn errors_name_the_option() {
+        let e = Options::parse("cpu=banana").unwrap_err().to_string();
+        assert!(e.contains("cpu=banana"), "{e}");
+        let e = Options::parse("nosuchkey=1").unwrap_err().to_string();
+        assert!(e.contains("nosuchkey"), "{e}");
+        let e = Options::parse("out=/nonexistent/dir")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("out=/nonexistent/dir") && e.contains("no such directory"),
+            "{e}"
+        );
+        assert!(Options::parse("cpu=10")
+            .unwrap_err()
+            .to_string()
+            .contains("unit"));
+        assert!(Options::parse("cpu=10us").is_err());
+        assert!(Options::parse("depth=0").is_err());
+        assert!(Options::parse("depth=99999999999").is_err());
+        assert!(Options::parse("cpu")
+            .unwrap_err()
+            .to_string()
+            .contains("needs a value"));
+        assert_eq!(
+            Options::parse("cpu=1ms,cpu=2ms").unwrap_err(),
+            OptionError::Duplicate("cpu".into())
+        );
+        assert!(Options::parse("period=99999999999999999999s").is_err());
+    }
+}

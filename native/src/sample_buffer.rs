@@ -1,0 +1,363 @@
+//! Where the signal handler leaves raw samples for the aggregator thread.
+//!
+//! A few shards, each guarded by a try-lock and holding a scratch frame array plus two arenas
+//! (double buffering). The handler try-locks a shard (trying each shard once, never waiting),
+//! lets AsyncGetCallTrace fill the scratch array, and appends a record (header + the frames it
+//! got) to the shard's active arena. The aggregator locks each shard just long enough to swap
+//! the active arena, then reads the other one at leisure.
+//!
+//! Memory is allocated once, before any signal can arrive, and never grows: when an arena is
+//! full or every shard is busy the sample is dropped and counted (DESIGN.md §3.5).
+//!
+//! A mutex would not do: if the handler interrupted a thread that holds the mutex and then
+//! waited for it, that thread would never run again to release it.
+#![deny(clippy::indexing_slicing)]
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::sys::AsgctCallFrame;
+
+/// What the handler records besides the frames.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// Frames that follow, or a negative AsyncGetCallTrace failure code (then no frames).
+    pub num_frames: i32,
+    pub tid: i32,
+    /// Serial of the thread's registration (0 when the thread is unknown).
+    pub serial: u64,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub time_ns: u64,
+    /// Number of sampling intervals this sample stands for (1 + timer overruns).
+    pub weight: u64,
+}
+
+const WORD: usize = std::mem::size_of::<u64>();
+const HEADER_WORDS: usize = std::mem::size_of::<RecordHeader>() / WORD;
+const FRAME_WORDS: usize = std::mem::size_of::<AsgctCallFrame>() / WORD;
+const _: () = assert!(std::mem::size_of::<RecordHeader>().is_multiple_of(WORD));
+const _: () = assert!(std::mem::size_of::<AsgctCallFrame>() == 2 * WORD);
+
+struct Arena {
+    words: Box<[UnsafeCell<u64>]>,
+    /// Words in use. Written by whoever owns the arena: the lock holder for the active arena,
+    /// the drainer for the inactive one.
+    len: UnsafeCell<usize>,
+}
+
+impl Arena {
+    fn new(words: usize) -> Arena {
+        Arena {
+            words: (0..words).map(|_| UnsafeCell::new(0)).collect(),
+            len: UnsafeCell::new(0),
+        }
+    }
+
+    fn base(&self) -> *mut u64 {
+        // UnsafeCell<u64> has the layout of u64, so the slice is a u64 array.
+        self.words.as_ptr() as *mut u64
+    }
+}
+
+struct Shard {
+    lock: AtomicBool,
+    active: AtomicUsize,
+    scratch: Box<[UnsafeCell<AsgctCallFrame>]>,
+    arenas: [Arena; 2],
+}
+
+pub struct SampleBuffer {
+    shards: Box<[Shard]>,
+    /// Held for the whole of a drain, so that two drains never read the same inactive arena.
+    draining: AtomicBool,
+}
+
+// SAFETY: every UnsafeCell in a shard is only touched by the holder of `lock` (scratch, the
+// active arena) or by the drainer that owns the inactive arena after swapping `active` under
+// `lock` (see `drain`). Drains are serialised by `draining`.
+unsafe impl Sync for SampleBuffer {}
+// SAFETY: as above; the buffer owns its memory.
+unsafe impl Send for SampleBuffer {}
+
+/// Why a sample was not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteError {
+    /// Every shard was locked by another handler or by the drainer.
+    Contended,
+    /// The shard's active arena had no room for this record.
+    Full,
+}
+
+/// A record read back by the aggregator.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    pub header: RecordHeader,
+    pub frames: &'a [AsgctCallFrame],
+}
+
+impl SampleBuffer {
+    /// `shards` shards with `max_depth` scratch frames and two arenas of `arena_bytes` each.
+    pub fn new(shards: usize, max_depth: usize, arena_bytes: usize) -> SampleBuffer {
+        let null = AsgctCallFrame {
+            lineno: 0,
+            method_id: std::ptr::null_mut(),
+        };
+        let shards = (0..shards.max(1))
+            .map(|_| Shard {
+                lock: AtomicBool::new(false),
+                active: AtomicUsize::new(0),
+                scratch: (0..max_depth.max(1))
+                    .map(|_| UnsafeCell::new(null))
+                    .collect(),
+                arenas: [
+                    Arena::new(arena_bytes / WORD),
+                    Arena::new(arena_bytes / WORD),
+                ],
+            })
+            .collect();
+        SampleBuffer {
+            shards,
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// Stores one sample. `walk` receives the scratch frame array (pointer and capacity), fills
+    /// it, and returns the AsyncGetCallTrace result: the number of frames, or a negative code.
+    ///
+    /// # Signal safety
+    /// Async-signal-safe if `walk` is: no allocation, no blocking (one `compare_exchange` per
+    /// shard tried), no panics (bounds-checked copies only).
+    #[inline]
+    pub fn write(
+        &self,
+        first_shard: usize,
+        mut header: RecordHeader,
+        walk: impl FnOnce(*mut AsgctCallFrame, i32) -> i32,
+    ) -> Result<(), WriteError> {
+        let n = self.shards.len();
+        let shard = (0..n)
+            .filter_map(|i| self.shards.get((first_shard.wrapping_add(i)) % n))
+            .find(|s| {
+                s.lock
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            })
+            .ok_or(WriteError::Contended)?;
+        let result = Self::write_locked(shard, &mut header, walk);
+        shard.lock.store(false, Ordering::Release);
+        result
+    }
+
+    fn write_locked(
+        shard: &Shard,
+        header: &mut RecordHeader,
+        walk: impl FnOnce(*mut AsgctCallFrame, i32) -> i32,
+    ) -> Result<(), WriteError> {
+        let capacity = i32::try_from(shard.scratch.len()).unwrap_or(i32::MAX);
+        let scratch = shard.scratch.as_ptr() as *mut AsgctCallFrame;
+        let got = walk(scratch, capacity);
+        let frames = if got > 0 {
+            got.min(capacity) as usize
+        } else {
+            0
+        };
+        header.num_frames = if got > 0 { frames as i32 } else { got };
+
+        let arena = shard
+            .arenas
+            .get(shard.active.load(Ordering::Relaxed) & 1)
+            .ok_or(WriteError::Full)?;
+        let need = HEADER_WORDS + frames * FRAME_WORDS;
+        // SAFETY: we hold the shard lock, which owns the active arena's `len`.
+        let len = unsafe { &mut *arena.len.get() };
+        if arena.words.len().saturating_sub(*len) < need {
+            return Err(WriteError::Full);
+        }
+        // SAFETY: `len + need <= words.len()` was checked above, so both copies stay inside
+        // the arena; the source ranges are a local and `frames <= scratch.len()` scratch
+        // entries; arena words are 8-byte aligned, as are RecordHeader and AsgctCallFrame.
+        unsafe {
+            let dst = arena.base().add(*len);
+            std::ptr::write(dst as *mut RecordHeader, *header);
+            std::ptr::copy_nonoverlapping(
+                scratch as *const AsgctCallFrame,
+                dst.add(HEADER_WORDS) as *mut AsgctCallFrame,
+                frames,
+            );
+        }
+        *len += need;
+        Ok(())
+    }
+
+    /// Hands every stored record to `f`, oldest first per shard, and empties the buffer.
+    /// Returns false (reading nothing) if another drain is under way.
+    pub fn drain(&self, mut f: impl FnMut(Record<'_>)) -> bool {
+        if self
+            .draining
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        for shard in self.shards.iter() {
+            // Swap arenas under the lock. Handlers hold it for microseconds; yield meanwhile.
+            while shard
+                .lock
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                std::thread::yield_now();
+            }
+            let old = shard.active.load(Ordering::Relaxed) & 1;
+            shard.active.store(old ^ 1, Ordering::Relaxed);
+            shard.lock.store(false, Ordering::Release);
+
+            let Some(arena) = shard.arenas.get(old) else {
+                continue;
+            };
+            // SAFETY: the arena is inactive: no handler writes to it until the next swap, which
+            // only a drain performs, and we hold `draining`.
+            let len = unsafe { &mut *arena.len.get() };
+            let mut at = 0;
+            while at + HEADER_WORDS <= *len {
+                // SAFETY: records were written back to back by `write_locked`, each a header
+                // followed by `num_frames` frames inside `len`; we re-check the bound below.
+                let header = unsafe { std::ptr::read(arena.base().add(at) as *const RecordHeader) };
+                let frames = header.num_frames.max(0) as usize;
+                let end = at + HEADER_WORDS + frames * FRAME_WORDS;
+                if end > *len {
+                    break;
+                }
+                // SAFETY: `at + HEADER_WORDS .. end` is inside the arena and holds `frames`
+                // initialised, aligned AsgctCallFrame values.
+                let frames = unsafe {
+                    std::slice::from_raw_parts(
+                        arena.base().add(at + HEADER_WORDS) as *const AsgctCallFrame,
+                        frames,
+                    )
+                };
+                f(Record { header, frames });
+                at = end;
+            }
+            *len = 0;
+        }
+        self.draining.store(false, Ordering::Release);
+        true
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn fill(frames: usize) -> impl FnOnce(*mut AsgctCallFrame, i32) -> i32 {
+        move |buf, cap| {
+            let n = frames.min(cap as usize);
+            for i in 0..n {
+                // SAFETY: i < cap, the capacity the buffer handed us.
+                unsafe {
+                    *buf.add(i) = AsgctCallFrame {
+                        lineno: i as i32,
+                        method_id: (0x1000 + i) as _,
+                    }
+                };
+            }
+            n as i32
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_drain_empties() {
+        let b = SampleBuffer::new(2, 8, 4096);
+        let h = RecordHeader {
+            tid: 5,
+            serial: 9,
+            weight: 2,
+            ..Default::default()
+        };
+        b.write(0, h, fill(3)).unwrap();
+        b.write(1, h, |_, _| -2).unwrap();
+        b.write(0, h, fill(100)).unwrap(); // truncated to the 8-frame scratch
+        let mut seen = Vec::new();
+        b.drain(|r| {
+            seen.push((
+                r.header.num_frames,
+                r.frames.len(),
+                r.frames.first().map(|f| f.lineno),
+            ))
+        });
+        seen.sort();
+        assert_eq!(seen, vec![(-2, 0, None), (3, 3, Some(0)), (8, 8, Some(0))]);
+        let mut again = 0;
+        b.drain(|_| again += 1);
+        assert_eq!(again, 0);
+    }
+
+    #[test]
+    fn full_arena_drops_and_contended_shards_report() {
+        let b = SampleBuffer::new(1, 16, 256);
+        let h = RecordHeader::default();
+        let mut stored = 0;
+        loop {
+            match b.write(0, h, fill(4)) {
+                Ok(()) => stored += 1,
+                Err(e) => {
+                    assert_eq!(e, WriteError::Full);
+                    break;
+                }
+            }
+        }
+        // 256 bytes = 32 words; each record is 4 header + 8 frame words.
+        assert_eq!(stored, 2);
+        b.shards[0].lock.store(true, Ordering::Release);
+        assert_eq!(b.write(0, h, fill(1)), Err(WriteError::Contended));
+    }
+
+    #[test]
+    fn concurrent_writers_and_drainer_lose_nothing_they_report_stored() {
+        use std::sync::atomic::AtomicU64;
+        use std::sync::Arc;
+        let buf = Arc::new(SampleBuffer::new(4, 32, 1 << 16));
+        let stored = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..3)
+            .map(|w| {
+                let (buf, stored, stop) = (buf.clone(), stored.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let h = RecordHeader {
+                            serial: i,
+                            tid: w,
+                            ..Default::default()
+                        };
+                        if buf.write(w as usize, h, fill((i % 20) as usize)).is_ok() {
+                            stored.fetch_add(1, Ordering::Relaxed);
+                        }
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        let (mut drained, mut bad) = (0u64, 0u64);
+        for _ in 0..200 {
+            assert!(buf.drain(|r| {
+                drained += 1;
+                if r.frames.len() as u64 != r.header.serial % 20 {
+                    bad += 1;
+                }
+            }));
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in writers {
+            w.join().unwrap();
+        }
+        buf.drain(|_| drained += 1);
+        assert_eq!(bad, 0);
+        assert!(drained > 1000, "{drained}");
+        assert_eq!(drained, stored.load(Ordering::Relaxed));
+    }
+}

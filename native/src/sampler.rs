@@ -1,0 +1,380 @@
+//! The SIGPROF handler: walk the interrupted thread's Java stack and store it.
+//!
+//! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
+//! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
+//!   a vDSO read on Linux), reading and writing `errno`;
+//! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
+//! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]).
+//!
+//! It never allocates, never blocks (the buffer uses try-locks), never touches thread-local
+//! storage, and cannot panic: indexing is denied in this module and every lookup is `get`.
+#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use crate::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::stats::{self, COUNTERS};
+use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
+use crate::thread_table::ThreadTable;
+
+/// `num_frames` code for a signal that landed on a thread the agent has not registered
+/// (a JVM-internal thread under `clock=itimer`). Outside AsyncGetCallTrace's own codes.
+pub const NOT_A_JAVA_THREAD: i32 = -100;
+
+/// What the handler needs, built once before the handler is installed and never freed, so a
+/// late signal can never see freed memory.
+pub struct Sampler {
+    pub table: &'static ThreadTable,
+    pub buffer: SampleBuffer,
+    pub walk: AsyncGetCallTraceFn,
+    pub max_depth: i32,
+}
+
+static SAMPLER: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
+/// Samples are taken only while this is set.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Handlers currently running; shutdown waits for zero before the final drain.
+static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Publishes the sampler the handler uses. Called once; later calls are ignored (the first
+/// sampler stays, because a handler may be using it).
+pub fn install(sampler: &'static Sampler) -> bool {
+    SAMPLER
+        .compare_exchange(
+            std::ptr::null_mut(),
+            sampler as *const Sampler as *mut Sampler,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_ok()
+}
+
+pub fn installed() -> Option<&'static Sampler> {
+    let p = SAMPLER.load(Ordering::Acquire);
+    // SAFETY: the only non-null value ever stored is a `&'static Sampler` (see `install`).
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+pub fn set_active(on: bool) {
+    ACTIVE.store(on, Ordering::SeqCst);
+}
+
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::SeqCst)
+}
+
+/// Waits until no handler is running (after `set_active(false)`), at most `timeout`.
+pub fn quiesce(timeout: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    while IN_HANDLER.load(Ordering::SeqCst) != 0 {
+        if start.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    true
+}
+
+/// Installs [`on_signal`] for `signo`. Returns the previous handler if it was someone else's.
+pub fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
+    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; we fill the fields
+    // sigaction(2) reads. `on_signal` has the SA_SIGINFO signature.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signo, &sa, &mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let prev = old.sa_sigaction;
+        let ours = on_signal as *const () as usize;
+        Ok((prev != libc::SIG_DFL && prev != libc::SIG_IGN && prev != ours).then_some(prev))
+    }
+}
+
+/// The SIGPROF handler.
+///
+/// # Safety
+/// Only the kernel calls this, with the siginfo and ucontext of the signal it delivers.
+///
+/// # Signal safety
+/// This is the signal handler; see the module docs for every call it makes. It saves and
+/// restores `errno`, because the code it interrupted may be about to read it.
+pub unsafe extern "C" fn on_signal(
+    _signo: libc::c_int,
+    info: *mut libc::siginfo_t,
+    ucontext: *mut libc::c_void,
+) {
+    // SAFETY: __errno_location returns the calling thread's errno slot; it is
+    // async-signal-safe (a TLS address computed by the C library for every thread at start).
+    let errno = unsafe { *libc::__errno_location() };
+    IN_HANDLER.fetch_add(1, Ordering::SeqCst);
+    if ACTIVE.load(Ordering::SeqCst) {
+        if let Some(sampler) = installed() {
+            // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
+            let weight = unsafe { timer_weight(info) };
+            // SAFETY: `ucontext` is the kernel's context for this signal.
+            unsafe { sampler.sample(weight, ucontext) };
+        }
+    }
+    IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// How many intervals this signal stands for: 1, plus the expirations the kernel merged into
+/// it when the thread could not take the signal in time (POSIX timers only).
+///
+/// # Safety
+/// `info` is null or points to the siginfo the kernel passed to the handler.
+///
+/// # Signal safety
+/// Reads two integers.
+unsafe fn timer_weight(info: *const libc::siginfo_t) -> u64 {
+    if info.is_null() {
+        return 1;
+    }
+    // SAFETY: TimerSigInfo is a prefix of siginfo_t's layout (checked in sys tests).
+    let t = unsafe { &*(info as *const TimerSigInfo) };
+    if t.si_code == SI_TIMER && t.si_overrun > 0 {
+        1u64.saturating_add(t.si_overrun as u64)
+    } else {
+        1
+    }
+}
+
+/// Current thread's kernel id.
+///
+/// # Signal safety
+/// A raw system call.
+#[inline]
+pub fn gettid() -> i32 {
+    // SAFETY: SYS_gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+///
+/// # Signal safety
+/// `clock_gettime` is async-signal-safe (POSIX.1-2008).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+impl Sampler {
+    /// Takes one sample of the calling thread.
+    ///
+    /// # Safety
+    /// `ucontext` is the context of the signal being handled on this thread.
+    ///
+    /// # Signal safety
+    /// See the module docs. `ucontext` is passed to AsyncGetCallTrace unchanged.
+    pub unsafe fn sample(&self, weight: u64, ucontext: *mut libc::c_void) {
+        let tid = gettid();
+        let slot = self.table.lookup(tid);
+        let (env, serial) = match slot {
+            Some(s) => (s.env(), s.serial()),
+            None => {
+                stats::bump(&COUNTERS.unknown_thread);
+                (std::ptr::null_mut(), 0)
+            }
+        };
+        let header = RecordHeader {
+            num_frames: 0,
+            tid,
+            serial,
+            time_ns: monotonic_ns(),
+            weight,
+        };
+        let max_depth = self.max_depth;
+        let walk = self.walk;
+        let result = self.buffer.write(
+            tid as usize,
+            header,
+            |frames: *mut AsgctCallFrame, capacity| {
+                if env.is_null() {
+                    return NOT_A_JAVA_THREAD;
+                }
+                let mut trace = AsgctCallTrace {
+                    env_id: env,
+                    num_frames: 0,
+                    frames,
+                };
+                // SAFETY: `frames` has room for `capacity` entries and we ask for at most that
+                // many; `env` is this thread's JNIEnv (cached at ThreadStart); `ucontext` is the
+                // context the kernel gave this handler.
+                unsafe { walk(&mut trace, max_depth.min(capacity), ucontext) };
+                trace.num_frames
+            },
+        );
+        match result {
+            Ok(()) => {
+                stats::bump(&COUNTERS.samples);
+                COUNTERS.weight.fetch_add(weight, Ordering::Relaxed);
+            }
+            Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
+            Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::undocumented_unsafe_blocks
+)]
+mod tests {
+    //! Proof that the sampling path does not allocate: a counting global allocator watches
+    //! this test's thread while the real handler runs, fed by real signals (tgkill and a real
+    //! per-thread CPU timer). AsyncGetCallTrace is replaced by a stand-in that fills frames the
+    //! way HotSpot does; the JVM's own walker is designed for signal handlers.
+    use super::*;
+    use crate::timers::ThreadCpuTimer;
+    use jni::sys::{jint, JNIEnv};
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicI32, AtomicU64};
+
+    struct CountingAllocator;
+    static WATCHED_TID: AtomicI32 = AtomicI32::new(0);
+    static ALLOCS_IN_HANDLER: AtomicU64 = AtomicU64::new(0);
+    static ALLOCATE_IN_WALK: AtomicBool = AtomicBool::new(false);
+
+    fn note() {
+        if IN_HANDLER.load(Ordering::SeqCst) > 0 && gettid() == WATCHED_TID.load(Ordering::SeqCst) {
+            ALLOCS_IN_HANDLER.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    unsafe impl GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            note();
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            note();
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            note();
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            note();
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+    const FAKE_DEPTH: usize = 40;
+
+    unsafe extern "C" fn fake_walk(
+        trace: *mut AsgctCallTrace,
+        depth: jint,
+        _uc: *mut libc::c_void,
+    ) {
+        let trace = unsafe { &mut *trace };
+        if ALLOCATE_IN_WALK.load(Ordering::SeqCst) {
+            // The control case: a walker that allocates must be caught.
+            std::hint::black_box(Box::new(depth));
+        }
+        let n = FAKE_DEPTH.min(depth as usize);
+        for i in 0..n {
+            unsafe {
+                *trace.frames.add(i) = AsgctCallFrame {
+                    lineno: i as i32,
+                    method_id: (0x1000 + i) as _,
+                }
+            };
+        }
+        trace.num_frames = n as i32;
+    }
+
+    fn signal_self(times: usize) {
+        let (pid, tid) = (unsafe { libc::getpid() }, gettid());
+        for _ in 0..times {
+            // The handler runs before tgkill returns to us.
+            unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGPROF) };
+        }
+    }
+
+    #[test]
+    fn the_sampling_path_does_not_allocate() {
+        let table: &'static ThreadTable = Box::leak(Box::new(ThreadTable::new()));
+        let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
+            table,
+            buffer: SampleBuffer::new(2, 64, 1 << 20),
+            walk: fake_walk,
+            max_depth: 64,
+        }));
+        assert!(install(sampler));
+        install_handler(libc::SIGPROF).unwrap();
+        let tid = gettid();
+        table.insert(tid, 0x1000 as *mut JNIEnv, 7).unwrap();
+        WATCHED_TID.store(tid, Ordering::SeqCst);
+        set_active(true);
+
+        // The detector works: an allocating walker is seen.
+        ALLOCATE_IN_WALK.store(true, Ordering::SeqCst);
+        signal_self(10);
+        ALLOCATE_IN_WALK.store(false, Ordering::SeqCst);
+        assert!(
+            ALLOCS_IN_HANDLER.swap(0, Ordering::SeqCst) >= 10,
+            "the allocation detector is blind"
+        );
+        sampler.buffer.drain(|_| {});
+
+        // The real path: signals from tgkill, then from a real CPU timer while burning CPU.
+        signal_self(1_000);
+        let mut java = 0;
+        sampler.buffer.drain(|_| java += 1);
+        assert_eq!(java, 1_000);
+        let timer =
+            ThreadCpuTimer::start(tid, libc::SIGPROF, std::time::Duration::from_millis(1)).unwrap();
+        crate::timers::burn_thread_cpu(std::time::Duration::from_millis(300));
+        ThreadCpuTimer::delete(timer).unwrap();
+        // A thread the table does not know is recorded, not dropped.
+        table.remove(tid).unwrap();
+        signal_self(5);
+        set_active(false);
+        signal_self(5); // ignored while inactive
+        WATCHED_TID.store(0, Ordering::SeqCst);
+
+        assert_eq!(
+            ALLOCS_IN_HANDLER.load(Ordering::SeqCst),
+            0,
+            "the handler allocated"
+        );
+        let (mut unknown, mut weight) = (0, 0);
+        sampler.buffer.drain(|r| {
+            weight += r.header.weight;
+            if r.header.num_frames == NOT_A_JAVA_THREAD {
+                unknown += 1;
+                return;
+            }
+            java += 1;
+            assert_eq!(r.header.serial, 7);
+            assert_eq!(r.frames.len(), FAKE_DEPTH);
+            assert_eq!(r.frames[3].lineno, 3);
+        });
+        assert_eq!(unknown, 5);
+        // The timer's signals: 300 ms of CPU at 1 ms, delivered on the kernel tick (4 ms at
+        // HZ=250) with the rest as overruns, so the weight still adds up to ~300.
+        assert!(java >= 1_000 + 30, "{java}");
+        assert!(weight >= 250, "{weight}");
+    }
+}

@@ -1,0 +1,278 @@
+//! The table the signal handler uses to find the interrupted thread's record.
+//!
+//! Keyed by the kernel thread id (`gettid`), which the handler can get with one system call.
+//! Thread-local storage is not an option in the handler: a `#[thread_local]` in a dlopened
+//! library is dynamic TLS, and its first touch on a thread may allocate.
+//!
+//! Open addressing with linear probing over a fixed array. Writers (JVMTI ThreadStart /
+//! ThreadEnd, on the thread itself) serialise on a mutex; readers (the handler) take no lock.
+//! A thread only ever looks up its own tid, and only that thread inserts or removes it, so a
+//! handler that interrupts its own thread's insert or remove sees the slot either absent or
+//! complete: fields are written before the key is published (Release) and the key is retracted
+//! before fields are cleared.
+//!
+//! Removal leaves a tombstone that later inserts reuse. Probing is bounded, so lookups cost at
+//! most `MAX_PROBE` loads even after heavy thread churn.
+#![deny(clippy::indexing_slicing)]
+
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use jni::sys::JNIEnv;
+
+/// Slots in the table: the number of Java threads that can be profiled at once is about half
+/// of this (probing stays short below ~50% load).
+pub const CAPACITY: usize = 16384;
+const MAX_PROBE: usize = 128;
+const EMPTY: i32 = 0;
+const TOMBSTONE: i32 = -1;
+/// `timer` value meaning "no timer". glibc's kernel timer ids start at 0, so 0 is a real id.
+pub const NO_TIMER: u64 = u64::MAX;
+
+pub struct ThreadSlot {
+    tid: AtomicI32,
+    env: AtomicPtr<JNIEnv>,
+    /// Agent-wide unique number of this thread's life (tids are reused; serials are not).
+    serial: AtomicU64,
+    /// POSIX timer id of the thread's CPU timer, or [`NO_TIMER`].
+    timer: AtomicU64,
+}
+
+impl ThreadSlot {
+    const fn new() -> Self {
+        ThreadSlot {
+            tid: AtomicI32::new(EMPTY),
+            env: AtomicPtr::new(std::ptr::null_mut()),
+            serial: AtomicU64::new(0),
+            timer: AtomicU64::new(NO_TIMER),
+        }
+    }
+
+    pub fn env(&self) -> *mut JNIEnv {
+        self.env.load(Ordering::Relaxed)
+    }
+
+    pub fn serial(&self) -> u64 {
+        self.serial.load(Ordering::Relaxed)
+    }
+}
+
+/// What a removed entry held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removed {
+    pub serial: u64,
+    pub timer: u64,
+}
+
+pub struct ThreadTable {
+    slots: [ThreadSlot; CAPACITY],
+    writer: Mutex<()>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct TableFull;
+
+fn home(tid: i32) -> usize {
+    // Fibonacci hashing: consecutive tids land far apart.
+    let h = (tid as u32).wrapping_mul(0x9E37_79B1);
+    (h >> (32 - CAPACITY.trailing_zeros())) as usize
+}
+
+impl ThreadTable {
+    pub const fn new() -> Self {
+        ThreadTable {
+            slots: [const { ThreadSlot::new() }; CAPACITY],
+            writer: Mutex::new(()),
+        }
+    }
+
+    fn probe(&self, tid: i32) -> impl Iterator<Item = &ThreadSlot> {
+        let start = home(tid);
+        (0..MAX_PROBE).filter_map(move |i| self.slots.get((start + i) % CAPACITY))
+    }
+
+    /// Finds the slot of `tid`.
+    ///
+    /// # Signal safety
+    /// Async-signal-safe: at most `MAX_PROBE` atomic loads, no locks, no allocation.
+    #[inline]
+    pub fn lookup(&self, tid: i32) -> Option<&ThreadSlot> {
+        if tid <= 0 {
+            return None;
+        }
+        for slot in self.probe(tid) {
+            let t = slot.tid.load(Ordering::Acquire);
+            if t == tid {
+                return Some(slot);
+            }
+            if t == EMPTY {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Registers `tid`. Call on the thread itself (see the module docs).
+    pub fn insert(&self, tid: i32, env: *mut JNIEnv, serial: u64) -> Result<(), TableFull> {
+        if tid <= 0 {
+            return Err(TableFull);
+        }
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut free: Option<&ThreadSlot> = None;
+        for slot in self.probe(tid) {
+            let t = slot.tid.load(Ordering::Relaxed);
+            if t == tid {
+                // Registered twice (ThreadStart after VMInit registered it): refresh fields.
+                slot.env.store(env, Ordering::Relaxed);
+                slot.serial.store(serial, Ordering::Relaxed);
+                return Ok(());
+            }
+            if t == TOMBSTONE && free.is_none() {
+                free = Some(slot);
+            }
+            if t == EMPTY {
+                free = free.or(Some(slot));
+                break;
+            }
+        }
+        let slot = free.ok_or(TableFull)?;
+        slot.env.store(env, Ordering::Relaxed);
+        slot.serial.store(serial, Ordering::Relaxed);
+        slot.timer.store(NO_TIMER, Ordering::Relaxed);
+        slot.tid.store(tid, Ordering::Release);
+        Ok(())
+    }
+
+    /// Records the CPU timer of a registered thread.
+    pub fn set_timer(&self, tid: i32, timer: u64) -> bool {
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        match self.lookup(tid) {
+            Some(slot) => {
+                slot.timer.store(timer, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Unregisters `tid`, returning what its slot held.
+    pub fn remove(&self, tid: i32) -> Option<Removed> {
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = self.lookup(tid)?;
+        slot.tid.store(TOMBSTONE, Ordering::Release);
+        let removed = Removed {
+            serial: slot.serial.swap(0, Ordering::Relaxed),
+            timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+        };
+        slot.env.store(std::ptr::null_mut(), Ordering::Relaxed);
+        Some(removed)
+    }
+
+    /// Takes every registered timer out of the table (at shutdown), leaving threads
+    /// registered. Returns the timer ids.
+    pub fn take_all_timers(&self) -> Vec<u64> {
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        self.slots
+            .iter()
+            .filter(|s| s.tid.load(Ordering::Relaxed) > 0)
+            .map(|s| s.timer.swap(NO_TIMER, Ordering::Relaxed))
+            .filter(|&t| t != NO_TIMER)
+            .collect()
+    }
+
+    /// Number of registered threads and of registered timers.
+    pub fn occupancy(&self) -> (usize, usize) {
+        let live = self
+            .slots
+            .iter()
+            .filter(|s| s.tid.load(Ordering::Relaxed) > 0);
+        let (mut threads, mut timers) = (0, 0);
+        for s in live {
+            threads += 1;
+            if s.timer.load(Ordering::Relaxed) != NO_TIMER {
+                timers += 1;
+            }
+        }
+        (threads, timers)
+    }
+
+    /// Registered tids (for sweeping threads that died without a ThreadEnd).
+    pub fn tids(&self) -> Vec<i32> {
+        self.slots
+            .iter()
+            .map(|s| s.tid.load(Ordering::Relaxed))
+            .filter(|&t| t > 0)
+            .collect()
+    }
+}
+
+impl Default for ThreadTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn env(n: usize) -> *mut JNIEnv {
+        n as *mut JNIEnv
+    }
+
+    #[test]
+    fn insert_lookup_remove() {
+        let t = Box::new(ThreadTable::new());
+        t.insert(100, env(8), 1).unwrap();
+        t.insert(101, env(16), 2).unwrap();
+        assert_eq!(t.lookup(100).unwrap().env(), env(8));
+        assert_eq!(t.lookup(101).unwrap().serial(), 2);
+        assert!(t.set_timer(100, 7));
+        assert_eq!(t.occupancy(), (2, 1));
+        assert_eq!(
+            t.remove(100),
+            Some(Removed {
+                serial: 1,
+                timer: 7
+            })
+        );
+        assert!(t.lookup(100).is_none());
+        assert!(t.lookup(101).is_some());
+        assert_eq!(t.remove(100), None);
+        assert!(t.lookup(0).is_none() && t.lookup(-1).is_none());
+    }
+
+    #[test]
+    fn churn_reuses_tombstones_and_stays_findable() {
+        let t = Box::new(ThreadTable::new());
+        // A long-lived population plus heavy churn of short-lived threads with fresh tids,
+        // as when 10,000 short threads come and go.
+        for tid in 1..=200 {
+            t.insert(tid, env(8), tid as u64).unwrap();
+        }
+        for round in 0..100_000i32 {
+            let tid = 1_000 + round;
+            t.insert(tid, env(8), 0).unwrap();
+            assert!(t.lookup(tid).is_some());
+            t.remove(tid).unwrap();
+        }
+        for tid in 1..=200 {
+            assert_eq!(t.lookup(tid).unwrap().serial(), tid as u64);
+        }
+        assert_eq!(t.occupancy().0, 200);
+    }
+
+    #[test]
+    fn full_table_is_an_error_not_a_hang() {
+        let t = Box::new(ThreadTable::new());
+        let mut inserted = 0;
+        for tid in 1..=(CAPACITY as i32 * 2) {
+            if t.insert(tid, env(8), 0).is_ok() {
+                inserted += 1;
+            }
+        }
+        assert!(inserted >= CAPACITY / 2, "{inserted}");
+        assert!(inserted <= CAPACITY);
+    }
+}

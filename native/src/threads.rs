@@ -1,0 +1,192 @@
+//! Java thread lifecycle: register each thread for sampling at JVMTI ThreadStart (on the new
+//! thread itself), unregister it at ThreadEnd, and remember its name for labels.
+//!
+//! Registration puts the thread's JNIEnv in the [`ThreadTable`] (the signal handler passes it
+//! to AsyncGetCallTrace) and, with the per-thread CPU clock, starts the thread's timer.
+//! Names are kept apart in [`ThreadNames`], which only the aggregator and these callbacks
+//! touch: a thread may end while its samples still sit in the buffer, so its name outlives it
+//! until the profile that contains those samples is written.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jni::sys::{jobject, JNIEnv};
+
+use crate::jvmti::{delete_global_ref, new_global_ref, Jvmti};
+use crate::sampler::{gettid, monotonic_ns};
+use crate::stats::{self, COUNTERS};
+use crate::thread_table::{ThreadTable, NO_TIMER};
+use crate::timers::ThreadCpuTimer;
+
+pub static TABLE: ThreadTable = ThreadTable::new();
+
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+/// Set once profiling stops: late ThreadStarts register nothing.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+/// The agent's own aggregator thread (not profiled).
+static OWN_TID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
+
+#[derive(Debug)]
+pub struct ThreadInfo {
+    pub tid: i32,
+    pub name: String,
+    /// Global reference to the java.lang.Thread, to read its current name later
+    /// (threads are often renamed after they start). Null if it could not be made.
+    pub thread: jobject,
+    /// CLOCK_MONOTONIC time of ThreadEnd.
+    pub ended_at: Option<u64>,
+}
+
+// SAFETY: `thread` is a JNI global reference, usable from any attached thread.
+unsafe impl Send for ThreadInfo {}
+
+pub static NAMES: Mutex<ThreadNames> = Mutex::new(ThreadNames { by_serial: None });
+
+pub struct ThreadNames {
+    by_serial: Option<HashMap<u64, ThreadInfo>>,
+}
+
+impl ThreadNames {
+    fn map(&mut self) -> &mut HashMap<u64, ThreadInfo> {
+        self.by_serial.get_or_insert_with(HashMap::new)
+    }
+
+    pub fn get_mut(&mut self, serial: u64) -> Option<&mut ThreadInfo> {
+        self.map().get_mut(&serial)
+    }
+
+    /// Forgets threads that ended before `drained_at` (so every sample they took has been
+    /// drained and labelled), deleting their global references.
+    ///
+    /// # Safety
+    /// `jni` is the calling thread's JNIEnv.
+    pub unsafe fn evict_ended_before(&mut self, drained_at: u64, jni: *mut JNIEnv) -> usize {
+        let map = self.map();
+        let before = map.len();
+        map.retain(|_, t| {
+            let gone = t.ended_at.is_some_and(|end| end < drained_at);
+            if gone {
+                // SAFETY: `t.thread` is the global reference made at registration, deleted
+                // once here as the entry goes; `jni` per this function's contract.
+                unsafe { delete_global_ref(jni, t.thread) };
+            }
+            !gone
+        });
+        before - map.len()
+    }
+}
+
+fn lock_names() -> std::sync::MutexGuard<'static, ThreadNames> {
+    NAMES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn set_own_tid(tid: i32) {
+    OWN_TID.store(tid, Ordering::SeqCst);
+}
+
+pub fn stop() {
+    STOPPED.store(true, Ordering::SeqCst);
+}
+
+/// How the current thread is sampled.
+#[derive(Clone, Copy)]
+pub struct Registration {
+    /// Interval of the per-thread CPU timer, or `None` under `clock=itimer`.
+    pub cpu_timer: Option<Duration>,
+}
+
+/// Registers the calling thread (JVMTI ThreadStart, or VMInit for the main thread).
+///
+/// # Safety
+/// `jni` is the calling thread's JNIEnv and `thread` its java.lang.Thread, as JVMTI passes
+/// them to ThreadStart and VMInit.
+pub unsafe fn on_thread_start(jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject, how: Registration) {
+    let tid = gettid();
+    if STOPPED.load(Ordering::SeqCst) || tid == OWN_TID.load(Ordering::SeqCst) {
+        return;
+    }
+    if TABLE.lookup(tid).is_some() {
+        // Already registered (the main thread can be seen both at ThreadStart and VMInit).
+        return;
+    }
+    let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
+    // Before the live phase GetThreadInfo is not allowed; the aggregator reads the name
+    // later through the global reference.
+    // SAFETY: per this function's contract.
+    let name = unsafe { jvmti.thread_name(jni, thread) }.unwrap_or_default();
+    log_debug!("thread start: tid {tid} serial {serial} '{name}'");
+    lock_names().map().insert(
+        serial,
+        ThreadInfo {
+            tid,
+            name,
+            // SAFETY: per this function's contract.
+            thread: unsafe { new_global_ref(jni, thread) },
+            ended_at: None,
+        },
+    );
+    if TABLE.insert(tid, jni, serial).is_err() {
+        stats::bump(&COUNTERS.table_full);
+        return;
+    }
+    stats::bump(&COUNTERS.threads_started);
+    let Some(interval) = how.cpu_timer else {
+        return;
+    };
+    match ThreadCpuTimer::start(tid, libc::SIGPROF, interval) {
+        Ok(timer) => {
+            stats::bump(&COUNTERS.timers_created);
+            TABLE.set_timer(tid, timer);
+            if STOPPED.load(Ordering::SeqCst) {
+                // Profiling stopped while we were starting: do not leave a timer behind.
+                if let Some(t) = TABLE
+                    .remove(tid)
+                    .map(|r| r.timer)
+                    .filter(|&t| t != NO_TIMER)
+                {
+                    delete_timer(t);
+                }
+            }
+        }
+        Err(e) => {
+            stats::bump(&COUNTERS.timer_errors);
+            if !TIMER_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
+                log_warn!(
+                    "cannot create a CPU timer for thread {tid}: {e}; such threads are not sampled (try clock=itimer)"
+                );
+            }
+        }
+    }
+}
+
+/// Unregisters the calling thread (JVMTI ThreadEnd).
+pub fn on_thread_end() {
+    let tid = gettid();
+    let Some(removed) = TABLE.remove(tid) else {
+        return;
+    };
+    stats::bump(&COUNTERS.threads_ended);
+    if removed.timer != NO_TIMER {
+        delete_timer(removed.timer);
+    }
+    if let Some(info) = lock_names().get_mut(removed.serial) {
+        info.ended_at = Some(monotonic_ns());
+    }
+}
+
+fn delete_timer(timer: u64) {
+    match ThreadCpuTimer::delete(timer) {
+        Ok(()) => stats::bump(&COUNTERS.timers_deleted),
+        Err(_) => stats::bump(&COUNTERS.timer_errors),
+    }
+}
+
+/// Deletes every thread's timer (shutdown). Threads stay registered until they end.
+pub fn delete_all_timers() {
+    for timer in TABLE.take_all_timers() {
+        delete_timer(timer);
+    }
+}

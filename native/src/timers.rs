@@ -1,0 +1,170 @@
+//! The two CPU sampling engines.
+//!
+//! - [`ThreadCpuTimer`]: one POSIX timer per Java thread on that thread's CPU-time clock,
+//!   delivering SIGPROF to that very thread (`SIGEV_THREAD_ID`). Each thread is sampled in
+//!   proportion to the CPU it burns, whatever the other threads do.
+//! - [`ProcessItimer`]: `setitimer(ITIMER_PROF)`, one timer for the process; the kernel sends
+//!   SIGPROF to whichever thread was running. Cheaper to set up, coarser (and it also lands on
+//!   JVM-internal threads).
+//!
+//! Timer expirations are checked on the scheduler tick, so intervals shorter than the tick are
+//! rounded up by the kernel; the overrun count the kernel reports keeps the weights right.
+
+use std::io;
+use std::time::Duration;
+
+use crate::sys::thread_cpu_clock;
+
+fn timespec(d: Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    }
+}
+
+/// A CPU-time timer of one thread.
+pub struct ThreadCpuTimer;
+
+impl ThreadCpuTimer {
+    /// Creates and arms a timer on `tid`'s CPU clock that sends `signo` to `tid` every
+    /// `interval` of that thread's CPU time. Returns the timer id.
+    pub fn start(tid: libc::pid_t, signo: libc::c_int, interval: Duration) -> io::Result<u64> {
+        // SAFETY: a zeroed sigevent is valid; we set the fields the kernel reads for
+        // SIGEV_THREAD_ID.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = signo;
+        sev.sigev_notify_thread_id = tid;
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: valid clock id, sigevent and out pointer.
+        if unsafe { libc::timer_create(thread_cpu_clock(tid), &mut sev, &mut timer) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let spec = libc::itimerspec {
+            it_interval: timespec(interval),
+            it_value: timespec(interval),
+        };
+        // SAFETY: `timer` was just created; `spec` is valid.
+        if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+            let err = io::Error::last_os_error();
+            // SAFETY: as above.
+            unsafe { libc::timer_delete(timer) };
+            return Err(err);
+        }
+        Ok(timer as usize as u64)
+    }
+
+    /// Deletes a timer made by [`ThreadCpuTimer::start`]. A signal it already queued may
+    /// still arrive; the handler copes (the thread is unregistered or sampling is off).
+    pub fn delete(id: u64) -> io::Result<()> {
+        // SAFETY: deleting an unknown id fails with EINVAL, it cannot corrupt anything.
+        if unsafe { libc::timer_delete(id as usize as libc::timer_t) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// The process-wide profiling interval timer.
+pub struct ProcessItimer;
+
+impl ProcessItimer {
+    pub fn start(interval: Duration) -> io::Result<()> {
+        Self::set(interval)
+    }
+
+    pub fn stop() -> io::Result<()> {
+        Self::set(Duration::ZERO)
+    }
+
+    fn set(interval: Duration) -> io::Result<()> {
+        let tv = libc::timeval {
+            tv_sec: interval.as_secs() as libc::time_t,
+            tv_usec: interval.subsec_micros() as libc::suseconds_t,
+        };
+        let it = libc::itimerval {
+            it_interval: tv,
+            it_value: tv,
+        };
+        // SAFETY: valid itimerval; the old value is not requested.
+        if unsafe { libc::setitimer(libc::ITIMER_PROF, &it, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// Burns `cpu` of this thread's CPU time (not wall time: a loaded machine stretches the
+/// wall time, not the work). For tests.
+#[cfg(test)]
+pub(crate) fn burn_thread_cpu(cpu: Duration) {
+    let now = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid out pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    };
+    let start = now();
+    let mut x = 0u64;
+    while now() - start < cpu {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static HITS: AtomicU64 = AtomicU64::new(0);
+    static WRONG_THREAD: AtomicU64 = AtomicU64::new(0);
+    static TARGET: AtomicU64 = AtomicU64::new(0);
+
+    extern "C" fn count(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo; TimerSigInfo is its timer prefix.
+        let overrun = unsafe { (*(info as *const crate::sys::TimerSigInfo)).si_overrun };
+        HITS.fetch_add(1 + overrun.max(0) as u64, Ordering::Relaxed);
+        // SAFETY: gettid has no preconditions.
+        if unsafe { libc::gettid() } as u64 != TARGET.load(Ordering::Relaxed) {
+            WRONG_THREAD.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn thread_timer_fires_on_its_thread_in_proportion_to_cpu() {
+        // Use SIGVTALRM for the test so it cannot collide with another test's SIGPROF.
+        // SAFETY: installing a handler that only touches atomics.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = count as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigaction(libc::SIGVTALRM, &sa, std::ptr::null_mut());
+        }
+        let handle = std::thread::spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            TARGET.store(tid as u64, Ordering::Relaxed);
+            let id = ThreadCpuTimer::start(tid, libc::SIGVTALRM, Duration::from_millis(5)).unwrap();
+            // Sleep first: a sleeping thread burns no CPU, so no signal.
+            std::thread::sleep(Duration::from_millis(100));
+            let after_sleep = HITS.load(Ordering::Relaxed);
+            burn_thread_cpu(Duration::from_millis(300));
+            ThreadCpuTimer::delete(id).unwrap();
+            after_sleep
+        });
+        let after_sleep = handle.join().unwrap();
+        let hits = HITS.load(Ordering::Relaxed);
+        assert_eq!(after_sleep, 0, "a sleeping thread got CPU-timer signals");
+        // 300 ms of CPU at 5 ms: 60 expirations. The kernel checks CPU timers on its tick and
+        // folds expirations it could not deliver separately into the overrun count.
+        assert!((50..=70).contains(&hits), "{hits}");
+        assert_eq!(WRONG_THREAD.load(Ordering::Relaxed), 0);
+        assert!(ThreadCpuTimer::delete(u32::MAX as u64).is_err());
+    }
+}
