@@ -1,0 +1,493 @@
+//! Harness for the cross-component tests: real JVMs with the real agent, read back with
+//! independent tools (`go tool pprof`).
+//!
+//! A test declares, in one [`JvmRun`], the JDK, the main class with its arguments, the agent
+//! options and extra JVM flags; [`JvmRun::run`] compiles the Java workloads once, runs the
+//! JVM with a deadline (killing it on timeout), and returns what it printed and the profiles
+//! it wrote. [`pprof_top`] reads those profiles with `go tool pprof -top`.
+//!
+//! Prerequisites, installed by `scripts/test.sh`: `cargo build --release` (the agent and CLI),
+//! Debian `golang-go`, OpenJDK 17 and Temurin 25. A missing prerequisite fails the test with a
+//! message saying what to install; nothing is skipped.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `target/release`, where `cargo build --release` puts the agent and the CLI.
+pub fn release_dir() -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    dir.join("release")
+}
+
+pub fn agent_path() -> PathBuf {
+    let p = release_dir().join("libotelprof.so");
+    assert!(
+        p.is_file(),
+        "{} is missing: run `cargo build --release` first (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+pub fn cli_path() -> PathBuf {
+    let p = release_dir().join("otelprof");
+    assert!(
+        p.is_file(),
+        "{} is missing: run `cargo build --release` first",
+        p.display()
+    );
+    p
+}
+
+/// A JDK the tests run on.
+#[derive(Clone, Debug)]
+pub struct Jdk {
+    pub name: &'static str,
+    pub home: PathBuf,
+}
+
+impl Jdk {
+    pub fn java(&self) -> PathBuf {
+        self.home.join("bin/java")
+    }
+
+    pub fn feature(&self) -> u32 {
+        let out = Command::new(self.java()).arg("-version").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let v = text.split('"').nth(1).unwrap_or("0");
+        v.split('.').next().unwrap().parse().unwrap()
+    }
+}
+
+fn jdk_at(name: &'static str, env: &str, candidates: &[&str]) -> Jdk {
+    let home = std::env::var_os(env)
+        .map(PathBuf::from)
+        .or_else(|| {
+            candidates
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.join("bin/java").is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!("{name} not found: set {env} to its home (looked in {candidates:?})")
+        });
+    assert!(
+        home.join("bin/java").is_file(),
+        "{}: no bin/java",
+        home.display()
+    );
+    Jdk { name, home }
+}
+
+pub fn jdk17() -> Jdk {
+    jdk_at(
+        "OpenJDK 17",
+        "OTELPROF_JDK17",
+        &[
+            "/usr/lib/jvm/java-17-openjdk-amd64",
+            "/usr/lib/jvm/temurin-17-jdk-amd64",
+        ],
+    )
+}
+
+pub fn jdk25() -> Jdk {
+    jdk_at(
+        "Temurin 25",
+        "OTELPROF_JDK25",
+        &["/usr/lib/jvm/temurin-25-jdk-amd64"],
+    )
+}
+
+/// Both JDKs the product supports and the tests must pass on.
+pub fn all_jdks() -> Vec<Jdk> {
+    vec![jdk17(), jdk25()]
+}
+
+/// Compiles `examples/workloads` and `tests/java` once per test process (with JDK 17's javac,
+/// `--release 17`, so the classes run on every supported JDK) and returns the class directory.
+pub fn classes() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = scratch_dir("classes");
+        let mut sources = Vec::new();
+        for dir in ["examples/workloads", "tests/java"] {
+            collect_java(&repo_root().join(dir), &mut sources);
+        }
+        assert!(!sources.is_empty(), "no Java sources found");
+        let javac = jdk17().home.join("bin/javac");
+        let status = Command::new(javac)
+            .args(["--release", "17", "-g", "-d"])
+            .arg(&out)
+            .args(&sources)
+            .status()
+            .unwrap();
+        assert!(status.success(), "javac failed");
+        out
+    })
+}
+
+fn collect_java(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_java(&p, out);
+        } else if p.extension().is_some_and(|x| x == "java") {
+            out.push(p);
+        }
+    }
+}
+
+/// A fresh directory under `target/otelprof-tests/`, unique per call.
+pub fn scratch_dir(what: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = release_dir()
+        .parent()
+        .unwrap()
+        .join("otelprof-tests")
+        .join(format!("{what}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Flags that remove safepoint polls from counted int loops: a safepoint-biased profiler
+/// cannot see inside such loops.
+pub const NO_LOOP_SAFEPOINTS: &[&str] = &[
+    "-XX:+UnlockDiagnosticVMOptions",
+    "-XX:-UseCountedLoopSafepoints",
+    "-XX:LoopStripMiningIter=0",
+];
+
+/// One JVM run: what to run and how to profile it.
+#[derive(Clone, Debug)]
+pub struct JvmRun {
+    pub jdk: Jdk,
+    pub main_class: String,
+    pub args: Vec<String>,
+    /// Agent options without `out=` (added by the harness); `None` runs without the agent.
+    pub agent_options: Option<String>,
+    /// Whether the harness adds `out=<fresh dir>` to the agent options.
+    pub add_out_dir: bool,
+    pub jvm_flags: Vec<String>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct RunOutput {
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub out_dir: PathBuf,
+    pub elapsed: Duration,
+}
+
+impl RunOutput {
+    /// The pprof files the agent wrote, sorted by name (= by time).
+    pub fn profiles(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.out_dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.to_string_lossy().ends_with(".pb.gz"));
+        v.sort();
+        v
+    }
+
+    /// Lines the agent printed (`otelprof: ...`).
+    pub fn agent_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("otelprof:"))
+            .collect()
+    }
+
+    /// The counters of the agent's final `stopped;` line, e.g. `samples` -> 123.
+    pub fn agent_counters(&self) -> BTreeMap<String, u64> {
+        let line = self
+            .agent_lines()
+            .into_iter()
+            .find(|l| l.contains("stopped;"))
+            .unwrap_or_else(|| panic!("no 'otelprof: stopped;' line in stderr:\n{}", self.stderr));
+        line.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_owned(), v.trim_end_matches(';').parse().ok()?)))
+            .collect()
+    }
+
+    pub fn assert_clean_exit(&self) {
+        assert_eq!(
+            self.exit_code,
+            Some(0),
+            "JVM failed.\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        assert!(
+            !self.stderr.contains("A fatal error has been detected"),
+            "JVM crashed:\n{}",
+            self.stderr
+        );
+    }
+}
+
+impl JvmRun {
+    pub fn new(jdk: Jdk, main_class: &str) -> JvmRun {
+        JvmRun {
+            jdk,
+            main_class: main_class.to_owned(),
+            args: Vec::new(),
+            agent_options: Some(String::new()),
+            add_out_dir: true,
+            jvm_flags: Vec::new(),
+            timeout: Duration::from_secs(120),
+        }
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args = args.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn agent(mut self, options: &str) -> Self {
+        self.agent_options = Some(options.to_owned());
+        self
+    }
+
+    pub fn no_agent(mut self) -> Self {
+        self.agent_options = None;
+        self
+    }
+
+    pub fn flags(mut self, flags: &[&str]) -> Self {
+        self.jvm_flags.extend(flags.iter().map(|s| s.to_string()));
+        self
+    }
+
+    pub fn run(&self) -> RunOutput {
+        let out_dir = scratch_dir("run");
+        let mut cmd = Command::new(self.jdk.java());
+        cmd.current_dir(&out_dir);
+        if let Some(opts) = &self.agent_options {
+            let mut opts = opts.clone();
+            if self.add_out_dir {
+                if !opts.is_empty() {
+                    opts.push(',');
+                }
+                opts.push_str(&format!("out={}", out_dir.display()));
+            }
+            cmd.arg(format!("-agentpath:{}={}", agent_path().display(), opts));
+        }
+        cmd.args(&self.jvm_flags)
+            .arg("-cp")
+            .arg(classes())
+            .arg(&self.main_class)
+            .args(&self.args);
+        let (exit_code, stdout, stderr, elapsed) = run_with_timeout(cmd, self.timeout);
+        RunOutput {
+            exit_code,
+            stdout,
+            stderr,
+            out_dir,
+            elapsed,
+        }
+    }
+}
+
+/// Runs `cmd`, killing it if it outlives `timeout`. Returns exit code, stdout, stderr, time.
+pub fn run_with_timeout(
+    mut cmd: Command,
+    timeout: Duration,
+) -> (Option<i32>, String, String, Duration) {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    // Read both pipes on threads so a chatty child cannot block on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    let stdout = t_out.join().unwrap();
+    let stderr = t_err.join().unwrap();
+    assert!(
+        status.is_some(),
+        "{cmd:?} did not finish within {timeout:?} (killed).\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (status.and_then(|s| s.code()), stdout, stderr, elapsed)
+}
+
+/// One row of `go tool pprof -top`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopRow {
+    pub flat: f64,
+    pub cum: f64,
+    pub name: String,
+}
+
+/// What `go tool pprof -top` printed.
+#[derive(Clone, Debug, Default)]
+pub struct Top {
+    /// The profile total (`... of <total> total`), after any focus filter.
+    pub total: f64,
+    /// Rows keyed by function name.
+    pub rows: BTreeMap<String, TopRow>,
+}
+
+impl Top {
+    /// Cumulative value of `function` (0 when absent).
+    pub fn cum(&self, function: &str) -> f64 {
+        self.rows.get(function).map_or(0.0, |r| r.cum)
+    }
+
+    pub fn flat(&self, function: &str) -> f64 {
+        self.rows.get(function).map_or(0.0, |r| r.flat)
+    }
+}
+
+/// `go tool pprof -top` over `files` for `sample_index` (values in ms for `cpu`, plain counts
+/// otherwise). Every node is kept (no node or edge pruning). `extra` is passed through, e.g.
+/// `-tagfocus=thread_name=worker-.*`.
+pub fn pprof_top(files: &[PathBuf], sample_index: &str, extra: &[&str]) -> Top {
+    assert!(!files.is_empty(), "no profiles to read");
+    let go = which("go").unwrap_or_else(|| {
+        panic!("`go` not found: install Debian golang-go (scripts/test.sh does)")
+    });
+    let mut cmd = Command::new(go);
+    cmd.args([
+        "tool",
+        "pprof",
+        "-top",
+        "-nodecount=1000000",
+        "-nodefraction=0",
+        "-edgefraction=0",
+        &format!("-sample_index={sample_index}"),
+    ]);
+    if sample_index == "cpu" {
+        cmd.arg("-unit=ms");
+    }
+    cmd.args(extra).args(files);
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_pprof_top(&text)
+}
+
+/// Parses the output of `go tool pprof -top`: the total from the `Showing nodes accounting
+/// for ...` line and the table (`flat flat% sum% cum cum% name`).
+pub fn parse_pprof_top(text: &str) -> Top {
+    let mut rows = BTreeMap::new();
+    let mut total = 0.0;
+    let mut in_table = false;
+    for line in text.lines() {
+        if let Some(rest) = line.trim().strip_prefix("Showing nodes accounting for") {
+            if let Some(t) = rest.split(" of ").nth(1) {
+                total = parse_quantity(t.split_whitespace().next().unwrap_or("0"));
+            }
+        }
+        if line.trim_start().starts_with("flat") && line.contains("cum%") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        let mut parts = line.split_whitespace();
+        let (Some(flat), Some(_), Some(_), Some(cum), Some(_)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            continue;
+        };
+        let name = parts.collect::<Vec<_>>().join(" ");
+        rows.insert(
+            name.clone(),
+            TopRow {
+                flat: parse_quantity(flat),
+                cum: parse_quantity(cum),
+                name,
+            },
+        );
+    }
+    Top { total, rows }
+}
+
+/// `1234ms`, `0`, `12.5ms`, `3` -> number (the unit is fixed by `-unit`).
+fn parse_quantity(s: &str) -> f64 {
+    let digits: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("not a pprof quantity: {s:?}"))
+}
+
+pub fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(tool))
+            .find(|p| p.is_file())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pprof_top() {
+        let text = "Type: cpu\nShowing nodes accounting for 11713ms, 99.61% of 11759ms total\n      flat  flat%   sum%        cum   cum%\n   11684ms 99.36% 99.36%    11684ms 99.36%  a.B.spin\n         0     0% 99.61%    7088.5ms 60.28%  a.B$$Lambda.run\n";
+        let top = parse_pprof_top(text);
+        assert_eq!(top.total, 11759.0);
+        assert_eq!(top.flat("a.B.spin"), 11684.0);
+        assert_eq!(top.cum("a.B$$Lambda.run"), 7088.5);
+        assert_eq!(top.rows.len(), 2);
+    }
+}
