@@ -289,10 +289,16 @@ impl Period {
             }
         }
         let labels = self.labels(h.serial, h.tid);
-        // One signal is one sample; it stands for `weight` intervals of CPU time (the kernel
-        // merges expirations it could not deliver separately, e.g. intervals below the tick).
-        let cpu_ns = (h.weight as i64).saturating_mul(self.interval_ns);
-        self.builder.add_sample(&stack, &labels, &[1, cpu_ns]);
+        // A signal stands for `weight` sampling intervals: the kernel folds expirations it
+        // could not deliver separately (intervals below its tick, a thread that could not take
+        // the signal in time) into the overrun count. `samples` counts intervals, as pprof and
+        // Pyroscope expect (samples x period = CPU time); signals are counted in the comment.
+        let weight = h.weight as i64;
+        self.builder.add_sample(
+            &stack,
+            &labels,
+            &[weight, weight.saturating_mul(self.interval_ns)],
+        );
         self.stack = stack;
     }
 

@@ -11,6 +11,6 @@ pub mod model;
 pub mod pprof;
 
 pub use model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile,
+    FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
     ProfileBuilder, Sample, StrId, ValueType,
 };

@@ -83,6 +83,55 @@ pub struct Label {
     pub value: LabelValue,
 }
 
+/// The span a sample was taken in: OTLP `Link`, pprof labels `trace_id` / `span_id`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Link {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+}
+
+impl Link {
+    /// Lowercase hex, as W3C trace context and Pyroscope's labels spell ids.
+    pub fn trace_id_hex(&self) -> String {
+        hex(&self.trace_id)
+    }
+
+    pub fn span_id_hex(&self) -> String {
+        hex(&self.span_id)
+    }
+
+    /// Parses lowercase or uppercase hex ids; `None` for wrong lengths or non-hex digits.
+    pub fn from_hex(trace_id: &str, span_id: &str) -> Option<Link> {
+        Some(Link {
+            trace_id: unhex(trace_id)?,
+            span_id: unhex(span_id)?,
+        })
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let b = s.as_bytes();
+    if b.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        let digit = |c: u8| (c as char).to_digit(16);
+        *o = (digit(*b.get(2 * i)?)? * 16 + digit(*b.get(2 * i + 1)?)?) as u8;
+    }
+    Some(out)
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
     /// Leaf first.
@@ -91,6 +140,11 @@ pub struct Sample {
     pub values: Vec<i64>,
     /// Sorted by key then value, so that equal label sets compare equal.
     pub labels: Vec<Label>,
+    /// The span the sample was taken in, if any.
+    pub link: Option<Link>,
+    /// When the merged observations were taken (Unix nanoseconds), if recorded. OTLP carries
+    /// them; pprof has no place for them.
+    pub timestamps: Vec<i64>,
 }
 
 /// One profile: a set of samples of the same types over one time window.
@@ -180,7 +234,7 @@ pub struct ProfileBuilder {
     strings: HashMap<String, StrId>,
     functions: HashMap<Function, FunctionId>,
     locations: HashMap<Location, LocationId>,
-    samples: HashMap<(Vec<LocationId>, Vec<Label>), usize>,
+    samples: HashMap<(Vec<LocationId>, Vec<Label>, Option<Link>), usize>,
 }
 
 impl ProfileBuilder {
@@ -265,11 +319,24 @@ impl ProfileBuilder {
     /// needed. `values` must have one entry per sample type; missing entries count as 0 and
     /// extra ones are ignored.
     pub fn add_sample(&mut self, stack: &[LocationId], labels: &[Label], values: &[i64]) {
+        self.add_linked_sample(stack, labels, None, values, None);
+    }
+
+    /// Like [`ProfileBuilder::add_sample`], with the span the sample was taken in and the time
+    /// it was taken (Unix nanoseconds). Samples merge only when their links are equal too.
+    pub fn add_linked_sample(
+        &mut self,
+        stack: &[LocationId],
+        labels: &[Label],
+        link: Option<Link>,
+        values: &[i64],
+        timestamp: Option<i64>,
+    ) {
         let mut labels = labels.to_vec();
         labels.sort_unstable();
         labels.dedup();
         let n = self.profile.sample_types.len();
-        let key = (stack.to_vec(), labels);
+        let key = (stack.to_vec(), labels, link);
         let index = match self.samples.get(&key) {
             Some(&i) => i,
             None => {
@@ -278,6 +345,8 @@ impl ProfileBuilder {
                     locations: key.0.clone(),
                     values: vec![0; n],
                     labels: key.1.clone(),
+                    link,
+                    timestamps: Vec::new(),
                 });
                 self.samples.insert(key, i);
                 i
@@ -286,6 +355,9 @@ impl ProfileBuilder {
         let sample = &mut self.profile.samples[index];
         for (acc, v) in sample.values.iter_mut().zip(values) {
             *acc = acc.saturating_add(*v);
+        }
+        if let Some(t) = timestamp {
+            sample.timestamps.push(t);
         }
     }
 
@@ -334,5 +406,25 @@ mod tests {
         assert_eq!(p.label_str(&p.samples[0], "thread_name"), Some("main"));
         assert_eq!(p.sample_type_index("cpu"), Some(1));
         assert_eq!(p.str(StrId(999)), "");
+    }
+
+    #[test]
+    fn links_split_samples_and_round_trip_hex() {
+        let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 10);
+        let f = b.function("a.B.c", "B.java", 3);
+        let l = b.location(f, 7, FrameKind::Jvm);
+        let link = Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").unwrap();
+        assert_eq!(link.trace_id_hex(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(link.span_id_hex(), "b7ad6b7169203331");
+        assert!(Link::from_hex("0af7", "b7ad6b7169203331").is_none());
+        assert!(Link::from_hex("zzf7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").is_none());
+        b.add_linked_sample(&[l], &[], Some(link), &[1], Some(5));
+        b.add_linked_sample(&[l], &[], Some(link), &[1], Some(6));
+        b.add_linked_sample(&[l], &[], None, &[1], None);
+        let p = b.build(0, 1);
+        assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.samples[0].values, vec![2]);
+        assert_eq!(p.samples[0].timestamps, vec![5, 6]);
+        assert_eq!(p.samples[1].link, None);
     }
 }

@@ -60,6 +60,57 @@ pub fn encode_gzip(profile: &Profile) -> Vec<u8> {
     }
 }
 
+/// pprof label keys that carry a sample's [`Link`](crate::Link).
+pub const LINK_TRACE_ID: &str = "trace_id";
+pub const LINK_SPAN_ID: &str = "span_id";
+
+/// Strings appended to an encoded string table, deduplicated against the model's.
+struct ExtraStrings<'a> {
+    table: &'a mut Vec<Vec<u8>>,
+    index: std::collections::HashMap<String, i64>,
+}
+
+impl<'a> ExtraStrings<'a> {
+    fn new(model: &[String], table: &'a mut Vec<Vec<u8>>) -> Self {
+        let index = model
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), i as i64))
+            .collect();
+        ExtraStrings { table, index }
+    }
+
+    fn index(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.as_bytes().to_vec());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+/// Turns a `trace_id` + `span_id` label pair holding valid hex ids back into a link.
+fn take_link(labels: &mut Vec<Label>, strings: &[String]) -> Option<crate::Link> {
+    let text = |id: StrId| strings.get(id.0 as usize).map(String::as_str).unwrap_or("");
+    let find = |labels: &[Label], key: &str| {
+        labels
+            .iter()
+            .position(|l| text(l.key) == key && matches!(l.value, LabelValue::Str(_)))
+    };
+    let (t, s) = (find(labels, LINK_TRACE_ID)?, find(labels, LINK_SPAN_ID)?);
+    let value = |i: usize| match labels.get(i).map(|l| l.value) {
+        Some(LabelValue::Str(v)) => text(v),
+        _ => "",
+    };
+    let link = crate::Link::from_hex(value(t), value(s))?;
+    let (first, second) = (t.max(s), t.min(s));
+    labels.remove(first);
+    labels.remove(second);
+    Some(link)
+}
+
 fn str_index(id: StrId) -> i64 {
     i64::from(id.0)
 }
@@ -73,17 +124,37 @@ fn to_pb(p: &Profile) -> proto::Profile {
     if string_table.is_empty() {
         string_table.push(Vec::new());
     }
-    proto::Profile {
-        sample_type: p.sample_types.iter().map(value_type).collect(),
-        sample: p
-            .samples
-            .iter()
-            .map(|s| proto::Sample {
+    // Links become the string labels `trace_id` / `span_id` (lowercase hex, Pyroscope's
+    // names); their strings are appended to the table here, not kept in the model.
+    let mut extra = ExtraStrings::new(&p.strings, &mut string_table);
+    let sample = p
+        .samples
+        .iter()
+        .map(|s| {
+            let mut label: Vec<proto::Label> = s.labels.iter().map(label_to_pb).collect();
+            if let Some(link) = s.link {
+                for (key, value) in [
+                    (LINK_TRACE_ID, link.trace_id_hex()),
+                    (LINK_SPAN_ID, link.span_id_hex()),
+                ] {
+                    label.push(proto::Label {
+                        key: extra.index(key),
+                        str: extra.index(&value),
+                        num: 0,
+                        num_unit: 0,
+                    });
+                }
+            }
+            proto::Sample {
                 location_id: s.locations.iter().map(|l| u64::from(l.0)).collect(),
                 value: s.values.clone(),
-                label: s.labels.iter().map(label_to_pb).collect(),
-            })
-            .collect(),
+                label,
+            }
+        })
+        .collect();
+    proto::Profile {
+        sample_type: p.sample_types.iter().map(value_type).collect(),
+        sample,
         mapping: Vec::new(),
         location: p
             .locations
@@ -392,10 +463,13 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             .collect::<Result<Vec<_>, _>>()?;
         labels.sort_unstable();
         labels.dedup();
+        let link = take_link(&mut labels, &strings);
         samples.push(Sample {
             locations,
             values: s.value,
             labels,
+            link,
+            timestamps: Vec::new(),
         });
     }
 
@@ -440,6 +514,36 @@ fn label_from_pb(l: &proto::Label, st: &Strings, sample: usize) -> Result<Label,
 mod tests {
     use super::*;
     use crate::model::ProfileBuilder;
+
+    #[test]
+    fn links_travel_as_trace_and_span_labels() {
+        let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 10);
+        let f = b.function("a.B.c", "B.java", 3);
+        let l = b.location(f, 7, crate::FrameKind::Jvm);
+        let thread = b.str_label("thread_name", "main");
+        let link =
+            crate::Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").unwrap();
+        b.add_linked_sample(&[l], &[thread], Some(link), &[2], None);
+        b.add_linked_sample(&[l], &[thread], None, &[1], None);
+        // A label that only looks like a link (bad hex) stays a label.
+        let bogus = b.str_label("trace_id", "not-hex");
+        b.add_sample(&[l], &[bogus], &[1]);
+        let p = b.build(0, 1);
+        let back = decode(&encode(&p)).unwrap();
+        assert_eq!(back.samples.len(), 3);
+        assert_eq!(back.samples[0].link, Some(link));
+        assert_eq!(
+            back.label_str(&back.samples[0], "thread_name"),
+            Some("main")
+        );
+        assert_eq!(back.samples[0].labels.len(), 1);
+        assert_eq!(back.samples[1].link, None);
+        assert_eq!(back.samples[2].link, None);
+        assert_eq!(
+            back.label_str(&back.samples[2], "trace_id"),
+            Some("not-hex")
+        );
+    }
     use proptest::prelude::*;
 
     /// A small CPU profile with everything the agent emits: two threads, a span label, a
