@@ -234,8 +234,11 @@ pub struct ProfileBuilder {
     strings: HashMap<String, StrId>,
     functions: HashMap<Function, FunctionId>,
     locations: HashMap<Location, LocationId>,
-    samples: HashMap<(Vec<LocationId>, Vec<Label>, Option<Link>), usize>,
+    samples: HashMap<SampleKey, usize>,
 }
+
+/// What makes two samples the same: stack, label set and link.
+type SampleKey = (Vec<LocationId>, Vec<Label>, Option<Link>);
 
 impl ProfileBuilder {
     /// `sample_types` and `period_type` are `(type, unit)` pairs.
@@ -378,6 +381,7 @@ impl ProfileBuilder {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
