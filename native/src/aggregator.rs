@@ -144,6 +144,9 @@ struct Period {
     /// CLOCK_MONOTONIC time the last drain started: every sample taken before it is in the
     /// builder.
     last_drain_ns: u64,
+    /// Unix time minus CLOCK_MONOTONIC, to date samples (the handler reads the monotonic
+    /// clock, which is async-signal-safe and never jumps).
+    unix_minus_monotonic: i64,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
 }
@@ -190,6 +193,7 @@ impl Period {
             thread_labels: HashMap::new(),
             stack: Vec::new(),
             last_drain_ns: 0,
+            unix_minus_monotonic: unix_nanos(SystemTime::now()) - sampler::monotonic_ns() as i64,
             jvmti: config.jvmti,
             jni,
         }
@@ -294,10 +298,13 @@ impl Period {
         // the signal in time) into the overrun count. `samples` counts intervals, as pprof and
         // Pyroscope expect (samples x period = CPU time); signals are counted in the comment.
         let weight = h.weight as i64;
-        self.builder.add_sample(
+        let taken_at = (h.time_ns as i64).saturating_add(self.unix_minus_monotonic);
+        self.builder.add_linked_sample(
             &stack,
             &labels,
+            None,
             &[weight, weight.saturating_mul(self.interval_ns)],
+            Some(taken_at),
         );
         self.stack = stack;
     }
