@@ -3,6 +3,7 @@
 //! `sampler` and `aggregator`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ pub struct Agent {
     out_dir: PathBuf,
     sampler: &'static Sampler,
     aggregator: Mutex<Option<Aggregator>>,
+    /// Set by the first `start`: under `-javaagent` the shim starts the agent from premain,
+    /// which libinstrument runs inside its own VMInit callback, so our VMInit may follow.
+    started: AtomicBool,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM*, usable from any thread; the rest is Sync.
@@ -47,6 +51,60 @@ const ARENA_BYTES: usize = 512 * 1024;
 /// # Safety
 /// `vm` is the JavaVM* the JVM passed to Agent_OnLoad.
 pub unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
+    // SAFETY: per this function's contract.
+    unsafe { setup(vm, options, false) }
+}
+
+/// Start from the Java shim (`-javaagent:otelprof.jar`): the VM is already in its live phase,
+/// so there will be no VMInit; sampling starts now, from the calling thread.
+///
+/// # Safety
+/// `vm` is the process's JavaVM*, `env` the calling thread's JNIEnv.
+pub unsafe fn on_live_start(
+    vm: *mut JavaVM,
+    env: *mut JNIEnv,
+    options: &str,
+) -> Result<(), String> {
+    if AGENT.get().is_some() {
+        // Already loaded (e.g. also given with -agentpath): the shim just uses it.
+        return Ok(());
+    }
+    // SAFETY: per this function's contract.
+    unsafe { setup(vm, options, true)? };
+    let Some(agent) = agent() else {
+        return Ok(()); // cpu=off
+    };
+    let mut thread: jobject = std::ptr::null_mut();
+    if let Err(e) = agent.jvmti.current_thread(&mut thread) {
+        return Err(format!("cannot identify the starting thread: {e}"));
+    }
+    // SAFETY: `env` is this thread's JNIEnv and `thread` its Thread (a local reference).
+    unsafe {
+        agent.start(env, thread);
+        delete_local_ref(env, thread);
+    }
+    Ok(())
+}
+
+/// Registers the calling thread if it started before the agent did (it had no ThreadStart).
+///
+/// # Safety
+/// `env` is the calling thread's JNIEnv.
+pub unsafe fn register_current_thread(env: *mut JNIEnv) {
+    let Some(agent) = agent() else { return };
+    let mut thread: jobject = std::ptr::null_mut();
+    if agent.jvmti.current_thread(&mut thread).is_ok() {
+        // SAFETY: the calling thread's JNIEnv and Thread.
+        unsafe {
+            threads::on_thread_start(&agent.jvmti, env, thread, registration(agent));
+            delete_local_ref(env, thread);
+        }
+    }
+}
+
+/// # Safety
+/// `vm` is the process's JavaVM*.
+unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String> {
     let options = Options::parse(options).map_err(|e| format!("{e}; profiling is off"))?;
     crate::log::set_level(options.log);
     let Some(interval) = options.cpu_interval else {
@@ -78,8 +136,13 @@ pub unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
         // (DebugNonSafepoints), so samples in JIT-compiled code name the right inlined frame
         // and line instead of the nearest safepoint's.
         capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS,
+        // Early VMStart makes JVMTI post ThreadStart for the JDK's own early threads
+        // (Reference Handler, Finalizer, Signal Dispatcher); only possible at OnLoad.
         capability::CAN_GENERATE_EARLY_VMSTART,
     ] {
+        if live && bit == capability::CAN_GENERATE_EARLY_VMSTART {
+            continue;
+        }
         if potential.has(bit) {
             caps = caps.with(bit);
         }
@@ -149,6 +212,7 @@ pub unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
         out_dir,
         sampler,
         aggregator: Mutex::new(None),
+        started: AtomicBool::new(false),
     };
     AGENT
         .set(agent)
@@ -165,6 +229,9 @@ impl Agent {
     /// # Safety
     /// Called from VMInit with the arguments JVMTI passed to it.
     unsafe fn start(&self, jni: *mut JNIEnv, main_thread: jobject) {
+        if self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let preloaded = preload_loaded_classes(&self.jvmti, jni);
         // SAFETY: VMInit passes the main thread and its JNIEnv; this runs on that thread.
         unsafe { threads::on_thread_start(&self.jvmti, jni, main_thread, registration(self)) };

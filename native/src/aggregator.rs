@@ -10,9 +10,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
-use otel_bridge::{FrameKind, Label, LocationId, ProfileBuilder};
+use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::PprofFileSink;
 
+use crate::context::{span_id_hex, SpanContext, ENDPOINTS};
 use crate::jvmti::{self, Jvmti};
 use crate::sample_buffer::Record;
 use crate::sampler::{self, Sampler, NOT_A_JAVA_THREAD};
@@ -140,7 +141,9 @@ struct Period {
     frames: HashMap<(usize, i32), LocationId>,
     pseudo: HashMap<i32, LocationId>,
     thread_labels: HashMap<u64, [Label; 2]>,
-    stack: Vec<LocationId>,
+    /// Samples of this period, before labels are resolved: thread names and endpoint names
+    /// are bound when the profile is written, so late renames still apply.
+    samples: HashMap<SampleKey, Accumulated>,
     /// CLOCK_MONOTONIC time the last drain started: every sample taken before it is in the
     /// builder.
     last_drain_ns: u64,
@@ -149,6 +152,42 @@ struct Period {
     unix_minus_monotonic: i64,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
+}
+
+/// The span part of a sample's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct SpanKey {
+    /// Trace and span, only for sampled traces (unsampled ones get no link).
+    link: Option<Link>,
+    local_root_span_id: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SampleKey {
+    stack: Vec<LocationId>,
+    serial: u64,
+    tid: i32,
+    span: Option<SpanKey>,
+}
+
+#[derive(Default)]
+struct Accumulated {
+    weight: i64,
+    timestamps: Vec<i64>,
+}
+
+fn span_key(c: &SpanContext) -> Option<SpanKey> {
+    if c.present == 0 {
+        return None;
+    }
+    let link = c.sampled().then_some(Link {
+        trace_id: c.trace_id,
+        span_id: c.span_id,
+    });
+    Some(SpanKey {
+        link,
+        local_root_span_id: c.local_root_span_id,
+    })
 }
 
 fn new_builder(interval_ns: i64) -> ProfileBuilder {
@@ -191,7 +230,7 @@ impl Period {
             frames: HashMap::new(),
             pseudo: HashMap::new(),
             thread_labels: HashMap::new(),
-            stack: Vec::new(),
+            samples: HashMap::new(),
             last_drain_ns: 0,
             unix_minus_monotonic: unix_nanos(SystemTime::now()) - sampler::monotonic_ns() as i64,
             jvmti: config.jvmti,
@@ -277,8 +316,7 @@ impl Period {
 
     fn add(&mut self, record: Record<'_>, max_depth: i32) {
         let h = record.header;
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clear();
+        let mut stack = Vec::with_capacity(record.frames.len() + 1);
         if h.num_frames <= 0 {
             stats::walk_failed(h.num_frames);
             stack.push(self.pseudo_location(h.num_frames));
@@ -292,28 +330,56 @@ impl Period {
                 stack.push(self.builder.location(f, 0, FrameKind::Pseudo));
             }
         }
-        let labels = self.labels(h.serial, h.tid);
+        if h.context.torn != 0 {
+            stats::bump(&COUNTERS.context_torn);
+        }
+        if h.context.present != 0 {
+            stats::bump(&COUNTERS.samples_with_span);
+        }
+        let key = SampleKey {
+            stack,
+            serial: h.serial,
+            tid: h.tid,
+            span: span_key(&h.context),
+        };
+        let acc = self.samples.entry(key).or_default();
         // A signal stands for `weight` sampling intervals: the kernel folds expirations it
         // could not deliver separately (intervals below its tick, a thread that could not take
         // the signal in time) into the overrun count. `samples` counts intervals, as pprof and
         // Pyroscope expect (samples x period = CPU time); signals are counted in the comment.
-        let weight = h.weight as i64;
-        let taken_at = (h.time_ns as i64).saturating_add(self.unix_minus_monotonic);
-        self.builder.add_linked_sample(
-            &stack,
-            &labels,
-            None,
-            &[weight, weight.saturating_mul(self.interval_ns)],
-            Some(taken_at),
-        );
-        self.stack = stack;
+        acc.weight = acc.weight.saturating_add(h.weight as i64);
+        acc.timestamps
+            .push((h.time_ns as i64).saturating_add(self.unix_minus_monotonic));
+    }
+
+    /// Resolves labels (thread names, endpoints) and builds the period's profile.
+    fn finish_profile(&mut self, now_unix: i64) -> Profile {
+        for (key, acc) in std::mem::take(&mut self.samples) {
+            let [thread_name, thread_id] = self.labels(key.serial, key.tid);
+            let mut labels = vec![thread_name, thread_id];
+            let mut link = None;
+            if let Some(span) = key.span {
+                if let Some(name) = ENDPOINTS.name(span.local_root_span_id) {
+                    labels.push(self.builder.str_label("span_name", &name));
+                }
+                if span.link.is_some() {
+                    link = span.link;
+                    let lrs = span_id_hex(span.local_root_span_id);
+                    labels.push(self.builder.str_label("local_root_span_id", &lrs));
+                }
+            }
+            let values = [acc.weight, acc.weight.saturating_mul(self.interval_ns)];
+            self.builder
+                .add_linked_sample(&key.stack, &labels, link, &values, &acc.timestamps);
+        }
+        let mut builder = std::mem::replace(&mut self.builder, new_builder(self.interval_ns));
+        builder.add_comment(&format!("otelprof agent: {}", stats::summary()));
+        builder.build(self.started_unix, (now_unix - self.started_unix).max(0))
     }
 
     fn flush(&mut self) {
         let now_unix = unix_nanos(SystemTime::now());
-        let mut builder = std::mem::replace(&mut self.builder, new_builder(self.interval_ns));
-        builder.add_comment(&format!("otelprof agent: {}", stats::summary()));
-        let profile = builder.build(self.started_unix, (now_unix - self.started_unix).max(0));
+        let profile = self.finish_profile(now_unix);
         match self.sink.write("cpu", &profile) {
             Ok(path) => {
                 stats::bump(&COUNTERS.profiles_written);
@@ -334,6 +400,7 @@ impl Period {
         self.pseudo.clear();
         self.thread_labels.clear();
         self.symbols.clear();
+        ENDPOINTS.expire();
         let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: `self.jni` is this aggregator thread's JNIEnv.
         unsafe { names.evict_ended_before(self.last_drain_ns, self.jni) };

@@ -153,6 +153,14 @@ impl Jvmti {
         v
     }
 
+    /// The calling thread's java.lang.Thread, as a local reference (the caller deletes it).
+    pub fn current_thread(&self, thread: &mut jobject) -> Result<(), JvmtiErr> {
+        check(
+            "GetCurrentThread",
+            jvmti_call!(self, GetCurrentThread, thread),
+        )
+    }
+
     /// All loaded classes, as JNI local references (the caller deletes them).
     pub fn loaded_classes(&self) -> Result<Vec<jclass>, JvmtiErr> {
         let mut n: jint = 0;

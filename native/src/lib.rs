@@ -15,7 +15,9 @@ pub mod log;
 pub mod agct;
 pub mod agent;
 pub mod aggregator;
+pub mod context;
 pub mod ffi;
+pub mod jni_api;
 pub mod jvmti;
 pub mod options;
 pub mod sample_buffer;
@@ -80,6 +82,17 @@ pub unsafe extern "C" fn Agent_OnAttach(
         log_error!("loading into a running JVM is not supported yet; start the JVM with -agentpath:libotelprof.so");
         JNI_OK
     })
+}
+
+/// Called when the library is loaded by `System.load` (the Java shim, `-javaagent`). The
+/// shim then calls `NativeBridge.start0(options)`.
+///
+/// # Safety
+/// Called by the JVM.
+#[no_mangle]
+pub unsafe extern "C" fn JNI_OnLoad(_vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
+    ffi::install_panic_hook();
+    jni::sys::JNI_VERSION_1_8
 }
 
 /// Called when the JVM unloads the agent (after VMDeath). Nothing is freed: a signal that was

@@ -16,6 +16,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::context::SpanContext;
 use crate::sys::AsgctCallFrame;
 
 /// What the handler records besides the frames.
@@ -31,6 +32,8 @@ pub struct RecordHeader {
     pub time_ns: u64,
     /// Number of sampling intervals this sample stands for (1 + timer overruns).
     pub weight: u64,
+    /// The span the thread was working for.
+    pub context: SpanContext,
 }
 
 const WORD: usize = std::mem::size_of::<u64>();
@@ -309,8 +312,9 @@ mod tests {
                 }
             }
         }
-        // 256 bytes = 32 words; each record is 4 header + 8 frame words.
-        assert_eq!(stored, 2);
+        // 256 bytes = 32 words; each record is the header plus 4 frames of 2 words.
+        assert_eq!(stored, 32 / (HEADER_WORDS + 4 * FRAME_WORDS));
+        assert!(stored >= 1);
         b.shards[0].lock.store(true, Ordering::Release);
         assert_eq!(b.write(0, h, fill(1)), Err(WriteError::Contended));
     }

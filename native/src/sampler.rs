@@ -4,7 +4,9 @@
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
 //!   a vDSO read on Linux), reading and writing `errno`;
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
-//! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]).
+//! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
+//! - volatile loads of the thread's span context record ([`crate::context::read`]), memory
+//!   that is never freed.
 //!
 //! It never allocates, never blocks (the buffer uses try-locks), never touches thread-local
 //! storage, and cannot panic: indexing is denied in this module and every lookup is `get`.
@@ -183,11 +185,11 @@ impl Sampler {
     pub unsafe fn sample(&self, weight: u64, ucontext: *mut libc::c_void) {
         let tid = gettid();
         let slot = self.table.lookup(tid);
-        let (env, serial) = match slot {
-            Some(s) => (s.env(), s.serial()),
+        let (env, serial, record) = match slot {
+            Some(s) => (s.env(), s.serial(), s.context()),
             None => {
                 stats::bump(&COUNTERS.unknown_thread);
-                (std::ptr::null_mut(), 0)
+                (std::ptr::null_mut(), 0, std::ptr::null())
             }
         };
         let header = RecordHeader {
@@ -196,6 +198,8 @@ impl Sampler {
             serial,
             time_ns: monotonic_ns(),
             weight,
+            // SAFETY: slots only ever point to records from the never-freed pool.
+            context: unsafe { crate::context::read(record) },
         };
         let max_depth = self.max_depth;
         let walk = self.walk;
@@ -372,9 +376,10 @@ mod tests {
             assert_eq!(r.frames[3].lineno, 3);
         });
         assert_eq!(unknown, 5);
-        // The timer's signals: 300 ms of CPU at 1 ms, delivered on the kernel tick (4 ms at
-        // HZ=250) with the rest as overruns, so the weight still adds up to ~300.
-        assert!(java >= 1_000 + 30, "{java}");
-        assert!(weight >= 250, "{weight}");
+        // The timer's signals: 300 ms of CPU at 1 ms. The kernel delivers them on its tick and
+        // folds the expirations in between into the overrun count, so how many signals arrive
+        // varies with load, but their weight adds up to ~300.
+        assert!(java >= 1_000 + 10, "{java}");
+        assert!((250..=330).contains(&weight), "{weight}");
     }
 }

@@ -28,6 +28,10 @@ pub struct Counters {
     pub walk_failed: [AtomicU64; WALK_OUTCOMES],
     /// Stacks cut at `depth=`.
     pub truncated: AtomicU64,
+    /// Samples taken while the thread was working for a span.
+    pub samples_with_span: AtomicU64,
+    /// Samples that found the thread's context record mid-write (taken without a span).
+    pub context_torn: AtomicU64,
     pub threads_started: AtomicU64,
     pub threads_ended: AtomicU64,
     pub timers_created: AtomicU64,
@@ -50,6 +54,8 @@ pub static COUNTERS: Counters = Counters {
     unknown_thread: ZERO,
     walk_failed: [ZERO; WALK_OUTCOMES],
     truncated: ZERO,
+    samples_with_span: ZERO,
+    context_torn: ZERO,
     threads_started: ZERO,
     threads_ended: ZERO,
     timers_created: ZERO,
@@ -84,13 +90,16 @@ pub fn summary() -> String {
     let c = &COUNTERS;
     let failed: u64 = c.walk_failed.iter().map(get).sum();
     format!(
-        "samples={} weight={} failed_walks={} truncated={} dropped_buffer_full={} dropped_contended={} \
+        "samples={} weight={} failed_walks={} truncated={} samples_with_span={} context_torn={} \
+         dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={}",
         get(&c.samples),
         get(&c.weight),
         failed,
         get(&c.truncated),
+        get(&c.samples_with_span),
+        get(&c.context_torn),
         get(&c.dropped_buffer_full),
         get(&c.dropped_contended),
         get(&c.unknown_thread),

@@ -20,6 +20,8 @@ use std::sync::Mutex;
 
 use jni::sys::JNIEnv;
 
+use crate::context::ContextRecord;
+
 /// Slots in the table: the number of Java threads that can be profiled at once is about half
 /// of this (probing stays short below ~50% load).
 pub const CAPACITY: usize = 16384;
@@ -36,6 +38,11 @@ pub struct ThreadSlot {
     serial: AtomicU64,
     /// POSIX timer id of the thread's CPU timer, or [`NO_TIMER`].
     timer: AtomicU64,
+    /// The span context record the thread (or the virtual thread mounted on it) publishes,
+    /// or null. Set by the thread itself.
+    context: AtomicPtr<ContextRecord>,
+    /// The platform thread's own record, kept while a virtual thread's record is mounted.
+    own_context: AtomicPtr<ContextRecord>,
 }
 
 impl ThreadSlot {
@@ -45,7 +52,35 @@ impl ThreadSlot {
             env: AtomicPtr::new(std::ptr::null_mut()),
             serial: AtomicU64::new(0),
             timer: AtomicU64::new(NO_TIMER),
+            context: AtomicPtr::new(std::ptr::null_mut()),
+            own_context: AtomicPtr::new(std::ptr::null_mut()),
         }
+    }
+
+    /// The record to sample.
+    ///
+    /// # Signal safety
+    /// One atomic load.
+    #[inline]
+    pub fn context(&self) -> *const ContextRecord {
+        self.context.load(Ordering::Relaxed)
+    }
+
+    /// The platform thread's own record (null until the thread registers one).
+    pub fn own_context(&self) -> *mut ContextRecord {
+        self.own_context.load(Ordering::Relaxed)
+    }
+
+    /// Publishes `record` as the thread's own and current record. Call on the thread itself.
+    pub fn set_own_context(&self, record: *mut ContextRecord) {
+        self.own_context.store(record, Ordering::Relaxed);
+        self.context.store(record, Ordering::Release);
+    }
+
+    /// Makes `record` (a mounted virtual thread's, or the own one) the one sampled. Call on
+    /// the thread itself.
+    pub fn set_current_context(&self, record: *mut ContextRecord) {
+        self.context.store(record, Ordering::Release);
     }
 
     pub fn env(&self) -> *mut JNIEnv {
@@ -62,6 +97,8 @@ impl ThreadSlot {
 pub struct Removed {
     pub serial: u64,
     pub timer: u64,
+    /// The thread's own context record (null if it never registered one).
+    pub own_context: *mut ContextRecord,
 }
 
 pub struct ThreadTable {
@@ -139,6 +176,9 @@ impl ThreadTable {
         slot.env.store(env, Ordering::Relaxed);
         slot.serial.store(serial, Ordering::Relaxed);
         slot.timer.store(NO_TIMER, Ordering::Relaxed);
+        slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
+        slot.own_context
+            .store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.tid.store(tid, Ordering::Release);
         Ok(())
     }
@@ -160,9 +200,13 @@ impl ThreadTable {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let slot = self.lookup(tid)?;
         slot.tid.store(TOMBSTONE, Ordering::Release);
+        slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         let removed = Removed {
             serial: slot.serial.swap(0, Ordering::Relaxed),
             timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+            own_context: slot
+                .own_context
+                .swap(std::ptr::null_mut(), Ordering::Relaxed),
         };
         slot.env.store(std::ptr::null_mut(), Ordering::Relaxed);
         Some(removed)
@@ -234,7 +278,8 @@ mod tests {
             t.remove(100),
             Some(Removed {
                 serial: 1,
-                timer: 7
+                timer: 7,
+                own_context: std::ptr::null_mut()
             })
         );
         assert!(t.lookup(100).is_none());

@@ -172,6 +172,9 @@ pub fn on_thread_end() {
     if removed.timer != NO_TIMER {
         delete_timer(removed.timer);
     }
+    // SAFETY: the thread is gone (this is its last callback) and its slot no longer points to
+    // the record, so the record can serve another thread. Its TLS pointer dies with it.
+    unsafe { crate::context::RECORDS.give_back(removed.own_context) };
     if let Some(info) = lock_names().get_mut(removed.serial) {
         info.ended_at = Some(monotonic_ns());
     }

@@ -322,18 +322,19 @@ impl ProfileBuilder {
     /// needed. `values` must have one entry per sample type; missing entries count as 0 and
     /// extra ones are ignored.
     pub fn add_sample(&mut self, stack: &[LocationId], labels: &[Label], values: &[i64]) {
-        self.add_linked_sample(stack, labels, None, values, None);
+        self.add_linked_sample(stack, labels, None, values, &[]);
     }
 
-    /// Like [`ProfileBuilder::add_sample`], with the span the sample was taken in and the time
-    /// it was taken (Unix nanoseconds). Samples merge only when their links are equal too.
+    /// Like [`ProfileBuilder::add_sample`], with the span the sample was taken in and the
+    /// times its observations were taken (Unix nanoseconds). Samples merge only when their
+    /// links are equal too.
     pub fn add_linked_sample(
         &mut self,
         stack: &[LocationId],
         labels: &[Label],
         link: Option<Link>,
         values: &[i64],
-        timestamp: Option<i64>,
+        timestamps: &[i64],
     ) {
         let mut labels = labels.to_vec();
         labels.sort_unstable();
@@ -359,9 +360,7 @@ impl ProfileBuilder {
         for (acc, v) in sample.values.iter_mut().zip(values) {
             *acc = acc.saturating_add(*v);
         }
-        if let Some(t) = timestamp {
-            sample.timestamps.push(t);
-        }
+        sample.timestamps.extend_from_slice(timestamps);
     }
 
     pub fn add_comment(&mut self, text: &str) {
@@ -422,9 +421,9 @@ mod tests {
         assert_eq!(link.span_id_hex(), "b7ad6b7169203331");
         assert!(Link::from_hex("0af7", "b7ad6b7169203331").is_none());
         assert!(Link::from_hex("zzf7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").is_none());
-        b.add_linked_sample(&[l], &[], Some(link), &[1], Some(5));
-        b.add_linked_sample(&[l], &[], Some(link), &[1], Some(6));
-        b.add_linked_sample(&[l], &[], None, &[1], None);
+        b.add_linked_sample(&[l], &[], Some(link), &[1], &[5]);
+        b.add_linked_sample(&[l], &[], Some(link), &[1], &[6]);
+        b.add_linked_sample(&[l], &[], None, &[1], &[]);
         let p = b.build(0, 1);
         assert_eq!(p.samples.len(), 2);
         assert_eq!(p.samples[0].values, vec![2]);

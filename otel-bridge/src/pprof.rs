@@ -523,8 +523,8 @@ mod tests {
         let thread = b.str_label("thread_name", "main");
         let link =
             crate::Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").unwrap();
-        b.add_linked_sample(&[l], &[thread], Some(link), &[2], None);
-        b.add_linked_sample(&[l], &[thread], None, &[1], None);
+        b.add_linked_sample(&[l], &[thread], Some(link), &[2], &[]);
+        b.add_linked_sample(&[l], &[thread], None, &[1], &[]);
         // A label that only looks like a link (bad hex) stays a label.
         let bogus = b.str_label("trace_id", "not-hex");
         b.add_sample(&[l], &[bogus], &[1]);

@@ -1,0 +1,12 @@
+// Compile-only declaration (see io/opentelemetry/context/Context.java).
+package io.opentelemetry.api.trace;
+
+import io.opentelemetry.context.Context;
+
+public interface Span {
+    static Span fromContextOrNull(Context context) {
+        throw new UnsupportedOperationException("compile-only stub");
+    }
+
+    SpanContext getSpanContext();
+}

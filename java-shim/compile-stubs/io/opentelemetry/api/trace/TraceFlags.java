@@ -1,0 +1,6 @@
+// Compile-only declaration (see io/opentelemetry/context/Context.java).
+package io.opentelemetry.api.trace;
+
+public interface TraceFlags {
+    byte asByte();
+}

@@ -1,0 +1,6 @@
+// Compile-only declaration (see io/opentelemetry/context/Context.java).
+package io.opentelemetry.sdk.autoconfigure.spi;
+
+public interface AutoConfigurationCustomizerProvider extends Ordered {
+    void customize(AutoConfigurationCustomizer autoConfiguration);
+}

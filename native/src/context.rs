@@ -1,0 +1,323 @@
+//! Span context published by Java threads and read by the signal handler.
+//!
+//! Each Java thread that runs traced code owns one [`ContextRecord`], laid out as the
+//! OpenTelemetry thread-context record (OTEP 4947): trace id, span id, `valid`, trace flags,
+//! attribute bytes; then fields private to otelprof. The Java shim writes it through a direct
+//! `ByteBuffer` over the record (no JNI call per write): clear `valid`, store the fields, set
+//! `valid`, with store-store fences in between. The handler runs on the same thread it
+//! interrupts, so it sees either the old or the new complete record; a record read while
+//! `valid == 0` yields no span (and is counted).
+//!
+//! Records are allocated here, in chunks that are never freed: a late signal, or an external
+//! reader following `otel_thread_ctx_v1`, can never touch freed memory. A thread's record goes
+//! back to a free list when the thread ends.
+//!
+//! The endpoint of a sample is the name of its local root span, which instrumentation often
+//! changes after the span starts (`GET` becomes `GET /owners/{id}` once routing is done). So
+//! the record carries only the local root span id; the shim reports `local root -> name` as it
+//! learns it (and again when the local root's scope closes), and the aggregator applies the
+//! latest name when it writes the profile ([`Endpoints`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{compiler_fence, AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Size of the OTEP part of the record (header + attribute bytes). OTEP 4947 recommends at
+/// most 640 bytes; 256 keeps a record in four cache lines.
+pub const OTEP_BYTES: usize = 256;
+/// Attribute bytes available after the 28-byte OTEP header.
+pub const ATTRS_CAPACITY: usize = OTEP_BYTES - 28;
+
+/// `threadlocal.attribute_key_map` published in the process context: index -> key.
+pub const ATTRIBUTE_KEYS: &[&str] = &["local_root_span_id"];
+
+/// One thread's context. Field offsets are part of the contract with the Java shim
+/// (`otelprof.internal.ContextRecordLayout`) and with out-of-process readers (OTEP 4947).
+#[repr(C, align(64))]
+pub struct ContextRecord {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    /// 1 when the record holds a complete context; anything else means "no context".
+    pub valid: u8,
+    /// W3C trace flags; bit 0 = sampled.
+    pub trace_flags: u8,
+    pub attrs_size: u16,
+    pub attrs: [u8; ATTRS_CAPACITY],
+    // ---- otelprof private (not part of OTEP 4947) ----
+    /// Local root span id as a native-endian u64: the Java `long` whose big-endian bytes are
+    /// the W3C span id (`Long.parseUnsignedLong(hex, 16)`).
+    pub local_root_span_id: u64,
+    /// Bumped by the writer on every change (diagnostics).
+    pub writes: u64,
+    _reserved: [u8; 48],
+}
+
+pub const RECORD_SIZE: usize = std::mem::size_of::<ContextRecord>();
+const _: () = assert!(RECORD_SIZE == 320);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, valid) == 24);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, trace_flags) == 25);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, attrs_size) == 26);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, attrs) == 28);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, local_root_span_id) == OTEP_BYTES);
+
+impl ContextRecord {
+    const EMPTY: ContextRecord = ContextRecord {
+        trace_id: [0; 16],
+        span_id: [0; 8],
+        valid: 0,
+        trace_flags: 0,
+        attrs_size: 0,
+        attrs: [0; ATTRS_CAPACITY],
+        local_root_span_id: 0,
+        writes: 0,
+        _reserved: [0; 48],
+    };
+}
+
+/// What the signal handler copies out of a record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SpanContext {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub local_root_span_id: u64,
+    pub trace_flags: u8,
+    /// 1 if a valid record was read; 0 if the thread has no record or it was invalid.
+    pub present: u8,
+    /// 1 if the thread had a record but it was mid-write (`valid != 1`).
+    pub torn: u8,
+    _pad: [u8; 5],
+}
+
+impl SpanContext {
+    pub fn sampled(&self) -> bool {
+        self.trace_flags & 1 == 1
+    }
+}
+
+/// Reads `record` as the interrupted thread left it.
+///
+/// # Safety
+/// `record` is null or points to a record from [`RecordPool`] (never freed).
+///
+/// # Signal safety
+/// Plain loads from memory that is never freed; a compiler fence orders the `valid` load
+/// before the field loads (the writer is the interrupted thread itself, so no CPU fence is
+/// needed: OTEP 4947 "signal handler-like semantics").
+#[inline]
+pub unsafe fn read(record: *const ContextRecord) -> SpanContext {
+    let mut out = SpanContext::default();
+    if record.is_null() {
+        return out;
+    }
+    // SAFETY: per this function's contract the record is live memory.
+    let r = unsafe { &*record };
+    // SAFETY: volatile reads of plain bytes of a live record.
+    let valid = unsafe { std::ptr::read_volatile(&r.valid) };
+    compiler_fence(Ordering::SeqCst);
+    if valid != 1 {
+        // A record exists but holds no (complete) context: either no span is current, or the
+        // signal landed mid-write. The writer clears `valid` only during a write or when the
+        // context is removed; `writes` tells the two apart only approximately, so both count.
+        out.torn = u8::from(valid != 0);
+        return out;
+    }
+    // SAFETY: as above.
+    unsafe {
+        out.trace_id = std::ptr::read_volatile(&r.trace_id);
+        out.span_id = std::ptr::read_volatile(&r.span_id);
+        out.trace_flags = std::ptr::read_volatile(&r.trace_flags);
+        out.local_root_span_id = std::ptr::read_volatile(&r.local_root_span_id);
+    }
+    out.present = 1;
+    out
+}
+
+/// Records handed to threads. Chunks are leaked on purpose (see the module docs).
+pub struct RecordPool {
+    free: Mutex<Vec<usize>>,
+    allocated: AtomicU32,
+}
+
+const CHUNK: usize = 64;
+
+impl RecordPool {
+    pub const fn new() -> RecordPool {
+        RecordPool {
+            free: Mutex::new(Vec::new()),
+            allocated: AtomicU32::new(0),
+        }
+    }
+
+    /// A zeroed record (`valid == 0`).
+    pub fn take(&self) -> *mut ContextRecord {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        if free.is_empty() {
+            let chunk: &'static mut [ContextRecord] = Box::leak(
+                (0..CHUNK)
+                    .map(|_| ContextRecord::EMPTY)
+                    .collect::<Box<[_]>>(),
+            );
+            free.extend(
+                chunk
+                    .iter_mut()
+                    .rev()
+                    .map(|r| r as *mut ContextRecord as usize),
+            );
+            self.allocated.fetch_add(CHUNK as u32, Ordering::Relaxed);
+        }
+        let p = free.pop().unwrap_or(0) as *mut ContextRecord;
+        if !p.is_null() {
+            // SAFETY: a record from our own chunks, not in use by any thread.
+            unsafe { p.write(ContextRecord::EMPTY) };
+        }
+        p
+    }
+
+    /// Returns a record whose thread has ended.
+    ///
+    /// # Safety
+    /// `record` is null or came from [`RecordPool::take`] and no thread publishes it any more.
+    pub unsafe fn give_back(&self, record: *mut ContextRecord) {
+        if record.is_null() {
+            return;
+        }
+        // SAFETY: the record is ours; mark it invalid before anyone can take it again.
+        unsafe { std::ptr::write_volatile(&mut (*record).valid, 0) };
+        self.free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(record as usize);
+    }
+
+    pub fn allocated(&self) -> u32 {
+        self.allocated.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for RecordPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub static RECORDS: RecordPool = RecordPool::new();
+
+/// `local root span id -> endpoint name`, as reported by the shim.
+pub struct Endpoints {
+    names: Mutex<Option<HashMap<u64, (String, Instant)>>>,
+}
+
+/// Names not refreshed for this long are forgotten (bounded memory); a long request keeps
+/// its name fresh because the shim reports it again when the local root's scope closes.
+const ENDPOINT_TTL_SECS: u64 = 30 * 60;
+const MAX_ENDPOINTS: usize = 1 << 20;
+
+impl Endpoints {
+    pub const fn new() -> Endpoints {
+        Endpoints {
+            names: Mutex::new(None),
+        }
+    }
+
+    pub fn report(&self, local_root: u64, name: &str) {
+        if local_root == 0 {
+            return;
+        }
+        let mut guard = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let map = guard.get_or_insert_with(HashMap::new);
+        if map.len() >= MAX_ENDPOINTS {
+            let now = Instant::now();
+            map.retain(|_, (_, at)| now.duration_since(*at).as_secs() < 60);
+        }
+        match map.get_mut(&local_root) {
+            Some((n, at)) => {
+                if n != name {
+                    name.clone_into(n);
+                }
+                *at = Instant::now();
+            }
+            None => {
+                map.insert(local_root, (name.to_owned(), Instant::now()));
+            }
+        }
+    }
+
+    /// The latest name of `local_root`.
+    pub fn name(&self, local_root: u64) -> Option<String> {
+        let guard = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref()?.get(&local_root).map(|(n, _)| n.clone())
+    }
+
+    /// Drops names not reported for a long time.
+    pub fn expire(&self) {
+        let mut guard = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(map) = guard.as_mut() {
+            let now = Instant::now();
+            map.retain(|_, (_, at)| now.duration_since(*at).as_secs() < ENDPOINT_TTL_SECS);
+        }
+    }
+}
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub static ENDPOINTS: Endpoints = Endpoints::new();
+
+/// W3C span ids are 8 bytes; the shim passes them as the `long` whose big-endian bytes they
+/// are (what `Long.parseUnsignedLong(hex, 16)` gives).
+pub fn span_id_hex(id: u64) -> String {
+    format!("{id:016x}")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_sees_valid_records_only() {
+        let p = RECORDS.take();
+        // SAFETY: p is a live record from the pool.
+        unsafe {
+            assert_eq!(read(p), SpanContext::default());
+            (*p).trace_id = [1; 16];
+            (*p).span_id = [2; 8];
+            (*p).trace_flags = 1;
+            (*p).local_root_span_id = 0x1234;
+            assert_eq!(read(p).present, 0, "not valid yet");
+            (*p).valid = 1;
+            let c = read(p);
+            assert_eq!(
+                (c.present, c.trace_id, c.span_id, c.local_root_span_id),
+                (1, [1; 16], [2; 8], 0x1234)
+            );
+            assert!(c.sampled());
+            (*p).valid = 2;
+            assert_eq!(read(p).torn, 1);
+            assert_eq!(read(std::ptr::null()), SpanContext::default());
+        }
+        // SAFETY: taken above, published nowhere.
+        unsafe { RECORDS.give_back(p) };
+        let q = RECORDS.take();
+        // SAFETY: as above.
+        assert_eq!(unsafe { (*q).valid }, 0);
+        // SAFETY: as above.
+        unsafe { RECORDS.give_back(q) };
+    }
+
+    #[test]
+    fn endpoints_keep_the_latest_name() {
+        let e = Endpoints::new();
+        e.report(7, "GET");
+        e.report(7, "GET /owners/{id}");
+        e.report(0, "ignored");
+        assert_eq!(e.name(7).as_deref(), Some("GET /owners/{id}"));
+        assert_eq!(e.name(8), None);
+        assert_eq!(span_id_hex(0xb7ad6b7169203331), "b7ad6b7169203331");
+    }
+}

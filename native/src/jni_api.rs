@@ -1,0 +1,216 @@
+//! Native methods of the Java shim (`otelprof.internal.NativeBridge`).
+//!
+//! They are called rarely: once per thread to obtain its context record (after that the shim
+//! writes the record directly, no JNI), and once per local root span to report its name.
+//! Every entry point is guarded: a panic turns into "no record" / "not active".
+
+use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
+
+use crate::context::{self, ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
+use crate::ffi::guard;
+use crate::sampler::gettid;
+use crate::threads;
+
+extern "C" {
+    /// Sets `otel_thread_ctx_v1` for the calling thread (c/otel_thread_ctx.c).
+    fn otelprof_set_thread_ctx(record: *mut ContextRecord);
+}
+
+/// Publishes `record` in the calling thread's `otel_thread_ctx_v1`.
+///
+/// # Safety
+/// `record` is null or a pool record that outlives its publication (pool records are never
+/// freed). Not for signal handlers: the first TLS access of a thread may allocate.
+pub unsafe fn publish_tls(record: *mut ContextRecord) {
+    // SAFETY: a plain TLS store on the calling thread.
+    unsafe { otelprof_set_thread_ctx(record) };
+}
+
+/// Layout of the record, checked by the shim before it writes anything:
+/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | OTEP bytes`.
+pub fn layout() -> jlong {
+    ((RECORD_SIZE as i64) << 32)
+        | ((std::mem::offset_of!(ContextRecord, local_root_span_id) as i64) << 16)
+        | context::OTEP_BYTES as i64
+}
+
+/// `boolean active0()`: whether the agent is sampling, so the shim can skip all work if not.
+#[no_mangle]
+pub extern "system" fn Java_otelprof_internal_NativeBridge_active0(
+    _env: *mut JNIEnv,
+    _cls: jclass,
+) -> jboolean {
+    guard("NativeBridge.active0", JNI_FALSE, || {
+        if crate::sampler::is_active() {
+            JNI_TRUE
+        } else {
+            JNI_FALSE
+        }
+    })
+}
+
+/// `long layout0()`: see [`layout`].
+#[no_mangle]
+pub extern "system" fn Java_otelprof_internal_NativeBridge_layout0(
+    _env: *mut JNIEnv,
+    _cls: jclass,
+) -> jlong {
+    guard("NativeBridge.layout0", 0, layout)
+}
+
+/// `ByteBuffer registerThread0()`: the calling thread's context record as a direct buffer,
+/// or null if the agent is not sampling this thread.
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerThread0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+) -> jobject {
+    guard("NativeBridge.registerThread0", std::ptr::null_mut(), || {
+        // SAFETY: `env` is this thread's JNIEnv, passed by the JVM.
+        unsafe { register_current_thread(env) }
+    })
+}
+
+/// # Safety
+/// `env` is the calling thread's JNIEnv.
+unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
+    if !crate::sampler::is_active() {
+        return std::ptr::null_mut();
+    }
+    let tid = gettid();
+    if threads::TABLE.lookup(tid).is_none() {
+        // A thread that started before the agent (e.g. `main` when the agent was loaded by
+        // `-javaagent`): register it now that we have its JNIEnv.
+        // SAFETY: `env` is this thread's JNIEnv.
+        unsafe { crate::agent::register_current_thread(env) };
+    }
+    let Some(slot) = threads::TABLE.lookup(tid) else {
+        return std::ptr::null_mut();
+    };
+    let mut record = slot.own_context();
+    if record.is_null() {
+        record = RECORDS.take();
+        if record.is_null() {
+            return std::ptr::null_mut();
+        }
+        slot.set_own_context(record);
+        // SAFETY: a pool record, published on its own thread.
+        unsafe { publish_tls(record) };
+    }
+    // SAFETY: the record is RECORD_SIZE bytes that live forever (never freed); the buffer
+    // does not own them.
+    unsafe {
+        (**env)
+            .NewDirectByteBuffer
+            .map_or(std::ptr::null_mut(), |f| {
+                f(env, record as *mut libc::c_void, RECORD_SIZE as jlong)
+            })
+    }
+}
+
+/// `void reportEndpoint0(long localRootSpanId, String name)`: the current name of a local
+/// root span (see [`context::Endpoints`]).
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv and a String (or null).
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_reportEndpoint0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    local_root: jlong,
+    name: jstring,
+) {
+    guard("NativeBridge.reportEndpoint0", (), || {
+        // SAFETY: per this function's contract.
+        if let Some(name) = unsafe { java_string(env, name) } {
+            ENDPOINTS.report(local_root as u64, &name);
+        }
+    })
+}
+
+/// Copies a Java string (modified UTF-8 from the VM, converted lossily).
+///
+/// # Safety
+/// `env` is the calling thread's JNIEnv; `s` a live String reference or null.
+unsafe fn java_string(env: *mut JNIEnv, s: jstring) -> Option<String> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: per this function's contract; the chars are released before returning.
+    unsafe {
+        let get = (**env).GetStringUTFChars?;
+        let release = (**env).ReleaseStringUTFChars?;
+        let chars = get(env, s, std::ptr::null_mut());
+        if chars.is_null() {
+            return None;
+        }
+        let out = std::ffi::CStr::from_ptr(chars)
+            .to_string_lossy()
+            .into_owned();
+        release(env, s, chars);
+        Some(out)
+    }
+}
+
+/// `String start0(String options)`: starts the agent from the shim (`-javaagent`). Returns
+/// null on success, or the one-line reason profiling is off.
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_start0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    options: jstring,
+) -> jstring {
+    guard("NativeBridge.start0", std::ptr::null_mut(), || {
+        // SAFETY: per this function's contract.
+        let options = unsafe { java_string(env, options) }.unwrap_or_default();
+        let mut vm: *mut jni::sys::JavaVM = std::ptr::null_mut();
+        // SAFETY: GetJavaVM fills `vm` for a live env.
+        let rc = unsafe { (**env).GetJavaVM.map_or(-1, |f| f(env, &mut vm)) };
+        if rc != jni::sys::JNI_OK || vm.is_null() {
+            return new_string(env, "cannot get the JavaVM; profiling is off");
+        }
+        // SAFETY: `vm` and `env` come from the VM for this thread.
+        match unsafe { crate::agent::on_live_start(vm, env, &options) } {
+            Ok(()) => std::ptr::null_mut(),
+            Err(e) => new_string(env, &e),
+        }
+    })
+}
+
+fn new_string(env: *mut JNIEnv, s: &str) -> jstring {
+    let Ok(c) = std::ffi::CString::new(s.replace('\0', " ")) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: `env` is the calling thread's JNIEnv; `c` is NUL-terminated (modified UTF-8 is
+    // a superset of our ASCII/UTF-8 messages except for NUL, removed above).
+    unsafe {
+        (**env)
+            .NewStringUTF
+            .map_or(std::ptr::null_mut(), |f| f(env, c.as_ptr()))
+    }
+}
+
+extern "C" {
+    fn otelprof_get_thread_ctx() -> *mut ContextRecord;
+}
+
+/// `long publishedRecordAddress0()`: what `otel_thread_ctx_v1` holds on this thread, for
+/// tests comparing it with the record the shim writes.
+#[no_mangle]
+pub extern "system" fn Java_otelprof_internal_NativeBridge_publishedRecordAddress0(
+    _env: *mut JNIEnv,
+    _cls: jclass,
+) -> jlong {
+    // SAFETY: reads the calling thread's TLS pointer (not in a signal handler).
+    guard(
+        "NativeBridge.publishedRecordAddress0",
+        0,
+        || unsafe { otelprof_get_thread_ctx() } as jlong,
+    )
+}
