@@ -139,6 +139,8 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         // Early VMStart makes JVMTI post ThreadStart for the JDK's own early threads
         // (Reference Handler, Finalizer, Signal Dispatcher); only possible at OnLoad.
         capability::CAN_GENERATE_EARLY_VMSTART,
+        // JDK 21+: virtual-thread events, so that context follows virtual threads.
+        capability::CAN_SUPPORT_VIRTUAL_THREADS,
     ] {
         if live && bit == capability::CAN_GENERATE_EARLY_VMSTART {
             continue;
@@ -164,6 +166,7 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         ClassLoad: Some(class_load),
         ClassPrepare: Some(class_prepare),
         CompiledMethodLoad: Some(compiled_method_load),
+        VirtualThreadEnd: Some(virtual_thread_end),
         ..Default::default()
     };
     jvmti
@@ -180,6 +183,9 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
     ];
     if caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
         events.push(event::EVENT_COMPILED_METHOD_LOAD);
+    }
+    if caps.has(capability::CAN_SUPPORT_VIRTUAL_THREADS) && crate::vthreads::enable(&jvmti) {
+        events.push(event::EVENT_VIRTUAL_THREAD_END);
     }
     for e in events {
         jvmti
@@ -305,6 +311,24 @@ impl Agent {
 
 fn agent() -> Option<&'static Agent> {
     AGENT.get()
+}
+
+/// The agent's JVMTI environment, once it is set up.
+pub fn jvmti() -> Option<Jvmti> {
+    agent().map(|a| a.jvmti)
+}
+
+unsafe extern "C" fn virtual_thread_end(
+    _jvmti: *mut JvmtiEnv,
+    _jni: *mut JNIEnv,
+    vthread: jobject,
+) {
+    guard("VirtualThreadEnd", (), || {
+        if let Some(a) = agent() {
+            // SAFETY: the event's own arguments.
+            unsafe { crate::vthreads::on_end(&a.jvmti, vthread) };
+        }
+    })
 }
 
 unsafe extern "C" fn vm_init(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, thread: jobject) {

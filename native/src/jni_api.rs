@@ -100,8 +100,48 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
         // SAFETY: a pool record, published on its own thread.
         unsafe { publish_tls(record) };
     }
-    // SAFETY: the record is RECORD_SIZE bytes that live forever (never freed); the buffer
-    // does not own them.
+    // SAFETY: `env` is this thread's JNIEnv; the record comes from the pool.
+    unsafe { record_buffer(env, record) }
+}
+
+/// `ByteBuffer registerVirtualThread0()`: like `registerThread0`, for a virtual thread: the
+/// record is the virtual thread's own and follows it across carriers (see `vthreads`).
+///
+/// # Safety
+/// Called by the JVM on a virtual thread with its JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerVirtualThread0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+) -> jobject {
+    guard(
+        "NativeBridge.registerVirtualThread0",
+        std::ptr::null_mut(),
+        || {
+            if !crate::sampler::is_active() || !crate::vthreads::enabled() {
+                return std::ptr::null_mut();
+            }
+            let Some(jvmti) = crate::agent::jvmti() else {
+                return std::ptr::null_mut();
+            };
+            // SAFETY: called on the virtual thread itself.
+            let record = unsafe { crate::vthreads::register_current(&jvmti) };
+            // SAFETY: `env` is this thread's JNIEnv; `record` is null or a pool record.
+            unsafe { record_buffer(env, record) }
+        },
+    )
+}
+
+/// A direct buffer over `record` (null for a null record).
+///
+/// # Safety
+/// `env` is the calling thread's JNIEnv; `record` is null or a pool record (never freed, so
+/// the buffer, which does not own it, can never dangle).
+unsafe fn record_buffer(env: *mut JNIEnv, record: *mut ContextRecord) -> jobject {
+    if record.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: per this function's contract.
     unsafe {
         (**env)
             .NewDirectByteBuffer

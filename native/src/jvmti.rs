@@ -153,6 +153,73 @@ impl Jvmti {
         v
     }
 
+    /// Ids of the extension events this VM offers, by name (e.g.
+    /// `com.sun.hotspot.events.VirtualThreadMount`). Frees what JVMTI allocated.
+    pub fn extension_events(&self) -> Result<Vec<(String, jint)>, JvmtiErr> {
+        let mut n: jint = 0;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        check(
+            "GetExtensionEvents",
+            jvmti_call!(self, GetExtensionEvents, &mut n, &mut p),
+        )?;
+        let infos = p as *mut sys::JvmtiExtensionEventInfo;
+        let mut out = Vec::new();
+        for i in 0..n.max(0) as usize {
+            // SAFETY: JVMTI returned `n` infos at `infos`, each with `param_count` params; we
+            // read them once and free every allocation the spec says the caller owns.
+            unsafe {
+                let info = &*infos.add(i);
+                out.push((self.take_string(info.id), info.extension_event_index));
+                self.deallocate(info.short_description);
+                for j in 0..info.param_count.max(0) as usize {
+                    self.deallocate((*info.params.add(j)).name);
+                }
+                self.deallocate(info.params);
+            }
+        }
+        self.deallocate(infos);
+        Ok(out)
+    }
+
+    /// Sets (or, with `None`, clears) an extension event's callback; a callback enables it.
+    pub fn set_extension_event_callback(
+        &self,
+        index: jint,
+        callback: Option<ExtensionEventFn>,
+    ) -> Result<(), JvmtiErr> {
+        let f = callback.map_or(std::ptr::null_mut(), |f| f as *mut c_void);
+        check(
+            "SetExtensionEventCallback",
+            jvmti_call!(self, SetExtensionEventCallback, index, f),
+        )
+    }
+
+    /// JVMTI thread-local storage of `thread` (null: the current thread, which may be virtual).
+    ///
+    /// # Safety
+    /// `thread` is null or a live reference to a Thread.
+    pub unsafe fn thread_local_storage(&self, thread: jobject) -> Result<*mut c_void, JvmtiErr> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        check(
+            "GetThreadLocalStorage",
+            jvmti_call!(self, GetThreadLocalStorage, thread, &mut p),
+        )?;
+        Ok(p)
+    }
+
+    /// # Safety
+    /// As for [`Jvmti::thread_local_storage`].
+    pub unsafe fn set_thread_local_storage(
+        &self,
+        thread: jobject,
+        value: *const c_void,
+    ) -> Result<(), JvmtiErr> {
+        check(
+            "SetThreadLocalStorage",
+            jvmti_call!(self, SetThreadLocalStorage, thread, value),
+        )
+    }
+
     /// The calling thread's java.lang.Thread, as a local reference (the caller deletes it).
     pub fn current_thread(&self, thread: &mut jobject) -> Result<(), JvmtiErr> {
         check(
@@ -288,6 +355,9 @@ impl Jvmti {
         Ok(self.take_string(info.name))
     }
 }
+
+/// HotSpot's virtual-thread mount/unmount extension events: `(jvmtiEnv*, JNIEnv*, jthread)`.
+pub type ExtensionEventFn = unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jobject);
 
 /// Deletes a JNI local reference (no-op for null).
 ///

@@ -28,6 +28,7 @@ pub mod sys;
 pub mod thread_table;
 pub mod threads;
 pub mod timers;
+pub mod vthreads;
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};

@@ -43,6 +43,56 @@ pub fn agent_path() -> PathBuf {
     p
 }
 
+/// `target/release/otelprof.jar`, built by `cargo build --release` (native/build.rs).
+pub fn jar_path() -> PathBuf {
+    let p = release_dir().join("otelprof.jar");
+    assert!(
+        p.is_file(),
+        "{} is missing: run `cargo build --release` with a JDK on the PATH",
+        p.display()
+    );
+    p
+}
+
+/// The real OpenTelemetry Java SDK 1.30.1 (scripts/fetch-otel-java.sh fetches and caches it).
+pub fn otel_sdk_jar() -> &'static Path {
+    static JAR: OnceLock<PathBuf> = OnceLock::new();
+    JAR.get_or_init(|| {
+        if let Some(p) = std::env::var_os("OTELPROF_OTEL_JAR") {
+            return PathBuf::from(p);
+        }
+        let out = Command::new("bash")
+            .arg(repo_root().join("scripts/fetch-otel-java.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "scripts/fetch-otel-java.sh failed");
+        let p = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        assert!(p.is_file(), "{} missing", p.display());
+        p
+    })
+}
+
+/// Compiles `tests/java-otel` against the real OpenTelemetry SDK, once per test process.
+pub fn otel_classes() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = scratch_dir("otel-classes");
+        let mut sources = Vec::new();
+        collect_java(&repo_root().join("tests/java-otel"), &mut sources);
+        let status = Command::new(jdk17().home.join("bin/javac"))
+            .args(["--release", "17", "-g", "-cp"])
+            .arg(otel_sdk_jar())
+            .arg("-d")
+            .arg(&out)
+            .args(&sources)
+            .status()
+            .unwrap();
+        assert!(status.success(), "javac of tests/java-otel failed");
+        out
+    })
+}
+
 pub fn cli_path() -> PathBuf {
     let p = release_dir().join("otelprof");
     assert!(
@@ -188,6 +238,21 @@ pub struct JvmRun {
     pub add_out_dir: bool,
     pub jvm_flags: Vec<String>,
     pub timeout: Duration,
+    /// How the agent is loaded.
+    pub agent_mode: AgentMode,
+    /// Class path entries after the compiled workloads (e.g. the OpenTelemetry SDK).
+    pub classpath: Vec<PathBuf>,
+    /// Extra environment variables for the JVM.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a [`JvmRun`] loads otelprof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentMode {
+    /// `-agentpath:libotelprof.so=<options>`
+    AgentPath,
+    /// `-javaagent:otelprof.jar=<options>` (the jar finds libotelprof.so beside it)
+    JavaAgent,
 }
 
 #[derive(Debug)]
@@ -257,7 +322,26 @@ impl JvmRun {
             add_out_dir: true,
             jvm_flags: Vec::new(),
             timeout: Duration::from_secs(120),
+            agent_mode: AgentMode::AgentPath,
+            classpath: Vec::new(),
+            env: Vec::new(),
         }
+    }
+
+    pub fn javaagent(mut self) -> Self {
+        self.agent_mode = AgentMode::JavaAgent;
+        self
+    }
+
+    pub fn classpath(mut self, entries: &[&Path]) -> Self {
+        self.classpath
+            .extend(entries.iter().map(|p| p.to_path_buf()));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     pub fn args(mut self, args: &[&str]) -> Self {
@@ -292,13 +376,24 @@ impl JvmRun {
                 }
                 opts.push_str(&format!("out={}", out_dir.display()));
             }
-            cmd.arg(format!("-agentpath:{}={}", agent_path().display(), opts));
+            match self.agent_mode {
+                AgentMode::AgentPath => {
+                    cmd.arg(format!("-agentpath:{}={}", agent_path().display(), opts))
+                }
+                AgentMode::JavaAgent => {
+                    cmd.arg(format!("-javaagent:{}={}", jar_path().display(), opts))
+                }
+            };
         }
+        let mut cp = vec![classes().to_path_buf()];
+        cp.extend(self.classpath.iter().cloned());
+        let cp = std::env::join_paths(cp).unwrap();
         cmd.args(&self.jvm_flags)
             .arg("-cp")
-            .arg(classes())
+            .arg(cp)
             .arg(&self.main_class)
-            .args(&self.args);
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         let (exit_code, stdout, stderr, elapsed) = run_with_timeout(cmd, self.timeout);
         RunOutput {
             exit_code,
@@ -469,6 +564,85 @@ fn parse_quantity(s: &str) -> f64 {
         .unwrap_or_else(|_| panic!("not a pprof quantity: {s:?}"))
 }
 
+/// One sample as `go tool pprof -traces` prints it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceSample {
+    pub labels: BTreeMap<String, String>,
+    /// In ms for `cpu` (see [`pprof_traces`]), plain otherwise.
+    pub value: f64,
+    /// Leaf first.
+    pub frames: Vec<String>,
+}
+
+impl TraceSample {
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).map(String::as_str)
+    }
+
+    /// Whether some frame is `function` or ends with `.function`.
+    pub fn has_frame(&self, function: &str) -> bool {
+        self.frames
+            .iter()
+            .any(|f| f == function || f.ends_with(&format!(".{function}")))
+    }
+}
+
+/// Every sample of `files` via `go tool pprof -traces`, with labels and leaf-first stacks.
+pub fn pprof_traces(files: &[PathBuf], sample_index: &str) -> Vec<TraceSample> {
+    assert!(!files.is_empty(), "no profiles to read");
+    let go = which("go").unwrap_or_else(|| panic!("`go` not found: install Debian golang-go"));
+    let mut cmd = Command::new(go);
+    cmd.args([
+        "tool",
+        "pprof",
+        "-traces",
+        &format!("-sample_index={sample_index}"),
+    ]);
+    if sample_index == "cpu" {
+        cmd.arg("-unit=ms");
+    }
+    let out = cmd.args(files).output().unwrap();
+    assert!(
+        out.status.success(),
+        "go tool pprof -traces failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_pprof_traces(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Parses `go tool pprof -traces`: blocks separated by `-----------+---...` lines, each with
+/// `key:  value` label lines, then `<value>   <leaf frame>` and one caller frame per line.
+pub fn parse_pprof_traces(text: &str) -> Vec<TraceSample> {
+    let mut samples = Vec::new();
+    for block in text.split("-----------+").skip(1) {
+        let mut s = TraceSample::default();
+        for line in block.lines().skip(1) {
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if s.frames.is_empty() {
+                if let Some((key, value)) = trimmed.split_once(":  ") {
+                    if !key.contains(' ') {
+                        s.labels.insert(key.to_owned(), value.trim().to_owned());
+                        continue;
+                    }
+                }
+                let mut parts = trimmed.splitn(2, char::is_whitespace);
+                let value = parts.next().unwrap_or("0");
+                s.value = parse_quantity(value);
+                s.frames.push(parts.next().unwrap_or("").trim().to_owned());
+            } else {
+                s.frames.push(trimmed.to_owned());
+            }
+        }
+        if !s.frames.is_empty() {
+            samples.push(s);
+        }
+    }
+    samples
+}
+
 pub fn which(tool: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -480,6 +654,21 @@ pub fn which(tool: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_pprof_traces() {
+        let text = "Type: cpu\n-----------+-------------------------------------------------------\n   span_id:  3606ba2694007a29\n span_name:  GET /a\nthread_name:  worker-1\n       2ms   a.B.burn\n             a.B.work\n-----------+-------------------------------------------------------\n      10ms   a.B.main\n";
+        let s = parse_pprof_traces(text);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].label("span_id"), Some("3606ba2694007a29"));
+        assert_eq!(s[0].label("span_name"), Some("GET /a"));
+        assert_eq!(s[0].value, 2.0);
+        assert_eq!(s[0].frames, vec!["a.B.burn", "a.B.work"]);
+        assert!(s[0].has_frame("work"));
+        assert!(!s[0].has_frame("or"));
+        assert_eq!(s[1].value, 10.0);
+        assert!(s[1].labels.is_empty());
+    }
 
     #[test]
     fn parses_pprof_top() {

@@ -77,3 +77,22 @@ pub struct JvmtiAddrLocationMap {
     pub start_address: *const c_void,
     pub location: jlocation,
 }
+
+/// `jvmtiParamInfo`.
+#[repr(C)]
+pub struct JvmtiParamInfo {
+    pub name: *mut c_char,
+    pub kind: std::os::raw::c_int,
+    pub base_type: std::os::raw::c_int,
+    pub null_ok: jboolean,
+}
+
+/// `jvmtiExtensionEventInfo`.
+#[repr(C)]
+pub struct JvmtiExtensionEventInfo {
+    pub extension_event_index: jint,
+    pub id: *mut c_char,
+    pub short_description: *mut c_char,
+    pub param_count: jint,
+    pub params: *mut JvmtiParamInfo,
+}

@@ -19,6 +19,9 @@ public final class NativeBridge {
     /** This thread's context record, or null when it is not sampled. */
     static native ByteBuffer registerThread0();
 
+    /** The calling virtual thread's own record (it follows the thread across carriers). */
+    static native ByteBuffer registerVirtualThread0();
+
     static native void reportEndpoint0(long localRootSpanId, String name);
 
     /** Starts the agent in a running JVM; null on success, else why profiling is off. */
@@ -71,6 +74,6 @@ public final class NativeBridge {
     }
 
     static ByteBuffer registerThread() {
-        return registerThread0();
+        return VirtualThreads.isVirtual(Thread.currentThread()) ? registerVirtualThread0() : registerThread0();
     }
 }

@@ -1,0 +1,255 @@
+//! Span context against the real OpenTelemetry Java SDK (1.30.1): a real JVM with otelprof.jar
+//! as `-javaagent`, CPU sampling on, and workloads where each span does its work in a method
+//! of its own (tests/java-otel SpanScenarios). Read back with `go tool pprof -traces`.
+//!
+//! - precision: of the samples in some span's work method that carry a span id, the share
+//!   whose span is the one that owns that method;
+//! - recall: of the samples in a span's work method, the share that carry that span.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use otelprof_tests::{
+    jdk17, jdk25, otel_classes, otel_sdk_jar, pprof_traces, Jdk, JvmRun, RunOutput, TraceSample,
+};
+
+const CLASS: &str = "otelprof.tests.otel.SpanScenarios";
+const PRECISION: f64 = 0.995;
+const RECALL: f64 = 0.98;
+
+/// What the workload printed about one span.
+#[derive(Clone, Debug)]
+struct Expected {
+    trace_id: String,
+    methods: HashSet<String>,
+    local_root: String,
+    endpoint: String,
+    sampled: bool,
+}
+
+fn expectations(stdout: &str) -> HashMap<String, Expected> {
+    let mut spans: HashMap<String, Expected> = HashMap::new();
+    for line in stdout.lines().filter(|l| l.starts_with("span ")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let e = spans.entry(f[1].to_owned()).or_insert_with(|| Expected {
+            trace_id: f[2].to_owned(),
+            methods: HashSet::new(),
+            local_root: f[4].to_owned(),
+            endpoint: f[5].replace('_', " "),
+            sampled: f[6] == "true",
+        });
+        e.methods.insert(f[3].to_owned());
+    }
+    spans
+}
+
+/// Work methods per scenario.
+const SCENARIOS: &[(&str, &[&str])] = &[
+    ("sequential", &["seqOne", "seqTwo", "seqThree"]),
+    (
+        "nested",
+        &["nestedParentBefore", "nestedChild", "nestedParentAfter"],
+    ),
+    ("executor", &["poolChildWork", "poolWrappedWork"]),
+    ("endpoints", &["endpointAWork", "endpointBWork"]),
+    ("virtual", &["virtualWorkOne", "virtualWorkTwo"]),
+];
+
+fn run(jdk: Jdk, scenarios: &[&str]) -> (RunOutput, Vec<TraceSample>) {
+    let out = JvmRun::new(jdk.clone(), CLASS)
+        .javaagent()
+        .agent("cpu=2ms")
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .flags(&["-Dseconds=4"])
+        .args(scenarios)
+        .run();
+    out.assert_clean_exit();
+    let samples = pprof_traces(&out.profiles(), "cpu");
+    (out, samples)
+}
+
+#[derive(Default, Debug)]
+struct Score {
+    in_methods: f64,
+    carrying_own_span: f64,
+    with_span: f64,
+    with_right_span: f64,
+    wrong_root: f64,
+    wrong_endpoint: f64,
+}
+
+fn score(samples: &[TraceSample], spans: &HashMap<String, Expected>, methods: &[&str]) -> Score {
+    let mut s = Score::default();
+    for sample in samples {
+        let Some(method) = methods.iter().find(|m| sample.has_frame(m)) else {
+            continue;
+        };
+        s.in_methods += sample.value;
+        let Some(span_id) = sample.label("span_id") else {
+            continue;
+        };
+        s.with_span += sample.value;
+        let Some(e) = spans.get(span_id) else {
+            continue;
+        };
+        if e.methods.contains(*method) {
+            s.with_right_span += sample.value;
+            s.carrying_own_span += sample.value;
+        }
+        if sample.label("local_root_span_id") != Some(e.local_root.as_str()) {
+            s.wrong_root += sample.value;
+        }
+        if sample.label("span_name") != Some(e.endpoint.as_str())
+            || sample.label("trace_id") != Some(&e.trace_id)
+        {
+            s.wrong_endpoint += sample.value;
+        }
+    }
+    s
+}
+
+fn check_scenarios(jdk: Jdk, scenarios: &[&str]) {
+    let (out, samples) = run(jdk.clone(), scenarios);
+    let spans = expectations(&out.stdout);
+    let counters = out.agent_counters();
+    println!(
+        "{}: {} spans reported; agent {:?}",
+        jdk.name,
+        spans.len(),
+        counters
+    );
+    assert_eq!(
+        counters["context_torn"] * 100 / counters["samples"].max(1),
+        0,
+        "more than 1% of samples saw a record mid-write: {counters:?}"
+    );
+    for (scenario, methods) in SCENARIOS.iter().filter(|(s, _)| scenarios.contains(s)) {
+        let s = score(&samples, &spans, methods);
+        let precision = s.with_right_span / s.with_span;
+        let recall = s.carrying_own_span / s.in_methods;
+        println!(
+            "{} {scenario}: {:.0} ms in work methods, precision {:.4}, recall {:.4}, wrong local root {:.0} ms, wrong endpoint/trace {:.0} ms",
+            jdk.name, s.in_methods, precision, recall, s.wrong_root, s.wrong_endpoint
+        );
+        assert!(
+            s.in_methods >= 1_000.0,
+            "{scenario}: too few samples to judge ({:.0} ms)",
+            s.in_methods
+        );
+        assert!(
+            precision >= PRECISION,
+            "{} {scenario}: precision {precision:.4}",
+            jdk.name
+        );
+        assert!(
+            recall >= RECALL,
+            "{} {scenario}: recall {recall:.4}",
+            jdk.name
+        );
+        assert!(
+            s.wrong_root <= 0.005 * s.in_methods,
+            "{scenario}: wrong local roots {s:?}"
+        );
+        assert!(
+            s.wrong_endpoint <= 0.005 * s.in_methods,
+            "{scenario}: wrong endpoints {s:?}"
+        );
+    }
+}
+
+#[test]
+fn spans_on_platform_threads_jdk17() {
+    check_scenarios(jdk17(), &["sequential", "nested", "executor", "endpoints"]);
+}
+
+#[test]
+fn spans_on_platform_and_virtual_threads_jdk25() {
+    check_scenarios(
+        jdk25(),
+        &["sequential", "nested", "executor", "endpoints", "virtual"],
+    );
+}
+
+/// The child's samples name the child; once it closes, the parent is back: checked above by
+/// the nested scenario's methods. Here: the local root of the child is the parent, and the
+/// late rename reached samples taken before it.
+#[test]
+fn nested_child_has_parent_as_local_root_and_final_endpoint() {
+    let (out, samples) = run(jdk17(), &["nested"]);
+    let spans = expectations(&out.stdout);
+    let child_samples: Vec<&TraceSample> = samples
+        .iter()
+        .filter(|s| s.has_frame("nestedChild"))
+        .collect();
+    assert!(child_samples.len() > 10);
+    for s in child_samples {
+        let span = s.label("span_id").unwrap();
+        let e = &spans[span];
+        assert!(e.methods.contains("nestedChild"), "{s:?}");
+        assert_ne!(e.local_root, span, "the child is not its own local root");
+        assert_eq!(s.label("local_root_span_id"), Some(e.local_root.as_str()));
+        assert_eq!(
+            s.label("span_name"),
+            Some("nested /final"),
+            "the rename must reach earlier samples"
+        );
+    }
+}
+
+#[test]
+fn unsampled_trace_keeps_endpoint_but_gets_no_link() {
+    let (out, samples) = run(jdk17(), &["unsampled"]);
+    assert!(expectations(&out.stdout).values().all(|e| !e.sampled));
+    let mut total = 0.0;
+    let mut with_endpoint = 0.0;
+    for s in samples.iter().filter(|s| s.has_frame("unsampledWork")) {
+        total += s.value;
+        assert_eq!(
+            s.label("trace_id"),
+            None,
+            "no link for an unsampled trace: {s:?}"
+        );
+        assert_eq!(s.label("span_id"), None);
+        assert_eq!(s.label("local_root_span_id"), None);
+        if s.label("span_name") == Some("unsampled-root") {
+            with_endpoint += s.value;
+        }
+    }
+    println!("unsampled: {total:.0} ms, {with_endpoint:.0} ms with the endpoint");
+    assert!(total >= 1_000.0);
+    assert!(
+        with_endpoint >= RECALL * total,
+        "{with_endpoint} of {total}"
+    );
+}
+
+/// Per-endpoint CPU: the two interleaved endpoints split the shared pool's work evenly.
+#[test]
+fn endpoints_interleaved_on_a_shared_pool_split_by_name() {
+    let (_, samples) = run(jdk25(), &["endpoints"]);
+    let mut by_endpoint: BTreeMap<String, f64> = BTreeMap::new();
+    let (mut total, mut wrong) = (0.0, 0.0);
+    for s in samples
+        .iter()
+        .filter(|s| s.has_frame("endpointAWork") || s.has_frame("endpointBWork"))
+    {
+        let name = s.label("span_name").unwrap_or("(none)");
+        let expected = if s.has_frame("endpointAWork") {
+            "GET /a"
+        } else {
+            "GET /b"
+        };
+        total += s.value;
+        if name != expected {
+            wrong += s.value;
+        }
+        *by_endpoint.entry(name.to_owned()).or_default() += s.value;
+    }
+    println!("{by_endpoint:?}");
+    assert!(
+        wrong <= (1.0 - RECALL) * total,
+        "{wrong:.0} of {total:.0} ms under the wrong endpoint"
+    );
+    let (a, b) = (by_endpoint["GET /a"], by_endpoint["GET /b"]);
+    assert!((a / (a + b) - 0.5).abs() < 0.1, "{a} vs {b}");
+}
