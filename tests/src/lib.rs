@@ -73,16 +73,18 @@ pub fn otel_sdk_jar() -> &'static Path {
     })
 }
 
-/// Compiles `tests/java-otel` against the real OpenTelemetry SDK, once per test process.
+/// Compiles `tests/java-otel` against the real OpenTelemetry SDK and otelprof.jar (for the
+/// direct API), once per test process.
 pub fn otel_classes() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let out = scratch_dir("otel-classes");
         let mut sources = Vec::new();
         collect_java(&repo_root().join("tests/java-otel"), &mut sources);
+        let cp = std::env::join_paths([otel_sdk_jar().to_path_buf(), jar_path()]).unwrap();
         let status = Command::new(jdk17().home.join("bin/javac"))
             .args(["--release", "17", "-g", "-cp"])
-            .arg(otel_sdk_jar())
+            .arg(cp)
             .arg("-d")
             .arg(&out)
             .args(&sources)

@@ -253,3 +253,98 @@ fn endpoints_interleaved_on_a_shared_pool_split_by_name() {
     let (a, b) = (by_endpoint["GET /a"], by_endpoint["GET /b"]);
     assert!((a / (a + b) - 0.5).abs() < 0.1, "{a} vs {b}");
 }
+
+/// A tracer that is not OpenTelemetry uses otelprof's direct API (otelprof.ThreadContext).
+#[test]
+fn direct_api_sets_and_clears_context() {
+    let out = JvmRun::new(jdk17(), "otelprof.tests.otel.DirectApi")
+        .javaagent()
+        .agent("cpu=2ms")
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .flags(&["-Dseconds=3"])
+        .run();
+    out.assert_clean_exit();
+    let samples = pprof_traces(&out.profiles(), "cpu");
+    let spans = expectations(&out.stdout);
+    let s = score(&samples, &spans, &["directWorkA", "directWorkB"]);
+    let (precision, recall) = (
+        s.with_right_span / s.with_span,
+        s.carrying_own_span / s.in_methods,
+    );
+    println!(
+        "direct API: {:.0} ms, precision {precision:.4}, recall {recall:.4}, {s:?}",
+        s.in_methods
+    );
+    assert!(s.in_methods >= 1_000.0);
+    assert!(precision >= PRECISION && recall >= RECALL);
+    assert!(s.wrong_endpoint <= 0.005 * s.in_methods && s.wrong_root <= 0.005 * s.in_methods);
+    // After clear(), work carries no span.
+    let untraced: Vec<_> = samples
+        .iter()
+        .filter(|s| s.has_frame("untracedWork"))
+        .collect();
+    assert!(!untraced.is_empty());
+    let leaked: f64 = untraced
+        .iter()
+        .filter(|s| s.label("span_id").is_some())
+        .map(|s| s.value)
+        .sum();
+    let total: f64 = untraced.iter().map(|s| s.value).sum();
+    assert!(
+        leaked <= 0.005 * total,
+        "{leaked} of {total} ms after clear() still carry a span"
+    );
+}
+
+/// otelprof.jar on the class path, no -javaagent: the SDK autoconfigure SPI starts the agent
+/// and installs the context integration; the span processor it registers reports the final
+/// name of a root renamed after its scope closed.
+#[test]
+fn autoconfigure_spi_starts_agent_and_wraps_context() {
+    let out = JvmRun::new(jdk25(), "otelprof.tests.otel.SpiCheck")
+        .no_agent()
+        .classpath(&[otel_classes(), otel_sdk_jar(), &otelprof_tests::jar_path()])
+        .env("OTELPROF_OPTIONS", "cpu=2ms")
+        .run();
+    out.assert_clean_exit();
+    assert!(
+        out.stdout.contains("providers=1 customizers=1"),
+        "{}",
+        out.stdout
+    );
+    let samples = pprof_traces(&out.profiles(), "cpu");
+    let spans = expectations(&out.stdout);
+    let s = score(&samples, &spans, &["spiWork"]);
+    println!("SPI: {s:?}; stderr: {}", out.stderr);
+    assert!(s.in_methods >= 1_000.0);
+    assert!(s.carrying_own_span / s.in_methods >= RECALL, "{s:?}");
+    assert!(
+        s.wrong_endpoint <= 0.005 * s.in_methods,
+        "the end-of-span name must win: {s:?}"
+    );
+    assert!(
+        !out.stderr.contains("before otelprof could wrap it"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// If the application touched context before otelprof could wrap it, OpenTelemetry silently
+/// ignores the wrapper; otelprof must say so in one line (and the JVM runs on).
+#[test]
+fn a_wrapper_added_too_late_is_reported() {
+    let out = JvmRun::new(jdk17(), "otelprof.tests.otel.SpiCheck")
+        .no_agent()
+        .classpath(&[otel_classes(), otel_sdk_jar(), &otelprof_tests::jar_path()])
+        .env("OTELPROF_OPTIONS", "cpu=2ms")
+        .flags(&["-Dotelprof.verifyDelayMs=500"])
+        .args(&["early"])
+        .run();
+    out.assert_clean_exit();
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("before otelprof could wrap it"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+}
