@@ -1,5 +1,5 @@
-//! Sans-IO core of otelprof: the profile model, its pprof (and later OTLP) encodings, and
-//! the naming rules for JVM frames.
+//! Sans-IO core of otelprof: the profile model, its OTLP and pprof encodings, the resource
+//! that describes the profiled process, and the naming rules for JVM frames.
 //!
 //! Nothing here does I/O, reads the clock or the environment: callers pass times in, get bytes
 //! out. That keeps the encoders testable byte for byte and usable from the agent, the CLI and
@@ -8,7 +8,9 @@
 
 pub mod frame_name;
 pub mod model;
+pub mod otlp;
 pub mod pprof;
+pub mod resource;
 
 pub use model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
