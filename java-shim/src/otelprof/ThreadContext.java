@@ -51,6 +51,35 @@ public final class ThreadContext {
     }
 
     /**
+     * The current thread's context, for callers that switch spans often: keep it (per thread,
+     * e.g. in your own thread-local state) and call {@link Handle#set} / {@link Handle#clear}
+     * without the thread-local lookup the static methods make. Use it only on the thread that
+     * obtained it.
+     */
+    public static Handle handle() {
+        return new Handle(ThreadRecord.current());
+    }
+
+    /** One thread's context; see {@link #handle()}. */
+    public static final class Handle {
+        private final ThreadRecord record;
+
+        Handle(ThreadRecord record) {
+            this.record = record;
+        }
+
+        /** See {@link ThreadContext#set(long, long, long, long, boolean)}. */
+        public void set(long traceIdHigh, long traceIdLow, long spanId, long localRootSpanId, boolean sampled) {
+            record.set(traceIdHigh, traceIdLow, spanId, localRootSpanId, sampled ? 1 : 0);
+        }
+
+        /** See {@link ThreadContext#clear()}. */
+        public void clear() {
+            record.clear();
+        }
+    }
+
+    /**
      * Names the endpoint of a local root span (e.g. {@code GET /owners/{id}}). Call again when the
      * name changes; the last name given before the profile is written applies to all samples
      * of that local root, including earlier ones.

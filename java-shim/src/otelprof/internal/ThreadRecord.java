@@ -50,6 +50,11 @@ public final class ThreadRecord {
     private final ByteBuffer buffer;
     /** Local root whose hex form is in the attribute bytes (0: none written yet). */
     private long attrsLocalRoot;
+    /**
+     * Per-thread state of the integration that drives this record (the OpenTelemetry wrapper
+     * keeps what it shows here), so that one thread-local lookup finds both.
+     */
+    public Object integrationState;
 
     private ThreadRecord(ByteBuffer buffer) {
         this.buffer = buffer;

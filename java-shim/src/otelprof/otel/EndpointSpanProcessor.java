@@ -12,6 +12,10 @@ import otelprof.internal.Hex;
  * practice; with it, renames after the scope closed are caught too.
  */
 public final class EndpointSpanProcessor implements SpanProcessor {
+    public EndpointSpanProcessor() {
+        LocalRoots.processorActive = true;
+    }
+
     @Override
     public void onStart(Context parentContext, ReadWriteSpan span) {}
 

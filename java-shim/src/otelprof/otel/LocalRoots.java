@@ -24,8 +24,11 @@ final class LocalRoots {
     /** span id -> local root span id, for spans seen recently. Cleared when it grows too big. */
     private final ConcurrentHashMap<Long, Long> rootOf = new ConcurrentHashMap<>();
 
-    /** Local roots seen and not yet ended: span id -> SDK span (to read its final name). */
-    private final ConcurrentHashMap<Long, Span> roots = new ConcurrentHashMap<>();
+    /**
+     * Set once the SDK calls our span processor: final names then come from span end, and
+     * scope closes need not look at names at all.
+     */
+    static volatile boolean processorActive;
 
     private static final boolean SDK = SdkSpans.present(LocalRoots.class.getClassLoader());
 
@@ -43,32 +46,32 @@ final class LocalRoots {
                     Long known = rootOf.get(parentId);
                     root = known != null ? known : parentId;
                 }
-            } else if (roots.putIfAbsent(ids.spanId, span) == null) {
-                // A local root: report its name now; it is reported again when its scope
-                // closes and when it ends, so renames win.
-                NativeBridge.reportEndpoint(ids.spanId, SdkSpans.name(span));
+            } else {
+                // A local root: report its name now; it is reported again if it changed when
+                // its scope closes, and when it ends, so renames win.
+                ids.root = span;
+                ids.reportedName = SdkSpans.name(span);
+                NativeBridge.reportEndpoint(ids.spanId, ids.reportedName);
             }
         }
         if (rootOf.size() >= MAX_TRACKED) {
             rootOf.clear();
         }
         rootOf.put(ids.spanId, root);
-        if (roots.size() >= MAX_TRACKED) {
-            roots.clear();
-        }
         return root == ids.spanId
                 ? ids
                 : new OtelprofContextStorage.Ids(ids.traceHigh, ids.traceLow, ids.spanId, root, ids.flags);
     }
 
-    /** Reports the current name of local root {@code spanId}, if it is one we track. */
-    void reportName(long spanId) {
-        Span span = roots.get(spanId);
-        if (span != null) {
-            NativeBridge.reportEndpoint(spanId, SdkSpans.name(span));
-            if (SdkSpans.ended(span)) {
-                roots.remove(spanId);
-            }
+    /** The scope of local root {@code ids} closed: report its name if it changed. */
+    void scopeClosed(OtelprofContextStorage.Ids ids) {
+        if (processorActive) {
+            return;
+        }
+        String name = SdkSpans.name(ids.root);
+        if (name != ids.reportedName) {
+            ids.reportedName = name;
+            NativeBridge.reportEndpoint(ids.spanId, name);
         }
     }
 
@@ -78,6 +81,5 @@ final class LocalRoots {
             return;
         }
         NativeBridge.reportEndpoint(spanId, name);
-        roots.remove(spanId);
     }
 }

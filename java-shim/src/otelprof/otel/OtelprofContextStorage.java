@@ -74,6 +74,10 @@ public final class OtelprofContextStorage implements ContextStorage {
         final long spanId;
         final long localRoot;
         final int flags;
+        /** The SDK span, when this span is a local root (its name is the endpoint). */
+        Span root;
+        /** The endpoint name last reported for it (compared by identity: a rename is a new String). */
+        String reportedName;
 
         Ids(long traceHigh, long traceLow, long spanId, long localRoot, int flags) {
             this.traceHigh = traceHigh;
@@ -93,8 +97,6 @@ public final class OtelprofContextStorage implements ContextStorage {
 
     /** What this thread's record shows, plus a one-entry cache of parsed ids. */
     static final class PerThread {
-        private static final ThreadLocal<PerThread> STATE = new ThreadLocal<>();
-
         final ThreadRecord record;
         SpanContext current;
         Ids currentIds;
@@ -106,12 +108,13 @@ public final class OtelprofContextStorage implements ContextStorage {
         }
 
         static PerThread of(ThreadRecord record) {
-            PerThread s = STATE.get();
-            if (s == null || s.record != record) {
-                s = new PerThread(record);
-                STATE.set(s);
+            Object s = record.integrationState;
+            if (s instanceof PerThread) {
+                return (PerThread) s;
             }
-            return s;
+            PerThread created = new PerThread(record);
+            record.integrationState = created;
+            return created;
         }
 
         void show(Span span, SpanContext sc) {
@@ -171,10 +174,10 @@ public final class OtelprofContextStorage implements ContextStorage {
             }
             closed = true;
             Ids ids = state.currentIds;
-            if (state.current == attached && ids != null && ids.localRoot == ids.spanId) {
+            if (state.current == attached && ids != null && ids.root != null) {
                 // A local root's scope closes: by now instrumentation has usually given it its
-                // final name (the route); report it so earlier samples get it too.
-                LocalRoots.INSTANCE.reportName(ids.spanId);
+                // final name (the route); report it if it changed, so earlier samples get it.
+                LocalRoots.INSTANCE.scopeClosed(ids);
             }
             if (state.current == attached) {
                 state.restore(previous, previousIds);
