@@ -10,6 +10,7 @@ pub mod frame_name;
 pub mod model;
 pub mod otlp;
 pub mod pprof;
+pub mod process_context;
 pub mod resource;
 
 pub use model::{

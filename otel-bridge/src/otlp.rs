@@ -42,6 +42,7 @@ mod encode;
 
 pub use decode::{decode, DecodeError, DecodedProfile};
 pub use encode::{encode, encode_to_vec, EncodeError};
+pub(crate) use encode::resource_to_pb;
 
 pub use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceRequest, ExportProfilesServiceResponse,

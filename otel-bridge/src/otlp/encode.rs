@@ -101,7 +101,7 @@ pub(super) fn emitted_sample_types(p: &Profile) -> Vec<usize> {
         .collect()
 }
 
-fn resource_to_pb(resource: &opentelemetry_sdk::Resource) -> PbResource {
+pub(crate) fn resource_to_pb(resource: &opentelemetry_sdk::Resource) -> PbResource {
     let mut attributes: Vec<KeyValue> = resource
         .iter()
         .map(|(k, v)| KeyValue {
