@@ -1,6 +1,26 @@
-//! Where finished profiles go. For now: pprof files in a directory (OTLP transport comes with
-//! the export work).
+//! Where finished profiles go: OTLP over gRPC or HTTP ([`OtlpExporter`]), and pprof files
+//! ([`PprofFileSink`]).
+//!
+//! Module map: [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options),
+//! [`queue`] (the byte-bounded queue), [`retry`] (failure classification and backoff),
+//! [`grpc`] / [`http`] (the two transports), [`otlp_exporter`] (the export thread),
+//! [`self_metrics`] (the agent's own OTLP metrics), [`files`] (pprof files).
 
+pub mod config;
+pub mod error;
 pub mod files;
+pub mod grpc;
+pub mod http;
+pub mod otlp_exporter;
+pub mod queue;
+pub mod retry;
+pub mod self_metrics;
+pub mod transport;
 
+pub use config::{AgentOtlpOptions, Compression, ConfigError, OtlpConfig, Protocol};
+pub use error::{ExportError, StartError, SubmitError};
 pub use files::{utc_stamp, PprofFileSink};
+pub use otlp_exporter::{
+    ExportStats, ExporterSettings, LogLevel, Logger, OtlpExporter, ShutdownReport,
+};
+pub use self_metrics::{AgentCounters, CounterSource};

@@ -41,8 +41,8 @@ mod decode;
 mod encode;
 
 pub use decode::{decode, DecodeError, DecodedProfile};
-pub use encode::{encode, encode_to_vec, EncodeError};
 pub(crate) use encode::resource_to_pb;
+pub use encode::{encode, encode_to_vec, EncodeError};
 
 pub use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceRequest, ExportProfilesServiceResponse,
@@ -99,6 +99,15 @@ impl ProfileId {
     /// `None` for the all-zero id.
     pub fn new(bytes: [u8; 16]) -> Option<ProfileId> {
         (bytes != [0; 16]).then_some(ProfileId(bytes))
+    }
+
+    /// An id from random bytes; the (astronomically unlikely) all-zero draw is nudged to a
+    /// valid id rather than refused.
+    pub fn from_random(mut bytes: [u8; 16]) -> ProfileId {
+        if bytes == [0; 16] {
+            bytes[15] = 1;
+        }
+        ProfileId(bytes)
     }
 
     pub fn bytes(&self) -> [u8; 16] {

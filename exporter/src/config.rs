@@ -1,0 +1,439 @@
+//! OTLP exporter configuration: the standard `OTEL_EXPORTER_OTLP_*` variables and the agent's
+//! `endpoint=` / `protocol=` options.
+//!
+//! The environment is read in one place, [`OtlpConfig::resolve`], through a lookup closure,
+//! so tests pass a map and the agent passes `std::env::var`. Signal-specific variables
+//! (`…_PROFILES_…`) win over the generic ones; agent options win over both (they are the
+//! most specific setting a user can give one JVM).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Variable names (OTel specification, "OpenTelemetry Protocol Exporter").
+pub mod env {
+    pub const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
+    pub const SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+    pub const RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
+    pub const ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+    pub const PROFILES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT";
+    pub const METRICS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
+    pub const HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+    pub const PROFILES_HEADERS: &str = "OTEL_EXPORTER_OTLP_PROFILES_HEADERS";
+    pub const PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+    pub const PROFILES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL";
+    pub const TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+    pub const PROFILES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT";
+    pub const COMPRESSION: &str = "OTEL_EXPORTER_OTLP_COMPRESSION";
+    pub const PROFILES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION";
+    pub const CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
+    pub const PROFILES_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE";
+    /// `none` turns the agent's own metrics off.
+    pub const METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
+}
+
+/// Default OTLP timeout (OTel specification: 10 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound of the export queue.
+pub const DEFAULT_QUEUE_BYTES: usize = 16 << 20;
+/// HTTP paths appended to a base endpoint.
+pub const HTTP_PROFILES_PATH: &str = otel_bridge::otlp::HTTP_PATH;
+pub const HTTP_METRICS_PATH: &str = "/v1/metrics";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+impl Protocol {
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s.trim() {
+            "grpc" => Some(Protocol::Grpc),
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            _ => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Protocol::Grpc => "grpc",
+            Protocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+}
+
+/// Everything the OTLP exporter needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtlpConfig {
+    pub protocol: Protocol,
+    /// Full URL profiles are sent to: for HTTP including the path
+    /// (`http://host:4318/v1development/profiles`), for gRPC scheme and authority.
+    pub profiles_endpoint: String,
+    /// Where the agent's own metrics go, in the same protocol; `None` turns them off.
+    pub metrics_endpoint: Option<String>,
+    /// Sent with every request (HTTP headers, gRPC metadata).
+    pub headers: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub compression: Compression,
+    /// PEM file of CA certificates to trust, besides the system's and the Mozilla roots.
+    pub certificate: Option<PathBuf>,
+    pub queue_bytes: usize,
+}
+
+/// What the agent's options contribute.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentOtlpOptions {
+    /// `endpoint=`: a base URL, like `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub endpoint: Option<String>,
+    /// `protocol=`.
+    pub protocol: Option<Protocol>,
+}
+
+/// A setting that cannot be used; the exporter stays off and the caller reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var}={value:?}: expected grpc or http/protobuf")]
+    BadProtocol { var: &'static str, value: String },
+    #[error("{var}={value:?}: expected a whole number of milliseconds")]
+    BadTimeout { var: &'static str, value: String },
+    #[error("{var}={value:?}: expected gzip or none")]
+    BadCompression { var: &'static str, value: String },
+    #[error("{var}={value:?}: expected key=value pairs separated by commas")]
+    BadHeaders { var: &'static str, value: String },
+    #[error("{what} {value:?} is not an http:// or https:// URL")]
+    BadEndpoint { what: &'static str, value: String },
+}
+
+impl OtlpConfig {
+    /// Resolves the configuration. `Ok(None)` when no endpoint is configured at all (OTLP
+    /// export stays off; the agent writes files as before).
+    pub fn resolve(
+        lookup: impl Fn(&str) -> Option<String>,
+        agent: &AgentOtlpOptions,
+    ) -> Result<Option<OtlpConfig>, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        // The first of (specific, generic) that is set, with the name it came from.
+        let pick = |specific: &'static str, generic: &'static str| {
+            get(specific)
+                .map(|v| (specific, v))
+                .or_else(|| get(generic).map(|v| (generic, v)))
+        };
+
+        let protocol = match agent.protocol {
+            Some(p) => p,
+            None => match pick(env::PROFILES_PROTOCOL, env::PROTOCOL) {
+                Some((var, v)) => Protocol::parse(&v).ok_or(ConfigError::BadProtocol {
+                    var,
+                    value: v.clone(),
+                })?,
+                // The OTel specification's default.
+                None => Protocol::HttpProtobuf,
+            },
+        };
+
+        // Endpoint: the agent's base URL, else the profiles URL (used as is), else the
+        // generic base URL.
+        let base = agent
+            .endpoint
+            .clone()
+            .map(|e| ("endpoint=", e))
+            .or_else(|| get(env::ENDPOINT).map(|e| (env::ENDPOINT, e)));
+        let specific = get(env::PROFILES_ENDPOINT);
+        let profiles_endpoint = match (&agent.endpoint, specific, &base) {
+            (None, Some(url), _) => {
+                check_url(env::PROFILES_ENDPOINT, &url)?;
+                url.trim().to_owned()
+            }
+            (_, _, Some((what, url))) => {
+                check_url(what, url)?;
+                join_base(url, protocol, HTTP_PROFILES_PATH)
+            }
+            (_, None, None) | (Some(_), _, None) => return Ok(None),
+        };
+
+        let metrics_off = get(env::METRICS_EXPORTER).is_some_and(|v| v.trim() == "none");
+        let metrics_endpoint = if metrics_off {
+            None
+        } else if let Some(url) = get(env::METRICS_ENDPOINT) {
+            check_url(env::METRICS_ENDPOINT, &url)?;
+            Some(url.trim().to_owned())
+        } else if let Some((_, url)) = &base {
+            Some(join_base(url, protocol, HTTP_METRICS_PATH))
+        } else {
+            // Only a profiles URL was given: send metrics to the same server.
+            Some(join_base(
+                &origin(&profiles_endpoint),
+                protocol,
+                HTTP_METRICS_PATH,
+            ))
+        };
+
+        let headers = match pick(env::PROFILES_HEADERS, env::HEADERS) {
+            Some((var, v)) => {
+                parse_key_values(&v).ok_or(ConfigError::BadHeaders { var, value: v })?
+            }
+            None => Vec::new(),
+        };
+        let timeout = match pick(env::PROFILES_TIMEOUT, env::TIMEOUT) {
+            Some((var, v)) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+                .ok_or(ConfigError::BadTimeout { var, value: v })?,
+            None => DEFAULT_TIMEOUT,
+        };
+        let compression = match pick(env::PROFILES_COMPRESSION, env::COMPRESSION) {
+            Some((var, v)) => match v.trim() {
+                "gzip" => Compression::Gzip,
+                "none" => Compression::None,
+                _ => return Err(ConfigError::BadCompression { var, value: v }),
+            },
+            // Profiles compress 3-5x and every OTLP receiver accepts gzip; the SDKs' default
+            // (none) would send several times the bytes.
+            None => Compression::Gzip,
+        };
+        let certificate = pick(env::PROFILES_CERTIFICATE, env::CERTIFICATE)
+            .map(|(_, path)| PathBuf::from(path.trim()));
+        Ok(Some(OtlpConfig {
+            protocol,
+            profiles_endpoint,
+            metrics_endpoint,
+            headers,
+            timeout,
+            compression,
+            certificate,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
+        }))
+    }
+}
+
+fn check_url(what: &'static str, url: &str) -> Result<(), ConfigError> {
+    let u = url.trim();
+    let rest = u
+        .strip_prefix("http://")
+        .or_else(|| u.strip_prefix("https://"));
+    match rest {
+        Some(r) if !r.is_empty() && !r.starts_with('/') => Ok(()),
+        _ => Err(ConfigError::BadEndpoint {
+            what,
+            value: url.to_owned(),
+        }),
+    }
+}
+
+/// `scheme://authority` of a URL already checked by [`check_url`].
+fn origin(url: &str) -> String {
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    match url[scheme_end..].find('/') {
+        Some(i) => url[..scheme_end + i].to_owned(),
+        None => url.to_owned(),
+    }
+}
+
+/// A base endpoint for one signal: HTTP appends the signal's path (OTel spec: "the signal
+/// path is appended to the base URL"); gRPC uses scheme and authority only.
+fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
+    let base = base.trim();
+    match protocol {
+        Protocol::HttpProtobuf => format!("{}{path}", base.trim_end_matches('/')),
+        Protocol::Grpc => origin(base),
+    }
+}
+
+/// `k1=v1,k2=v2` with percent-decoded keys and values (the format of
+/// `OTEL_EXPORTER_OTLP_HEADERS`). `None` when an entry is malformed.
+pub fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (k, v) = entry.split_once('=')?;
+        let k = percent_decode(k.trim())?;
+        if k.is_empty() {
+            return None;
+        }
+        out.push((k, percent_decode(v.trim())?));
+    }
+    Some(out)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c == b'%' {
+            let hex = |j: usize| b.get(j).and_then(|d| (*d as char).to_digit(16));
+            out.push((hex(i + 1)? * 16 + hex(i + 2)?) as u8);
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn resolve(
+        vars: &[(&str, &str)],
+        agent: AgentOtlpOptions,
+    ) -> Result<Option<OtlpConfig>, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        OtlpConfig::resolve(|k| map.get(k).cloned(), &agent)
+    }
+
+    #[test]
+    fn nothing_configured_means_off() {
+        assert_eq!(resolve(&[], AgentOtlpOptions::default()).unwrap(), None);
+        // A protocol alone does not turn export on.
+        assert_eq!(
+            resolve(&[(env::PROTOCOL, "grpc")], AgentOtlpOptions::default()).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn base_endpoint_gets_signal_paths_for_http() {
+        let c = resolve(
+            &[(env::ENDPOINT, "http://collector:4318/")],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.protocol, Protocol::HttpProtobuf);
+        assert_eq!(
+            c.profiles_endpoint,
+            "http://collector:4318/v1development/profiles"
+        );
+        assert_eq!(
+            c.metrics_endpoint.as_deref(),
+            Some("http://collector:4318/v1/metrics")
+        );
+        assert_eq!(c.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(c.compression, Compression::Gzip);
+        assert_eq!(c.queue_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn specific_variables_win_and_agent_options_win_over_all() {
+        let vars = [
+            (env::ENDPOINT, "http://generic:4318"),
+            (
+                env::PROFILES_ENDPOINT,
+                "https://profiles.example:443/custom/path",
+            ),
+            (env::PROTOCOL, "grpc"),
+            (env::PROFILES_PROTOCOL, "http/protobuf"),
+            (env::HEADERS, "a=1"),
+            (
+                env::PROFILES_HEADERS,
+                "authorization=Bearer%20xyz,x-scope-orgid=tenant-1",
+            ),
+            (env::TIMEOUT, "1000"),
+            (env::PROFILES_TIMEOUT, "2500"),
+            (env::COMPRESSION, "gzip"),
+            (env::PROFILES_COMPRESSION, "none"),
+        ];
+        let c = resolve(&vars, AgentOtlpOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.protocol, Protocol::HttpProtobuf);
+        assert_eq!(
+            c.profiles_endpoint,
+            "https://profiles.example:443/custom/path"
+        );
+        assert_eq!(
+            c.metrics_endpoint.as_deref(),
+            Some("http://generic:4318/v1/metrics")
+        );
+        assert_eq!(
+            c.headers,
+            vec![
+                ("authorization".into(), "Bearer xyz".into()),
+                ("x-scope-orgid".into(), "tenant-1".into())
+            ]
+        );
+        assert_eq!(c.timeout, Duration::from_millis(2500));
+        assert_eq!(c.compression, Compression::None);
+
+        let agent = AgentOtlpOptions {
+            endpoint: Some("http://127.0.0.1:4317/ignored".into()),
+            protocol: Some(Protocol::Grpc),
+        };
+        let c = resolve(&vars, agent).unwrap().unwrap();
+        assert_eq!(c.protocol, Protocol::Grpc);
+        assert_eq!(c.profiles_endpoint, "http://127.0.0.1:4317");
+        assert_eq!(c.metrics_endpoint.as_deref(), Some("http://127.0.0.1:4317"));
+    }
+
+    #[test]
+    fn only_a_profiles_url_sends_metrics_to_the_same_server() {
+        let c = resolve(
+            &[(
+                env::PROFILES_ENDPOINT,
+                "http://h:4040/v1development/profiles",
+            )],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.metrics_endpoint.as_deref(),
+            Some("http://h:4040/v1/metrics")
+        );
+        let c = resolve(
+            &[
+                (
+                    env::PROFILES_ENDPOINT,
+                    "http://h:4040/v1development/profiles",
+                ),
+                (env::METRICS_EXPORTER, "none"),
+            ],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.metrics_endpoint, None);
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let agent = AgentOtlpOptions {
+            endpoint: Some("http://h:1".into()),
+            protocol: None,
+        };
+        let e = resolve(&[(env::PROTOCOL, "http/json")], agent.clone()).unwrap_err();
+        assert!(e.to_string().contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{e}");
+        let e = resolve(&[(env::PROFILES_TIMEOUT, "10s")], agent.clone()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT"),
+            "{e}"
+        );
+        let e = resolve(&[(env::COMPRESSION, "zstd")], agent.clone()).unwrap_err();
+        assert!(e.to_string().contains("zstd"), "{e}");
+        let e = resolve(&[(env::HEADERS, "novalue")], agent).unwrap_err();
+        assert!(matches!(e, ConfigError::BadHeaders { .. }));
+        let e = resolve(
+            &[(env::ENDPOINT, "collector:4317")],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::BadEndpoint { .. }), "{e}");
+    }
+}

@@ -1,0 +1,88 @@
+//! Errors, one enum per operation, each grouped by what the caller does next.
+
+use std::path::PathBuf;
+
+use crate::retry::Failure;
+
+/// Starting the exporter failed: OTLP export stays off (the caller logs one line).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("bad OTLP endpoint {url}: {reason}")]
+    Endpoint { url: String, reason: String },
+    #[error("header {0:?} is not a valid HTTP header or gRPC metadata entry")]
+    Header(String),
+    #[error("cannot read the CA certificate {}: {source}", path.display())]
+    Certificate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+    #[error("cannot start the export thread: {0}")]
+    Thread(#[source] std::io::Error),
+    #[error("cannot start the export runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// One export attempt failed. [`ExportError::failure`] feeds the pure classification in
+/// [`crate::retry::classify`], which decides whether the data is retried or dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    #[error("{0}")]
+    Transport(String),
+    #[error("gRPC status {code}: {message}")]
+    Grpc {
+        code: i32,
+        message: String,
+        retry_info: Option<std::time::Duration>,
+    },
+    #[error("HTTP {status}: {message}")]
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
+    #[error("no answer within {0:?}")]
+    Timeout(std::time::Duration),
+}
+
+impl ExportError {
+    pub fn failure(&self) -> Failure {
+        match self {
+            ExportError::Transport(_) | ExportError::Timeout(_) => Failure::Transport,
+            ExportError::Grpc {
+                code, retry_info, ..
+            } => Failure::Grpc {
+                code: *code,
+                retry_info: *retry_info,
+            },
+            ExportError::Http {
+                status,
+                retry_after,
+                ..
+            } => Failure::Http {
+                status: *status,
+                retry_after: *retry_after,
+            },
+        }
+    }
+
+    /// A short name for the kind of failure, to log each kind once.
+    pub fn kind(&self) -> String {
+        match self {
+            ExportError::Transport(_) | ExportError::Timeout(_) => "unreachable".into(),
+            ExportError::Grpc { code, .. } => format!("grpc-{code}"),
+            ExportError::Http { status, .. } => format!("http-{status}"),
+        }
+    }
+}
+
+/// A profile could not be queued for export (it is dropped and counted).
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error("cannot encode the profile: {0}")]
+    Encode(#[from] otel_bridge::otlp::EncodeError),
+    #[error("the exporter is shut down")]
+    ShutDown,
+}

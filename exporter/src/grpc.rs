@@ -1,0 +1,239 @@
+//! OTLP/gRPC: `ProfilesService/Export` over tonic, with the request already encoded.
+//!
+//! The queue holds encoded requests, so the client sends bytes as they are (a pass-through
+//! codec) instead of decoding them back into messages; tonic frames them and compresses them
+//! when gzip is on.
+
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes};
+use prost::Message;
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+use crate::config::{Compression, OtlpConfig};
+use crate::error::{ExportError, StartError};
+use crate::transport::Sent;
+use otel_bridge::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
+
+pub struct GrpcTransport {
+    client: tonic::client::Grpc<Channel>,
+    headers: tonic::metadata::MetadataMap,
+}
+
+/// TLS settings shared by the profile and metric channels.
+pub fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
+    let mut tls = ClientTlsConfig::new()
+        .with_webpki_roots()
+        .with_native_roots();
+    if let Some(path) = &config.certificate {
+        let pem = std::fs::read(path).map_err(|e| StartError::Certificate {
+            path: path.clone(),
+            source: e,
+        })?;
+        tls = tls.ca_certificate(Certificate::from_pem(pem));
+    }
+    Ok(tls)
+}
+
+impl GrpcTransport {
+    /// Must run inside the exporter's tokio runtime (the channel's worker task is spawned
+    /// on it). Connects lazily: an absent collector is an export failure, not a start one.
+    pub fn new(config: &OtlpConfig) -> Result<GrpcTransport, StartError> {
+        let url = config.profiles_endpoint.clone();
+        let mut endpoint = Endpoint::from_shared(url.clone())
+            .map_err(|e| StartError::Endpoint {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?
+            .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+            .timeout(config.timeout)
+            .tcp_nodelay(true);
+        if url.starts_with("https://") {
+            endpoint =
+                endpoint
+                    .tls_config(tls_config(config)?)
+                    .map_err(|e| StartError::Endpoint {
+                        url: url.clone(),
+                        reason: e.to_string(),
+                    })?;
+        }
+        let mut client = tonic::client::Grpc::new(endpoint.connect_lazy());
+        if config.compression == Compression::Gzip {
+            client = client.send_compressed(CompressionEncoding::Gzip);
+        }
+        client = client.accept_compressed(CompressionEncoding::Gzip);
+        let mut headers = tonic::metadata::MetadataMap::new();
+        for (k, v) in &config.headers {
+            let key = tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+                .map_err(|_| StartError::Header(k.clone()))?;
+            let value = v.parse().map_err(|_| StartError::Header(k.clone()))?;
+            headers.insert(key, value);
+        }
+        Ok(GrpcTransport { client, headers })
+    }
+
+    pub async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
+        self.client
+            .ready()
+            .await
+            .map_err(|e| ExportError::Transport(format!("not connected: {e}")))?;
+        let mut request = tonic::Request::new(body);
+        *request.metadata_mut() = self.headers.clone();
+        let path = http::uri::PathAndQuery::from_static(GRPC_EXPORT_PATH);
+        match self.client.unary(request, path, PassThrough).await {
+            Ok(response) => Ok(Sent {
+                response: response.into_inner(),
+            }),
+            Err(status) => Err(status_to_error(&status)),
+        }
+    }
+}
+
+fn status_to_error(status: &tonic::Status) -> ExportError {
+    // tonic reports connection failures as UNAVAILABLE/UNKNOWN statuses with a transport
+    // source; they never reached a server.
+    let from_transport = std::error::Error::source(status).is_some()
+        && status.metadata().is_empty()
+        && matches!(
+            status.code(),
+            tonic::Code::Unavailable | tonic::Code::Unknown
+        );
+    if from_transport {
+        return ExportError::Transport(format!("{}: {}", status.code(), status.message()));
+    }
+    ExportError::Grpc {
+        code: status.code() as i32,
+        message: status.message().to_owned(),
+        retry_info: retry_delay(status.details()),
+    }
+}
+
+/// `google.rpc.Status` and the one detail we read (`google.rpc.RetryInfo`), declared with
+/// their field numbers from googleapis' `status.proto` and `error_details.proto`.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+    #[prost(message, repeated, tag = "3")]
+    details: Vec<ProtoAny>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ProtoAny {
+    #[prost(string, tag = "1")]
+    type_url: String,
+    #[prost(bytes = "vec", tag = "2")]
+    value: Vec<u8>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    retry_delay: Option<ProtoDuration>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ProtoDuration {
+    #[prost(int64, tag = "1")]
+    seconds: i64,
+    #[prost(int32, tag = "2")]
+    nanos: i32,
+}
+
+const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+
+/// The RetryInfo delay in a status's `grpc-status-details-bin`, if any.
+pub(crate) fn retry_delay(details: &[u8]) -> Option<Duration> {
+    let status = RpcStatus::decode(details).ok()?;
+    let info = status
+        .details
+        .iter()
+        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
+    let d = RetryInfo::decode(info.value.as_slice()).ok()?.retry_delay?;
+    let secs = u64::try_from(d.seconds).ok()?;
+    let nanos = u32::try_from(d.nanos).ok()?.min(999_999_999);
+    Some(Duration::new(secs, nanos))
+}
+
+/// Sends already-encoded request bytes; decodes the response with prost.
+#[derive(Clone, Copy, Debug, Default)]
+struct PassThrough;
+
+impl Codec for PassThrough {
+    type Encode = Bytes;
+    type Decode = ExportProfilesServiceResponse;
+    type Encoder = PassThrough;
+    type Decoder = ResponseDecoder;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        PassThrough
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ResponseDecoder
+    }
+}
+
+impl Encoder for PassThrough {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ResponseDecoder;
+
+impl Decoder for ResponseDecoder {
+    type Item = ExportProfilesServiceResponse;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Self::Error> {
+        let bytes = src.copy_to_bytes(src.remaining());
+        ExportProfilesServiceResponse::decode(bytes)
+            .map(Some)
+            .map_err(|e| tonic::Status::internal(format!("bad ExportProfilesServiceResponse: {e}")))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_retry_info_from_status_details() {
+        let info = RetryInfo {
+            retry_delay: Some(ProtoDuration {
+                seconds: 3,
+                nanos: 500_000_000,
+            }),
+        };
+        let status = RpcStatus {
+            code: 8,
+            message: "slow down".into(),
+            details: vec![
+                ProtoAny {
+                    type_url: "type.googleapis.com/google.rpc.DebugInfo".into(),
+                    value: vec![1, 2, 3],
+                },
+                ProtoAny {
+                    type_url: RETRY_INFO_TYPE.into(),
+                    value: info.encode_to_vec(),
+                },
+            ],
+        };
+        assert_eq!(
+            retry_delay(&status.encode_to_vec()),
+            Some(Duration::from_millis(3500))
+        );
+        assert_eq!(retry_delay(&[]), None);
+        assert_eq!(retry_delay(&[0xff, 0xff]), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! What to do after a failed export, and how long to wait before the next try.
+//!
+//! [`classify`] is a pure function of what the server (or the network) said, following the
+//! OTLP specification's "Failures" sections: for gRPC, UNAVAILABLE, CANCELLED,
+//! DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE and DATA_LOSS are retryable, RESOURCE_EXHAUSTED
+//! only when the server sends RetryInfo (it says recovery is possible), everything else is
+//! permanent; for HTTP, 429, 502, 503 and 504 are retryable and every other error status is
+//! permanent. A server's RetryInfo / Retry-After is honoured (bounded by [`MAX_SERVER_DELAY`]);
+//! otherwise the wait grows exponentially with jitter ([`Backoff`]).
+
+use std::time::Duration;
+
+/// What a failed attempt means for the data it carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// Try again after the backoff delay.
+    Retry,
+    /// The server asked to wait this long before trying again.
+    Throttled(Duration),
+    /// Trying again cannot help (bad request, unauthenticated, …): drop the data.
+    Permanent,
+}
+
+/// What happened to one attempt, as seen by the transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The request never got an answer: connection refused or reset, DNS, TLS, timeout.
+    Transport,
+    /// A gRPC status other than OK, with the RetryInfo delay if the server sent one.
+    Grpc {
+        code: i32,
+        retry_info: Option<Duration>,
+    },
+    /// An HTTP error status, with the Retry-After delay if the server sent one.
+    Http {
+        status: u16,
+        retry_after: Option<Duration>,
+    },
+}
+
+/// gRPC status codes (google.rpc.Code).
+pub mod grpc_code {
+    pub const CANCELLED: i32 = 1;
+    pub const INVALID_ARGUMENT: i32 = 3;
+    pub const DEADLINE_EXCEEDED: i32 = 4;
+    pub const RESOURCE_EXHAUSTED: i32 = 8;
+    pub const ABORTED: i32 = 10;
+    pub const OUT_OF_RANGE: i32 = 11;
+    pub const UNIMPLEMENTED: i32 = 12;
+    pub const UNAVAILABLE: i32 = 14;
+    pub const DATA_LOSS: i32 = 15;
+    pub const UNAUTHENTICATED: i32 = 16;
+}
+
+/// Longest server-requested delay we honour: a misbehaving server must not park the
+/// exporter for hours (the queue keeps filling and dropping meanwhile).
+pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
+
+pub fn classify(failure: &Failure) -> Disposition {
+    use grpc_code::*;
+    let throttled = |d: Duration| Disposition::Throttled(d.min(MAX_SERVER_DELAY));
+    match *failure {
+        Failure::Transport => Disposition::Retry,
+        Failure::Grpc { code, retry_info } => match (code, retry_info) {
+            (RESOURCE_EXHAUSTED, Some(d)) => throttled(d),
+            (RESOURCE_EXHAUSTED, None) => Disposition::Permanent,
+            (
+                CANCELLED | DEADLINE_EXCEEDED | ABORTED | OUT_OF_RANGE | UNAVAILABLE | DATA_LOSS,
+                Some(d),
+            ) => throttled(d),
+            (
+                CANCELLED | DEADLINE_EXCEEDED | ABORTED | OUT_OF_RANGE | UNAVAILABLE | DATA_LOSS,
+                None,
+            ) => Disposition::Retry,
+            _ => Disposition::Permanent,
+        },
+        Failure::Http {
+            status,
+            retry_after,
+        } => match (status, retry_after) {
+            (429 | 502 | 503 | 504, Some(d)) => throttled(d),
+            (429 | 502 | 503 | 504, None) => Disposition::Retry,
+            _ => Disposition::Permanent,
+        },
+    }
+}
+
+/// Exponential backoff with jitter: the n-th wait is uniformly drawn from
+/// `[d/2, d)` where `d = min(initial × 2ⁿ, max)`, so that many agents restarted together do
+/// not retry in lockstep, and no wait is shorter than half the nominal one.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    attempt: u32,
+    rng: u64,
+}
+
+impl Backoff {
+    /// `seed` seeds the jitter (any value).
+    pub fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
+        Backoff {
+            initial,
+            max,
+            attempt: 0,
+            // splitmix64 scrambles nearby seeds apart; xorshift needs a non-zero state.
+            rng: splitmix64(seed).max(1),
+        }
+    }
+
+    /// The wait before the next attempt.
+    pub fn next_delay(&mut self) -> Duration {
+        let factor = 1u32.checked_shl(self.attempt.min(30)).unwrap_or(u32::MAX);
+        let nominal = self.initial.saturating_mul(factor).min(self.max);
+        self.attempt = self.attempt.saturating_add(1);
+        // xorshift64: jitter needs no cryptographic quality.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let half = nominal / 2;
+        let span = (nominal - half).as_nanos() as u64;
+        let jitter = if span == 0 { 0 } else { self.rng % span };
+        half + Duration::from_nanos(jitter)
+    }
+
+    /// After a success: start from `initial` again.
+    pub fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Parses an HTTP `Retry-After` value: delay-seconds or an HTTP-date (relative to `now`).
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_codes_follow_the_otlp_spec() {
+        use grpc_code::*;
+        let g = |code, retry_info| classify(&Failure::Grpc { code, retry_info });
+        assert_eq!(g(UNAVAILABLE, None), Disposition::Retry);
+        assert_eq!(g(DEADLINE_EXCEEDED, None), Disposition::Retry);
+        assert_eq!(g(RESOURCE_EXHAUSTED, None), Disposition::Permanent);
+        assert_eq!(
+            g(RESOURCE_EXHAUSTED, Some(Duration::from_secs(3))),
+            Disposition::Throttled(Duration::from_secs(3))
+        );
+        assert_eq!(
+            g(UNAVAILABLE, Some(Duration::from_secs(2))),
+            Disposition::Throttled(Duration::from_secs(2))
+        );
+        assert_eq!(g(INVALID_ARGUMENT, None), Disposition::Permanent);
+        assert_eq!(g(UNAUTHENTICATED, None), Disposition::Permanent);
+        assert_eq!(g(UNIMPLEMENTED, None), Disposition::Permanent);
+        assert_eq!(
+            g(UNAVAILABLE, Some(Duration::from_secs(100_000))),
+            Disposition::Throttled(MAX_SERVER_DELAY)
+        );
+    }
+
+    #[test]
+    fn http_statuses_follow_the_otlp_spec() {
+        let h = |status, retry_after| {
+            classify(&Failure::Http {
+                status,
+                retry_after,
+            })
+        };
+        for s in [429, 502, 503, 504] {
+            assert_eq!(h(s, None), Disposition::Retry, "{s}");
+        }
+        assert_eq!(
+            h(429, Some(Duration::from_secs(7))),
+            Disposition::Throttled(Duration::from_secs(7))
+        );
+        for s in [400, 401, 403, 404, 405, 413, 415, 500, 501] {
+            assert_eq!(h(s, None), Disposition::Permanent, "{s}");
+        }
+        assert_eq!(classify(&Failure::Transport), Disposition::Retry);
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_caps() {
+        let mut b = Backoff::new(Duration::from_secs(1), Duration::from_secs(30), 42);
+        let delays: Vec<Duration> = (0..10).map(|_| b.next_delay()).collect();
+        for (n, d) in delays.iter().enumerate() {
+            let nominal = Duration::from_secs(1 << n.min(5)).min(Duration::from_secs(30));
+            assert!(
+                *d >= nominal / 2 && *d < nominal,
+                "attempt {n}: {d:?} vs {nominal:?}"
+            );
+        }
+        let mut other = Backoff::new(Duration::from_secs(1), Duration::from_secs(30), 43);
+        let theirs: Vec<Duration> = (0..10).map(|_| other.next_delay()).collect();
+        assert_ne!(delays, theirs, "different seeds jitter differently");
+        b.reset();
+        assert!(b.next_delay() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+}

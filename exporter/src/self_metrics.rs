@@ -1,0 +1,296 @@
+//! The agent's own telemetry as OTLP metrics, through `opentelemetry` +
+//! `opentelemetry-otlp`.
+//!
+//! Instruments are observable: their callbacks read counters the agent already keeps
+//! (atomics), so instrumenting costs the sampler nothing. A manual reader is collected and
+//! exported from the export thread's own runtime on the exporter's schedule (no extra
+//! thread, no second runtime), and once more at shutdown so short runs report too.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::reader::MetricReader;
+use opentelemetry_sdk::metrics::{
+    InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
+};
+use opentelemetry_sdk::Resource;
+
+use crate::config::{Compression, OtlpConfig, Protocol};
+use crate::error::StartError;
+use crate::http::HttpClient;
+use crate::otlp_exporter::ExportCounters;
+
+/// The agent's counters at one instant, as the agent reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentCounters {
+    /// Signals that produced a sample.
+    pub samples: u64,
+    /// Sampling intervals those signals stand for (1 + timer overruns each).
+    pub sampled_intervals: u64,
+    /// The sampling interval.
+    pub interval: Duration,
+    /// Samples dropped, by reason (`buffer_full`, `contended`, `unknown_thread`, …).
+    pub dropped: Vec<(&'static str, u64)>,
+    /// Stack walks that failed, by AsyncGetCallTrace outcome (`gc_active`, …).
+    pub failed_walks: Vec<(&'static str, u64)>,
+    /// Stacks cut at the depth limit.
+    pub truncated: u64,
+    /// Samples taken while the thread was working for a span.
+    pub samples_with_span: u64,
+}
+
+/// Reads the agent's counters; called on the export thread at each collection.
+pub type CounterSource = Arc<dyn Fn() -> AgentCounters + Send + Sync>;
+
+/// Metric names (all under `otelprof.`).
+pub mod names {
+    pub const SAMPLES: &str = "otelprof.samples";
+    pub const SAMPLED_CPU: &str = "otelprof.sampled_cpu_time";
+    pub const DROPPED: &str = "otelprof.samples.dropped";
+    pub const FAILED_WALKS: &str = "otelprof.stack_walks.failed";
+    pub const TRUNCATED: &str = "otelprof.stacks.truncated";
+    pub const WITH_SPAN: &str = "otelprof.samples.with_span";
+    pub const CPU_UTILIZATION: &str = "otelprof.cpu.utilization";
+    pub const EXPORT_ATTEMPTS: &str = "otelprof.export.attempts";
+    pub const EXPORT_FAILURES: &str = "otelprof.export.failures";
+    pub const EXPORT_BYTES: &str = "otelprof.export.bytes";
+    pub const EXPORT_DROPPED: &str = "otelprof.export.dropped";
+    pub const QUEUE_BYTES: &str = "otelprof.export.queue.size";
+}
+
+/// Lets the exporter keep a handle on the reader the provider owns.
+#[derive(Debug, Clone)]
+struct SharedReader(Arc<ManualReader>);
+
+impl MetricReader for SharedReader {
+    fn register_pipeline(&self, pipeline: std::sync::Weak<Pipeline>) {
+        self.0.register_pipeline(pipeline)
+    }
+    fn collect(&self, rm: &mut ResourceMetrics) -> OTelSdkResult {
+        self.0.collect(rm)
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+    fn temporality(&self, kind: InstrumentKind) -> Temporality {
+        self.0.temporality(kind)
+    }
+}
+
+pub struct SelfMetrics {
+    // Kept alive: dropping the provider unregisters the instruments.
+    _provider: SdkMeterProvider,
+    reader: Arc<ManualReader>,
+    exporter: opentelemetry_otlp::MetricExporter,
+}
+
+impl SelfMetrics {
+    /// Must run inside the exporter's tokio runtime (the gRPC channel's task lives there).
+    pub fn new(
+        config: &OtlpConfig,
+        endpoint: &str,
+        resource: Resource,
+        source: CounterSource,
+        export: Arc<ExportCounters>,
+        http: &HttpClient,
+    ) -> Result<SelfMetrics, StartError> {
+        let bad = |e: &dyn std::fmt::Display| StartError::Endpoint {
+            url: endpoint.to_owned(),
+            reason: e.to_string(),
+        };
+        let exporter = match config.protocol {
+            Protocol::Grpc => {
+                let mut ep = tonic::transport::Endpoint::from_shared(endpoint.to_owned())
+                    .map_err(|e| bad(&e))?
+                    .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+                    .timeout(config.timeout);
+                if endpoint.starts_with("https://") {
+                    ep = ep
+                        .tls_config(crate::grpc::tls_config(config)?)
+                        .map_err(|e| bad(&e))?;
+                }
+                let mut metadata = tonic::metadata::MetadataMap::new();
+                for (k, v) in &config.headers {
+                    let key =
+                        tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+                            .map_err(|_| StartError::Header(k.clone()))?;
+                    metadata.insert(key, v.parse().map_err(|_| StartError::Header(k.clone()))?);
+                }
+                let mut b = opentelemetry_otlp::MetricExporter::builder()
+                    .with_tonic()
+                    .with_channel(ep.connect_lazy())
+                    .with_endpoint(endpoint)
+                    .with_timeout(config.timeout)
+                    .with_metadata(metadata);
+                if config.compression == Compression::Gzip {
+                    b = b.with_compression(opentelemetry_otlp::Compression::Gzip);
+                }
+                b.build().map_err(|e| bad(&e))?
+            }
+            Protocol::HttpProtobuf => opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_http_client(http.clone())
+                .with_endpoint(endpoint)
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_timeout(config.timeout)
+                .with_headers(config.headers.iter().cloned().collect())
+                .build()
+                .map_err(|e| bad(&e))?,
+        };
+        let reader = Arc::new(ManualReader::builder().build());
+        let provider = SdkMeterProvider::builder()
+            .with_resource(resource)
+            .with_reader(SharedReader(reader.clone()))
+            .build();
+        register_instruments(&provider, source, export);
+        Ok(SelfMetrics {
+            _provider: provider,
+            reader,
+            exporter,
+        })
+    }
+
+    /// Collects every instrument and sends one export request.
+    pub async fn export(&self) -> Result<(), String> {
+        let mut rm = ResourceMetrics::default();
+        self.reader.collect(&mut rm).map_err(|e| e.to_string())?;
+        self.exporter.export(&rm).await.map_err(|e| e.to_string())
+    }
+}
+
+fn register_instruments(
+    provider: &SdkMeterProvider,
+    source: CounterSource,
+    export: Arc<ExportCounters>,
+) {
+    let meter = provider.meter("otelprof");
+    let s = source.clone();
+    meter
+        .u64_observable_counter(names::SAMPLES)
+        .with_description("Signals that produced a CPU sample")
+        .with_unit("{sample}")
+        .with_callback(move |o| o.observe(s().samples, &[]))
+        .build();
+    let s = source.clone();
+    meter
+        .f64_observable_counter(names::SAMPLED_CPU)
+        .with_description("CPU time the samples stand for (intervals x sampling interval)")
+        .with_unit("s")
+        .with_callback(move |o| {
+            let c = s();
+            o.observe(c.sampled_intervals as f64 * c.interval.as_secs_f64(), &[])
+        })
+        .build();
+    let s = source.clone();
+    meter
+        .u64_observable_counter(names::DROPPED)
+        .with_description("Samples the agent could not record, by reason")
+        .with_unit("{sample}")
+        .with_callback(move |o| {
+            for (reason, n) in s().dropped {
+                o.observe(n, &[KeyValue::new("reason", reason)]);
+            }
+        })
+        .build();
+    let s = source.clone();
+    meter
+        .u64_observable_counter(names::FAILED_WALKS)
+        .with_description("Stack walks that failed (recorded as pseudo-frames), by reason")
+        .with_unit("{sample}")
+        .with_callback(move |o| {
+            for (reason, n) in s().failed_walks {
+                o.observe(n, &[KeyValue::new("reason", reason)]);
+            }
+        })
+        .build();
+    let s = source.clone();
+    meter
+        .u64_observable_counter(names::TRUNCATED)
+        .with_description("Stacks cut at the depth limit")
+        .with_unit("{sample}")
+        .with_callback(move |o| o.observe(s().truncated, &[]))
+        .build();
+    let s = source.clone();
+    meter
+        .u64_observable_counter(names::WITH_SPAN)
+        .with_description("Samples taken while the thread worked for a span")
+        .with_unit("{sample}")
+        .with_callback(move |o| o.observe(s().samples_with_span, &[]))
+        .build();
+    // CPU seen by the sampler per second of wall time since the previous collection, in
+    // cores (1.0 = one core busy): the rate users compare with their CPU metrics.
+    let s = source;
+    let last: Mutex<Option<(u64, Instant)>> = Mutex::new(None);
+    meter
+        .f64_observable_gauge(names::CPU_UTILIZATION)
+        .with_description("CPU used by the profiled threads as seen by the sampler, in cores")
+        .with_unit("1")
+        .with_callback(move |o| {
+            let c = s();
+            let now = Instant::now();
+            let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((intervals, at)) = *last {
+                let wall = now.duration_since(at).as_secs_f64();
+                if wall > 0.0 {
+                    let cpu = c.sampled_intervals.saturating_sub(intervals) as f64
+                        * c.interval.as_secs_f64();
+                    o.observe(cpu / wall, &[]);
+                }
+            }
+            *last = Some((c.sampled_intervals, now));
+        })
+        .build();
+
+    let e = export.clone();
+    meter
+        .u64_observable_counter(names::EXPORT_ATTEMPTS)
+        .with_description("Profile export requests sent")
+        .with_unit("{request}")
+        .with_callback(move |o| o.observe(e.attempts(), &[]))
+        .build();
+    let e = export.clone();
+    meter
+        .u64_observable_counter(names::EXPORT_FAILURES)
+        .with_description("Profile export requests that failed, by what happened next")
+        .with_unit("{request}")
+        .with_callback(move |o| {
+            for (kind, n) in e.failures() {
+                o.observe(n, &[KeyValue::new("disposition", kind)]);
+            }
+        })
+        .build();
+    let e = export.clone();
+    meter
+        .u64_observable_counter(names::EXPORT_BYTES)
+        .with_description("Encoded profile bytes accepted by the receiver (before compression)")
+        .with_unit("By")
+        .with_callback(move |o| o.observe(e.bytes_sent(), &[]))
+        .build();
+    let e = export.clone();
+    meter
+        .u64_observable_counter(names::EXPORT_DROPPED)
+        .with_description("Profiles dropped before delivery, by reason")
+        .with_unit("{profile}")
+        .with_callback(move |o| {
+            for (reason, n) in e.dropped() {
+                o.observe(n, &[KeyValue::new("reason", reason)]);
+            }
+        })
+        .build();
+    let e = export;
+    meter
+        .u64_observable_gauge(names::QUEUE_BYTES)
+        .with_description("Encoded profile bytes waiting to be sent")
+        .with_unit("By")
+        .with_callback(move |o| o.observe(e.queued_bytes(), &[]))
+        .build();
+}
