@@ -21,6 +21,8 @@ pub const AGENT_FILE: &str = "libotelprof.so";
 /// Output directory when neither `--out` nor an `out=` agent option is given.
 pub const DEFAULT_OUT: &str = "otelprof-profiles";
 const JAVA_TOOL_OPTIONS: &str = "JAVA_TOOL_OPTIONS";
+/// The Java shim, built beside the agent library.
+const JAR: &str = "otelprof.jar";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Clock {
@@ -107,10 +109,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         depth: args.depth,
         extra: args.agent_options.as_deref(),
     })?;
-    let agent_arg = agentpath_argument(&agent, &options)?;
+    let mut jvm_args = vec![agentpath_argument(&agent, &options)?];
+    // otelprof.jar beside the library follows OpenTelemetry context (span attribution). With
+    // -agentpath also given, it finds the native methods already bound and does not load the
+    // library again (so no restricted-method warning on JDK 24+).
+    let jar = agent.with_file_name(JAR);
+    if jar.is_file() {
+        jvm_args.push(format!("-javaagent:{}", jar.display()));
+    }
     let launch = plan_launch(
         &args.command,
-        &agent_arg,
+        &jvm_args,
         std::env::var_os(JAVA_TOOL_OPTIONS).as_deref(),
     )?;
 
@@ -276,15 +285,15 @@ pub struct Launch {
 
 pub fn plan_launch(
     command: &[OsString],
-    agent_arg: &str,
+    jvm_args: &[String],
     java_tool_options: Option<&OsStr>,
 ) -> anyhow::Result<Launch> {
     let Some((program, args)) = command.split_first() else {
         bail!("no command to run: give one after --, e.g. otelprof run -- java -jar app.jar");
     };
     if Path::new(program).file_name() == Some(OsStr::new("java")) {
-        let mut with_agent = Vec::with_capacity(args.len() + 1);
-        with_agent.push(OsString::from(agent_arg));
+        let mut with_agent = Vec::with_capacity(args.len() + jvm_args.len());
+        with_agent.extend(jvm_args.iter().map(OsString::from));
         with_agent.extend(args.iter().cloned());
         return Ok(Launch {
             program: program.clone(),
@@ -293,9 +302,9 @@ pub fn plan_launch(
         });
     }
     // The JVM splits JAVA_TOOL_OPTIONS at white space.
-    if agent_arg.contains(char::is_whitespace) {
+    if let Some(arg) = jvm_args.iter().find(|a| a.contains(char::is_whitespace)) {
         bail!(
-            "{agent_arg} contains white space, which JAVA_TOOL_OPTIONS cannot carry: run \
+            "{arg} contains white space, which JAVA_TOOL_OPTIONS cannot carry: run \
              `java` directly (otelprof run -- java …) or use paths and options without spaces"
         );
     }
@@ -304,7 +313,7 @@ pub fn plan_launch(
         jto.push(existing);
         jto.push(" ");
     }
-    jto.push(agent_arg);
+    jto.push(jvm_args.join(" "));
     Ok(Launch {
         program: program.clone(),
         args: args.to_vec(),
@@ -389,13 +398,14 @@ mod tests {
     }
 
     #[test]
-    fn java_gets_the_agent_as_first_argument() {
+    fn java_gets_the_agent_as_first_arguments() {
         let arg = agentpath_argument(Path::new("/opt/libotelprof.so"), "cpu=10ms").unwrap();
         assert_eq!(arg, "-agentpath:/opt/libotelprof.so=cpu=10ms");
+        let jvm_args = vec![arg.clone(), "-javaagent:/opt/otelprof.jar".to_owned()];
         for java in ["java", "/usr/lib/jvm/java-21/bin/java", "./java"] {
             let launch = plan_launch(
                 &os(&[java, "-Xmx1g", "-jar", "app.jar"]),
-                &arg,
+                &jvm_args,
                 Some(OsStr::new("-Dx=1")),
             )
             .unwrap();
@@ -403,7 +413,13 @@ mod tests {
                 launch,
                 Launch {
                     program: java.into(),
-                    args: os(&[&arg, "-Xmx1g", "-jar", "app.jar"]),
+                    args: os(&[
+                        &arg,
+                        "-javaagent:/opt/otelprof.jar",
+                        "-Xmx1g",
+                        "-jar",
+                        "app.jar"
+                    ]),
                     java_tool_options: None,
                 }
             );
@@ -413,30 +429,37 @@ mod tests {
     #[test]
     fn other_commands_get_the_agent_through_java_tool_options() {
         let arg = "-agentpath:/opt/libotelprof.so=cpu=10ms";
-        let launch = plan_launch(&os(&["./gradlew", "run"]), arg, None).unwrap();
+        let args = vec![arg.to_owned()];
+        let launch = plan_launch(&os(&["./gradlew", "run"]), &args, None).unwrap();
         assert_eq!(launch.program, "./gradlew");
         assert_eq!(launch.args, os(&["run"]));
         assert_eq!(launch.java_tool_options, Some(arg.into()));
 
-        let launch = plan_launch(&os(&["mvn"]), arg, Some(OsStr::new("-Xss2m"))).unwrap();
+        let launch = plan_launch(&os(&["mvn"]), &args, Some(OsStr::new("-Xss2m"))).unwrap();
         assert_eq!(
             launch.java_tool_options,
             Some(format!("-Xss2m {arg}").into())
         );
+        let two = vec![arg.to_owned(), "-javaagent:/opt/otelprof.jar".to_owned()];
+        let launch = plan_launch(&os(&["mvn"]), &two, None).unwrap();
+        assert_eq!(
+            launch.java_tool_options,
+            Some(format!("{arg} -javaagent:/opt/otelprof.jar").into())
+        );
         // `javac` and `java.sh` are not `java`.
         for not_java in ["javac", "java.sh", "/opt/java/bin/javaw"] {
-            let launch = plan_launch(&os(&[not_java]), arg, None).unwrap();
+            let launch = plan_launch(&os(&[not_java]), &args, None).unwrap();
             assert!(launch.java_tool_options.is_some(), "{not_java}");
         }
         let err = plan_launch(
             &os(&["sh", "run.sh"]),
-            "-agentpath:/my dir/libotelprof.so",
+            &["-agentpath:/my dir/libotelprof.so".to_owned()],
             None,
         )
         .unwrap_err()
         .to_string();
         assert!(err.contains("white space"), "{err}");
-        assert!(plan_launch(&[], arg, None).is_err());
+        assert!(plan_launch(&[], &args, None).is_err());
     }
 
     #[test]
