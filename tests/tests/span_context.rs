@@ -348,3 +348,63 @@ fn a_wrapper_added_too_late_is_reported() {
         .collect();
     assert_eq!(lines.len(), 1, "{}", out.stderr);
 }
+
+/// What an OTEP 4947 reader sees: `otel_thread_ctx_v1` is in the library's dynamic symbol
+/// table as a TLS symbol, and on each thread (platform and virtual, after a remount) it points
+/// at that thread's record, which holds the ids in the OTEP layout.
+#[test]
+fn otel_thread_ctx_v1_is_exported_and_points_at_the_record() {
+    let syms = std::process::Command::new("readelf")
+        .args(["--dyn-syms", "--wide"])
+        .arg(otelprof_tests::agent_path())
+        .output()
+        .unwrap();
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    assert!(
+        syms.lines().any(|l| l.contains(" TLS ")
+            && l.contains(" GLOBAL ")
+            && l.ends_with(" otel_thread_ctx_v1")),
+        "otel_thread_ctx_v1 is not a global TLS symbol in .dynsym"
+    );
+    for jdk in [jdk17(), jdk25()] {
+        let out = JvmRun::new(jdk.clone(), "otelprof.tests.otel.TlsCheck")
+            .javaagent()
+            .agent("cpu=10ms")
+            .classpath(&[otel_classes(), otel_sdk_jar()])
+            .flags(&["--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"])
+            .run();
+        out.assert_clean_exit();
+        println!("{}: {}", jdk.name, out.stdout.trim());
+        let expected = "published=true trace=af7651916cd43dd/8448eb211c80319c span=b7ad6b7169203331 valid=1 flags=1 attrs=key0/len16/1122334455667788 cleared=0";
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("platform ") && l.ends_with(expected)),
+            "{lines:?}"
+        );
+        if jdk.feature() >= 21 {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with("virtual ") && l.ends_with(expected)),
+                "{lines:?}"
+            );
+        }
+    }
+}
+
+/// The jar carries no OpenTelemetry classes: the application's own are used.
+#[test]
+fn jar_bundles_no_opentelemetry_classes() {
+    let listing = std::process::Command::new(jdk17().home.join("bin/jar"))
+        .arg("--list")
+        .arg("--file")
+        .arg(otelprof_tests::jar_path())
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(listing.contains("otelprof/otel/OtelprofContextStorage.class"));
+    assert!(listing.contains("META-INF/services/io.opentelemetry.sdk.autoconfigure.spi.AutoConfigurationCustomizerProvider"));
+    assert!(!listing.lines().any(|l| l.starts_with("io/")), "{listing}");
+}
