@@ -1,19 +1,20 @@
-//! The agent's lifecycle: set up at load, start sampling at VMInit, stop and write the last
-//! profile at VMDeath. The JVMTI callbacks here are thin: they hand off to `threads`,
-//! `sampler` and `aggregator`.
+//! The agent's lifecycle: set up at load, start sampling (and OTLP export) at VMInit, stop,
+//! write or send the last profile at VMDeath. The JVMTI callbacks here are thin: they hand
+//! off to `threads`, `sampler`, `aggregator` and `otlp_export`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use jni::sys::{jclass, jobject, JNIEnv, JavaVM};
-use otelprof_exporter::PprofFileSink;
+use otelprof_exporter::{OtlpExporter, PprofFileSink};
 
 use crate::aggregator::{self, Aggregator};
 use crate::ffi::guard;
 use crate::jvmti::{delete_local_ref, Jvmti};
 use crate::options::{Clock, Options};
+use crate::otlp_export::{self, ExportEnv};
 use crate::sample_buffer::SampleBuffer;
 use crate::sampler::{self, Sampler};
 use crate::stats;
@@ -26,7 +27,11 @@ pub struct Agent {
     jvmti: Jvmti,
     options: Options,
     interval: Duration,
-    out_dir: PathBuf,
+    /// Where pprof files go: `out=`, else the working directory unless OTLP is configured.
+    out_dir: Option<PathBuf>,
+    /// The `OTEL_*` environment, read once at load.
+    export_env: ExportEnv,
+    exporter: Mutex<Option<Arc<OtlpExporter>>>,
     sampler: &'static Sampler,
     aggregator: Mutex<Option<Aggregator>>,
     /// Set by the first `start`: under `-javaagent` the shim starts the agent from premain,
@@ -107,6 +112,12 @@ pub unsafe fn register_current_thread(env: *mut JNIEnv) {
 unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String> {
     let options = Options::parse(options).map_err(|e| format!("{e}; profiling is off"))?;
     crate::log::set_level(options.log);
+    // The environment is read here, once; nothing later looks at it again.
+    let lookup = |name: &str| std::env::var(name).ok();
+    if otlp_export::sdk_disabled(&lookup) {
+        log_info!("OTEL_SDK_DISABLED=true: profiling is off");
+        return Ok(());
+    }
     let Some(interval) = options.cpu_interval else {
         log_info!("cpu=off: nothing to profile");
         return Ok(());
@@ -114,12 +125,19 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
     if AGENT.get().is_some() {
         return Err("the agent is loaded twice; the second copy does nothing".into());
     }
-    let out_dir = match &options.out_dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("no out= given and no current directory: {e}"))?,
+    let export_env =
+        otlp_export::read_env(&options, &lookup).map_err(|e| format!("{e}; profiling is off"))?;
+    // Files: where out= says; with OTLP and no out=, none (the working directory is the
+    // application's, not ours); with neither, the working directory as before.
+    let out_dir = match (&options.out_dir, &export_env.config) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(
+            std::env::current_dir()
+                .map_err(|e| format!("no out= given and no current directory: {e}"))?,
+        ),
     };
-    let out_dir = std::fs::canonicalize(&out_dir).unwrap_or(out_dir);
+    let out_dir = out_dir.map(|d| std::fs::canonicalize(&d).unwrap_or(d));
 
     // SAFETY: per this function's contract.
     let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| format!("cannot get JVMTI: {e}"))?;
@@ -216,6 +234,8 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         options,
         interval,
         out_dir,
+        export_env,
+        exporter: Mutex::new(None),
         sampler,
         aggregator: Mutex::new(None),
         started: AtomicBool::new(false),
@@ -241,13 +261,28 @@ impl Agent {
         let preloaded = preload_loaded_classes(&self.jvmti, jni);
         // SAFETY: VMInit passes the main thread and its JNIEnv; this runs on that thread.
         unsafe { threads::on_thread_start(&self.jvmti, jni, main_thread, registration(self)) };
+        // SAFETY: `jni` is this (VMInit or shim) thread's JNIEnv, in the live phase.
+        let exporter = match unsafe {
+            otlp_export::start(jni, &self.export_env, &self.options, self.interval)
+        } {
+            Ok(e) => e,
+            Err(e) => {
+                log_error!("{e}; profiling is off");
+                return;
+            }
+        };
+        *self.exporter.lock().unwrap_or_else(|p| p.into_inner()) = exporter.clone();
         let aggregator = Aggregator::start(aggregator::Config {
             vm: self.vm,
             jvmti: self.jvmti,
             sampler: self.sampler,
             interval: self.interval,
             period: self.options.period,
-            sink: PprofFileSink::new(&self.out_dir, std::process::id()),
+            sink: self
+                .out_dir
+                .as_ref()
+                .map(|d| PprofFileSink::new(d, std::process::id())),
+            exporter,
         });
         match aggregator {
             Ok(a) => *self.aggregator.lock().unwrap_or_else(|p| p.into_inner()) = Some(a),
@@ -269,10 +304,10 @@ impl Agent {
             },
         };
         log_info!(
-            "profiling CPU every {:?} ({engine}, depth {}); writing pprof to {} every {:?} ({preloaded} classes preloaded)",
+            "profiling CPU every {:?} ({engine}, depth {}); {} every {:?} ({preloaded} classes preloaded)",
             self.interval,
             self.options.max_depth,
-            self.out_dir.display(),
+            self.destinations(),
             self.options.period,
         );
     }
@@ -300,12 +335,66 @@ impl Agent {
                 log_warn!("the last profile was not written within 10s; JVM exit continues");
             }
         }
+        // The aggregator has submitted the last profile; give the exporter a bounded time to
+        // deliver what is queued. The JVM's exit never waits longer.
+        let exporter = self
+            .exporter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let mut export_summary = String::new();
+        if let Some(e) = exporter {
+            let report = e.shutdown(otlp_export::SHUTDOWN_BOUND);
+            let s = e.counters().stats();
+            if report.unsent > 0 || !report.finished {
+                log_warn!(
+                    "{} profiles not delivered to {} within {:?} at exit",
+                    report.unsent,
+                    e.config().profiles_endpoint,
+                    otlp_export::SHUTDOWN_BOUND
+                );
+            }
+            export_summary = format!(
+                " otlp_attempts={} otlp_sent={} otlp_bytes={} otlp_retried={} otlp_throttled={} \
+                 otlp_rejected={} otlp_dropped_queue_full={} otlp_unsent={} otlp_queue_bound={} \
+                 otlp_metrics_exports={}",
+                s.attempts,
+                s.sent,
+                s.bytes_sent,
+                s.retryable_failures,
+                s.throttled,
+                s.permanent_failures,
+                s.dropped_queue_full,
+                report.unsent,
+                e.config().queue_bytes,
+                s.metrics_exports,
+            );
+        }
         let (registered, _) = threads::TABLE.occupancy();
         log_info!(
-            "stopped; profiles in {}; {} threads_registered_at_exit={registered}",
-            self.out_dir.display(),
+            "stopped; {}; {} threads_registered_at_exit={registered}{export_summary}",
+            self.destinations(),
             stats::summary()
         );
+    }
+
+    /// Where profiles go, for the start and stop lines.
+    fn destinations(&self) -> String {
+        let files = self
+            .out_dir
+            .as_ref()
+            .map(|d| format!("pprof files in {}", d.display()));
+        let otlp = self
+            .export_env
+            .config
+            .as_ref()
+            .map(|c| format!("OTLP to {}", otelprof_exporter::otlp_exporter::describe(c)));
+        match (files, otlp) {
+            (Some(f), Some(o)) => format!("{o} and {f}"),
+            (Some(f), None) => f,
+            (None, Some(o)) => o,
+            (None, None) => "profiles go nowhere".into(),
+        }
     }
 }
 

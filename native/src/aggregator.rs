@@ -1,5 +1,6 @@
 //! The aggregator thread: drains raw samples, names their frames, merges them into the
-//! current period's profile, and writes a profile at the end of every period and at exit.
+//! current period's profile, and at the end of every period and at exit writes it as pprof
+//! and/or hands it to the OTLP exporter.
 //!
 //! It is a native thread attached to the VM as a daemon (JVMTI calls need an attached
 //! thread), it is not itself profiled, and it never blocks the sampler: the handler only ever
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
 use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
-use otelprof_exporter::PprofFileSink;
+use otelprof_exporter::{OtlpExporter, PprofFileSink};
 
 use crate::context::{span_id_hex, SpanContext, ENDPOINTS};
 use crate::jvmti::{self, Jvmti};
@@ -21,6 +22,10 @@ use crate::stats::{self, COUNTERS};
 use crate::symbols::Symbols;
 use crate::sys::ticks;
 use crate::threads;
+
+/// Set once a failed OTLP submission has been reported (one line per problem).
+static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// How often the buffer is drained. Short enough that arenas never fill at the highest
 /// sampling rate we accept, long enough to cost nothing.
@@ -32,7 +37,10 @@ pub struct Config {
     pub sampler: &'static Sampler,
     pub interval: Duration,
     pub period: Duration,
-    pub sink: PprofFileSink,
+    /// pprof files, when wanted (`out=`, or no OTLP endpoint).
+    pub sink: Option<PprofFileSink>,
+    /// OTLP export, when an endpoint is configured.
+    pub exporter: Option<Arc<OtlpExporter>>,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
@@ -131,7 +139,8 @@ fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
 
 /// The profile being built for the current period.
 struct Period {
-    sink: PprofFileSink,
+    sink: Option<PprofFileSink>,
+    exporter: Option<Arc<OtlpExporter>>,
     interval_ns: i64,
     symbols: Symbols,
     builder: ProfileBuilder,
@@ -221,7 +230,11 @@ impl Period {
     fn new(config: &Config, jni: *mut JNIEnv) -> Period {
         let interval_ns = config.interval.as_nanos() as i64;
         Period {
-            sink: PprofFileSink::new(config.sink.dir().to_path_buf(), std::process::id()),
+            sink: config
+                .sink
+                .as_ref()
+                .map(|s| PprofFileSink::new(s.dir().to_path_buf(), std::process::id())),
+            exporter: config.exporter.clone(),
             interval_ns,
             symbols: Symbols::new(config.jvmti, jni),
             builder: new_builder(interval_ns),
@@ -380,18 +393,28 @@ impl Period {
     fn flush(&mut self) {
         let now_unix = unix_nanos(SystemTime::now());
         let profile = self.finish_profile(now_unix);
-        match self.sink.write("cpu", &profile) {
-            Ok(path) => {
-                stats::bump(&COUNTERS.profiles_written);
-                log_debug!(
-                    "wrote {} ({} samples)",
-                    path.display(),
-                    profile.samples.len()
-                );
+        if let Some(sink) = &mut self.sink {
+            match sink.write("cpu", &profile) {
+                Ok(path) => {
+                    stats::bump(&COUNTERS.profiles_written);
+                    log_debug!(
+                        "wrote {} ({} samples)",
+                        path.display(),
+                        profile.samples.len()
+                    );
+                }
+                Err(e) => {
+                    stats::bump(&COUNTERS.write_errors);
+                    log_warn!("cannot write profile to {}: {e}", sink.dir().display());
+                }
             }
-            Err(e) => {
-                stats::bump(&COUNTERS.write_errors);
-                log_warn!("cannot write profile to {}: {e}", self.sink.dir().display());
+        }
+        if let Some(exporter) = &self.exporter {
+            // Encodes and queues; never waits for the network.
+            if let Err(e) = exporter.submit(&profile) {
+                if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    log_warn!("a profile was not exported: {e}");
+                }
             }
         }
         self.started = Instant::now();

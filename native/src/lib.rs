@@ -20,6 +20,7 @@ pub mod ffi;
 pub mod jni_api;
 pub mod jvmti;
 pub mod options;
+pub mod otlp_export;
 pub mod process_context;
 pub mod sample_buffer;
 pub mod sampler;

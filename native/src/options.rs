@@ -8,6 +8,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// OTLP protocols, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
+pub use otelprof_exporter::Protocol;
+
 /// How CPU samples are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
@@ -39,6 +42,16 @@ pub struct Options {
     /// How often a profile is cut and written.
     pub period: Duration,
     pub log: LogLevel,
+    /// OTLP base endpoint (`endpoint=`), like `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub endpoint: Option<String>,
+    /// OTLP protocol (`protocol=`), like `OTEL_EXPORTER_OTLP_PROTOCOL`.
+    pub protocol: Option<Protocol>,
+    /// `service.name` (`service=`); wins over `OTEL_SERVICE_NAME`.
+    pub service: Option<String>,
+    /// Send sample timestamps in OTLP (`timestamps=on`; Elastic needs them).
+    pub timestamps: bool,
+    /// Bound of the OTLP export queue in bytes (`queue=`).
+    pub queue_bytes: usize,
 }
 
 impl Default for Options {
@@ -50,13 +63,21 @@ impl Default for Options {
             out_dir: None,
             period: Duration::from_secs(60),
             log: LogLevel::Info,
+            endpoint: None,
+            protocol: None,
+            service: None,
+            timestamps: false,
+            queue_bytes: otelprof_exporter::config::DEFAULT_QUEUE_BYTES,
         }
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptionError {
-    #[error("unknown option '{0}' (known: cpu, clock, depth, out, period, log)")]
+    #[error(
+        "unknown option '{0}' (known: cpu, clock, depth, out, period, log, endpoint, protocol, \
+         service, timestamps, queue)"
+    )]
     UnknownKey(String),
     #[error("option '{key}' needs a value, as in {key}={example}")]
     MissingValue { key: String, example: &'static str },
@@ -159,11 +180,69 @@ impl Options {
                         _ => return Err(bad("expected quiet, warn, info or debug")),
                     };
                 }
+                "endpoint" => {
+                    need("http://localhost:4318")?;
+                    let rest = value
+                        .strip_prefix("http://")
+                        .or_else(|| value.strip_prefix("https://"));
+                    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
+                        return Err(bad("expected an http:// or https:// URL"));
+                    }
+                    o.endpoint = Some(value.to_owned());
+                }
+                "protocol" => {
+                    need("grpc")?;
+                    o.protocol = Some(
+                        Protocol::parse(value)
+                            .ok_or_else(|| bad("expected 'grpc' or 'http/protobuf'"))?,
+                    );
+                }
+                "service" => {
+                    need("checkout")?;
+                    o.service = Some(value.to_owned());
+                }
+                "timestamps" => {
+                    need("on")?;
+                    o.timestamps = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(bad("expected 'on' or 'off'")),
+                    };
+                }
+                "queue" => {
+                    need("16m")?;
+                    let n = parse_size(value).map_err(|r| bad(&r))?;
+                    if n < MIN_QUEUE_BYTES {
+                        return Err(bad("the smallest queue is 64k"));
+                    }
+                    o.queue_bytes = n;
+                }
                 _ => return Err(OptionError::UnknownKey(key.to_owned())),
             }
         }
         Ok(o)
     }
+}
+
+/// Smallest OTLP queue: one typical profile must fit.
+const MIN_QUEUE_BYTES: usize = 64 << 10;
+
+/// `65536`, `512k`, `16m`, `1g` (binary units).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| "expected a size, e.g. 16m".to_owned())?;
+    let shift = match unit {
+        "" => 0,
+        "k" | "K" => 10,
+        "m" | "M" => 20,
+        "g" | "G" => 30,
+        _ => return Err(format!("unknown unit '{unit}' (use k, m or g)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| "size too large".to_owned())
 }
 
 /// `10ms`, `500us`, `2s`, `1m`, `250000ns`. A unit is required: a bare `10` is ambiguous
@@ -208,6 +287,39 @@ mod tests {
         assert_eq!(o.period, Duration::from_secs(10));
         assert_eq!(o.log, LogLevel::Debug);
         assert_eq!(Options::parse("cpu=off").unwrap().cpu_interval, None);
+        let o = Options::parse(
+            "endpoint=https://collector.example:4317,protocol=grpc,service=shop,timestamps=on,queue=1m",
+        )
+        .unwrap();
+        assert_eq!(
+            o.endpoint.as_deref(),
+            Some("https://collector.example:4317")
+        );
+        assert_eq!(o.protocol, Some(Protocol::Grpc));
+        assert_eq!(o.service.as_deref(), Some("shop"));
+        assert!(o.timestamps);
+        assert_eq!(o.queue_bytes, 1 << 20);
+        let o = Options::parse("protocol=http/protobuf,timestamps=off,queue=65536").unwrap();
+        assert_eq!(o.protocol, Some(Protocol::HttpProtobuf));
+        assert!(!o.timestamps);
+        assert_eq!(o.endpoint, None);
+        assert_eq!(Options::default().queue_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn export_option_errors_name_the_option() {
+        for (opts, mention) in [
+            ("endpoint=collector:4317", "endpoint=collector:4317"),
+            ("endpoint=http://", "endpoint=http://"),
+            ("protocol=http/json", "protocol=http/json"),
+            ("timestamps=yes", "timestamps=yes"),
+            ("queue=1k", "queue=1k"),
+            ("queue=12q", "queue=12q"),
+            ("service", "needs a value"),
+        ] {
+            let e = Options::parse(opts).unwrap_err().to_string();
+            assert!(e.contains(mention), "{opts}: {e}");
+        }
     }
 
     #[test]
