@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: formatting and lints, unit tests, then the cross-component tests that run
 # real JVMs (OpenJDK 17 and Temurin 25) with the agent and read the profiles back with
-# `go tool pprof`. Installs what it needs on a fresh Debian machine.
+# `go tool pprof` and with OTLP receivers built on the official Python classes. Installs what
+# it needs on a fresh Debian machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -13,6 +14,23 @@ for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64;
     exit 1
   fi
 done
+
+# The independent OTLP receivers and checkers (tests/python) run on the official generated
+# classes from PyPI, pinned in tests/python/requirements.txt, in a venv under the target
+# directory (works as non-root; rebuilt when the pins change).
+venv="${CARGO_TARGET_DIR:-target}/otlp-venv"
+requirements=tests/python/requirements.txt
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
+  echo "== python venv for the OTLP receivers ($venv)"
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    rm -rf "$venv"
+    apt_install python3-venv
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/requirements.txt"
+fi
 
 echo "== format and lints"
 cargo fmt --all -- --check
