@@ -21,7 +21,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{compiler_fence, AtomicU32, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 /// Size of the OTEP part of the record (header + attribute bytes). OTEP 4947 recommends at
 /// most 640 bytes; 256 keeps a record in four cache lines.
@@ -48,8 +47,11 @@ pub struct ContextRecord {
     /// Local root span id as a native-endian u64: the Java `long` whose big-endian bytes are
     /// the W3C span id (`Long.parseUnsignedLong(hex, 16)`).
     pub local_root_span_id: u64,
-    /// Bumped by the writer on every change (diagnostics).
-    pub writes: u64,
+    /// Samples taken on this record's thread, bumped by the signal handler. The shim compares
+    /// it across a scope to learn whether the span was sampled, and only then reports its
+    /// endpoint name (a JNI call per sampled root, not per root).
+    pub samples: u32,
+    _pad: u32,
     _reserved: [u8; 48],
 }
 
@@ -60,6 +62,7 @@ const _: () = assert!(std::mem::offset_of!(ContextRecord, trace_flags) == 25);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, attrs_size) == 26);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, attrs) == 28);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, local_root_span_id) == OTEP_BYTES);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, samples) == OTEP_BYTES + 8);
 
 impl ContextRecord {
     const EMPTY: ContextRecord = ContextRecord {
@@ -70,7 +73,8 @@ impl ContextRecord {
         attrs_size: 0,
         attrs: [0; ATTRS_CAPACITY],
         local_root_span_id: 0,
-        writes: 0,
+        samples: 0,
+        _pad: 0,
         _reserved: [0; 48],
     };
 }
@@ -96,22 +100,29 @@ impl SpanContext {
     }
 }
 
-/// Reads `record` as the interrupted thread left it.
+/// Reads `record` as the interrupted thread left it, and counts the sample in it.
 ///
 /// # Safety
-/// `record` is null or points to a record from [`RecordPool`] (never freed).
+/// `record` is null or points to a record from [`RecordPool`] (never freed), and the caller
+/// runs on the thread that owns it (in its signal handler).
 ///
 /// # Signal safety
-/// Plain loads from memory that is never freed; a compiler fence orders the `valid` load
-/// before the field loads (the writer is the interrupted thread itself, so no CPU fence is
-/// needed: OTEP 4947 "signal handler-like semantics").
+/// Plain loads and one store to memory that is never freed; a compiler fence orders the
+/// `valid` load before the field loads (the writer is the interrupted thread itself, so no
+/// CPU fence is needed: OTEP 4947 "signal handler-like semantics").
 #[inline]
-pub unsafe fn read(record: *const ContextRecord) -> SpanContext {
+pub unsafe fn read(record: *mut ContextRecord) -> SpanContext {
     let mut out = SpanContext::default();
     if record.is_null() {
         return out;
     }
-    // SAFETY: per this function's contract the record is live memory.
+    // SAFETY: per this function's contract the record is live memory, written only by this
+    // thread (which we interrupted).
+    unsafe {
+        let samples = std::ptr::addr_of_mut!((*record).samples);
+        samples.write_volatile(samples.read_volatile().wrapping_add(1));
+    }
+    // SAFETY: as above.
     let r = unsafe { &*record };
     // SAFETY: volatile reads of plain bytes of a live record.
     let valid = unsafe { std::ptr::read_volatile(&r.valid) };
@@ -204,59 +215,93 @@ impl Default for RecordPool {
 
 pub static RECORDS: RecordPool = RecordPool::new();
 
-/// `local root span id -> endpoint name`, as reported by the shim.
+/// `local root span id -> endpoint name`, as reported by the shim (for local roots that
+/// were sampled). Names are interned: a service has few endpoints and many requests.
+///
+/// Memory is bounded by generations: reports go to the current generation; when the profile
+/// is written ([`Endpoints::expire`]) or the current generation is full, it becomes the
+/// previous one and the one before is dropped. A name therefore lives at least one profile
+/// period after its last report, which is all the aggregator needs.
 pub struct Endpoints {
-    names: Mutex<Option<HashMap<u64, (String, Instant)>>>,
+    inner: Mutex<EndpointMaps>,
 }
 
-/// Names not refreshed for this long are forgotten (bounded memory); a long request keeps
-/// its name fresh because the shim reports it again when the local root's scope closes.
-const ENDPOINT_TTL_SECS: u64 = 30 * 60;
-const MAX_ENDPOINTS: usize = 1 << 20;
+struct EndpointMaps {
+    current: Option<HashMap<u64, u32>>,
+    previous: Option<HashMap<u64, u32>>,
+    names: Vec<std::sync::Arc<str>>,
+    ids: Option<HashMap<std::sync::Arc<str>, u32>>,
+}
+
+const GENERATION_LIMIT: usize = 1 << 18;
+const MAX_NAMES: usize = 1 << 16;
 
 impl Endpoints {
     pub const fn new() -> Endpoints {
         Endpoints {
-            names: Mutex::new(None),
+            inner: Mutex::new(EndpointMaps {
+                current: None,
+                previous: None,
+                names: Vec::new(),
+                ids: None,
+            }),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, EndpointMaps> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn report(&self, local_root: u64, name: &str) {
         if local_root == 0 {
             return;
         }
-        let mut guard = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        let map = guard.get_or_insert_with(HashMap::new);
-        if map.len() >= MAX_ENDPOINTS {
-            let now = Instant::now();
-            map.retain(|_, (_, at)| now.duration_since(*at).as_secs() < 60);
-        }
-        match map.get_mut(&local_root) {
-            Some((n, at)) => {
-                if n != name {
-                    name.clone_into(n);
-                }
-                *at = Instant::now();
-            }
+        let mut m = self.lock();
+        let ids = m.ids.get_or_insert_with(HashMap::new);
+        let id = match ids.get(name) {
+            Some(&id) => id,
             None => {
-                map.insert(local_root, (name.to_owned(), Instant::now()));
+                if ids.len() >= MAX_NAMES {
+                    return; // a name per request is a bug upstream; do not grow without bound
+                }
+                let id = m.names.len() as u32;
+                let shared: std::sync::Arc<str> = name.into();
+                m.names.push(shared.clone());
+                m.ids.get_or_insert_with(HashMap::new).insert(shared, id);
+                id
             }
+        };
+        if m.current
+            .as_ref()
+            .is_some_and(|c| c.len() >= GENERATION_LIMIT)
+        {
+            m.rotate();
         }
+        m.current
+            .get_or_insert_with(HashMap::new)
+            .insert(local_root, id);
     }
 
     /// The latest name of `local_root`.
     pub fn name(&self, local_root: u64) -> Option<String> {
-        let guard = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        guard.as_ref()?.get(&local_root).map(|(n, _)| n.clone())
+        let m = self.lock();
+        let id = m
+            .current
+            .as_ref()
+            .and_then(|c| c.get(&local_root))
+            .or_else(|| m.previous.as_ref().and_then(|p| p.get(&local_root)))?;
+        m.names.get(*id as usize).map(|n| n.to_string())
     }
 
-    /// Drops names not reported for a long time.
+    /// Starts a new generation (called after each profile is written).
     pub fn expire(&self) {
-        let mut guard = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(map) = guard.as_mut() {
-            let now = Instant::now();
-            map.retain(|_, (_, at)| now.duration_since(*at).as_secs() < ENDPOINT_TTL_SECS);
-        }
+        self.lock().rotate();
+    }
+}
+
+impl EndpointMaps {
+    fn rotate(&mut self) {
+        self.previous = self.current.take();
     }
 }
 
@@ -299,7 +344,8 @@ mod tests {
             assert!(c.sampled());
             (*p).valid = 2;
             assert_eq!(read(p).torn, 1);
-            assert_eq!(read(std::ptr::null()), SpanContext::default());
+            assert_eq!(read(std::ptr::null_mut()), SpanContext::default());
+            assert_eq!((*p).samples, 4, "every read counts a sample");
         }
         // SAFETY: taken above, published nowhere.
         unsafe { RECORDS.give_back(p) };
@@ -318,6 +364,20 @@ mod tests {
         e.report(0, "ignored");
         assert_eq!(e.name(7).as_deref(), Some("GET /owners/{id}"));
         assert_eq!(e.name(8), None);
+        // Survives one generation change, not two.
+        e.expire();
+        assert_eq!(e.name(7).as_deref(), Some("GET /owners/{id}"));
+        e.report(9, "GET /owners/{id}");
+        e.expire();
+        assert_eq!(e.name(7), None);
+        assert_eq!(e.name(9).as_deref(), Some("GET /owners/{id}"));
+        // Many roots, few names: the generation limit bounds memory without a scan.
+        for root in 1..=(GENERATION_LIMIT as u64 * 3) {
+            e.report(root, if root % 2 == 0 { "a" } else { "b" });
+        }
+        assert_eq!(e.lock().names.len(), 4, "GET, GET /owners/{{id}}, a, b");
+        assert_eq!(e.name(GENERATION_LIMIT as u64 * 3).as_deref(), Some("a"));
+        assert_eq!(e.name(GENERATION_LIMIT as u64 * 3 - 1).as_deref(), Some("b"));
         assert_eq!(span_id_hex(0xb7ad6b7169203331), "b7ad6b7169203331");
     }
 }

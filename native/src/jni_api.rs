@@ -6,7 +6,7 @@
 
 use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
 
-use crate::context::{self, ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
+use crate::context::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
 use crate::ffi::guard;
 use crate::sampler::gettid;
 use crate::threads;
@@ -27,11 +27,11 @@ pub unsafe fn publish_tls(record: *mut ContextRecord) {
 }
 
 /// Layout of the record, checked by the shim before it writes anything:
-/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | OTEP bytes`.
+/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`.
 pub fn layout() -> jlong {
     ((RECORD_SIZE as i64) << 32)
         | ((std::mem::offset_of!(ContextRecord, local_root_span_id) as i64) << 16)
-        | context::OTEP_BYTES as i64
+        | std::mem::offset_of!(ContextRecord, samples) as i64
 }
 
 /// `boolean active0()`: whether the agent is sampling, so the shim can skip all work if not.
@@ -149,6 +149,30 @@ unsafe fn record_buffer(env: *mut JNIEnv, record: *mut ContextRecord) -> jobject
                 f(env, record as *mut libc::c_void, RECORD_SIZE as jlong)
             })
     }
+}
+
+/// `ByteBuffer sampleCounter0()`: the agent's count of samples taken (a u64 the signal handler
+/// increments), as an 8-byte direct buffer. The shim reads it to tell whether any sample was
+/// taken while a scope was open, without a call.
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_sampleCounter0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+) -> jobject {
+    guard("NativeBridge.sampleCounter0", std::ptr::null_mut(), || {
+        let counter = &crate::stats::COUNTERS.samples as *const std::sync::atomic::AtomicU64
+            as *mut libc::c_void;
+        // SAFETY: a static that lives as long as the library (never unloaded); the buffer is
+        // only read by the shim.
+        unsafe {
+            (**env)
+                .NewDirectByteBuffer
+                .map_or(std::ptr::null_mut(), |f| f(env, counter, 8))
+        }
+    })
 }
 
 /// `void reportEndpoint0(long localRootSpanId, String name)`: the current name of a local

@@ -62,7 +62,7 @@ impl ThreadSlot {
     /// # Signal safety
     /// One atomic load.
     #[inline]
-    pub fn context(&self) -> *const ContextRecord {
+    pub fn context(&self) -> *mut ContextRecord {
         self.context.load(Ordering::Relaxed)
     }
 

@@ -40,9 +40,9 @@ public final class ThreadContext {
             return;
         }
         long root = localRootSpanIdHex != null && localRootSpanIdHex.length() == 16
-                ? Hex.parse(localRootSpanIdHex, 0, 16)
-                : Hex.parse(spanIdHex, 0, 16);
-        set(Hex.parse(traceIdHex, 0, 16), Hex.parse(traceIdHex, 16, 16), Hex.parse(spanIdHex, 0, 16), root, sampled);
+                ? Hex.parse16(localRootSpanIdHex, 0)
+                : Hex.parse16(spanIdHex, 0);
+        set(Hex.parse16(traceIdHex, 0), Hex.parse16(traceIdHex, 16), Hex.parse16(spanIdHex, 0), root, sampled);
     }
 
     /** The current thread no longer works for any span. */

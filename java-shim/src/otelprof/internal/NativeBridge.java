@@ -24,6 +24,9 @@ public final class NativeBridge {
 
     static native void reportEndpoint0(long localRootSpanId, String name);
 
+    /** The agent's sample counter (8 bytes, native order), incremented by its signal handler. */
+    static native ByteBuffer sampleCounter0();
+
     /** Starts the agent in a running JVM; null on success, else why profiling is off. */
     static native String start0(String options);
 

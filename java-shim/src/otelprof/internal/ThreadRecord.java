@@ -21,7 +21,8 @@ public final class ThreadRecord {
     static final int HEADER = 24; // valid u8, trace_flags u8, attrs_size u16
     static final int ATTRS = 28;
     static final int LOCAL_ROOT = 256;
-    static final int OTEP_BYTES = 256;
+    /** u32 bumped by the agent's signal handler for every sample taken on this thread. */
+    static final int SAMPLES = 264;
     static final int RECORD_SIZE = 320;
 
     static final int VALID = 1;
@@ -63,7 +64,7 @@ public final class ThreadRecord {
     private static boolean checkLayout() {
         try {
             long l = NativeBridge.layout();
-            return l == (((long) RECORD_SIZE << 32) | ((long) LOCAL_ROOT << 16) | OTEP_BYTES);
+            return l == (((long) RECORD_SIZE << 32) | ((long) LOCAL_ROOT << 16) | SAMPLES);
         } catch (UnsatisfiedLinkError e) {
             return false;
         }
@@ -118,6 +119,15 @@ public final class ThreadRecord {
         }
         VarHandle.storeStoreFence();
         INT.setRelease(b, HEADER, header(VALID, flags, ATTRS_SIZE));
+    }
+
+    /**
+     * Samples taken on this thread so far (wraps around). Comparing two readings tells whether
+     * the thread was sampled in between.
+     */
+    public int samples() {
+        ByteBuffer b = buffer;
+        return b == null ? 0 : (int) INT.get(b, SAMPLES);
     }
 
     /** Publishes "no span". */

@@ -7,14 +7,11 @@ import io.opentelemetry.sdk.trace.SpanProcessor;
 import otelprof.internal.Hex;
 
 /**
- * Reports each local root span's final name when it ends. Optional: without it (an SDK built
- * by hand) the name is reported when the root's scope closes, which is after routing in
- * practice; with it, renames after the scope closed are caught too.
+ * Reports a sampled local root span's final name when it ends. Optional: without it (an SDK
+ * built by hand) the name is the one the root had when a sampled scope closed, which is after
+ * routing in practice; with it, renames after the scope closed are caught too.
  */
 public final class EndpointSpanProcessor implements SpanProcessor {
-    public EndpointSpanProcessor() {
-        LocalRoots.processorActive = true;
-    }
 
     @Override
     public void onStart(Context parentContext, ReadWriteSpan span) {}
@@ -26,8 +23,10 @@ public final class EndpointSpanProcessor implements SpanProcessor {
 
     @Override
     public void onEnd(ReadableSpan span) {
-        LocalRoots.INSTANCE.ended(Hex.parse(span.getSpanContext().getSpanId(), 0, 16),
-                span.getParentSpanContext(), span.getName());
+        if (span.getParentSpanContext().isValid() && !span.getParentSpanContext().isRemote()) {
+            return; // not a local root
+        }
+        LocalRoots.INSTANCE.ended(Hex.parse16(span.getSpanContext().getSpanId(), 0), span.getName());
     }
 
     @Override

@@ -9,77 +9,103 @@ import otelprof.internal.NativeBridge;
 /**
  * Finds the local root of each span (the first span of its trace in this process: a span
  * whose parent is invalid or remote is its own local root, otherwise it inherits its
- * parent's) and reports local roots' names, which are the endpoints.
+ * parent's) and reports the names of local roots, which are the endpoints.
  *
  * <p>The parent is known from the SDK span ({@code ReadableSpan}). It is usually the span
- * shown on this thread just before (nested spans, work under {@code Context.wrap}); otherwise
- * a bounded map from span id to local root answers. Without the SDK every span is treated as
- * its own local root.
+ * shown on this thread just before (nested spans, work under {@code Context.wrap}), which is
+ * recognised by identity (the SDK hands a child its parent's SpanContext object); otherwise, if
+ * the parent is a local root seen recently (a span created with an explicit parent context,
+ * e.g. by messaging or async server instrumentation), a small cache of roots answers; failing
+ * both, the parent is taken as the local root. Without the SDK every span is treated as its
+ * own local root and has no name.
+ *
+ * <p>Names are reported only for roots that were sampled: the agent's signal handler counts
+ * samples in the thread's record, and when a scope closes with the count changed, the name of
+ * the scope's local root is reported (one JNI call per sampled root, none per request). If
+ * the SDK calls our span processor, the name is reported again at the root's end, which
+ * catches renames after the scope closed.
  */
 final class LocalRoots {
     static final LocalRoots INSTANCE = new LocalRoots();
 
-    private static final int MAX_TRACKED = 1 << 16;
-
-    /** span id -> local root span id, for spans seen recently. Cleared when it grows too big. */
-    private final ConcurrentHashMap<Long, Long> rootOf = new ConcurrentHashMap<>();
-
-    /**
-     * Set once the SDK calls our span processor: final names then come from span end, and
-     * scope closes need not look at names at all.
-     */
-    static volatile boolean processorActive;
-
     private static final boolean SDK = SdkSpans.present(LocalRoots.class.getClassLoader());
 
-    /** Parses {@code sc}'s ids and works out its local root. */
-    OtelprofContextStorage.Ids idsOf(Span span, SpanContext sc, long currentSpan, long currentRoot) {
-        OtelprofContextStorage.Ids ids = OtelprofContextStorage.Ids.parse(sc, 0);
-        long root = ids.spanId;
+    /** A local root seen recently. Immutable, so the cache needs no locks. */
+    private static final class Entry {
+        final String spanId;
+        final long localRoot;
+        final Span rootSpan;
+
+        Entry(String spanId, long localRoot, Span rootSpan) {
+            this.spanId = spanId;
+            this.localRoot = localRoot;
+            this.rootSpan = rootSpan;
+        }
+    }
+
+    private static final int CACHE = 1 << 12;
+    /** Direct-mapped by the span id string's hash: lock-free, lossy (a miss only costs a guess). */
+    private final Entry[] cache = new Entry[CACHE];
+
+    /** Local roots that were sampled and not yet ended: reported again at their end. */
+    private final ConcurrentHashMap<Long, Boolean> sampledRoots = new ConcurrentHashMap<>();
+    private static final int MAX_SAMPLED_ROOTS = 1 << 16;
+
+    /** Ids of {@code sc} (trace id already parsed) and its local root. */
+    OtelprofContextStorage.Ids idsOf(Span span, SpanContext sc, long traceHigh, long traceLow,
+            OtelprofContextStorage.Ids current, byte[] scratch) {
+        String spanIdHex = sc.getSpanId();
+        long spanId = Hex.parse16Trusted(spanIdHex, 0, scratch);
+        long root = spanId;
+        Span rootSpan = null;
         if (SDK && SdkSpans.readable(span)) {
             SpanContext parent = SdkSpans.parent(span);
             if (parent != null && parent.isValid() && !parent.isRemote()) {
-                long parentId = Hex.parse(parent.getSpanId(), 0, 16);
-                if (parentId == currentSpan && currentRoot != 0) {
-                    root = currentRoot;
+                if (current != null && (parent == current.context || parent.getSpanId().equals(current.context.getSpanId()))) {
+                    root = current.localRoot;
+                    rootSpan = current.rootSpan;
                 } else {
-                    Long known = rootOf.get(parentId);
-                    root = known != null ? known : parentId;
+                    String parentId = parent.getSpanId();
+                    Entry e = cache[parentId.hashCode() & (CACHE - 1)];
+                    if (e != null && e.spanId.equals(parentId)) {
+                        root = e.localRoot;
+                        rootSpan = e.rootSpan;
+                    } else {
+                        root = Hex.parse16Trusted(parentId, 0, scratch); // unknown parent: the best guess
+                    }
                 }
             } else {
-                // A local root: report its name now; it is reported again if it changed when
-                // its scope closes, and when it ends, so renames win.
-                ids.root = span;
-                ids.reportedName = SdkSpans.name(span);
-                NativeBridge.reportEndpoint(ids.spanId, ids.reportedName);
+                rootSpan = span;
+                // Only roots are cached: one entry per request, not per span.
+                cache[spanIdHex.hashCode() & (CACHE - 1)] = new Entry(spanIdHex, root, rootSpan);
             }
         }
-        if (rootOf.size() >= MAX_TRACKED) {
-            rootOf.clear();
-        }
-        rootOf.put(ids.spanId, root);
-        return root == ids.spanId
-                ? ids
-                : new OtelprofContextStorage.Ids(ids.traceHigh, ids.traceLow, ids.spanId, root, ids.flags);
+        return new OtelprofContextStorage.Ids(sc, traceHigh, traceLow, spanId, root, sc.getTraceFlags().asByte(), rootSpan);
     }
 
-    /** The scope of local root {@code ids} closed: report its name if it changed. */
-    void scopeClosed(OtelprofContextStorage.Ids ids) {
-        if (processorActive) {
+    /** A scope closed on a thread that was sampled meanwhile: name its local root. */
+    void sampled(OtelprofContextStorage.Ids ids) {
+        if (ids.rootSpan == null) {
             return;
         }
-        String name = SdkSpans.name(ids.root);
-        if (name != ids.reportedName) {
-            ids.reportedName = name;
-            NativeBridge.reportEndpoint(ids.spanId, name);
+        NativeBridge.reportEndpoint(ids.localRoot, SdkSpans.name(ids.rootSpan));
+        if (sampledRoots.size() >= MAX_SAMPLED_ROOTS) {
+            sampledRoots.clear();
+        }
+        sampledRoots.put(ids.localRoot, Boolean.TRUE);
+    }
+
+    /** A local root's scope closed: if it was sampled (anywhere), report its name now. */
+    void rootClosed(OtelprofContextStorage.Ids ids) {
+        if (sampledRoots.containsKey(ids.localRoot)) {
+            NativeBridge.reportEndpoint(ids.localRoot, SdkSpans.name(ids.rootSpan));
         }
     }
 
-    /** From the SDK's end callback: the final name of a span that may be a local root. */
-    void ended(long spanId, SpanContext parent, String name) {
-        if (parent != null && parent.isValid() && !parent.isRemote()) {
-            return;
+    /** From the SDK's end callback: the final name of a sampled local root. */
+    void ended(long spanId, String name) {
+        if (sampledRoots.remove(spanId) != null) {
+            NativeBridge.reportEndpoint(spanId, name);
         }
-        NativeBridge.reportEndpoint(spanId, name);
     }
 }

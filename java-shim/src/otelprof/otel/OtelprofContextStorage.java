@@ -6,6 +6,7 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.context.ContextStorage;
 import io.opentelemetry.context.Scope;
 import otelprof.internal.Hex;
+import otelprof.internal.SampleCounter;
 import otelprof.internal.ThreadRecord;
 
 /**
@@ -54,7 +55,7 @@ public final class OtelprofContextStorage implements ContextStorage {
         }
         Ids previousIds = state.currentIds;
         state.show(span, next);
-        return new Restoring(scope, state, previous, previousIds, next);
+        return new Restoring(scope, state, previous, previousIds, next, record.samples(), SampleCounter.get());
     }
 
     @Override
@@ -67,31 +68,25 @@ public final class OtelprofContextStorage implements ContextStorage {
         return delegate.root();
     }
 
-    /** Parsed ids of one span context. */
+    /** Parsed ids of one span context, with its local root. */
     static final class Ids {
+        final SpanContext context;
         final long traceHigh;
         final long traceLow;
         final long spanId;
         final long localRoot;
         final int flags;
-        /** The SDK span, when this span is a local root (its name is the endpoint). */
-        Span root;
-        /** The endpoint name last reported for it (compared by identity: a rename is a new String). */
-        String reportedName;
+        /** The SDK span of the local root, when known (its name is the endpoint). */
+        final Span rootSpan;
 
-        Ids(long traceHigh, long traceLow, long spanId, long localRoot, int flags) {
+        Ids(SpanContext context, long traceHigh, long traceLow, long spanId, long localRoot, int flags, Span rootSpan) {
+            this.context = context;
             this.traceHigh = traceHigh;
             this.traceLow = traceLow;
             this.spanId = spanId;
             this.localRoot = localRoot;
             this.flags = flags;
-        }
-
-        static Ids parse(SpanContext sc, long localRoot) {
-            String trace = sc.getTraceId();
-            long span = Hex.parse(sc.getSpanId(), 0, 16);
-            return new Ids(Hex.parse(trace, 0, 16), Hex.parse(trace, 16, 16), span,
-                    localRoot == 0 ? span : localRoot, sc.getTraceFlags().asByte());
+            this.rootSpan = rootSpan;
         }
     }
 
@@ -102,6 +97,12 @@ public final class OtelprofContextStorage implements ContextStorage {
         Ids currentIds;
         private SpanContext cached;
         private Ids cachedIds;
+        /** Scratch for hex parsing. */
+        final byte[] hex = new byte[16];
+        /** Last trace id parsed on this thread: children share their parent's String. */
+        private String traceId;
+        private long traceHigh;
+        private long traceLow;
 
         private PerThread(ThreadRecord record) {
             this.record = record;
@@ -128,9 +129,13 @@ public final class OtelprofContextStorage implements ContextStorage {
             if (sc == cached) {
                 ids = cachedIds;
             } else {
-                long parentRoot = currentIds == null ? 0 : currentIds.localRoot;
-                long parentSpan = currentIds == null ? 0 : currentIds.spanId;
-                ids = LocalRoots.INSTANCE.idsOf(span, sc, parentSpan, parentRoot);
+                String trace = sc.getTraceId();
+                if (trace != traceId) {
+                    traceId = trace;
+                    traceHigh = Hex.parse16Trusted(trace, 0, hex);
+                    traceLow = Hex.parse16Trusted(trace, 16, hex);
+                }
+                ids = LocalRoots.INSTANCE.idsOf(span, sc, traceHigh, traceLow, currentIds, hex);
                 cached = sc;
                 cachedIds = ids;
             }
@@ -156,14 +161,21 @@ public final class OtelprofContextStorage implements ContextStorage {
         private final SpanContext previous;
         private final Ids previousIds;
         private final SpanContext attached;
+        /** This thread's sample count when the scope opened. */
+        private final int samplesAtOpen;
+        /** The process's sample count when the scope opened. */
+        private final long allSamplesAtOpen;
         private boolean closed;
 
-        Restoring(Scope delegate, PerThread state, SpanContext previous, Ids previousIds, SpanContext attached) {
+        Restoring(Scope delegate, PerThread state, SpanContext previous, Ids previousIds, SpanContext attached,
+                int samplesAtOpen, long allSamplesAtOpen) {
             this.delegate = delegate;
             this.state = state;
             this.previous = previous;
             this.previousIds = previousIds;
             this.attached = attached;
+            this.samplesAtOpen = samplesAtOpen;
+            this.allSamplesAtOpen = allSamplesAtOpen;
         }
 
         @Override
@@ -174,10 +186,18 @@ public final class OtelprofContextStorage implements ContextStorage {
             }
             closed = true;
             Ids ids = state.currentIds;
-            if (state.current == attached && ids != null && ids.root != null) {
-                // A local root's scope closes: by now instrumentation has usually given it its
-                // final name (the route); report it if it changed, so earlier samples get it.
-                LocalRoots.INSTANCE.scopeClosed(ids);
+            if (state.current == attached && ids != null) {
+                if (state.record.samples() != samplesAtOpen) {
+                    // Sampled while this scope was open: name the local root, as it is now (by
+                    // the time a scope closes, instrumentation has usually given it its route).
+                    LocalRoots.INSTANCE.sampled(ids);
+                } else if (ids.localRoot == ids.spanId && ids.rootSpan != null
+                        && SampleCounter.get() != allSamplesAtOpen) {
+                    // The root's own scope closes, unsampled here but with samples taken
+                    // elsewhere meanwhile: its work may have been sampled on other threads
+                    // (executors) before it got its final name.
+                    LocalRoots.INSTANCE.rootClosed(ids);
+                }
             }
             if (state.current == attached) {
                 state.restore(previous, previousIds);

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Cost of otelprof's span-context write path (issue: span context, point 7).
+
+Runs bench/context/ContextBench.java in fresh JVMs ("forks"), alternating configurations in
+every round so that machine drift hits them alike, and reports medians and differences:
+
+  direct   ns per ThreadContext.set + clear pair (static API, with its thread-local lookup)
+           and per Handle.set + clear pair, each minus the same loop without the calls;
+  activate ns per span.makeCurrent() + scope.close() with otelprof's context-storage wrapper
+           vs the same JVM without it (the difference is what the wrapper adds);
+  spans    CPU seconds of a span-heavy loop (>= 100k activations/s) with the agent and the
+           wrapper vs the agent without the wrapper (-agentpath only): the ratio is the CPU
+           overhead of context tracking.
+
+Usage: python3 bench/context.py [--forks 5] [--jdk PATH] [--quick]
+Needs: cargo build --release (agent + otelprof.jar) and the OpenTelemetry SDK jar
+(scripts/fetch-otel-java.sh, run automatically).
+"""
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def result(out, key):
+    for line in out.splitlines():
+        if line.startswith(f"result {key} "):
+            return float(line.split()[2])
+    raise SystemExit(f"no 'result {key}' in output:\n{out}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--forks", type=int, default=5)
+    ap.add_argument("--jdk", default=os.environ.get("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    java = Path(args.jdk) / "bin" / "java"
+    javac = Path(args.jdk) / "bin" / "javac"
+    release = ROOT / "target" / "release"
+    agent, jar = release / "libotelprof.so", release / "otelprof.jar"
+    for f in (agent, jar):
+        if not f.is_file():
+            raise SystemExit(f"{f} missing: run cargo build --release")
+    sdk = sh(["bash", str(ROOT / "scripts/fetch-otel-java.sh")]).stdout.strip()
+    classes = Path(tempfile.mkdtemp(prefix="otelprof-ctxbench-"))
+    sh([str(javac), "--release", "17", "-cp", sdk, "-d", str(classes), str(ROOT / "bench/context/ContextBench.java")])
+    out_dir = Path(tempfile.mkdtemp(prefix="otelprof-ctxbench-out-"))
+    cp_sdk = f"{classes}:{sdk}"
+    agentpath = f"-agentpath:{agent}=cpu=10ms,out={out_dir},period=60s"
+    javaagent = f"-javaagent:{jar}"
+
+    n_direct = "20000000" if args.quick else "100000000"
+    n_activate = "5000000" if args.quick else "20000000"
+    n_spans = "300000" if args.quick else "1500000"
+    warm = "3" if args.quick else "5"
+    configs = {
+        # name: (jvm args, bench args, result key)
+        "direct-baseline": ([agentpath, javaagent], ["direct-baseline", n_direct, warm], "direct-baseline"),
+        "direct": ([agentpath, javaagent], ["direct", n_direct, warm], "direct"),
+        "direct-handle": ([agentpath, javaagent], ["direct-handle", n_direct, warm], "direct-handle"),
+        "activate-plain": ([], ["activate", n_activate, warm], "activate"),
+        "activate-wrapped": ([agentpath, javaagent], ["activate", n_activate, warm], "activate"),
+        "spans-agent-only": ([agentpath], ["spans", n_spans], "spans"),
+        "spans-agent-context": ([agentpath, javaagent], ["spans", n_spans], "spans"),
+    }
+    samples = {k: [] for k in configs}
+    rate = []
+    rng = random.Random(args.seed)
+    version = sh([str(java), "-version"]).stderr.splitlines()[0]
+    print(f"# {version}; {args.forks} forks per configuration, order shuffled per round", file=sys.stderr)
+    for round_ in range(args.forks):
+        order = list(configs)
+        rng.shuffle(order)
+        for name in order:
+            jvm, bench, key = configs[name]
+            p = subprocess.run([str(java), *jvm, "-cp", cp_sdk, "ContextBench", *bench], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"{name} failed:\n{p.stdout}\n{p.stderr}")
+            if jvm and "otelprof: stopped" not in p.stderr and name != "activate-plain":
+                raise SystemExit(f"{name}: the agent did not run:\n{p.stderr}")
+            samples[name].append(result(p.stdout, key))
+            for line in p.stdout.splitlines():
+                if line.startswith("activations_per_s"):
+                    rate.append(float(line.split()[1]))
+        print(f"# round {round_ + 1}/{args.forks} done", file=sys.stderr)
+
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    pair = med["direct"] - med["direct-baseline"]
+    handle = med["direct-handle"] - med["direct-baseline"]
+    added = med["activate-wrapped"] - med["activate-plain"]
+    ratios = [c / a for c, a in zip(samples["spans-agent-context"], samples["spans-agent-only"])]
+    print(f"| measurement | median | min..max over {args.forks} forks | goal |")
+    print("|---|---|---|---|")
+    print(f"| ThreadContext.set + clear (static API) | {pair:.1f} ns | "
+          f"{min(samples['direct']) - med['direct-baseline']:.1f}..{max(samples['direct']) - med['direct-baseline']:.1f} | ≤ 10 ns |")
+    print(f"| Handle.set + clear (per-thread handle) | {handle:.1f} ns | "
+          f"{min(samples['direct-handle']) - med['direct-baseline']:.1f}..{max(samples['direct-handle']) - med['direct-baseline']:.1f} | ≤ 10 ns |")
+    print(f"| makeCurrent + close, plain | {med['activate-plain']:.1f} ns | "
+          f"{min(samples['activate-plain']):.1f}..{max(samples['activate-plain']):.1f} | |")
+    print(f"| makeCurrent + close, with the wrapper | {med['activate-wrapped']:.1f} ns | "
+          f"{min(samples['activate-wrapped']):.1f}..{max(samples['activate-wrapped']):.1f} | |")
+    print(f"| added by the wrapper per pair | {added:.1f} ns | | ≤ 30 ns |")
+    print(f"| span-heavy loop CPU, context on / agent only | {statistics.median(ratios):.4f} | "
+          f"{min(ratios):.4f}..{max(ratios):.4f} | ≤ 1.01 |")
+    print(f"| span activations per second in that loop | {statistics.median(rate):,.0f} | | ≥ 100,000 |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+package otelprof.internal;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * How many samples the agent has taken, process-wide: read with one memory load, so the shim
+ * can tell "no sample was taken while this scope was open" (the common case) for free.
+ */
+public final class SampleCounter {
+    private SampleCounter() {}
+
+    private static final VarHandle LONG = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+    private static final ByteBuffer COUNTER = find();
+
+    private static ByteBuffer find() {
+        try {
+            return NativeBridge.linked() ? NativeBridge.sampleCounter0() : null;
+        } catch (UnsatisfiedLinkError e) {
+            return null;
+        }
+    }
+
+    /** The current count (0 when the agent is not there). */
+    public static long get() {
+        ByteBuffer c = COUNTER;
+        return c == null ? 0 : (long) LONG.getOpaque(c, 0);
+    }
+}
