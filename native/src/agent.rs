@@ -262,15 +262,22 @@ impl Agent {
         // SAFETY: VMInit passes the main thread and its JNIEnv; this runs on that thread.
         unsafe { threads::on_thread_start(&self.jvmti, jni, main_thread, registration(self)) };
         // SAFETY: `jni` is this (VMInit or shim) thread's JNIEnv, in the live phase.
-        let exporter = match unsafe {
-            otlp_export::start(jni, &self.export_env, &self.options, self.interval)
-        } {
-            Ok(e) => e,
-            Err(e) => {
-                log_error!("{e}; profiling is off");
-                return;
-            }
-        };
+        let resource = unsafe { otlp_export::build_resource(jni, &self.export_env, &self.options) };
+        // Out-of-process readers (the OpenTelemetry eBPF profiler) learn who we are and how to
+        // read our thread-context records from the process context (OTEP 4719).
+        let payload =
+            otel_bridge::process_context::payload(&resource, crate::context::ATTRIBUTE_KEYS);
+        if let Err(e) = crate::process_context::publish(&payload) {
+            log_debug!("cannot publish the OpenTelemetry process context: {e}");
+        }
+        let exporter =
+            match otlp_export::start(resource, &self.export_env, &self.options, self.interval) {
+                Ok(e) => e,
+                Err(e) => {
+                    log_error!("{e}; profiling is off");
+                    return;
+                }
+            };
         *self.exporter.lock().unwrap_or_else(|p| p.into_inner()) = exporter.clone();
         let aggregator = Aggregator::start(aggregator::Config {
             vm: self.vm,

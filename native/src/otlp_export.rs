@@ -76,20 +76,16 @@ pub fn read_env(
     })
 }
 
-/// Builds the resource and starts the exporter. Runs at VMInit on a thread attached to the
-/// VM (it asks the JVM for its version through JNI).
+/// The resource describing this process (for OTLP export and the OTEP 4719 process context).
+/// Runs at VMInit on a thread attached to the VM (it asks the JVM for its version through JNI).
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv, in the live phase.
-pub unsafe fn start(
+pub unsafe fn build_resource(
     jni: *mut JNIEnv,
     export_env: &ExportEnv,
     options: &Options,
-    interval: Duration,
-) -> Result<Option<Arc<OtlpExporter>>, String> {
-    let Some(config) = export_env.config.clone() else {
-        return Ok(None);
-    };
+) -> opentelemetry_sdk::Resource {
     // SAFETY: per this function's contract.
     let facts = unsafe { process_facts(jni) };
     let mut random = [0u8; 16];
@@ -105,6 +101,19 @@ pub unsafe fn start(
     if let Some(e) = bad_attributes {
         log_warn!("{e}; the whole variable is ignored (OTel specification)");
     }
+    resource
+}
+
+/// Starts the exporter, if an endpoint is configured.
+pub fn start(
+    resource: opentelemetry_sdk::Resource,
+    export_env: &ExportEnv,
+    options: &Options,
+    interval: Duration,
+) -> Result<Option<Arc<OtlpExporter>>, String> {
+    let Some(config) = export_env.config.clone() else {
+        return Ok(None);
+    };
     let settings = ExporterSettings {
         resource,
         encode: EncodeOptions {

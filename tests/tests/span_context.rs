@@ -408,3 +408,60 @@ fn jar_bundles_no_opentelemetry_classes() {
     assert!(listing.contains("META-INF/services/io.opentelemetry.sdk.autoconfigure.spi.AutoConfigurationCustomizerProvider"));
     assert!(!listing.lines().any(|l| l.starts_with("io/")), "{listing}");
 }
+
+/// The process context (OTEP 4719) of a running JVM, read from outside (/proc/PID/maps and
+/// /proc/PID/mem) and decoded with the official Python protobuf classes: the resource, and the
+/// reference data that tells a reader how to decode `otel_thread_ctx_v1` records.
+#[test]
+fn process_context_is_published_for_external_readers() {
+    let out_dir = otelprof_tests::scratch_dir("process-context");
+    let mut child = std::process::Command::new(jdk17().java())
+        .arg(format!(
+            "-agentpath:{}=cpu=10ms,out={}",
+            otelprof_tests::agent_path().display(),
+            out_dir.display()
+        ))
+        .arg("-cp")
+        .arg(otelprof_tests::classes())
+        .args(["otelprof.workloads.CpuSplit", "1", "4"])
+        .env("OTEL_SERVICE_NAME", "checkout")
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "service.version=1.5,deployment.environment.name=staging",
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut attributes = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let read = std::process::Command::new(otelprof_tests::python())
+            .arg(otelprof_tests::repo_root().join("tests/python/read_process_context.py"))
+            .arg(&pid)
+            .output()
+            .unwrap();
+        if read.status.success() {
+            attributes = Some(String::from_utf8(read.stdout).unwrap());
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let attributes = attributes.expect("no process context found while the JVM ran");
+    println!("{attributes}");
+    for expected in [
+        r#""service.name": "checkout""#,
+        r#""service.version": "1.5""#,
+        r#""deployment.environment.name": "staging""#,
+        r#""threadlocal.schema_version": "tlsdesc_v1_dev""#,
+        r#""threadlocal.attribute_key_map": ["local_root_span_id"]"#,
+        &format!(r#""process.pid": {pid}"#),
+    ] {
+        assert!(
+            attributes.contains(expected),
+            "{expected} missing in {attributes}"
+        );
+    }
+}
