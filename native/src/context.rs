@@ -377,7 +377,10 @@ mod tests {
         }
         assert_eq!(e.lock().names.len(), 4, "GET, GET /owners/{{id}}, a, b");
         assert_eq!(e.name(GENERATION_LIMIT as u64 * 3).as_deref(), Some("a"));
-        assert_eq!(e.name(GENERATION_LIMIT as u64 * 3 - 1).as_deref(), Some("b"));
+        assert_eq!(
+            e.name(GENERATION_LIMIT as u64 * 3 - 1).as_deref(),
+            Some("b")
+        );
         assert_eq!(span_id_hex(0xb7ad6b7169203331), "b7ad6b7169203331");
     }
 }
