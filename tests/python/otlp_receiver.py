@@ -12,7 +12,8 @@ one file per request, for otlp_check.py to examine.
   HTTP: status codes, with ":SECONDS" for a Retry-After header (e.g. "503,429:2,400");
   gRPC: status code names, with ":SECONDS" for a google.rpc.RetryInfo detail
         (e.g. "UNAVAILABLE,RESOURCE_EXHAUSTED:2,INVALID_ARGUMENT").
-Every request is logged as a JSON line in DIR/requests.log (time, signal, answer, profile ids).
+Every request is logged as a JSON line in DIR/requests.log (time, signal, answer, profile ids,
+decoded size and, over HTTP, the size on the wire).
 """
 
 import argparse
@@ -52,8 +53,9 @@ class Store:
                 return self.script.pop(0)
             return None
 
-    def save(self, signal, raw, answer):
-        """Parses `raw` with the official class; returns (ok, profile ids)."""
+    def save(self, signal, raw, answer, wire_bytes=None):
+        """Parses `raw` with the official class and logs the request; returns whether it
+        parsed. `wire_bytes` is the size as received (compressed), when known."""
         ids = []
         try:
             if signal == "profiles":
@@ -82,6 +84,7 @@ class Store:
                             "signal": signal,
                             "n": n,
                             "bytes": len(raw),
+                            "wire_bytes": wire_bytes if wire_bytes is not None else len(raw),
                             "answer": "ok" if accepted else (answer or "unparsable"),
                             "profile_ids": ids,
                         }
@@ -132,7 +135,7 @@ def http_server(port, store):
             else:
                 return self.reply(404)
             answer = store.next_answer(signal)
-            ok = store.save(signal, raw, None if answer is None else f"http-{answer[0]}")
+            ok = store.save(signal, raw, None if answer is None else f"http-{answer[0]}", length)
             if not ok:
                 return self.reply(400, b"unparsable")
             if answer is not None:
