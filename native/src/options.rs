@@ -50,6 +50,9 @@ pub struct Options {
     pub service: Option<String>,
     /// Send sample timestamps in OTLP (`timestamps=on`; Elastic needs them).
     pub timestamps: bool,
+    /// Send `thread.id` as an OTLP sample attribute (`thread_id=on`). Off by default:
+    /// Pyroscope makes sample attributes series labels, and thread ids multiply series.
+    pub thread_id: bool,
     /// Bound of the OTLP export queue in bytes (`queue=`).
     pub queue_bytes: usize,
 }
@@ -67,6 +70,7 @@ impl Default for Options {
             protocol: None,
             service: None,
             timestamps: false,
+            thread_id: false,
             queue_bytes: otelprof_exporter::config::DEFAULT_QUEUE_BYTES,
         }
     }
@@ -76,7 +80,7 @@ impl Default for Options {
 pub enum OptionError {
     #[error(
         "unknown option '{0}' (known: cpu, clock, depth, out, period, log, endpoint, protocol, \
-         service, timestamps, queue)"
+         service, timestamps, thread_id, queue)"
     )]
     UnknownKey(String),
     #[error("option '{key}' needs a value, as in {key}={example}")]
@@ -209,6 +213,14 @@ impl Options {
                         _ => return Err(bad("expected 'on' or 'off'")),
                     };
                 }
+                "thread_id" => {
+                    need("on")?;
+                    o.thread_id = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(bad("expected 'on' or 'off'")),
+                    };
+                }
                 "queue" => {
                     need("16m")?;
                     let n = parse_size(value).map_err(|r| bad(&r))?;
@@ -299,6 +311,8 @@ mod tests {
         assert_eq!(o.service.as_deref(), Some("shop"));
         assert!(o.timestamps);
         assert_eq!(o.queue_bytes, 1 << 20);
+        assert!(!o.thread_id);
+        assert!(Options::parse("thread_id=on").unwrap().thread_id);
         let o = Options::parse("protocol=http/protobuf,timestamps=off,queue=65536").unwrap();
         assert_eq!(o.protocol, Some(Protocol::HttpProtobuf));
         assert!(!o.timestamps);
@@ -313,6 +327,7 @@ mod tests {
             ("endpoint=http://", "endpoint=http://"),
             ("protocol=http/json", "protocol=http/json"),
             ("timestamps=yes", "timestamps=yes"),
+            ("thread_id=1", "thread_id=1"),
             ("queue=1k", "queue=1k"),
             ("queue=12q", "queue=12q"),
             ("service", "needs a value"),

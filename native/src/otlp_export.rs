@@ -118,7 +118,7 @@ pub fn start(
         resource,
         encode: EncodeOptions {
             timestamps: options.timestamps,
-            thread_id: false,
+            thread_id: options.thread_id,
             local_root_span_id: false,
         },
         log: Arc::new(|level: LogLevel, msg: &str| match level {

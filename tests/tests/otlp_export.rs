@@ -54,11 +54,16 @@ fn lines_with<'a>(out: &'a RunOutput, needle: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool) {
+/// `with_files` adds `out=`; `thread_id` adds `thread_id=on`.
+fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_id: bool) {
     let receiver = Receiver::start(protocol);
     let mut run = JvmRun::new(jdk.clone(), CPU_SPLIT)
         .args(&["2", "3"])
-        .agent(&format!("cpu=10ms,period=2s,{}", receiver.agent_options()))
+        .agent(&format!(
+            "cpu=10ms,period=2s,thread_id={},{}",
+            if thread_id { "on" } else { "off" },
+            receiver.agent_options()
+        ))
         .env("OTEL_SERVICE_NAME", "shop-otlp")
         .env(
             "OTEL_RESOURCE_ATTRIBUTES",
@@ -185,11 +190,13 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool) {
         ["jvm"]
     );
 
-    // Threads: thread.name only (thread.id is opt-in: Pyroscope cardinality).
-    assert_eq!(
-        s["sample_attribute_keys"],
+    // Threads: thread.name only; thread.id is opt-in (Pyroscope cardinality).
+    let keys = if thread_id {
+        serde_json::json!(["thread.id", "thread.name"])
+    } else {
         serde_json::json!(["thread.name"])
-    );
+    };
+    assert_eq!(s["sample_attribute_keys"], keys);
     let workers = num(&s["threads"]["worker-0"]) + num(&s["threads"]["worker-1"]);
     let reported: f64 = out
         .stdout
@@ -231,14 +238,14 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool) {
 #[test]
 fn grpc_and_http_exports_follow_every_rule_on_every_jdk() {
     for jdk in all_jdks() {
-        export_cpu_split(jdk.clone(), OtlpProtocol::Grpc, false);
-        export_cpu_split(jdk, OtlpProtocol::Http, false);
+        export_cpu_split(jdk.clone(), OtlpProtocol::Grpc, false, false);
+        export_cpu_split(jdk, OtlpProtocol::Http, false, false);
     }
 }
 
 #[test]
-fn files_and_otlp_together_carry_the_same_samples() {
-    export_cpu_split(jdk17(), OtlpProtocol::Http, true);
+fn files_and_otlp_together_carry_the_same_samples_and_thread_id_on_request() {
+    export_cpu_split(jdk17(), OtlpProtocol::Http, true, true);
 }
 
 #[test]
