@@ -39,7 +39,7 @@ fn broken_configurations_are_caught() {
         "receivers:\n  otlp:\n    protocols:\n      grpc: {}\nprocessors:\n  batch: {}\n  memory_limiter: {}\nexporters:\n  otlp_grpc/unused: {}\nservice:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [otlp_grpc/missing]\n",
     )
     .unwrap();
-    let (ok, text) = check(&[broken.clone()]);
+    let (ok, text) = check(std::slice::from_ref(&broken));
     assert!(!ok, "{text}");
     for problem in [
         "undefined exporter 'otlp_grpc/missing'",
