@@ -7,11 +7,13 @@
 #![forbid(unsafe_code)]
 
 pub mod frame_name;
+pub mod merge;
 pub mod model;
 pub mod otlp;
 pub mod pprof;
 pub mod process_context;
 pub mod resource;
+pub mod select;
 
 pub use model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,

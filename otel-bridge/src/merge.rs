@@ -1,0 +1,419 @@
+//! Merging the selected samples of many profiles (many periods, many JVMs) into one table of
+//! stacks, keyed by frame names so that the same method from different processes is one frame.
+//!
+//! Pure: [`Merger::add`] takes a decoded profile and its resource; [`Merger::finish`] gives a
+//! [`Merged`] table that `top`, flame graphs, drilldown and diff all read.
+
+use std::collections::HashMap;
+
+use crate::model::{Link, Profile};
+use crate::select::{
+    resource_value, sample_value, ProfileType, ProfileVerdict, SampleText, Selector,
+};
+
+/// Name used for a group when the grouping key is missing.
+pub const NO_GROUP: &str = "<none>";
+/// Frame name for a location or function that cannot be resolved.
+pub const UNKNOWN_FRAME: &str = "<unknown>";
+
+/// One merged stack of one group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedStack {
+    pub group: u32,
+    /// Frame ids, root first.
+    pub frames: Vec<u32>,
+    /// Sum of the selected value (e.g. CPU nanoseconds).
+    pub value: f64,
+    /// Observations behind it (samples, objects, contentions): what significance is judged on.
+    pub count: f64,
+}
+
+/// What the samples of one span (a sample link) add up to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpanStats {
+    pub value: f64,
+    pub count: f64,
+    /// Endpoints (`span_name`) its samples carried.
+    pub endpoints: Vec<String>,
+    /// Earliest and latest sample timestamp (Unix ns), when the samples had timestamps.
+    pub first: Option<i64>,
+    pub last: Option<i64>,
+    /// Earliest start and latest end of the profiles its samples are in.
+    pub window: Option<(i64, i64)>,
+    pub local_root_span_id: Option<String>,
+}
+
+/// The result of merging.
+#[derive(Clone, Debug, Default)]
+pub struct Merged {
+    pub sample_type: String,
+    pub unit: String,
+    pub frames: Vec<String>,
+    pub groups: Vec<String>,
+    pub stacks: Vec<MergedStack>,
+    /// Profiles with at least one selected sample, and all profiles of the type looked at.
+    pub profiles_used: usize,
+    pub profiles_seen: usize,
+    /// Profiles left out for being of another type.
+    pub other_type: usize,
+    /// Earliest start and latest end of the profiles that contributed.
+    pub window: Option<(i64, i64)>,
+    /// Per span, when [`Merger::collect_spans`] was asked for.
+    pub spans: HashMap<Link, SpanStats>,
+    /// Distinct values of `service.instance.id` (or pid) that contributed: how many JVMs.
+    pub instances: Vec<String>,
+}
+
+impl Merged {
+    pub fn total(&self) -> f64 {
+        self.stacks.iter().map(|s| s.value).sum()
+    }
+
+    pub fn total_count(&self) -> f64 {
+        self.stacks.iter().map(|s| s.count).sum()
+    }
+
+    pub fn frame(&self, id: u32) -> &str {
+        self.frames
+            .get(id as usize)
+            .map_or(UNKNOWN_FRAME, String::as_str)
+    }
+
+    pub fn group(&self, id: u32) -> &str {
+        self.groups
+            .get(id as usize)
+            .map_or(NO_GROUP, String::as_str)
+    }
+}
+
+/// Accumulates selected samples; see the module docs.
+pub struct Merger {
+    ty: ProfileType,
+    selector: Selector,
+    group_by: Option<String>,
+    collect_spans: bool,
+    merged: Merged,
+    frame_index: HashMap<String, u32>,
+    group_index: HashMap<String, u32>,
+    stack_index: HashMap<(u32, Vec<u32>), usize>,
+    instance_index: HashMap<String, ()>,
+}
+
+impl Merger {
+    /// Keeps samples of type `ty` that `selector` selects; `group_by` names a resource or
+    /// sample key to break the stacks down by.
+    pub fn new(ty: ProfileType, selector: Selector, group_by: Option<&str>) -> Merger {
+        Merger {
+            ty,
+            selector,
+            group_by: group_by.map(str::to_owned),
+            collect_spans: false,
+            merged: Merged::default(),
+            frame_index: HashMap::new(),
+            group_index: HashMap::new(),
+            stack_index: HashMap::new(),
+            instance_index: HashMap::new(),
+        }
+    }
+
+    /// Also gather [`SpanStats`] per sample link.
+    pub fn collect_spans(mut self) -> Merger {
+        self.collect_spans = true;
+        self
+    }
+
+    fn intern_frame(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.frame_index.get(name) {
+            return i;
+        }
+        let i = u32::try_from(self.merged.frames.len()).unwrap_or(u32::MAX);
+        self.merged.frames.push(name.to_owned());
+        self.frame_index.insert(name.to_owned(), i);
+        i
+    }
+
+    fn intern_group(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.group_index.get(name) {
+            return i;
+        }
+        let i = u32::try_from(self.merged.groups.len()).unwrap_or(u32::MAX);
+        self.merged.groups.push(name.to_owned());
+        self.group_index.insert(name.to_owned(), i);
+        i
+    }
+
+    /// Adds the selected samples of `profile`. Returns whether any was selected.
+    pub fn add(&mut self, resource: &[opentelemetry::KeyValue], profile: &Profile) -> bool {
+        let Some(vi) = self.ty.value_index(profile) else {
+            self.merged.other_type += 1;
+            return false;
+        };
+        self.merged.profiles_seen += 1;
+        if self.merged.unit.is_empty() {
+            if let Some(vt) = profile.sample_types.get(vi.value) {
+                self.merged.sample_type = profile.str(vt.ty).to_owned();
+                self.merged.unit = profile.str(vt.unit).to_owned();
+            }
+        }
+        let ProfileVerdict::Included { sample_conditions } =
+            self.selector.profile_verdict(resource, profile)
+        else {
+            return false;
+        };
+        let resource_group = self
+            .group_by
+            .as_deref()
+            .and_then(|k| resource_value(resource, k));
+        let group_on_samples = self.group_by.is_some() && resource_group.is_none();
+        let fixed_group = match (&self.group_by, &resource_group) {
+            (None, _) => 0,
+            (Some(_), Some(g)) => self.intern_group(g),
+            (Some(_), None) => u32::MAX,
+        };
+        if self.group_by.is_none() && self.merged.groups.is_empty() {
+            self.merged.groups.push(String::new());
+        }
+
+        // Frame ids of each location, innermost first, resolved lazily.
+        let mut location_frames: Vec<Option<Vec<u32>>> = vec![None; profile.locations.len()];
+        let mut used = false;
+        let mut stack: Vec<u32> = Vec::new();
+        let window = (
+            profile.time_nanos,
+            profile
+                .time_nanos
+                .saturating_add(profile.duration_nanos.max(0)),
+        );
+        for sample in &profile.samples {
+            let share = self
+                .selector
+                .sample_share(profile, sample, &sample_conditions);
+            if share <= 0.0 {
+                continue;
+            }
+            let value = sample.values.get(vi.value).copied().unwrap_or(0) as f64 * share;
+            let count = match vi.count {
+                Some(c) => sample.values.get(c).copied().unwrap_or(0) as f64 * share,
+                None => 1.0,
+            };
+            if value == 0.0 && count == 0.0 {
+                continue;
+            }
+            used = true;
+            stack.clear();
+            for loc in sample.locations.iter().rev() {
+                let i = loc.0 as usize;
+                if location_frames.get(i).is_some_and(Option::is_none) {
+                    let frames = self.location_frames(profile, i);
+                    if let Some(slot) = location_frames.get_mut(i) {
+                        *slot = Some(frames);
+                    }
+                }
+                match location_frames.get(i).and_then(Option::as_ref) {
+                    // Lines are innermost first; root-first order wants them reversed.
+                    Some(frames) => stack.extend(frames.iter().rev()),
+                    None => {
+                        let unknown = self.intern_frame(UNKNOWN_FRAME);
+                        stack.push(unknown);
+                    }
+                }
+            }
+            let group = if group_on_samples {
+                let name = self
+                    .group_by
+                    .as_deref()
+                    .and_then(|k| sample_value(profile, sample, k))
+                    .map(SampleText::to_text);
+                self.intern_group(name.as_deref().unwrap_or(NO_GROUP))
+            } else {
+                fixed_group
+            };
+            let key = (group, stack.clone());
+            let index = match self.stack_index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    let i = self.merged.stacks.len();
+                    self.merged.stacks.push(MergedStack {
+                        group,
+                        frames: key.1.clone(),
+                        value: 0.0,
+                        count: 0.0,
+                    });
+                    self.stack_index.insert(key, i);
+                    i
+                }
+            };
+            if let Some(s) = self.merged.stacks.get_mut(index) {
+                s.value += value;
+                s.count += count;
+            }
+            if self.collect_spans {
+                if let Some(link) = sample.link {
+                    let stats = self.merged.spans.entry(link).or_default();
+                    stats.value += value;
+                    stats.count += count;
+                    if let Some(SampleText::Str(ep)) = sample_value(profile, sample, "span_name") {
+                        if !stats.endpoints.iter().any(|e| e == ep) {
+                            stats.endpoints.push(ep.to_owned());
+                        }
+                    }
+                    if let Some(root) = sample_value(profile, sample, "local_root_span_id") {
+                        stats.local_root_span_id = Some(root.to_text());
+                    }
+                    for &t in &sample.timestamps {
+                        stats.first = Some(stats.first.map_or(t, |f| f.min(t)));
+                        stats.last = Some(stats.last.map_or(t, |l| l.max(t)));
+                    }
+                    stats.window = Some(match stats.window {
+                        Some((a, b)) => (a.min(window.0), b.max(window.1)),
+                        None => window,
+                    });
+                }
+            }
+        }
+        if used {
+            self.merged.profiles_used += 1;
+            self.merged.window = Some(match self.merged.window {
+                Some((a, b)) => (a.min(window.0), b.max(window.1)),
+                None => window,
+            });
+            let instance = resource_value(resource, "service.instance.id")
+                .or_else(|| resource_value(resource, "process.pid"));
+            if let Some(instance) = instance {
+                if self.instance_index.insert(instance.clone(), ()).is_none() {
+                    self.merged.instances.push(instance);
+                }
+            }
+        }
+        used
+    }
+
+    fn location_frames(&mut self, profile: &Profile, index: usize) -> Vec<u32> {
+        let Some(loc) = profile.locations.get(index) else {
+            return vec![self.intern_frame(UNKNOWN_FRAME)];
+        };
+        if loc.lines.is_empty() {
+            let name = if loc.address == 0 {
+                UNKNOWN_FRAME.to_owned()
+            } else {
+                format!("{:#x}", loc.address)
+            };
+            return vec![self.intern_frame(&name)];
+        }
+        loc.lines
+            .iter()
+            .map(|line| {
+                let name = profile
+                    .function(line.function)
+                    .map(|f| profile.str(f.name))
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or(UNKNOWN_FRAME);
+                self.intern_frame(name)
+            })
+            .collect()
+    }
+
+    pub fn finish(self) -> Merged {
+        self.merged
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::{FrameKind, ProfileBuilder};
+    use opentelemetry::KeyValue;
+
+    fn profile(endpoint: &str, leaf: &str, n: i64) -> Profile {
+        let mut b = ProfileBuilder::new(
+            &[("samples", "count"), ("cpu", "nanoseconds")],
+            ("cpu", "nanoseconds"),
+            10,
+        );
+        let main = b.function("app.Main.main", "Main.java", 1);
+        let f = b.function(leaf, "X.java", 1);
+        let lm = b.location(main, 1, FrameKind::Jvm);
+        let lf = b.location(f, 2, FrameKind::Jvm);
+        let ep = b.str_label("span_name", endpoint);
+        let link = Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+        b.add_linked_sample(&[lf, lm], &[ep], link, &[n, n * 10], &[5]);
+        b.add_sample(&[lm], &[], &[1, 10]);
+        b.build(0, 100)
+    }
+
+    #[test]
+    fn profiles_from_many_jvms_merge_by_frame_name() {
+        let r1 = vec![
+            KeyValue::new("service.version", "1"),
+            KeyValue::new("service.instance.id", "a"),
+        ];
+        let r2 = vec![
+            KeyValue::new("service.version", "2"),
+            KeyValue::new("service.instance.id", "b"),
+        ];
+        let mut m = Merger::new(ProfileType::Cpu, Selector::default(), None);
+        assert!(m.add(&r1, &profile("GET /a", "app.X.x", 2)));
+        assert!(m.add(&r2, &profile("GET /b", "app.X.x", 3)));
+        let merged = m.finish();
+        assert_eq!(merged.stacks.len(), 2);
+        assert_eq!(merged.total(), 70.0);
+        assert_eq!(merged.total_count(), 7.0);
+        assert_eq!(merged.instances, ["a", "b"]);
+        let s = &merged.stacks[0];
+        let names: Vec<&str> = s.frames.iter().map(|&f| merged.frame(f)).collect();
+        assert_eq!(names, ["app.Main.main", "app.X.x"]);
+        assert_eq!((s.value, s.count), (50.0, 5.0));
+    }
+
+    #[test]
+    fn groups_come_from_resource_or_samples() {
+        let r1 = vec![KeyValue::new("service.version", "1")];
+        let mut by_version = Merger::new(
+            ProfileType::Cpu,
+            Selector::default(),
+            Some("service.version"),
+        );
+        by_version.add(&r1, &profile("GET /a", "app.X.x", 2));
+        by_version.add(&[], &profile("GET /a", "app.X.x", 2));
+        let m = by_version.finish();
+        assert_eq!(m.groups, ["1", NO_GROUP]);
+
+        let mut by_endpoint =
+            Merger::new(ProfileType::Cpu, Selector::default(), Some("span_name")).collect_spans();
+        by_endpoint.add(&r1, &profile("GET /a", "app.X.x", 2));
+        let m = by_endpoint.finish();
+        assert_eq!(m.groups, ["GET /a", NO_GROUP]);
+        let stats = m.spans.values().next().unwrap();
+        assert_eq!(stats.endpoints, ["GET /a"]);
+        assert_eq!(
+            (stats.first, stats.last, stats.window),
+            (Some(5), Some(5), Some((0, 100)))
+        );
+    }
+
+    #[test]
+    fn selectors_filter_and_other_types_are_counted() {
+        let mut s = Selector::default();
+        s.add_terms("span_name=GET /b", 0).unwrap();
+        let mut m = Merger::new(ProfileType::Cpu, s, None);
+        assert!(!m.add(&[], &profile("GET /a", "app.X.x", 2)));
+        assert!(m.add(&[], &profile("GET /b", "app.X.x", 2)));
+        let mut alloc =
+            ProfileBuilder::new(&[("alloc_space", "bytes")], ("alloc_space", "bytes"), 1);
+        let f = alloc.function("a", "", 0);
+        let l = alloc.location(f, 0, FrameKind::Jvm);
+        alloc.add_sample(&[l], &[], &[5]);
+        assert!(!m.add(&[], &alloc.build(0, 1)));
+        let merged = m.finish();
+        assert_eq!(
+            (
+                merged.profiles_used,
+                merged.profiles_seen,
+                merged.other_type
+            ),
+            (1, 2, 1)
+        );
+        assert_eq!(merged.total(), 20.0);
+    }
+}

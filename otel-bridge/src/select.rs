@@ -1,0 +1,634 @@
+//! Selecting samples across profiles: by resource and sample attributes, by trace and span,
+//! by time, by profile type. Pure: callers decode profiles and hand them in with their
+//! resource; this module says which samples count and with what weight.
+//!
+//! A [`Condition`] names a key that may live on the resource (`service.version`,
+//! `deployment.environment.name`) or on the samples (`span_name`, `thread.name`). The
+//! resource is asked first; a key it lacks is looked up on each sample. Sample keys are
+//! matched in both spellings, the OTLP attribute key (`thread.name`) and the pprof label key
+//! (`thread_name`), because the same data arrives through both formats.
+
+use crate::model::{LabelValue, Link, Profile, Sample};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Ne,
+}
+
+/// `key=value` or `key!=value`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    pub key: String,
+    pub op: Op,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("{0:?} is not key=value or key!=value")]
+    NotKeyValue(String),
+    #[error("{0:?} has an empty key")]
+    EmptyKey(String),
+    #[error("trace id {0:?} is not 32 hex digits")]
+    BadTraceId(String),
+    #[error("span id {0:?} is not 16 hex digits")]
+    BadSpanId(String),
+    #[error("{0}")]
+    BadTime(String),
+    #[error("unknown profile type {0:?} (use cpu, wall, alloc or lock)")]
+    BadType(String),
+}
+
+impl Condition {
+    /// Parses `key=value` or `key!=value` (the value may contain `=`).
+    pub fn parse(text: &str) -> Result<Condition, SelectorError> {
+        let (key, op, value) = match (text.find("!="), text.find('=')) {
+            (Some(ne), Some(eq)) if ne < eq => (&text[..ne], Op::Ne, &text[ne + 2..]),
+            (_, Some(eq)) => (&text[..eq], Op::Eq, &text[eq + 1..]),
+            _ => return Err(SelectorError::NotKeyValue(text.to_owned())),
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(SelectorError::EmptyKey(text.to_owned()));
+        }
+        Ok(Condition {
+            key: key.to_owned(),
+            op,
+            value: value.to_owned(),
+        })
+    }
+
+    fn holds(&self, found: Option<&str>) -> bool {
+        match self.op {
+            Op::Eq => found == Some(self.value.as_str()),
+            Op::Ne => found != Some(self.value.as_str()),
+        }
+    }
+}
+
+/// The four kinds of profile the agent makes, by their OTLP / pprof sample types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileType {
+    Cpu,
+    Wall,
+    Alloc,
+    Lock,
+}
+
+impl ProfileType {
+    pub fn parse(text: &str) -> Result<ProfileType, SelectorError> {
+        Ok(match text {
+            "cpu" => ProfileType::Cpu,
+            "wall" => ProfileType::Wall,
+            "alloc" => ProfileType::Alloc,
+            "lock" => ProfileType::Lock,
+            _ => return Err(SelectorError::BadType(text.to_owned())),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileType::Cpu => "cpu",
+            ProfileType::Wall => "wall",
+            ProfileType::Alloc => "alloc",
+            ProfileType::Lock => "lock",
+        }
+    }
+
+    /// Index of the value to add up for this type in `profile`'s samples, and of the value
+    /// that counts observations (for significance), if the profile is of this type.
+    ///
+    /// CPU: `cpu/nanoseconds` (restored by the OTLP decoder from `samples/count` × period),
+    /// counted by `samples/count`. Wall: `wall/nanoseconds`. Allocation: `alloc_space/bytes`,
+    /// counted by `alloc_objects/count`. Lock: `delay/nanoseconds`, counted by
+    /// `contentions/count`.
+    pub fn value_index(self, profile: &Profile) -> Option<ValueIndex> {
+        let find = |ty: &str| profile.sample_type_index(ty);
+        let period = profile.str(profile.period_type.ty);
+        let (value, count) = match self {
+            ProfileType::Cpu => {
+                let value = find("cpu").or_else(|| {
+                    // A bare samples/count profile sampled on the CPU clock.
+                    (period == "cpu").then(|| find("samples")).flatten()
+                })?;
+                (value, find("samples"))
+            }
+            ProfileType::Wall => {
+                let value = find("wall")
+                    .or_else(|| (period == "wall").then(|| find("samples")).flatten())?;
+                (value, find("samples"))
+            }
+            ProfileType::Alloc => {
+                let value = find("alloc_space").or_else(|| find("alloc_objects"))?;
+                (value, find("alloc_objects"))
+            }
+            ProfileType::Lock => {
+                let value = find("delay").or_else(|| find("contentions"))?;
+                (value, find("contentions"))
+            }
+        };
+        Some(ValueIndex { value, count })
+    }
+
+    /// The type of `profile`, if it is one of the four.
+    pub fn of(profile: &Profile) -> Option<ProfileType> {
+        [
+            ProfileType::Cpu,
+            ProfileType::Wall,
+            ProfileType::Alloc,
+            ProfileType::Lock,
+        ]
+        .into_iter()
+        .find(|t| t.value_index(profile).is_some())
+    }
+}
+
+/// Which values of a profile's samples a reader adds up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueIndex {
+    pub value: usize,
+    /// The value counting observations (samples, objects, contentions), if the profile has one.
+    pub count: Option<usize>,
+}
+
+/// Everything a reading command filters by. The default selects everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selector {
+    /// All must hold.
+    pub conditions: Vec<Condition>,
+    pub trace_id: Option<[u8; 16]>,
+    /// Any of these spans (empty: any span, or none).
+    pub span_ids: Vec<[u8; 8]>,
+    /// Unix nanoseconds, inclusive.
+    pub from: Option<i64>,
+    /// Unix nanoseconds, exclusive.
+    pub to: Option<i64>,
+}
+
+/// What a selector says about one profile before looking at its samples.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProfileVerdict {
+    /// No sample of it can match.
+    Excluded,
+    /// Its samples match if they pass the conditions left (those the resource could not decide).
+    Included { sample_conditions: Vec<Condition> },
+}
+
+pub fn parse_trace_id(text: &str) -> Result<[u8; 16], SelectorError> {
+    Link::from_hex(text, "0000000000000000")
+        .map(|l| l.trace_id)
+        .ok_or_else(|| SelectorError::BadTraceId(text.to_owned()))
+}
+
+pub fn parse_span_id(text: &str) -> Result<[u8; 8], SelectorError> {
+    Link::from_hex("00000000000000000000000000000000", text)
+        .map(|l| l.span_id)
+        .ok_or_else(|| SelectorError::BadSpanId(text.to_owned()))
+}
+
+/// The model label key for a sample attribute key, and back: the two spellings of one key.
+pub fn label_spellings(key: &str) -> [&str; 2] {
+    match key {
+        "thread.name" | "thread_name" => ["thread.name", "thread_name"],
+        "thread.id" | "thread_id" => ["thread.id", "thread_id"],
+        other => [other, other],
+    }
+}
+
+/// The value of `key` on `sample` as text (numbers in decimal), in either spelling.
+pub fn sample_value<'a>(
+    profile: &'a Profile,
+    sample: &Sample,
+    key: &str,
+) -> Option<SampleText<'a>> {
+    let [a, b] = label_spellings(key);
+    sample.labels.iter().find_map(|l| {
+        let k = profile.str(l.key);
+        if k != a && k != b {
+            return None;
+        }
+        Some(match l.value {
+            LabelValue::Str(v) => SampleText::Str(profile.str(v)),
+            LabelValue::Num { value, .. } => SampleText::Num(value),
+        })
+    })
+}
+
+/// A sample label value, borrowed when it is a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleText<'a> {
+    Str(&'a str),
+    Num(i64),
+}
+
+impl SampleText<'_> {
+    pub fn to_text(self) -> String {
+        match self {
+            SampleText::Str(s) => s.to_owned(),
+            SampleText::Num(n) => n.to_string(),
+        }
+    }
+}
+
+/// The string form of a resource value, as `--where` compares it.
+pub fn resource_value(resource: &[opentelemetry::KeyValue], key: &str) -> Option<String> {
+    resource
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+impl Selector {
+    pub fn is_empty(&self) -> bool {
+        *self == Selector::default()
+    }
+
+    /// Adds the terms of `text`: comma-separated `key=value`, `key!=value`, and the special
+    /// keys `trace_id`, `span_id`, `from`, `to` (times as [`parse_time`] reads them, relative
+    /// to `now` in Unix nanoseconds).
+    pub fn add_terms(&mut self, text: &str, now: i64) -> Result<(), SelectorError> {
+        for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let c = Condition::parse(term)?;
+            match (c.key.as_str(), c.op) {
+                ("trace_id", Op::Eq) => self.trace_id = Some(parse_trace_id(&c.value)?),
+                ("span_id", Op::Eq) => self.span_ids.push(parse_span_id(&c.value)?),
+                ("from", Op::Eq) => self.from = Some(parse_time(&c.value, now)?),
+                ("to", Op::Eq) => self.to = Some(parse_time(&c.value, now)?),
+                _ => self.conditions.push(c),
+            }
+        }
+        Ok(())
+    }
+
+    /// Both selectors at once (the conditions of both must hold; the narrower time window).
+    pub fn and(&self, other: &Selector) -> Selector {
+        let mut s = self.clone();
+        s.conditions.extend(other.conditions.iter().cloned());
+        if other.trace_id.is_some() {
+            s.trace_id = other.trace_id;
+        }
+        s.span_ids.extend(other.span_ids.iter().copied());
+        s.from = match (s.from, other.from) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        s.to = match (s.to, other.to) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        s
+    }
+
+    /// Decides what it can from the resource and the profile's time window.
+    pub fn profile_verdict(
+        &self,
+        resource: &[opentelemetry::KeyValue],
+        profile: &Profile,
+    ) -> ProfileVerdict {
+        let start = profile.time_nanos;
+        let end = start.saturating_add(profile.duration_nanos.max(0));
+        // A profile overlaps [from, to) unless it ends before `from` or starts at/after `to`;
+        // a zero-length window is a point in time.
+        if self
+            .from
+            .is_some_and(|from| end < from || (end == from && end > start))
+            || self.to.is_some_and(|to| start >= to)
+        {
+            return ProfileVerdict::Excluded;
+        }
+        let mut sample_conditions = Vec::new();
+        for c in &self.conditions {
+            if resource.iter().any(|kv| kv.key.as_str() == c.key) {
+                if !c.holds(resource_value(resource, &c.key).as_deref()) {
+                    return ProfileVerdict::Excluded;
+                }
+            } else {
+                sample_conditions.push(c.clone());
+            }
+        }
+        ProfileVerdict::Included { sample_conditions }
+    }
+
+    /// The share of `sample` (0 to 1) that this selector keeps: 0 or 1, or the fraction of its
+    /// timestamps inside [from, to) when the time window cuts through a sample that has them.
+    /// `conditions` are the ones [`Selector::profile_verdict`] left to the samples.
+    pub fn sample_share(
+        &self,
+        profile: &Profile,
+        sample: &Sample,
+        conditions: &[Condition],
+    ) -> f64 {
+        for c in conditions {
+            let found = sample_value(profile, sample, &c.key).map(SampleText::to_text);
+            if !c.holds(found.as_deref()) {
+                return 0.0;
+            }
+        }
+        if let Some(trace) = self.trace_id {
+            if sample.link.map(|l| l.trace_id) != Some(trace) {
+                return 0.0;
+            }
+        }
+        if !self.span_ids.is_empty() {
+            match sample.link {
+                Some(l) if self.span_ids.contains(&l.span_id) => {}
+                _ => return 0.0,
+            }
+        }
+        if (self.from.is_some() || self.to.is_some()) && !sample.timestamps.is_empty() {
+            let inside = sample
+                .timestamps
+                .iter()
+                .filter(|&&t| self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|e| t < e))
+                .count();
+            return inside as f64 / sample.timestamps.len() as f64;
+        }
+        1.0
+    }
+}
+
+/// Reads a time: RFC 3339 (`2025-01-31T12:00:00Z`, `…T12:00:00.5+01:00`, or a date
+/// `2025-01-31` meaning its midnight UTC), Unix seconds (`1738324800`, fractions allowed), `now`,
+/// or `now-DURATION` / `-DURATION` (`now-15m`, `-2h`; units s, m, h, d). Returns Unix
+/// nanoseconds.
+pub fn parse_time(text: &str, now: i64) -> Result<i64, SelectorError> {
+    let t = text.trim();
+    let bad = |why: &str| SelectorError::BadTime(format!("time {text:?}: {why}"));
+    if t == "now" {
+        return Ok(now);
+    }
+    if let Some(ago) = t.strip_prefix("now-").or_else(|| t.strip_prefix('-')) {
+        let split = ago
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(|| bad("a relative time needs a unit, e.g. now-15m"))?;
+        let (n, unit) = ago.split_at(split);
+        let n: i64 = n
+            .parse()
+            .map_err(|_| bad("expected a number, e.g. now-15m"))?;
+        let scale: i64 = match unit {
+            "s" => 1_000_000_000,
+            "m" | "min" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
+            _ => return Err(bad("unknown unit (use s, m, h or d)")),
+        };
+        return Ok(now.saturating_sub(n.saturating_mul(scale)));
+    }
+    if t.bytes().all(|c| c.is_ascii_digit() || c == b'.') && !t.is_empty() {
+        let secs: f64 = t.parse().map_err(|_| bad("not a number"))?;
+        return Ok((secs * 1e9) as i64);
+    }
+    parse_rfc3339(t).ok_or_else(|| {
+        bad("expected RFC 3339 (2025-01-31T12:00:00Z), a date, Unix seconds, or now-15m")
+    })
+}
+
+fn parse_rfc3339(t: &str) -> Option<i64> {
+    let b = t.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = t.get(r)?;
+        if s.bytes().all(|c| c.is_ascii_digit()) {
+            s.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b.len() < 10 || b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let mut nanos = days.checked_mul(86_400_000_000_000)?;
+    if b.len() == 10 {
+        return Some(nanos);
+    }
+    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || b.get(13) != Some(&b':') {
+        return None;
+    }
+    let (h, m) = (num(11..13)?, num(14..16)?);
+    let mut i = 16;
+    let mut s = 0;
+    if b.get(16) == Some(&b':') {
+        s = num(17..19)?;
+        i = 19;
+    }
+    if h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    nanos += (h * 3600 + m * 60 + s) * 1_000_000_000;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        let mut end = start;
+        while b.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+        let digits = t.get(start..end)?;
+        if digits.is_empty() {
+            return None;
+        }
+        let mut frac: i64 = 0;
+        for (k, c) in digits.bytes().take(9).enumerate() {
+            frac += i64::from(c - b'0') * 10i64.pow(8 - k as u32);
+        }
+        nanos += frac;
+        i = end;
+    }
+    let offset = match t.get(i..)? {
+        "" | "Z" | "z" => 0,
+        rest => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let rb = rest.as_bytes();
+            if rest.len() != 6 || rb.get(3) != Some(&b':') {
+                return None;
+            }
+            let oh: i64 = rest.get(1..3)?.parse().ok()?;
+            let om: i64 = rest.get(4..6)?.parse().ok()?;
+            sign * (oh * 3600 + om * 60) * 1_000_000_000
+        }
+    };
+    Some(nanos - offset)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Unix nanoseconds as RFC 3339 UTC with milliseconds, e.g. `2025-01-31T12:00:00.250Z`.
+pub fn format_time(unix_nanos: i64) -> String {
+    let secs = unix_nanos.div_euclid(1_000_000_000);
+    let millis = unix_nanos.rem_euclid(1_000_000_000) / 1_000_000;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::model::{FrameKind, ProfileBuilder};
+    use opentelemetry::KeyValue;
+
+    fn profile() -> Profile {
+        let mut b = ProfileBuilder::new(
+            &[("samples", "count"), ("cpu", "nanoseconds")],
+            ("cpu", "nanoseconds"),
+            10,
+        );
+        let f = b.function("a.B.c", "B.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        let ep = b.str_label("span_name", "GET /a");
+        let th = b.str_label("thread_name", "worker-1");
+        let link = Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+        b.add_linked_sample(&[l], &[ep, th], link, &[4, 40], &[100, 200, 300, 400]);
+        b.add_sample(&[l], &[th], &[1, 10]);
+        b.build(50, 1000)
+    }
+
+    #[test]
+    fn conditions_parse() {
+        let c = Condition::parse("service.version=1.4").unwrap();
+        assert_eq!(
+            (c.key.as_str(), c.op, c.value.as_str()),
+            ("service.version", Op::Eq, "1.4")
+        );
+        let c = Condition::parse("span_name!=GET /a=b").unwrap();
+        assert_eq!((c.op, c.value.as_str()), (Op::Ne, "GET /a=b"));
+        let c = Condition::parse("k=a!=b").unwrap();
+        assert_eq!(
+            (c.key.as_str(), c.op, c.value.as_str()),
+            ("k", Op::Eq, "a!=b")
+        );
+        assert!(Condition::parse("novalue").is_err());
+        assert!(Condition::parse("=x").is_err());
+    }
+
+    #[test]
+    fn resource_decides_first_then_samples() {
+        let p = profile();
+        let resource = vec![KeyValue::new("service.version", "1.4")];
+        let mut s = Selector::default();
+        s.add_terms("service.version=1.4,span_name=GET /a", 0)
+            .unwrap();
+        let ProfileVerdict::Included { sample_conditions } = s.profile_verdict(&resource, &p)
+        else {
+            panic!("excluded")
+        };
+        assert_eq!(sample_conditions.len(), 1);
+        assert_eq!(s.sample_share(&p, &p.samples[0], &sample_conditions), 1.0);
+        assert_eq!(s.sample_share(&p, &p.samples[1], &sample_conditions), 0.0);
+
+        let mut other = Selector::default();
+        other.add_terms("service.version=1.5", 0).unwrap();
+        assert_eq!(
+            other.profile_verdict(&resource, &p),
+            ProfileVerdict::Excluded
+        );
+        let mut ne = Selector::default();
+        ne.add_terms("thread.name!=worker-1", 0).unwrap();
+        let ProfileVerdict::Included { sample_conditions } = ne.profile_verdict(&[], &p) else {
+            panic!("excluded")
+        };
+        assert_eq!(ne.sample_share(&p, &p.samples[1], &sample_conditions), 0.0);
+    }
+
+    #[test]
+    fn traces_spans_and_time_cut_samples() {
+        let p = profile();
+        let mut s = Selector::default();
+        s.add_terms(
+            "trace_id=0AF7651916CD43DD8448EB211C80319C,from=0.0000002,to=0.00000035",
+            0,
+        )
+        .unwrap();
+        assert_eq!((s.from, s.to), (Some(200), Some(350)));
+        assert_eq!(s.sample_share(&p, &p.samples[0], &[]), 0.5);
+        assert_eq!(s.sample_share(&p, &p.samples[1], &[]), 0.0);
+        let mut span = Selector::default();
+        span.add_terms("span_id=b7ad6b7169203332", 0).unwrap();
+        assert_eq!(span.sample_share(&p, &p.samples[0], &[]), 0.0);
+        assert!(Selector::default().add_terms("trace_id=xyz", 0).is_err());
+        let mut late = Selector::default();
+        late.add_terms("from=0.000002", 0).unwrap();
+        assert_eq!(late.profile_verdict(&[], &p), ProfileVerdict::Excluded);
+    }
+
+    #[test]
+    fn times_parse_and_format() {
+        assert_eq!(parse_time("1970-01-02", 0).unwrap(), 86_400_000_000_000);
+        assert_eq!(
+            parse_time("2025-01-31T12:00:00Z", 0).unwrap(),
+            1_738_324_800_000_000_000
+        );
+        assert_eq!(
+            parse_time("2025-01-31T13:00:00.5+01:00", 0).unwrap(),
+            1_738_324_800_500_000_000
+        );
+        assert_eq!(
+            parse_time("1738324800", 0).unwrap(),
+            1_738_324_800_000_000_000
+        );
+        assert_eq!(
+            parse_time("now-2m", 200_000_000_000).unwrap(),
+            80_000_000_000
+        );
+        assert_eq!(parse_time("-1s", 5_000_000_000).unwrap(), 4_000_000_000);
+        for bad in [
+            "yesterday",
+            "2025-13-01",
+            "now-5",
+            "now-5y",
+            "2025-01-31T25:00Z",
+        ] {
+            assert!(parse_time(bad, 0).is_err(), "{bad}");
+        }
+        assert_eq!(
+            format_time(1_738_324_800_250_000_000),
+            "2025-01-31T12:00:00.250Z"
+        );
+        assert_eq!(format_time(0), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn profile_types_find_their_values() {
+        let p = profile();
+        let vi = ProfileType::Cpu.value_index(&p).unwrap();
+        assert_eq!((vi.value, vi.count), (1, Some(0)));
+        assert!(ProfileType::Alloc.value_index(&p).is_none());
+        assert_eq!(ProfileType::of(&p), Some(ProfileType::Cpu));
+        assert!(ProfileType::parse("heap").is_err());
+    }
+}
