@@ -1,0 +1,255 @@
+//! `otelprof drilldown`: the span-to-profile view. The samples of one trace, or one span (and,
+//! with `--children`, the spans it is the local root of), as a top table and a flame graph,
+//! with the endpoint and the time window they were taken in.
+//!
+//! Short spans often get no samples at all: a 2 ms request sampled every 10 ms of CPU is
+//! missed most of the time. Then the honest answer is "no samples", and the useful one is the
+//! profile of the span's endpoint, which aggregates every request like it.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use otel_bridge::merge::{Merged, SpanStats};
+use otel_bridge::select::{format_time, ProfileType, Selector};
+use otel_bridge::Link;
+
+use crate::query;
+use crate::source::Loaded;
+use crate::top::{render_columns, value};
+
+/// What to drill into.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub selector: Selector,
+    pub children: bool,
+}
+
+/// The result, ready to print.
+pub struct Drilldown {
+    pub merged: Merged,
+    /// Spans whose samples are included, with their stats.
+    pub spans: Vec<(Link, SpanStats)>,
+    pub notes: Vec<String>,
+    /// The endpoint-level profile offered when the span got no samples.
+    pub fallback: Option<(String, Merged)>,
+}
+
+/// Spans of the trace whose local root is one of `roots` (from the `local_root_span_id`
+/// label, which pprof files carry; OTLP carries it only when the agent is asked to).
+fn children_of(
+    loaded: &Loaded,
+    ty: ProfileType,
+    base: &Selector,
+    roots: &[[u8; 8]],
+) -> (Vec<[u8; 8]>, bool) {
+    let mut trace_only = base.clone();
+    trace_only.span_ids.clear();
+    let all = query::merge(loaded, ty, &trace_only, None, true);
+    let mut found = BTreeSet::new();
+    let mut any_root_label = false;
+    for (link, stats) in &all.spans {
+        if let Some(root) = &stats.local_root_span_id {
+            any_root_label = true;
+            if roots.iter().any(|r| otel_bridge::model::hex(r) == *root) {
+                found.insert(link.span_id);
+            }
+        }
+    }
+    let mut spans: Vec<[u8; 8]> = roots.to_vec();
+    spans.extend(found.into_iter().filter(|s| !roots.contains(s)));
+    (spans, any_root_label)
+}
+
+pub fn drill(loaded: &Loaded, ty: ProfileType, target: &Target) -> Drilldown {
+    let mut selector = target.selector.clone();
+    let mut notes = Vec::new();
+    if target.children && !selector.span_ids.is_empty() {
+        let (spans, labelled) = children_of(loaded, ty, &selector, &selector.span_ids);
+        if !labelled {
+            notes.push(
+                "--children: these profiles carry no local_root_span_id, so only the span itself \
+                 is shown (pprof files from the agent's out= have it; drop --span-id to see the \
+                 whole trace)"
+                    .to_owned(),
+            );
+        } else if spans.len() > selector.span_ids.len() {
+            notes.push(format!(
+                "--children: {} spans with this local root included",
+                spans.len() - selector.span_ids.len()
+            ));
+        }
+        selector.span_ids = spans;
+    }
+    let merged = query::merge(loaded, ty, &selector, None, true);
+    let mut spans: Vec<(Link, SpanStats)> =
+        merged.spans.iter().map(|(l, s)| (*l, s.clone())).collect();
+    spans.sort_by(|a, b| b.1.value.total_cmp(&a.1.value));
+
+    let mut fallback = None;
+    if merged.stacks.is_empty() {
+        // Find the endpoint: from other samples of the same trace, else none.
+        let mut trace_only = selector.clone();
+        trace_only.span_ids.clear();
+        trace_only.conditions.clear();
+        let trace = if trace_only.trace_id.is_some() {
+            query::merge(loaded, ty, &trace_only, None, true)
+        } else {
+            Merged::default()
+        };
+        let endpoint = trace
+            .spans
+            .values()
+            .flat_map(|s| s.endpoints.iter().cloned())
+            .next();
+        let what = match (target.selector.span_ids.first(), target.selector.trace_id) {
+            (Some(s), _) => format!("span {}", otel_bridge::model::hex(s)),
+            (None, Some(t)) => format!("trace {}", otel_bridge::model::hex(&t)),
+            (None, None) => "the selection".to_owned(),
+        };
+        notes.push(format!(
+            "{what} got no samples: spans shorter than the sampling interval (or waiting off-CPU) \
+             are often missed, and unsampled traces carry no trace link"
+        ));
+        if !trace.stacks.is_empty() {
+            let mut other: Vec<String> = trace
+                .spans
+                .keys()
+                .map(|l| otel_bridge::model::hex(&l.span_id))
+                .collect();
+            other.sort();
+            other.truncate(5);
+            notes.push(format!(
+                "other spans of this trace have samples: {}",
+                other.join(", ")
+            ));
+        }
+        if let Some(endpoint) = endpoint {
+            let mut by_endpoint = Selector {
+                conditions: target.selector.conditions.clone(),
+                ..Selector::default()
+            };
+            by_endpoint.conditions.push(otel_bridge::select::Condition {
+                key: "span_name".to_owned(),
+                op: otel_bridge::select::Op::Eq,
+                value: endpoint.clone(),
+            });
+            by_endpoint.from = target.selector.from;
+            by_endpoint.to = target.selector.to;
+            let m = query::merge(loaded, ty, &by_endpoint, None, false);
+            if !m.stacks.is_empty() {
+                notes.push(format!(
+                    "instead, the profile of its endpoint {endpoint:?} (every request to it) follows; \
+                     this is `otelprof top --where 'span_name={endpoint}'`"
+                ));
+                fallback = Some((endpoint, m));
+            }
+        } else {
+            let endpoints = query::distinct_values(loaded, "span_name", 10);
+            if !endpoints.is_empty() {
+                notes.push(format!(
+                    "its endpoint is not known from the profiles; pick one for the endpoint-level \
+                     profile with --endpoint NAME (seen: {})",
+                    endpoints.join(", ")
+                ));
+            }
+        }
+    }
+    Drilldown {
+        merged,
+        spans,
+        notes,
+        fallback,
+    }
+}
+
+/// The span table: one row per span with samples.
+pub fn render_spans(d: &Drilldown, unit: &str) -> String {
+    let total = d.merged.total();
+    let cells: Vec<[String; 6]> = d
+        .spans
+        .iter()
+        .map(|(link, s)| {
+            let window = match (s.first, s.last, s.window) {
+                (Some(a), Some(b), _) => format!("{} .. {}", format_time(a), format_time(b)),
+                (_, _, Some((a, b))) => {
+                    format!("within profile {} .. {}", format_time(a), format_time(b))
+                }
+                _ => "-".into(),
+            };
+            [
+                link.span_id_hex(),
+                value(s.value, unit),
+                crate::top::share(s.value, total),
+                format!("{:.0}", s.count),
+                if s.endpoints.is_empty() {
+                    "-".to_owned()
+                } else {
+                    s.endpoints.join(", ")
+                },
+                window,
+            ]
+        })
+        .collect();
+    render_columns(
+        &[
+            "span",
+            "value",
+            "share",
+            "samples",
+            "endpoint",
+            "sampled between",
+        ],
+        &cells,
+    )
+}
+
+/// The header of a drilldown: trace, endpoint(s), time window, totals.
+pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
+    let mut out = String::new();
+    if let Some(t) = trace {
+        let _ = writeln!(out, "trace {}", otel_bridge::model::hex(&t));
+    }
+    let mut endpoints: Vec<&str> = d
+        .spans
+        .iter()
+        .flat_map(|(_, s)| s.endpoints.iter().map(String::as_str))
+        .collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
+    if !endpoints.is_empty() {
+        let _ = writeln!(out, "endpoint {}", endpoints.join(", "));
+    }
+    let first = d.spans.iter().filter_map(|(_, s)| s.first).min();
+    let last = d.spans.iter().filter_map(|(_, s)| s.last).max();
+    match (first, last, d.merged.window) {
+        (Some(a), Some(b), _) => {
+            let _ = writeln!(
+                out,
+                "samples from {} to {} ({} apart)",
+                format_time(a),
+                format_time(b),
+                crate::units::format_value(b - a, "nanoseconds")
+            );
+        }
+        (_, _, Some((a, b))) => {
+            let _ = writeln!(
+                out,
+                "samples in the profiles of {} .. {} (no per-sample timestamps; the agent's timestamps=on adds them)",
+                format_time(a),
+                format_time(b)
+            );
+        }
+        _ => {}
+    }
+    if !d.merged.stacks.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} on CPU in {:.0} samples, {} span{}",
+            value(d.merged.total(), &d.merged.unit),
+            d.merged.total_count(),
+            d.spans.len(),
+            if d.spans.len() == 1 { "" } else { "s" }
+        );
+    }
+    out
+}

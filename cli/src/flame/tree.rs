@@ -1,0 +1,249 @@
+//! The call tree a flame graph draws: merged stacks folded into nodes, root first.
+
+use std::collections::HashMap;
+
+use otel_bridge::merge::Merged;
+
+/// One node of the call tree. Children are sorted by name, as flame graphs draw them, so that
+/// two graphs of the same code line up.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Node {
+    pub frame: u32,
+    /// Value of the stacks through this node (head side in a diff).
+    pub value: f64,
+    /// Value of the stacks that end here.
+    pub self_value: f64,
+    /// Base side of a diff, already scaled to the head's total (see [`Tree::diff`]).
+    pub base: f64,
+    pub children: Vec<usize>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Tree {
+    /// Frame names; node 0 is the root, named `all`.
+    pub names: Vec<String>,
+    pub nodes: Vec<Node>,
+    pub unit: String,
+    pub title: String,
+    pub differential: bool,
+}
+
+struct Builder {
+    names: Vec<String>,
+    name_index: HashMap<String, u32>,
+    nodes: Vec<Node>,
+    child_index: HashMap<(usize, u32), usize>,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        let mut b = Builder {
+            names: Vec::new(),
+            name_index: HashMap::new(),
+            nodes: Vec::new(),
+            child_index: HashMap::new(),
+        };
+        let root = b.name("all");
+        b.nodes.push(Node {
+            frame: root,
+            ..Node::default()
+        });
+        b
+    }
+
+    fn name(&mut self, n: &str) -> u32 {
+        if let Some(&i) = self.name_index.get(n) {
+            return i;
+        }
+        let i = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(n.to_owned());
+        self.name_index.insert(n.to_owned(), i);
+        i
+    }
+
+    /// Adds a stack (root first): `value` to the head side, `base` to the base side.
+    fn add(&mut self, frames: &[&str], value: f64, base: f64) {
+        let mut node = 0usize;
+        if let Some(root) = self.nodes.get_mut(0) {
+            root.value += value;
+            root.base += base;
+        }
+        for f in frames {
+            let name = self.name(f);
+            let child = match self.child_index.get(&(node, name)) {
+                Some(&c) => c,
+                None => {
+                    let c = self.nodes.len();
+                    self.nodes.push(Node {
+                        frame: name,
+                        ..Node::default()
+                    });
+                    if let Some(parent) = self.nodes.get_mut(node) {
+                        parent.children.push(c);
+                    }
+                    self.child_index.insert((node, name), c);
+                    c
+                }
+            };
+            if let Some(n) = self.nodes.get_mut(child) {
+                n.value += value;
+                n.base += base;
+            }
+            node = child;
+        }
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.self_value += value;
+        }
+    }
+
+    fn finish(mut self, unit: &str, title: &str, differential: bool) -> Tree {
+        let names = std::mem::take(&mut self.names);
+        for i in 0..self.nodes.len() {
+            let mut children = std::mem::take(&mut self.nodes[i].children);
+            children.sort_by(|&a, &b| {
+                let name = |n: usize| {
+                    self.nodes
+                        .get(n)
+                        .and_then(|n| names.get(n.frame as usize))
+                        .map_or("", String::as_str)
+                };
+                name(a).cmp(name(b))
+            });
+            self.nodes[i].children = children;
+        }
+        Tree {
+            names,
+            nodes: self.nodes,
+            unit: unit.to_owned(),
+            title: title.to_owned(),
+            differential,
+        }
+    }
+}
+
+impl Tree {
+    /// The tree of `merged` (all groups).
+    pub fn of(merged: &Merged, title: &str) -> Tree {
+        let mut b = Builder::new();
+        let mut frames: Vec<&str> = Vec::new();
+        for s in &merged.stacks {
+            frames.clear();
+            frames.extend(s.frames.iter().map(|&f| merged.frame(f)));
+            b.add(&frames, s.value, 0.0);
+        }
+        b.finish(&merged.unit, title, false)
+    }
+
+    /// A differential tree: widths are the head's values; each node also carries the base's
+    /// value scaled by head total / base total, so that colours compare shares of each side's
+    /// own total (a release that serves more traffic is not "all red").
+    pub fn diff(base: &Merged, head: &Merged, title: &str) -> Tree {
+        let (bt, ht) = (base.total(), head.total());
+        let scale = if bt > 0.0 { ht / bt } else { 0.0 };
+        let mut b = Builder::new();
+        let mut frames: Vec<&str> = Vec::new();
+        for s in &head.stacks {
+            frames.clear();
+            frames.extend(s.frames.iter().map(|&f| head.frame(f)));
+            b.add(&frames, s.value, 0.0);
+        }
+        for s in &base.stacks {
+            frames.clear();
+            frames.extend(s.frames.iter().map(|&f| base.frame(f)));
+            b.add(&frames, 0.0, s.value * scale);
+        }
+        b.finish(&head.unit, title, true)
+    }
+
+    /// `frame;frame;frame value` lines (Brendan Gregg's folded format), root first, or
+    /// `… base head` lines for a differential tree; what inferno reads.
+    pub fn folded(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut path: Vec<&str> = Vec::new();
+        self.fold(0, &mut path, &mut lines);
+        lines
+    }
+
+    fn fold<'a>(&'a self, node: usize, path: &mut Vec<&'a str>, out: &mut Vec<String>) {
+        let Some(n) = self.nodes.get(node) else {
+            return;
+        };
+        let pushed = node != 0;
+        if pushed {
+            path.push(self.names.get(n.frame as usize).map_or("?", String::as_str));
+        }
+        let child_value: f64 = n
+            .children
+            .iter()
+            .filter_map(|&c| self.nodes.get(c))
+            .map(|c| c.value)
+            .sum();
+        let child_base: f64 = n
+            .children
+            .iter()
+            .filter_map(|&c| self.nodes.get(c))
+            .map(|c| c.base)
+            .sum();
+        let own = (n.value - child_value).max(0.0).round() as i64;
+        let own_base = (n.base - child_base).max(0.0).round() as i64;
+        if pushed && (own > 0 || (self.differential && own_base > 0)) {
+            // Folded frame names must not contain the separator or the count's space.
+            let stack: Vec<String> = path.iter().map(|p| p.replace(';', ":")).collect();
+            let stack = stack.join(";");
+            if self.differential {
+                out.push(format!("{stack} {own_base} {own}"));
+            } else {
+                out.push(format!("{stack} {own}"));
+            }
+        }
+        for &c in &n.children {
+            self.fold(c, path, out);
+        }
+        if pushed {
+            path.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use otel_bridge::merge::MergedStack;
+
+    fn merged(stacks: &[(&[u32], f64)]) -> Merged {
+        Merged {
+            unit: "nanoseconds".into(),
+            frames: vec!["main".into(), "a".into(), "b".into()],
+            groups: vec![String::new()],
+            stacks: stacks
+                .iter()
+                .map(|(f, v)| MergedStack {
+                    group: 0,
+                    frames: f.to_vec(),
+                    value: *v,
+                    count: 1.0,
+                })
+                .collect(),
+            ..Merged::default()
+        }
+    }
+
+    #[test]
+    fn stacks_fold_into_a_tree_and_back() {
+        let m = merged(&[(&[0, 1], 5.0), (&[0, 2], 3.0), (&[0], 1.0), (&[0, 1], 2.0)]);
+        let t = Tree::of(&m, "t");
+        assert_eq!(t.nodes[0].value, 11.0);
+        assert_eq!(t.folded(), ["main 1", "main;a 7", "main;b 3"]);
+        let main = &t.nodes[t.nodes[0].children[0]];
+        assert_eq!((main.value, main.self_value), (11.0, 1.0));
+    }
+
+    #[test]
+    fn diffs_scale_the_base_to_the_head() {
+        let base = merged(&[(&[0, 1], 10.0), (&[0, 2], 10.0)]);
+        let head = merged(&[(&[0, 1], 10.0), (&[0, 2], 30.0)]);
+        let t = Tree::diff(&base, &head, "d");
+        assert_eq!(t.folded(), ["main;a 20 10", "main;b 20 30"]);
+    }
+}

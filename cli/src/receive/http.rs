@@ -1,0 +1,198 @@
+//! OTLP/HTTP: `POST /v1development/profiles` and `POST /v1/metrics` with binary protobuf
+//! bodies, optionally gzip (`Content-Encoding: gzip`), as the Collector's `otlphttp`
+//! exporter and the agent send them. Errors carry a `google.rpc.Status` body with the
+//! reason, as the OTLP/HTTP specification asks.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt as _, Full, Limited};
+use prost::Message as _;
+
+use super::ingest::{Body, Ingest, Rejected};
+
+/// `google.rpc.Status`, the error body of OTLP/HTTP.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+const PROTOBUF: &str = "application/x-protobuf";
+
+fn reply(status: StatusCode, grpc_code: i32, message: &str) -> Response<Full<Bytes>> {
+    let body = RpcStatus {
+        code: grpc_code,
+        message: message.to_owned(),
+    }
+    .encode_to_vec();
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(PROTOBUF),
+    );
+    response
+}
+
+fn success() -> Response<Full<Bytes>> {
+    // An empty Export*ServiceResponse encodes to no bytes.
+    let mut response = Response::new(Full::new(Bytes::new()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(PROTOBUF),
+    );
+    response
+}
+
+/// gRPC status codes used in the error bodies.
+const INVALID_ARGUMENT: i32 = 3;
+const NOT_FOUND: i32 = 5;
+const RESOURCE_EXHAUSTED: i32 = 8;
+const UNIMPLEMENTED: i32 = 12;
+const UNAVAILABLE: i32 = 14;
+const UNAUTHENTICATED: i32 = 16;
+
+fn rejected(r: Rejected) -> Response<Full<Bytes>> {
+    match r {
+        Rejected::Invalid(m) => reply(StatusCode::BAD_REQUEST, INVALID_ARGUMENT, &m),
+        Rejected::TooLarge(m) => reply(StatusCode::PAYLOAD_TOO_LARGE, RESOURCE_EXHAUSTED, &m),
+        Rejected::Storage(m) => {
+            let mut r = reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                UNAVAILABLE,
+                &format!("cannot store the request: {m}"),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+            r
+        }
+    }
+}
+
+/// Serves one request.
+pub async fn handle<B>(ingest: Arc<Ingest>, request: Request<B>) -> Response<Full<Bytes>>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let profiles = match request.uri().path() {
+        otel_bridge::otlp::HTTP_PATH => true,
+        "/v1/metrics" => false,
+        other => {
+            return reply(
+                StatusCode::NOT_FOUND,
+                NOT_FOUND,
+                &format!(
+                    "no such path {other:?}: profiles go to {} (metrics to /v1/metrics)",
+                    otel_bridge::otlp::HTTP_PATH
+                ),
+            )
+        }
+    };
+    if request.method() != Method::POST {
+        let mut r = reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            UNIMPLEMENTED,
+            "only POST is served here",
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        return r;
+    }
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes().to_vec());
+    if !ingest.authorized(authorization.as_deref()) {
+        return reply(
+            StatusCode::UNAUTHORIZED,
+            UNAUTHENTICATED,
+            "missing or wrong token: send the header Authorization: Bearer <token>",
+        );
+    }
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media != PROTOBUF {
+        return reply(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_ARGUMENT,
+            &format!("Content-Type {content_type:?} is not served: send {PROTOBUF} (OTLP/JSON is not supported)"),
+        );
+    }
+    let gzip = match request
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+    {
+        None | Some("identity") | Some("") => false,
+        Some("gzip") => true,
+        Some(other) => {
+            return reply(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                INVALID_ARGUMENT,
+                &format!("Content-Encoding {other:?} is not served: use gzip or none"),
+            )
+        }
+    };
+    let declared_too_large = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > ingest.max_bytes);
+    let limit = ingest.max_bytes;
+    if declared_too_large {
+        return rejected(Rejected::TooLarge(format!(
+            "the body is larger than the limit of {limit} bytes (receive --max-request-size)"
+        )));
+    }
+    let body = match Limited::new(request.into_body(), limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                return rejected(Rejected::TooLarge(format!(
+                    "the body is larger than the limit of {limit} bytes (receive --max-request-size)"
+                )));
+            }
+            return reply(
+                StatusCode::BAD_REQUEST,
+                INVALID_ARGUMENT,
+                &format!("cannot read the body: {e}"),
+            );
+        }
+    };
+    let outcome = tokio::task::spawn_blocking(move || {
+        let body = if gzip {
+            Body::Gzip(&body)
+        } else {
+            Body::Raw(&body)
+        };
+        if profiles {
+            ingest.profiles(body).map(|_| ())
+        } else {
+            ingest.metrics(body)
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(())) => success(),
+        Ok(Err(r)) => rejected(r),
+        Err(e) => reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            UNAVAILABLE,
+            &format!("the request handler failed: {e}"),
+        ),
+    }
+}

@@ -1,0 +1,183 @@
+//! What both transports do with a request: check it, store it durably, count it. The answer
+//! depends only on the outcome, so gRPC and HTTP clients are treated alike.
+
+use std::io::Read as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::SystemTime;
+
+use flate2::read::MultiGzDecoder;
+use prost::Message as _;
+
+use crate::store::{Signal, Store};
+
+/// Why a request was not accepted, by what the client should do next.
+#[derive(Debug)]
+pub enum Rejected {
+    /// Malformed: do not retry (gRPC INVALID_ARGUMENT, HTTP 400).
+    Invalid(String),
+    /// Bigger than the limit: do not retry as is (gRPC RESOURCE_EXHAUSTED, HTTP 413).
+    TooLarge(String),
+    /// Could not be stored (disk full, I/O error): retry later (gRPC UNAVAILABLE, HTTP 503).
+    Storage(String),
+}
+
+/// Counters, printed in the receiver's summary lines.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub profiles: AtomicU64,
+    pub samples: AtomicU64,
+    pub metric_requests: AtomicU64,
+    pub rejected: AtomicU64,
+    pub bytes_stored: AtomicU64,
+}
+
+#[derive(Debug)]
+pub struct Ingest {
+    pub store: Store,
+    /// Largest request body and largest inflated request, in bytes.
+    pub max_bytes: usize,
+    pub counters: Counters,
+    /// `Authorization: Bearer <token>` every request must carry, if set.
+    pub token: Option<String>,
+}
+
+/// Request bytes as they arrived.
+pub enum Body<'a> {
+    /// Protobuf.
+    Raw(&'a [u8]),
+    /// gzip-compressed protobuf (HTTP `Content-Encoding: gzip`); stored as is.
+    Gzip(&'a [u8]),
+}
+
+fn now_unix_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+impl Ingest {
+    /// Whether `authorization` (the header's value) carries the token, compared in constant
+    /// time so the comparison does not leak how much of a guess was right.
+    pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let Some(given) = authorization.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+            return false;
+        };
+        let want = token.as_bytes();
+        let mut diff = u8::from(given.len() != want.len());
+        for (i, w) in want.iter().enumerate() {
+            diff |= w ^ given.get(i).copied().unwrap_or(0);
+        }
+        diff == 0
+    }
+
+    fn inflate(&self, gzip: &[u8]) -> Result<Vec<u8>, Rejected> {
+        let limit = u64::try_from(self.max_bytes)
+            .unwrap_or(u64::MAX)
+            .saturating_add(1);
+        let mut raw = Vec::new();
+        MultiGzDecoder::new(gzip)
+            .take(limit)
+            .read_to_end(&mut raw)
+            .map_err(|e| Rejected::Invalid(format!("bad gzip body: {e}")))?;
+        if raw.len() > self.max_bytes {
+            return Err(Rejected::TooLarge(format!(
+                "the request inflates to more than {} bytes (receive --max-request-size)",
+                self.max_bytes
+            )));
+        }
+        Ok(raw)
+    }
+
+    fn too_large(&self, len: usize) -> Result<(), Rejected> {
+        if len > self.max_bytes {
+            return Err(Rejected::TooLarge(format!(
+                "the request has {len} bytes, more than the limit of {} (receive --max-request-size)",
+                self.max_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks a profiles request with the same decoder every reading command uses (so
+    /// nothing is stored that could not be read back) and stores it. Returns how many
+    /// profiles it held.
+    pub fn profiles(&self, body: Body<'_>) -> Result<usize, Rejected> {
+        let result = self.profiles_inner(body);
+        match &result {
+            Ok(_) => self.counters.requests.fetch_add(1, Relaxed),
+            Err(_) => self.counters.rejected.fetch_add(1, Relaxed),
+        };
+        result
+    }
+
+    fn profiles_inner(&self, body: Body<'_>) -> Result<usize, Rejected> {
+        let (raw, gzip) = match body {
+            Body::Raw(raw) => {
+                self.too_large(raw.len())?;
+                (std::borrow::Cow::Borrowed(raw), None)
+            }
+            Body::Gzip(gz) => {
+                self.too_large(gz.len())?;
+                (std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz))
+            }
+        };
+        let decoded = otel_bridge::otlp::decode(&raw)
+            .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
+        if decoded.is_empty() {
+            // Nothing to keep; OTLP says an empty request succeeds.
+            return Ok(0);
+        }
+        let samples: usize = decoded.iter().map(|d| d.profile.samples.len()).sum();
+        let now = now_unix_nanos();
+        let stored = match gzip {
+            Some(gz) => self.store.put_gzip(Signal::Profiles, gz, now),
+            None => self.store.put_raw(Signal::Profiles, &raw, now),
+        }
+        .map_err(|e| Rejected::Storage(format!("{e:#}")))?;
+        let size = std::fs::metadata(&stored).map_or(0, |m| m.len());
+        self.counters.bytes_stored.fetch_add(size, Relaxed);
+        self.counters
+            .profiles
+            .fetch_add(decoded.len() as u64, Relaxed);
+        self.counters.samples.fetch_add(samples as u64, Relaxed);
+        Ok(decoded.len())
+    }
+
+    /// Checks that a metrics request parses and stores it: HTTP server metrics give the
+    /// request counts that per-request diffs divide by, and the agent's own metrics come
+    /// to the same endpoint as its profiles.
+    pub fn metrics(&self, body: Body<'_>) -> Result<(), Rejected> {
+        let (raw, gzip) = match body {
+            Body::Raw(raw) => {
+                self.too_large(raw.len())?;
+                (std::borrow::Cow::Borrowed(raw), None)
+            }
+            Body::Gzip(gz) => {
+                self.too_large(gz.len())?;
+                (std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz))
+            }
+        };
+        let request = opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest::decode(
+            raw.as_ref(),
+        )
+        .map_err(|e| {
+            self.counters.rejected.fetch_add(1, Relaxed);
+            Rejected::Invalid(format!("invalid OTLP metrics request: {e}"))
+        })?;
+        if request.resource_metrics.is_empty() {
+            return Ok(());
+        }
+        let now = now_unix_nanos();
+        match gzip {
+            Some(gz) => self.store.put_gzip(Signal::Metrics, gz, now),
+            None => self.store.put_raw(Signal::Metrics, &raw, now),
+        }
+        .map_err(|e| Rejected::Storage(format!("{e:#}")))?;
+        self.counters.metric_requests.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}

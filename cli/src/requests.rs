@@ -1,0 +1,266 @@
+//! Request counts per endpoint, for per-request comparisons: read from the OTLP metrics in a
+//! store, namely the HTTP server duration histogram of the semantic conventions
+//! (`http.server.request.duration`, attributes `http.request.method` and `http.route`), whose
+//! count is the number of requests. The endpoint is `METHOD route`, the name the conventions
+//! give the server span, which is the `span_name` of the samples.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
+use otel_bridge::select::{Op, Selector};
+use prost::Message as _;
+
+use crate::store;
+
+pub const HTTP_SERVER_DURATION: &str = "http.server.request.duration";
+
+/// Requests per endpoint on each side of a diff.
+#[derive(Debug, Default)]
+pub struct EndpointCounts {
+    base: HashMap<String, f64>,
+    head: HashMap<String, f64>,
+}
+
+impl EndpointCounts {
+    pub fn get(&self, head: bool, endpoint: &str) -> Option<f64> {
+        let side = if head { &self.head } else { &self.base };
+        side.get(endpoint).copied()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.base.is_empty() || self.head.is_empty()
+    }
+}
+
+fn metrics_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, out);
+            } else if store::is_metrics_file(name) {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths.iter().filter(|p| p.is_dir()) {
+        walk(p, &mut out);
+    }
+    out
+}
+
+fn text(kv: &KeyValue) -> Option<String> {
+    match kv.value.as_ref()?.value.as_ref()? {
+        any_value::Value::StringValue(s) => Some(s.clone()),
+        any_value::Value::IntValue(i) => Some(i.to_string()),
+        any_value::Value::BoolValue(b) => Some(b.to_string()),
+        any_value::Value::DoubleValue(d) => Some(d.to_string()),
+        _ => None,
+    }
+}
+
+fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
+    attrs.iter().find(|kv| kv.key == key).and_then(text)
+}
+
+/// Whether the resource passes the selector's conditions on keys the resource has (sample
+/// keys such as `span_name` say nothing about a resource).
+fn resource_passes(resource: &[KeyValue], selector: &Selector) -> bool {
+    selector
+        .conditions
+        .iter()
+        .all(|c| match attr(resource, &c.key) {
+            Some(v) => match c.op {
+                Op::Eq => v == c.value,
+                Op::Ne => v != c.value,
+            },
+            None => !(c.key.starts_with("service.") || c.key.starts_with("deployment.")),
+        })
+}
+
+/// One cumulative series: the latest count before the window and the latest inside it.
+#[derive(Default)]
+struct Series {
+    before: Option<(u64, u64)>,
+    inside: Option<(u64, u64)>,
+    endpoint: String,
+}
+
+fn count_side(
+    requests: &[ExportMetricsServiceRequest],
+    selector: &Selector,
+) -> HashMap<String, f64> {
+    let from = selector.from.map_or(0, |f| u64::try_from(f).unwrap_or(0));
+    let to = selector
+        .to
+        .map_or(u64::MAX, |t| u64::try_from(t).unwrap_or(u64::MAX));
+    let mut delta: HashMap<String, f64> = HashMap::new();
+    let mut cumulative: HashMap<String, Series> = HashMap::new();
+    for req in requests {
+        for rm in &req.resource_metrics {
+            let resource: &[KeyValue] = rm.resource.as_ref().map_or(&[], |r| &r.attributes);
+            if !resource_passes(resource, selector) {
+                continue;
+            }
+            let instance = format!("{resource:?}");
+            for sm in &rm.scope_metrics {
+                for m in sm.metrics.iter().filter(|m| m.name == HTTP_SERVER_DURATION) {
+                    let Some(metric::Data::Histogram(h)) = &m.data else {
+                        continue;
+                    };
+                    let is_delta =
+                        h.aggregation_temporality == AggregationTemporality::Delta as i32;
+                    for p in &h.data_points {
+                        let (Some(method), Some(route)) = (
+                            attr(&p.attributes, "http.request.method"),
+                            attr(&p.attributes, "http.route"),
+                        ) else {
+                            continue;
+                        };
+                        let endpoint = format!("{method} {route}");
+                        let t = p.time_unix_nano;
+                        if is_delta {
+                            if t > from && t <= to.saturating_add(1) {
+                                *delta.entry(endpoint).or_default() += p.count as f64;
+                            }
+                            continue;
+                        }
+                        let key =
+                            format!("{instance}|{:?}|{}", p.attributes, p.start_time_unix_nano);
+                        let s = cumulative.entry(key).or_default();
+                        s.endpoint = endpoint;
+                        let slot = if t < from {
+                            &mut s.before
+                        } else if t <= to {
+                            &mut s.inside
+                        } else {
+                            continue;
+                        };
+                        if slot.is_none_or(|(pt, _)| t >= pt) {
+                            *slot = Some((t, p.count));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for s in cumulative.into_values() {
+        if let Some((_, last)) = s.inside {
+            let first = s.before.map_or(0, |(_, c)| c);
+            *delta.entry(s.endpoint).or_default() += last.saturating_sub(first) as f64;
+        }
+    }
+    delta
+}
+
+/// Request counts per endpoint for both sides of a diff, from the metrics stored under `paths`.
+pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) -> EndpointCounts {
+    let mut requests = Vec::new();
+    for f in metrics_files(paths) {
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
+        let mut raw = Vec::new();
+        if flate2::read::MultiGzDecoder::new(bytes.as_slice())
+            .take(64 << 20)
+            .read_to_end(&mut raw)
+            .is_err()
+        {
+            continue;
+        }
+        if let Ok(r) = ExportMetricsServiceRequest::decode(raw.as_slice()) {
+            requests.push(r);
+        }
+    }
+    EndpointCounts {
+        base: count_side(&requests, base),
+        head: count_side(&requests, head),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::AnyValue;
+    use opentelemetry_proto::tonic::metrics::v1::{
+        Histogram, HistogramDataPoint, Metric, ResourceMetrics, ScopeMetrics,
+    };
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+
+    fn kv(k: &str, v: &str) -> KeyValue {
+        KeyValue {
+            key: k.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(v.into())),
+            }),
+            ..KeyValue::default()
+        }
+    }
+
+    fn request(version: &str, points: &[(u64, u64)]) -> ExportMetricsServiceRequest {
+        ExportMetricsServiceRequest {
+            resource_metrics: vec![ResourceMetrics {
+                resource: Some(Resource {
+                    attributes: vec![kv("service.version", version)],
+                    ..Resource::default()
+                }),
+                scope_metrics: vec![ScopeMetrics {
+                    metrics: vec![Metric {
+                        name: HTTP_SERVER_DURATION.into(),
+                        data: Some(metric::Data::Histogram(Histogram {
+                            aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                            data_points: points
+                                .iter()
+                                .map(|&(t, count)| HistogramDataPoint {
+                                    attributes: vec![
+                                        kv("http.request.method", "GET"),
+                                        kv("http.route", "/cart"),
+                                    ],
+                                    start_time_unix_nano: 1,
+                                    time_unix_nano: t,
+                                    count,
+                                    ..HistogramDataPoint::default()
+                                })
+                                .collect(),
+                        })),
+                        ..Metric::default()
+                    }],
+                    ..ScopeMetrics::default()
+                }],
+                ..ResourceMetrics::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn cumulative_counts_are_differenced_within_the_window() {
+        let reqs = vec![
+            request("1", &[(10, 100), (20, 250)]),
+            request("2", &[(10, 7)]),
+        ];
+        let mut v1 = Selector::default();
+        v1.add_terms("service.version=1", 0).unwrap();
+        assert_eq!(count_side(&reqs, &v1).get("GET /cart"), Some(&250.0));
+        let mut windowed = v1.clone();
+        windowed.from = Some(15);
+        assert_eq!(count_side(&reqs, &windowed).get("GET /cart"), Some(&150.0));
+        let mut v2 = Selector::default();
+        v2.add_terms("service.version=2,span_name=GET /cart", 0)
+            .unwrap();
+        assert_eq!(count_side(&reqs, &v2).get("GET /cart"), Some(&7.0));
+    }
+}
