@@ -62,89 +62,89 @@ enum Cmd {
 }
 
 #[derive(Debug, clap::Args)]
-struct TopArgs {
+pub struct TopArgs {
     #[command(flatten)]
-    select: SelectArgs,
+    pub select: SelectArgs,
     /// Break the total down by this resource or sample attribute, e.g. span_name (the
     /// endpoint), service.version, thread.name
     #[arg(long, value_name = "KEY")]
-    by: Option<String>,
+    pub by: Option<String>,
     /// Same as --by thread.name
     #[arg(long, hide = true, conflicts_with = "by")]
-    by_thread: bool,
+    pub by_thread: bool,
     /// Rows to print, 0 for all
     #[arg(long, value_name = "N", default_value_t = 20)]
-    limit: usize,
+    pub limit: usize,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
-    paths: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
-struct FlameArgs {
+pub struct FlameArgs {
     #[command(flatten)]
-    select: SelectArgs,
+    pub select: SelectArgs,
     /// Output file: *.html (interactive) or *.svg
     #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    pub output: PathBuf,
     /// Title of the graph
     #[arg(long, value_name = "TEXT")]
-    title: Option<String>,
+    pub title: Option<String>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
-    paths: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
-struct DrilldownArgs {
+pub struct DrilldownArgs {
     #[command(flatten)]
-    select: SelectArgs,
+    pub select: SelectArgs,
     /// With --span-id: also the spans that have it as their local root
     #[arg(long)]
-    children: bool,
+    pub children: bool,
     /// The endpoint (span_name) to profile, alone or as the fallback when the span got no
     /// samples
     #[arg(long, value_name = "NAME")]
-    endpoint: Option<String>,
+    pub endpoint: Option<String>,
     /// Rows of the function table, 0 for all
     #[arg(long, value_name = "N", default_value_t = 15)]
-    limit: usize,
+    pub limit: usize,
     /// Also write a flame graph of the samples: *.html or *.svg
     #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
-    paths: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
-struct DiffArgs {
+pub struct DiffArgs {
     /// The baseline: comma-separated KEY=VALUE (KEY!=VALUE) terms, and from=TIME, to=TIME,
     /// e.g. service.version=1.4
     #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
-    base: String,
+    pub base: String,
     /// The selection compared to the baseline, e.g. service.version=1.5
     #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
-    head: String,
+    pub head: String,
     /// Applies to both sides
     #[command(flatten)]
-    select: SelectArgs,
+    pub select: SelectArgs,
     /// Key of the per-endpoint table
     #[arg(long, value_name = "KEY", default_value = "span_name")]
-    by: String,
+    pub by: String,
     /// Rows per ranking, 0 for all
     #[arg(long, value_name = "N", default_value_t = 15)]
-    limit: usize,
+    pub limit: usize,
     /// Write a differential flame graph: *.html or *.svg
     #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
     /// Exit with code 3 when a function's share of the total (inclusive) grew by more than
     /// PCT percentage points, significantly
     #[arg(long, value_name = "PCT")]
-    fail_above: Option<f64>,
+    pub fail_above: Option<f64>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
-    paths: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -153,9 +153,9 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run::run(args).map(ExitCode::from),
         Cmd::Receive(args) => receive::command(args).map(|()| ExitCode::SUCCESS),
         Cmd::Top(args) => top_command(args),
-        Cmd::Flame(args) => flame_command(args),
+        Cmd::Flame(args) => write_flame(args),
         Cmd::Drilldown(args) => drilldown_command(args),
-        Cmd::Diff(args) => diff_command(args),
+        Cmd::Diff(args) => diff_report(args).map(|(code, _)| code),
         Cmd::Demo(args) => demo::command(args),
     };
     match result {
@@ -174,7 +174,7 @@ fn profile_type(select: &SelectArgs, loaded: &source::Loaded) -> anyhow::Result<
     }
 }
 
-fn top_command(args: &TopArgs) -> anyhow::Result<ExitCode> {
+pub fn top_command(args: &TopArgs) -> anyhow::Result<ExitCode> {
     let selector = args.select.selector()?;
     let loaded = query::load(&args.paths)?;
     let ty = profile_type(&args.select, &loaded)?;
@@ -191,7 +191,13 @@ fn top_command(args: &TopArgs) -> anyhow::Result<ExitCode> {
     println!("{}", top::render_header(&merged, total, count));
     match by {
         Some(key) => {
-            let rows = top::by_group(&merged);
+            let mut rows = top::by_group(&merged);
+            if key == "span_name" {
+                let counts = requests::endpoint_requests(&args.paths, &selector, &selector);
+                for r in &mut rows {
+                    r.requests = counts.get(false, &r.name);
+                }
+            }
             print!(
                 "{}",
                 top::render_groups(&rows, key, &merged.unit, total, args.limit)
@@ -229,7 +235,7 @@ fn describe(selector: &Selector, ty: ProfileType) -> String {
     parts.join(", ")
 }
 
-fn flame_command(args: &FlameArgs) -> anyhow::Result<ExitCode> {
+pub fn write_flame(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;
     let selector = args.select.selector()?;
     let loaded = query::load(&args.paths)?;
@@ -249,7 +255,7 @@ fn flame_command(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
+pub fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
     if let Some(o) = &args.output {
         flame::format_of(o)?;
     }
@@ -327,7 +333,8 @@ fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+/// Runs `diff`; also returns the function the largest significant increase is in.
+pub fn diff_report(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
     if let Some(o) = &args.output {
         flame::format_of(o)?;
     }
@@ -381,6 +388,7 @@ fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let changes = diff::changes(&base, &head);
     print!("{}", diff::render(&changes, args.limit));
     println!();
+    let headline = diff::headline(&changes).map(|c| c.name.clone());
     match diff::headline(&changes) {
         Some(c) => println!(
             "Largest significant increase: {} (self {:+.2} pp, total {:+.2} pp, z = {:.1})",
@@ -422,10 +430,10 @@ fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
                     c.z_total
                 );
             }
-            return Ok(ExitCode::from(EXIT_REGRESSION));
+            return Ok((ExitCode::from(EXIT_REGRESSION), headline));
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok((ExitCode::SUCCESS, headline))
 }
 
 #[cfg(test)]
