@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Runs every test: formatting and lints, unit tests, then the cross-component tests that run
 # real JVMs (OpenJDK 17 and Temurin 25) with the agent and read the profiles back with
-# `go tool pprof` and with OTLP receivers built on the official Python classes. Installs what
-# it needs on a fresh Debian machine.
+# `go tool pprof` and with OTLP receivers built on the official Python classes, and the
+# `otelprof` commands end to end (receive, the demo, flame graphs in headless Chromium).
+# Installs what it needs on a fresh Debian machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 ensure_tools
+# The flame graph test opens otelprof's HTML in headless Chromium.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing chromium (for the flame graph test)" >&2
+  apt_install chromium
+fi
 for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64; do
   if [ ! -x "$jdk/bin/java" ] && [ -z "${OTELPROF_JDK17:-}${OTELPROF_JDK25:-}" ]; then
     echo "missing JDK $jdk (set OTELPROF_JDK17 / OTELPROF_JDK25 to other homes)" >&2
