@@ -49,8 +49,11 @@ public final class ThreadRecord {
     static final ThreadRecord NONE = new ThreadRecord(null);
 
     private final ByteBuffer buffer;
-    /** Local root whose hex form is in the attribute bytes (0: none written yet). */
-    private long attrsLocalRoot;
+    // What the record's bytes hold now, so that unchanged fields are not written again (a
+    // context switch within one trace usually changes only the span id).
+    private long writtenTraceHigh;
+    private long writtenTraceLow;
+    private long writtenLocalRoot;
     /**
      * Per-thread state of the integration that drives this record (the OpenTelemetry wrapper
      * keeps what it shows here), so that one thread-local lookup finds both.
@@ -107,15 +110,19 @@ public final class ThreadRecord {
         }
         INT.setOpaque(b, HEADER, header(WRITING, 0, 0));
         VarHandle.storeStoreFence();
-        LONG_BE.set(b, TRACE_ID, traceIdHigh);
-        LONG_BE.set(b, TRACE_ID + 8, traceIdLow);
+        if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
+            LONG_BE.set(b, TRACE_ID, traceIdHigh);
+            LONG_BE.set(b, TRACE_ID + 8, traceIdLow);
+            writtenTraceHigh = traceIdHigh;
+            writtenTraceLow = traceIdLow;
+        }
         LONG_BE.set(b, SPAN_ID, spanId);
-        LONG_NATIVE.set(b, LOCAL_ROOT, localRootSpanId);
-        if (localRootSpanId != attrsLocalRoot) {
+        if (localRootSpanId != writtenLocalRoot) {
+            LONG_NATIVE.set(b, LOCAL_ROOT, localRootSpanId);
             SHORT_BE.set(b, ATTRS, (short) (ATTR_LOCAL_ROOT << 8 | 16));
             LONG_BE.set(b, ATTRS + 2, Hex.asciiHex((int) (localRootSpanId >>> 32)));
             LONG_BE.set(b, ATTRS + 10, Hex.asciiHex((int) localRootSpanId));
-            attrsLocalRoot = localRootSpanId;
+            writtenLocalRoot = localRootSpanId;
         }
         VarHandle.storeStoreFence();
         INT.setRelease(b, HEADER, header(VALID, flags, ATTRS_SIZE));
