@@ -28,8 +28,9 @@
 //!   and shows the frame by its function name, whereas an invented type could be rejected or
 //!   hidden. They also carry `otelprof.frame.pseudo = true`, so that [`decode`] (and anyone
 //!   who cares) can tell them from real methods.
-//! - Model labels become sample attributes: `thread_name` → `thread.name`, `span_name` →
-//!   `span_name` (Pyroscope's key for span profiles). `thread_id` → `thread.id` (an int) and
+//! - Model labels become sample attributes: `thread_name` → `thread.name`, `thread_state` →
+//!   `thread.state` (wall-clock samples), `span_name` → `span_name` (Pyroscope's key for span
+//!   profiles). `thread_id` → `thread.id` (an int) and
 //!   `local_root_span_id` are sent only when [`EncodeOptions`] asks: Pyroscope turns sample
 //!   attributes into series labels, and ids multiply series. Trace and span ids travel as
 //!   the sample's `Link`, never as attributes. Other labels keep their key.
@@ -56,6 +57,8 @@ pub const PSEUDO_FRAME: &str = "otelprof.frame.pseudo";
 /// Sample attribute keys (OTel semantic conventions `thread.*`; Pyroscope's `span_name`).
 pub const THREAD_NAME: &str = "thread.name";
 pub const THREAD_ID: &str = "thread.id";
+/// Java thread state of a wall-clock sample (`RUNNABLE`, `BLOCKED`, `WAITING`, `TIMED_WAITING`).
+pub const THREAD_STATE: &str = "thread.state";
 pub const SPAN_NAME: &str = "span_name";
 pub const LOCAL_ROOT_SPAN_ID: &str = "local_root_span_id";
 
@@ -69,9 +72,10 @@ pub const GRPC_EXPORT_PATH: &str =
 pub const HTTP_PATH: &str = "/v1development/profiles";
 
 /// Model label keys and the OTLP sample attribute keys they travel under.
-const LABEL_KEYS: [(&str, &str); 4] = [
+const LABEL_KEYS: [(&str, &str); 5] = [
     ("thread_name", THREAD_NAME),
     ("thread_id", THREAD_ID),
+    ("thread_state", THREAD_STATE),
     ("span_name", SPAN_NAME),
     ("local_root_span_id", LOCAL_ROOT_SPAN_ID),
 ];
@@ -155,3 +159,21 @@ pub struct EncodeOptions {
 /// Most timestamps per observation-count of one sample before the encoder falls back to the
 /// aggregated shape: a bound on what a decoded (untrusted) model can make it allocate.
 const MAX_TIMESTAMP_EXPANSION: i64 = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_attributes_map_both_ways() {
+        for (label, attribute) in [
+            ("thread_name", "thread.name"),
+            ("thread_state", "thread.state"),
+            ("span_name", "span_name"),
+            ("other", "other"),
+        ] {
+            assert_eq!(attribute_key_for_label(label), attribute);
+            assert_eq!(label_key_for_attribute(attribute), label);
+        }
+    }
+}
