@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use jni::sys::{jclass, jobject, JNIEnv, JavaVM};
-use otelprof_exporter::{OtlpExporter, PprofFileSink};
+use otelprof_exporter::OtlpExporter;
 
 use crate::aggregator::{self, Aggregator};
 use crate::ffi::guard;
 use crate::jvmti::{delete_local_ref, Jvmti};
+use crate::kinds::SampleKind;
 use crate::options::{Clock, Options};
 use crate::otlp_export::{self, ExportEnv};
 use crate::sample_buffer::SampleBuffer;
@@ -21,12 +22,17 @@ use crate::stats;
 use crate::sys::{self, capability, event, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks};
 use crate::threads::{self, Registration};
 use crate::timers::ProcessItimer;
+use crate::wall::{self, WallClock};
 
 pub struct Agent {
     vm: *mut JavaVM,
     jvmti: Jvmti,
     options: Options,
-    interval: Duration,
+    /// CPU sampling interval, `None` with `cpu=off`.
+    cpu_interval: Option<Duration>,
+    /// Allocation and lock profiling, when asked for and this JVM can do them.
+    alloc: bool,
+    lock: bool,
     /// Where pprof files go: `out=`, else the working directory unless OTLP is configured.
     out_dir: Option<PathBuf>,
     /// The `OTEL_*` environment, read once at load.
@@ -34,6 +40,7 @@ pub struct Agent {
     exporter: Mutex<Option<Arc<OtlpExporter>>>,
     sampler: &'static Sampler,
     aggregator: Mutex<Option<Aggregator>>,
+    wall: Mutex<Option<WallClock>>,
     /// Set by the first `start`: under `-javaagent` the shim starts the agent from premain,
     /// which libinstrument runs inside its own VMInit callback, so our VMInit may follow.
     started: AtomicBool,
@@ -77,7 +84,7 @@ pub unsafe fn on_live_start(
     // SAFETY: per this function's contract.
     unsafe { setup(vm, options, true)? };
     let Some(agent) = agent() else {
-        return Ok(()); // cpu=off
+        return Ok(()); // nothing to profile
     };
     let mut thread: jobject = std::ptr::null_mut();
     if let Err(e) = agent.jvmti.current_thread(&mut thread) {
@@ -118,10 +125,14 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         log_info!("OTEL_SDK_DISABLED=true: profiling is off");
         return Ok(());
     }
-    let Some(interval) = options.cpu_interval else {
-        log_info!("cpu=off: nothing to profile");
+    if options.cpu_interval.is_none()
+        && options.wall_interval.is_none()
+        && options.alloc_interval.is_none()
+        && options.lock_threshold.is_none()
+    {
+        log_info!("cpu=off and no wall, alloc or lock profiling: nothing to profile");
         return Ok(());
-    };
+    }
     if AGENT.get().is_some() {
         return Err("the agent is loaded twice; the second copy does nothing".into());
     }
@@ -167,6 +178,37 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
             caps = caps.with(bit);
         }
     }
+    // Allocation and lock profiling: sampled allocation and monitor events, and object tags
+    // (class names of leaf frames, lock wait start times).
+    let wanted = |on: bool, bit: u32, what: &str| -> bool {
+        if !on {
+            return false;
+        }
+        if potential.has(bit) && potential.has(capability::CAN_TAG_OBJECTS) {
+            return true;
+        }
+        log_warn!("this JVM cannot do {what} profiling; it stays off");
+        false
+    };
+    let alloc = wanted(
+        options.alloc_interval.is_some(),
+        capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
+        "allocation",
+    );
+    let lock = wanted(
+        options.lock_threshold.is_some(),
+        capability::CAN_GENERATE_MONITOR_EVENTS,
+        "lock",
+    );
+    if alloc {
+        caps = caps.with(capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);
+    }
+    if lock {
+        caps = caps.with(capability::CAN_GENERATE_MONITOR_EVENTS);
+    }
+    if alloc || lock {
+        caps = caps.with(capability::CAN_TAG_OBJECTS);
+    }
     if !caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
         log_warn!(
             "this JVM cannot post CompiledMethodLoad; frames in compiled code are less exact"
@@ -185,6 +227,9 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         ClassPrepare: Some(class_prepare),
         CompiledMethodLoad: Some(compiled_method_load),
         VirtualThreadEnd: Some(virtual_thread_end),
+        SampledObjectAlloc: alloc.then_some(crate::alloc::sampled_object_alloc as _),
+        MonitorContendedEnter: lock.then_some(crate::locks::monitor_contended_enter as _),
+        MonitorContendedEntered: lock.then_some(crate::locks::monitor_contended_entered as _),
         ..Default::default()
     };
     jvmti
@@ -229,15 +274,18 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         Err(e) => return Err(format!("cannot install the SIGPROF handler: {e}")),
     }
     let agent = Agent {
+        cpu_interval: options.cpu_interval,
+        alloc,
+        lock,
         vm,
         jvmti,
         options,
-        interval,
         out_dir,
         export_env,
         exporter: Mutex::new(None),
         sampler,
         aggregator: Mutex::new(None),
+        wall: Mutex::new(None),
         started: AtomicBool::new(false),
     };
     AGENT
@@ -247,7 +295,9 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
 
 fn registration(agent: &Agent) -> Registration {
     Registration {
-        cpu_timer: (agent.options.clock == Clock::ThreadCpu).then_some(agent.interval),
+        cpu_timer: agent
+            .cpu_interval
+            .filter(|_| agent.options.clock == Clock::ThreadCpu),
     }
 }
 
@@ -270,8 +320,10 @@ impl Agent {
         if let Err(e) = crate::process_context::publish(&payload) {
             log_debug!("cannot publish the OpenTelemetry process context: {e}");
         }
+        // The exporter's CPU-utilisation metric converts CPU intervals to time.
+        let cpu_interval = self.cpu_interval.unwrap_or(Duration::from_millis(10));
         let exporter =
-            match otlp_export::start(resource, &self.export_env, &self.options, self.interval) {
+            match otlp_export::start(resource, &self.export_env, &self.options, cpu_interval) {
                 Ok(e) => e,
                 Err(e) => {
                     log_error!("{e}; profiling is off");
@@ -283,12 +335,9 @@ impl Agent {
             vm: self.vm,
             jvmti: self.jvmti,
             sampler: self.sampler,
-            interval: self.interval,
+            kinds: self.kinds(),
             period: self.options.period,
-            sink: self
-                .out_dir
-                .as_ref()
-                .map(|d| PprofFileSink::new(d, std::process::id())),
+            out_dir: self.out_dir.clone(),
             exporter,
         });
         match aggregator {
@@ -299,33 +348,134 @@ impl Agent {
             }
         }
         sampler::set_active(true);
-        let engine = match self.options.clock {
-            Clock::ThreadCpu => "per-thread CPU timers",
-            Clock::Itimer => match ProcessItimer::start(self.interval) {
-                Ok(()) => "setitimer(ITIMER_PROF)",
-                Err(e) => {
-                    sampler::set_active(false);
-                    log_error!("cannot start ITIMER_PROF: {e}; profiling is off");
-                    return;
+        let mut what = Vec::new();
+        if let Some(interval) = self.cpu_interval {
+            let engine = match self.options.clock {
+                Clock::ThreadCpu => "per-thread CPU timers",
+                Clock::Itimer => match ProcessItimer::start(interval) {
+                    Ok(()) => "setitimer(ITIMER_PROF)",
+                    Err(e) => {
+                        sampler::set_active(false);
+                        log_error!("cannot start ITIMER_PROF: {e}; profiling is off");
+                        return;
+                    }
+                },
+            };
+            what.push(format!("CPU every {interval:?} ({engine})"));
+        }
+        if let Some(interval) = self.options.wall_interval {
+            let started = WallClock::start(wall::Config {
+                vm: self.vm,
+                jvmti: self.jvmti,
+                interval,
+                max_samples: self.options.wall_threads as usize,
+            });
+            match started {
+                Ok(w) => {
+                    *self.wall.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+                    what.push(format!(
+                        "wall clock every {interval:?} (at most {} threads sampled per interval)",
+                        self.options.wall_threads
+                    ));
                 }
-            },
-        };
+                Err(e) => {
+                    log_error!("cannot start the wall-clock thread: {e}; wall profiling is off")
+                }
+            }
+        }
+        if let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) {
+            crate::alloc::set_interval(bytes);
+            let on = self
+                .jvmti
+                .set_heap_sampling_interval(bytes as i32)
+                .and_then(|()| {
+                    self.jvmti
+                        .set_event(true, event::EVENT_SAMPLED_OBJECT_ALLOC)
+                });
+            match on {
+                Ok(()) if bytes == 0 => what.push("every allocation".to_owned()),
+                Ok(()) => what.push(format!(
+                    "allocations (one sample per {} allocated, on average)",
+                    human_bytes(bytes)
+                )),
+                Err(e) => log_error!("cannot start allocation sampling: {e}; it stays off"),
+            }
+        }
+        if let (true, Some(threshold)) = (self.lock, self.options.lock_threshold) {
+            crate::locks::set_threshold(threshold);
+            let on = self
+                .jvmti
+                .set_event(true, event::EVENT_MONITOR_CONTENDED_ENTER)
+                .and_then(|()| {
+                    self.jvmti
+                        .set_event(true, event::EVENT_MONITOR_CONTENDED_ENTERED)
+                });
+            match on {
+                Ok(()) if threshold.is_zero() => {
+                    what.push("contended monitors (every wait)".to_owned())
+                }
+                Ok(()) => what.push(format!(
+                    "contended monitors (waits of {threshold:?} or more, shorter ones sampled)"
+                )),
+                Err(e) => log_error!("cannot start lock profiling: {e}; it stays off"),
+            }
+        }
         log_info!(
-            "profiling CPU every {:?} ({engine}, depth {}); {} every {:?} ({preloaded} classes preloaded)",
-            self.interval,
+            "profiling {} (depth {}); {} every {:?} ({preloaded} classes preloaded)",
+            what.join(", "),
             self.options.max_depth,
             self.destinations(),
             self.options.period,
         );
     }
 
+    /// The profile types to build, with their pprof periods (see `aggregator::Config`).
+    fn kinds(&self) -> Vec<(SampleKind, i64)> {
+        let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        let mut kinds = Vec::new();
+        if let Some(i) = self.cpu_interval {
+            kinds.push((SampleKind::Cpu, nanos(i)));
+        }
+        if let Some(i) = self.options.wall_interval {
+            kinds.push((SampleKind::Wall, nanos(i)));
+        }
+        if let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) {
+            kinds.push((SampleKind::Alloc, i64::from(bytes)));
+        }
+        if self.lock {
+            kinds.push((SampleKind::Lock, 1));
+        }
+        kinds
+    }
+
     fn stop(&self) {
         if !sampler::is_active() && self.aggregator.lock().map_or(true, |a| a.is_none()) {
             return;
         }
+        // The wall thread first: it sends signals and reads thread states, and must be gone
+        // (or given up on) before threads and the JVM go away. Bounded: exit never hangs.
+        let wall = self.wall.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(w) = wall {
+            if !w.stop(Duration::from_secs(1)) {
+                log_warn!("the wall-clock thread did not stop within 1s; continuing shutdown");
+            }
+        }
+        if self.alloc {
+            let _ = self
+                .jvmti
+                .set_event(false, event::EVENT_SAMPLED_OBJECT_ALLOC);
+        }
+        if self.lock {
+            let _ = self
+                .jvmti
+                .set_event(false, event::EVENT_MONITOR_CONTENDED_ENTER);
+            let _ = self
+                .jvmti
+                .set_event(false, event::EVENT_MONITOR_CONTENDED_ENTERED);
+        }
         sampler::set_active(false);
         threads::stop();
-        if self.options.clock == Clock::Itimer {
+        if self.cpu_interval.is_some() && self.options.clock == Clock::Itimer {
             let _ = ProcessItimer::stop();
         }
         threads::delete_all_timers();
@@ -402,6 +552,15 @@ impl Agent {
             (None, Some(o)) => o,
             (None, None) => "profiles go nowhere".into(),
         }
+    }
+}
+
+/// `512 KiB`, `1 MiB`, `100 bytes`.
+fn human_bytes(n: u32) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
     }
 }
 

@@ -1,12 +1,13 @@
 //! The aggregator thread: drains raw samples, names their frames, merges them into the
-//! current period's profile, and at the end of every period and at exit writes it as pprof
-//! and/or hands it to the OTLP exporter.
+//! current period's profiles (one per profile type: [`crate::kinds`]), and at the end of every
+//! period and at exit writes each as a pprof file and/or hands it to the OTLP exporter.
 //!
 //! It is a native thread attached to the VM as a daemon (JVMTI calls need an attached
 //! thread), it is not itself profiled, and it never blocks the sampler: the handler only ever
 //! try-locks the buffer shards this thread swaps.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,8 +15,11 @@ use jni::sys::{JNIEnv, JavaVM};
 use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::{OtlpExporter, PprofFileSink};
 
+use crate::class_names::CLASSES;
 use crate::context::{span_id_hex, SpanContext, ENDPOINTS};
+use crate::event_sample::STACK_TRACE_FAILED;
 use crate::jvmti::{self, Jvmti};
+use crate::kinds::{SampleKind, ThreadState};
 use crate::sample_buffer::Record;
 use crate::sampler::{self, Sampler, NOT_A_JAVA_THREAD};
 use crate::stats::{self, COUNTERS};
@@ -35,10 +39,12 @@ pub struct Config {
     pub vm: *mut JavaVM,
     pub jvmti: Jvmti,
     pub sampler: &'static Sampler,
-    pub interval: Duration,
+    /// The profile types to build, each with its pprof `period` (CPU and wall: the sampling
+    /// interval in ns; allocations: the sampling interval in bytes; locks: 1).
+    pub kinds: Vec<(SampleKind, i64)>,
     pub period: Duration,
-    /// pprof files, when wanted (`out=`, or no OTLP endpoint).
-    pub sink: Option<PprofFileSink>,
+    /// Directory for pprof files, when wanted (`out=`, or no OTLP endpoint).
+    pub out_dir: Option<PathBuf>,
     /// OTLP export, when an endpoint is configured.
     pub exporter: Option<Arc<OtlpExporter>>,
 }
@@ -64,7 +70,7 @@ impl Aggregator {
         std::thread::Builder::new()
             .name("otelprof-aggregator".into())
             .spawn(move || {
-                threads::set_own_tid(sampler::gettid());
+                threads::add_own_tid(sampler::gettid());
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
                 if result.is_err() {
@@ -137,22 +143,15 @@ fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
     unsafe { jvmti::detach_current_thread(config.vm) };
 }
 
-/// The profile being built for the current period.
+/// The profiles being built for the current period, one [`Lane`] per profile type.
 struct Period {
-    sink: Option<PprofFileSink>,
     exporter: Option<Arc<OtlpExporter>>,
-    interval_ns: i64,
     symbols: Symbols,
-    builder: ProfileBuilder,
+    lanes: Vec<Lane>,
+    /// Lane of each [`SampleKind`] (by index), `None` when that type is off.
+    lane_of: [Option<usize>; 4],
     started: Instant,
     started_unix: i64,
-    /// (jmethodID, bci) -> location, valid for this builder only.
-    frames: HashMap<(usize, i32), LocationId>,
-    pseudo: HashMap<i32, LocationId>,
-    thread_labels: HashMap<u64, [Label; 2]>,
-    /// Samples of this period, before labels are resolved: thread names and endpoint names
-    /// are bound when the profile is written, so late renames still apply.
-    samples: HashMap<SampleKey, Accumulated>,
     /// CLOCK_MONOTONIC time the last drain started: every sample taken before it is in the
     /// builder.
     last_drain_ns: u64,
@@ -161,6 +160,24 @@ struct Period {
     unix_minus_monotonic: i64,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
+}
+
+/// One profile type's profile of the current period.
+struct Lane {
+    kind: SampleKind,
+    /// The pprof `period` (see [`Config::kinds`]).
+    period_value: i64,
+    sink: Option<PprofFileSink>,
+    builder: ProfileBuilder,
+    /// (jmethodID, bci) -> location, valid for this builder only.
+    frames: HashMap<(usize, i32), LocationId>,
+    pseudo: HashMap<i32, LocationId>,
+    /// Interned class name id -> leaf location (allocated class, monitor class).
+    leaves: HashMap<u32, LocationId>,
+    thread_labels: HashMap<u64, [Label; 2]>,
+    /// Samples of this period, before labels are resolved: thread names and endpoint names
+    /// are bound when the profile is written, so late renames still apply.
+    samples: HashMap<SampleKey, Accumulated>,
 }
 
 /// The span part of a sample's identity.
@@ -177,11 +194,14 @@ struct SampleKey {
     serial: u64,
     tid: i32,
     span: Option<SpanKey>,
+    /// A [`ThreadState`] for wall samples, 0 otherwise.
+    state: u8,
 }
 
 #[derive(Default)]
 struct Accumulated {
     weight: i64,
+    count_milli: u64,
     timestamps: Vec<i64>,
 }
 
@@ -199,12 +219,8 @@ fn span_key(c: &SpanContext) -> Option<SpanKey> {
     })
 }
 
-fn new_builder(interval_ns: i64) -> ProfileBuilder {
-    ProfileBuilder::new(
-        &[("samples", "count"), ("cpu", "nanoseconds")],
-        ("cpu", "nanoseconds"),
-        interval_ns,
-    )
+fn new_builder(kind: SampleKind, period_value: i64) -> ProfileBuilder {
+    ProfileBuilder::new(kind.sample_types(), kind.period_type(), period_value)
 }
 
 /// Name of the pseudo-frame standing for a stack that could not be walked.
@@ -222,39 +238,24 @@ pub fn pseudo_frame_name(code: i32) -> &'static str {
         ticks::DEOPT => "[deoptimization]",
         ticks::SAFEPOINT => "[safepoint]",
         NOT_A_JAVA_THREAD => "[non_Java_thread]",
+        STACK_TRACE_FAILED => "[stack_trace_failed]",
         _ => "[unknown_failure]",
     }
 }
 
-impl Period {
-    fn new(config: &Config, jni: *mut JNIEnv) -> Period {
-        let interval_ns = config.interval.as_nanos() as i64;
-        Period {
-            sink: config
-                .sink
-                .as_ref()
-                .map(|s| PprofFileSink::new(s.dir().to_path_buf(), std::process::id())),
-            exporter: config.exporter.clone(),
-            interval_ns,
-            symbols: Symbols::new(config.jvmti, jni),
-            builder: new_builder(interval_ns),
-            started: Instant::now(),
-            started_unix: unix_nanos(SystemTime::now()),
+impl Lane {
+    fn new(kind: SampleKind, period_value: i64, out_dir: Option<&PathBuf>) -> Lane {
+        Lane {
+            kind,
+            period_value,
+            sink: out_dir.map(|d| PprofFileSink::new(d.clone(), std::process::id())),
+            builder: new_builder(kind, period_value),
             frames: HashMap::new(),
             pseudo: HashMap::new(),
+            leaves: HashMap::new(),
             thread_labels: HashMap::new(),
             samples: HashMap::new(),
-            last_drain_ns: 0,
-            unix_minus_monotonic: unix_nanos(SystemTime::now()) - sampler::monotonic_ns() as i64,
-            jvmti: config.jvmti,
-            jni,
         }
-    }
-
-    fn drain(&mut self, sampler: &Sampler) {
-        self.last_drain_ns = sampler::monotonic_ns();
-        let max_depth = sampler.max_depth;
-        sampler.buffer.drain(|record| self.add(record, max_depth));
     }
 
     fn pseudo_location(&mut self, code: i32) -> LocationId {
@@ -267,13 +268,19 @@ impl Period {
         l
     }
 
-    fn java_location(&mut self, method: jni::sys::jmethodID, bci: i32) -> LocationId {
+    fn java_location(
+        &mut self,
+        symbols: &mut Symbols,
+        method: jni::sys::jmethodID,
+        bci: i32,
+    ) -> LocationId {
         let key = (method as usize, bci);
         if let Some(&l) = self.frames.get(&key) {
             return l;
         }
-        // SAFETY: `method` came from AsyncGetCallTrace, which only reports VM-made jmethodIDs.
-        let l = match unsafe { self.symbols.method(method) } {
+        // SAFETY: `method` came from AsyncGetCallTrace or JVMTI GetStackTrace, which only
+        // report VM-made jmethodIDs.
+        let l = match unsafe { symbols.method(method) } {
             Some(m) => {
                 let (name, file, start, line) = (
                     m.name.clone(),
@@ -293,7 +300,21 @@ impl Period {
         l
     }
 
-    fn labels(&mut self, serial: u64, tid: i32) -> [Label; 2] {
+    /// The leaf frame naming a class: the allocated type, or the contended monitor's.
+    fn class_location(&mut self, class_id: u32) -> LocationId {
+        if let Some(&l) = self.leaves.get(&class_id) {
+            return l;
+        }
+        let name = CLASSES
+            .name(class_id)
+            .map_or_else(|| "[unknown class]".to_owned(), |n| n.to_string());
+        let f = self.builder.function(&name, "", 0);
+        let l = self.builder.location(f, 0, FrameKind::Jvm);
+        self.leaves.insert(class_id, l);
+        l
+    }
+
+    fn labels(&mut self, serial: u64, tid: i32, jvmti: &Jvmti, jni: *mut JNIEnv) -> [Label; 2] {
         if let Some(l) = self.thread_labels.get(&serial) {
             return *l;
         }
@@ -302,9 +323,9 @@ impl Period {
             match names.get_mut(serial) {
                 Some(info) => {
                     // Read the name now: threads are often renamed after they start.
-                    // SAFETY: `self.jni` is this (attached) thread's JNIEnv; `info.thread` is a
+                    // SAFETY: `jni` is this (attached) thread's JNIEnv; `info.thread` is a
                     // global reference that lives until the entry is evicted, under this lock.
-                    if let Ok(current) = unsafe { self.jvmti.thread_name(self.jni, info.thread) } {
+                    if let Ok(current) = unsafe { jvmti.thread_name(jni, info.thread) } {
                         if !current.is_empty() {
                             info.name = current;
                         }
@@ -327,15 +348,18 @@ impl Period {
         labels
     }
 
-    fn add(&mut self, record: Record<'_>, max_depth: i32) {
+    fn add(&mut self, symbols: &mut Symbols, record: Record<'_>, max_depth: i32, unix_offset: i64) {
         let h = record.header;
-        let mut stack = Vec::with_capacity(record.frames.len() + 1);
+        let mut stack = Vec::with_capacity(record.frames.len() + 2);
+        if h.class_id != 0 {
+            stack.push(self.class_location(h.class_id));
+        }
         if h.num_frames <= 0 {
             stats::walk_failed(h.num_frames);
             stack.push(self.pseudo_location(h.num_frames));
         } else {
             for f in record.frames {
-                stack.push(self.java_location(f.method_id, f.lineno));
+                stack.push(self.java_location(symbols, f.method_id, f.lineno));
             }
             if h.num_frames >= max_depth {
                 stats::bump(&COUNTERS.truncated);
@@ -354,21 +378,45 @@ impl Period {
             serial: h.serial,
             tid: h.tid,
             span: span_key(&h.context),
+            state: if self.kind == SampleKind::Wall {
+                h.state
+            } else {
+                0
+            },
         };
         let acc = self.samples.entry(key).or_default();
-        // A signal stands for `weight` sampling intervals: the kernel folds expirations it
-        // could not deliver separately (intervals below its tick, a thread that could not take
-        // the signal in time) into the overrun count. `samples` counts intervals, as pprof and
-        // Pyroscope expect (samples x period = CPU time); signals are counted in the comment.
-        acc.weight = acc.weight.saturating_add(h.weight as i64);
+        // CPU: a signal stands for `weight` sampling intervals (the kernel folds expirations
+        // it could not deliver separately into the overrun count); `samples` counts intervals,
+        // as pprof and Pyroscope expect (samples x period = CPU time). Other kinds: the
+        // weight is already in the unit of the profile (ns, bytes).
+        acc.weight = acc
+            .weight
+            .saturating_add(i64::try_from(h.weight).unwrap_or(i64::MAX));
+        acc.count_milli = acc.count_milli.saturating_add(h.count_milli);
         acc.timestamps
-            .push((h.time_ns as i64).saturating_add(self.unix_minus_monotonic));
+            .push((h.time_ns as i64).saturating_add(unix_offset));
+    }
+
+    /// The values of an accumulated sample, one per sample type of the lane's kind.
+    fn values(&self, acc: &Accumulated) -> Vec<i64> {
+        let count = i64::try_from(acc.count_milli.saturating_add(500) / 1000).unwrap_or(i64::MAX);
+        match self.kind {
+            SampleKind::Cpu => vec![acc.weight, acc.weight.saturating_mul(self.period_value)],
+            SampleKind::Wall => vec![acc.weight],
+            SampleKind::Alloc | SampleKind::Lock => vec![count, acc.weight],
+        }
     }
 
     /// Resolves labels (thread names, endpoints) and builds the period's profile.
-    fn finish_profile(&mut self, now_unix: i64) -> Profile {
+    fn finish_profile(
+        &mut self,
+        jvmti: &Jvmti,
+        jni: *mut JNIEnv,
+        started_unix: i64,
+        now_unix: i64,
+    ) -> Profile {
         for (key, acc) in std::mem::take(&mut self.samples) {
-            let [thread_name, thread_id] = self.labels(key.serial, key.tid);
+            let [thread_name, thread_id] = self.labels(key.serial, key.tid, jvmti, jni);
             let mut labels = vec![thread_name, thread_id];
             let mut link = None;
             if let Some(span) = key.span {
@@ -381,47 +429,98 @@ impl Period {
                     labels.push(self.builder.str_label("local_root_span_id", &lrs));
                 }
             }
-            let values = [acc.weight, acc.weight.saturating_mul(self.interval_ns)];
+            if self.kind == SampleKind::Wall {
+                let state = ThreadState::from_u8(key.state).name();
+                labels.push(self.builder.str_label("thread_state", state));
+            }
+            let values = self.values(&acc);
             self.builder
                 .add_linked_sample(&key.stack, &labels, link, &values, &acc.timestamps);
         }
-        let mut builder = std::mem::replace(&mut self.builder, new_builder(self.interval_ns));
+        let mut builder =
+            std::mem::replace(&mut self.builder, new_builder(self.kind, self.period_value));
         builder.add_comment(&format!("otelprof agent: {}", stats::summary()));
-        builder.build(self.started_unix, (now_unix - self.started_unix).max(0))
+        self.frames.clear();
+        self.pseudo.clear();
+        self.leaves.clear();
+        self.thread_labels.clear();
+        builder.build(started_unix, (now_unix - started_unix).max(0))
+    }
+}
+
+impl Period {
+    fn new(config: &Config, jni: *mut JNIEnv) -> Period {
+        let mut lanes = Vec::new();
+        let mut lane_of = [None; 4];
+        for &(kind, period_value) in &config.kinds {
+            if let Some(slot) = lane_of.get_mut(kind.index()) {
+                if slot.is_none() {
+                    *slot = Some(lanes.len());
+                    lanes.push(Lane::new(kind, period_value, config.out_dir.as_ref()));
+                }
+            }
+        }
+        Period {
+            exporter: config.exporter.clone(),
+            symbols: Symbols::new(config.jvmti, jni),
+            lanes,
+            lane_of,
+            started: Instant::now(),
+            started_unix: unix_nanos(SystemTime::now()),
+            last_drain_ns: 0,
+            unix_minus_monotonic: unix_nanos(SystemTime::now()) - sampler::monotonic_ns() as i64,
+            jvmti: config.jvmti,
+            jni,
+        }
+    }
+
+    fn drain(&mut self, sampler: &Sampler) {
+        self.last_drain_ns = sampler::monotonic_ns();
+        let max_depth = sampler.max_depth;
+        let offset = self.unix_minus_monotonic;
+        let (lanes, lane_of, symbols) = (&mut self.lanes, &self.lane_of, &mut self.symbols);
+        sampler.buffer.drain(|record| {
+            let lane = SampleKind::from_u8(record.header.kind)
+                .and_then(|k| lane_of.get(k.index()).copied().flatten())
+                .and_then(|i| lanes.get_mut(i));
+            match lane {
+                Some(lane) => lane.add(symbols, record, max_depth, offset),
+                None => stats::bump(&COUNTERS.dropped_kind_off),
+            }
+        });
     }
 
     fn flush(&mut self) {
         let now_unix = unix_nanos(SystemTime::now());
-        let profile = self.finish_profile(now_unix);
-        if let Some(sink) = &mut self.sink {
-            match sink.write("cpu", &profile) {
-                Ok(path) => {
-                    stats::bump(&COUNTERS.profiles_written);
-                    log_debug!(
-                        "wrote {} ({} samples)",
-                        path.display(),
-                        profile.samples.len()
-                    );
-                }
-                Err(e) => {
-                    stats::bump(&COUNTERS.write_errors);
-                    log_warn!("cannot write profile to {}: {e}", sink.dir().display());
+        for lane in &mut self.lanes {
+            let profile = lane.finish_profile(&self.jvmti, self.jni, self.started_unix, now_unix);
+            if let Some(sink) = &mut lane.sink {
+                match sink.write(lane.kind.name(), &profile) {
+                    Ok(path) => {
+                        stats::bump(&COUNTERS.profiles_written);
+                        log_debug!(
+                            "wrote {} ({} samples)",
+                            path.display(),
+                            profile.samples.len()
+                        );
+                    }
+                    Err(e) => {
+                        stats::bump(&COUNTERS.write_errors);
+                        log_warn!("cannot write profile to {}: {e}", sink.dir().display());
+                    }
                 }
             }
-        }
-        if let Some(exporter) = &self.exporter {
-            // Encodes and queues; never waits for the network.
-            if let Err(e) = exporter.submit(&profile) {
-                if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    log_warn!("a profile was not exported: {e}");
+            if let Some(exporter) = &self.exporter {
+                // Encodes and queues; never waits for the network.
+                if let Err(e) = exporter.submit(&profile) {
+                    if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        log_warn!("a profile was not exported: {e}");
+                    }
                 }
             }
         }
         self.started = Instant::now();
         self.started_unix = now_unix;
-        self.frames.clear();
-        self.pseudo.clear();
-        self.thread_labels.clear();
         self.symbols.clear();
         ENDPOINTS.expire();
         let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());

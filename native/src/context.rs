@@ -19,7 +19,7 @@
 //! latest name when it writes the profile ([`Endpoints`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{compiler_fence, AtomicU32, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// Size of the OTEP part of the record (header + attribute bytes). OTEP 4947 recommends at
@@ -57,6 +57,8 @@ pub struct ContextRecord {
 
 pub const RECORD_SIZE: usize = std::mem::size_of::<ContextRecord>();
 const _: () = assert!(RECORD_SIZE == 320);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, trace_id) == 0);
+const _: () = assert!(std::mem::offset_of!(ContextRecord, span_id) == 16);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, valid) == 24);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, trace_flags) == 25);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, attrs_size) == 26);
@@ -104,7 +106,7 @@ impl SpanContext {
 ///
 /// # Safety
 /// `record` is null or points to a record from [`RecordPool`] (never freed), and the caller
-/// runs on the thread that owns it (in its signal handler).
+/// runs on the thread that owns it (in its signal handler, or in a JVMTI callback on it).
 ///
 /// # Signal safety
 /// Plain loads and one store to memory that is never freed; a compiler fence orders the
@@ -118,10 +120,7 @@ pub unsafe fn read(record: *mut ContextRecord) -> SpanContext {
     }
     // SAFETY: per this function's contract the record is live memory, written only by this
     // thread (which we interrupted).
-    unsafe {
-        let samples = std::ptr::addr_of_mut!((*record).samples);
-        samples.write_volatile(samples.read_volatile().wrapping_add(1));
-    }
+    unsafe { count_sample(record) };
     // SAFETY: as above.
     let r = unsafe { &*record };
     // SAFETY: volatile reads of plain bytes of a live record.
@@ -143,6 +142,83 @@ pub unsafe fn read(record: *mut ContextRecord) -> SpanContext {
     }
     out.present = 1;
     out
+}
+
+/// Counts a sample in `record` (the shim compares the count across a scope).
+///
+/// # Safety
+/// `record` points to a live pool record.
+///
+/// # Signal safety
+/// One lock-free atomic add (the wall-clock thread may count in the same record).
+#[inline]
+unsafe fn count_sample(record: *mut ContextRecord) {
+    // SAFETY: per the contract; AtomicU32 has u32's layout and `samples` is 4-aligned.
+    let samples = unsafe { &*(std::ptr::addr_of!((*record).samples) as *const AtomicU32) };
+    samples.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Reads `record` from another thread than its owner: the wall-clock thread sampling a thread
+/// that waits (blocked, waiting, sleeping), which writes no context while it waits. In case it
+/// woke up and is writing, the fields are read twice and must agree (a write clears `valid`
+/// first, so a write in progress shows as invalid or as a difference); otherwise the sample
+/// carries no span and counts as torn. Counts the sample in the record.
+///
+/// # Safety
+/// `record` is null or points to a record from [`RecordPool`] (never freed).
+pub unsafe fn snapshot(record: *mut ContextRecord) -> SpanContext {
+    if record.is_null() {
+        return SpanContext::default();
+    }
+    // SAFETY: per the contract.
+    unsafe { count_sample(record) };
+    let base = record as *const u8;
+    // SAFETY: offsets inside the record (layout asserted above); the u64 fields are 8-aligned
+    // (trace_id at 0, span_id at 16, local_root_span_id at 256; the record is 64-aligned).
+    // Atomic views, because the owner may write concurrently.
+    let read = || unsafe {
+        let u64_at = |off: usize| (*(base.add(off) as *const AtomicU64)).load(Ordering::Acquire);
+        let u8_at = |off: usize| (*(base.add(off) as *const AtomicU8)).load(Ordering::Acquire);
+        (
+            u8_at(24),
+            [u64_at(0), u64_at(8), u64_at(16), u64_at(OTEP_BYTES)],
+            u8_at(25),
+        )
+    };
+    let first = read();
+    std::sync::atomic::fence(Ordering::Acquire);
+    let second = read();
+    let (valid, words, flags) = first;
+    let mut out = SpanContext::default();
+    if first != second || valid != 1 {
+        out.torn = u8::from(first != second || valid != 0);
+        return out;
+    }
+    let [t0, t1, span, root] = words;
+    out.trace_id[..8].copy_from_slice(&t0.to_ne_bytes());
+    out.trace_id[8..].copy_from_slice(&t1.to_ne_bytes());
+    out.span_id = span.to_ne_bytes();
+    out.local_root_span_id = root;
+    out.trace_flags = flags;
+    out.present = 1;
+    out
+}
+
+/// Whether `record` holds a span right now, as seen from another thread (the wall-clock
+/// thread deciding whether a waiting thread is idle). A hint, not a sample: the owning thread
+/// may change it at any moment, and the signal handler reads the record itself.
+///
+/// # Safety
+/// `record` is null or points to a record from [`RecordPool`] (never freed).
+pub unsafe fn has_span(record: *const ContextRecord) -> bool {
+    if record.is_null() {
+        return false;
+    }
+    // SAFETY: per the contract. The byte is read atomically (AtomicU8 has u8's layout), since
+    // its owner writes it concurrently; a stale answer only changes how often the thread is
+    // sampled.
+    let valid = unsafe { &*(std::ptr::addr_of!((*record).valid) as *const AtomicU8) };
+    valid.load(Ordering::Relaxed) == 1
 }
 
 /// Records handed to threads. Chunks are leaked on purpose (see the module docs).
@@ -346,6 +422,22 @@ mod tests {
             assert_eq!(read(p).torn, 1);
             assert_eq!(read(std::ptr::null_mut()), SpanContext::default());
             assert_eq!((*p).samples, 4, "every read counts a sample");
+            (*p).valid = 1;
+            let s = snapshot(p);
+            assert_eq!(
+                (
+                    s.present,
+                    s.trace_id,
+                    s.span_id,
+                    s.local_root_span_id,
+                    s.trace_flags
+                ),
+                (1, [1; 16], [2; 8], 0x1234, 1)
+            );
+            (*p).valid = 0;
+            assert_eq!(snapshot(p).present, 0);
+            assert_eq!(snapshot(std::ptr::null_mut()), SpanContext::default());
+            assert_eq!((*p).samples, 6);
         }
         // SAFETY: taken above, published nowhere.
         unsafe { RECORDS.give_back(p) };

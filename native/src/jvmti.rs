@@ -332,6 +332,67 @@ impl Jvmti {
             .collect())
     }
 
+    /// `jvmtiThreadState` bits of `thread`.
+    ///
+    /// # Safety
+    /// `thread` is a live reference to a java.lang.Thread.
+    pub unsafe fn thread_state(&self, thread: jobject) -> Result<jint, JvmtiErr> {
+        let mut state: jint = 0;
+        check(
+            "GetThreadState",
+            jvmti_call!(self, GetThreadState, thread, &mut state),
+        )?;
+        Ok(state)
+    }
+
+    /// The stack of `thread` (null: the calling thread), innermost frame first, into
+    /// `frames` (room for `max` entries). Returns the number of frames stored. For another
+    /// thread the VM runs a handshake with it: immediate when the thread is blocked or
+    /// waiting, at its next safepoint poll when it runs Java code.
+    ///
+    /// # Safety
+    /// `frames` is valid for writes of `max` entries; `thread` is null (then the caller is a
+    /// live Java thread, in a JVMTI event callback) or a live reference to a Thread.
+    pub unsafe fn stack_trace(
+        &self,
+        thread: jobject,
+        frames: *mut sys::JvmtiFrameInfo,
+        max: jint,
+    ) -> Result<jint, JvmtiErr> {
+        let mut n: jint = 0;
+        check(
+            "GetStackTrace",
+            jvmti_call!(self, GetStackTrace, thread, 0, max, frames, &mut n),
+        )?;
+        Ok(n)
+    }
+
+    /// This environment's tag of `object` (0 when untagged).
+    ///
+    /// # Safety
+    /// `object` is a live JNI reference.
+    pub unsafe fn tag(&self, object: jobject) -> Result<i64, JvmtiErr> {
+        let mut tag: i64 = 0;
+        check("GetTag", jvmti_call!(self, GetTag, object, &mut tag))?;
+        Ok(tag)
+    }
+
+    /// Tags `object` in this environment (0 removes the tag).
+    ///
+    /// # Safety
+    /// `object` is a live JNI reference.
+    pub unsafe fn set_tag(&self, object: jobject, tag: i64) -> Result<(), JvmtiErr> {
+        check("SetTag", jvmti_call!(self, SetTag, object, tag))
+    }
+
+    /// Mean bytes between SampledObjectAlloc events (0: every allocation).
+    pub fn set_heap_sampling_interval(&self, bytes: jint) -> Result<(), JvmtiErr> {
+        check(
+            "SetHeapSamplingInterval",
+            jvmti_call!(self, SetHeapSamplingInterval, bytes),
+        )
+    }
+
     /// The name of a thread. Deletes the local references JVMTI hands back with it.
     ///
     /// # Safety
@@ -372,6 +433,22 @@ pub unsafe fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
         if let Some(f) = (**jni).DeleteLocalRef {
             f(jni, obj);
         }
+    }
+}
+
+/// The class of `obj`, as a local reference (null on failure).
+///
+/// # Safety
+/// `jni` must be the calling thread's JNIEnv (or null) and `obj` a live reference (or null).
+pub unsafe fn object_class(jni: *mut JNIEnv, obj: jobject) -> jclass {
+    if jni.is_null() || obj.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: as for `delete_local_ref`.
+    unsafe {
+        (**jni)
+            .GetObjectClass
+            .map_or(std::ptr::null_mut(), |f| f(jni, obj))
     }
 }
 

@@ -8,6 +8,11 @@
 //! burned the CPU; the handler ([`sampler`]) finds the thread in [`thread_table`], walks its
 //! stack with AsyncGetCallTrace ([`agct`]) and appends the frames to [`sample_buffer`]; the
 //! [`aggregator`] thread names the frames ([`symbols`]) and writes a profile every period.
+//!
+//! The other profile types ([`kinds`]) take the same road from different starts: the
+//! wall-clock thread ([`wall`]) signals threads in turn whatever they are doing; JVMTI
+//! callbacks record sampled allocations ([`alloc`]) and contended monitors ([`locks`]) through
+//! [`event_sample`], naming the leaf class with [`class_names`].
 
 #[macro_use]
 pub mod log;
@@ -15,10 +20,15 @@ pub mod log;
 pub mod agct;
 pub mod agent;
 pub mod aggregator;
+pub mod alloc;
+pub mod class_names;
 pub mod context;
+pub mod event_sample;
 pub mod ffi;
 pub mod jni_api;
 pub mod jvmti;
+pub mod kinds;
+pub mod locks;
 pub mod options;
 pub mod otlp_export;
 pub mod process_context;
@@ -31,6 +41,7 @@ pub mod thread_table;
 pub mod threads;
 pub mod timers;
 pub mod vthreads;
+pub mod wall;
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};

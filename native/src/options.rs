@@ -55,6 +55,17 @@ pub struct Options {
     pub thread_id: bool,
     /// Bound of the OTLP export queue in bytes (`queue=`).
     pub queue_bytes: usize,
+    /// Wall-clock sampling interval (`wall=`); `None` when off (the default).
+    pub wall_interval: Option<Duration>,
+    /// Most threads signalled per wall-clock interval (`wall_threads=`).
+    pub wall_threads: u32,
+    /// Mean bytes between allocation samples (`alloc=`; 0 samples every object); `None`
+    /// when off (the default).
+    pub alloc_interval: Option<u32>,
+    /// Monitor waits at least this long are all recorded; shorter ones are sampled in
+    /// proportion to their length (`lock=`; 0 records every contended wait). `None` when
+    /// off (the default).
+    pub lock_threshold: Option<Duration>,
 }
 
 impl Default for Options {
@@ -72,6 +83,10 @@ impl Default for Options {
             timestamps: false,
             thread_id: false,
             queue_bytes: otelprof_exporter::config::DEFAULT_QUEUE_BYTES,
+            wall_interval: None,
+            wall_threads: DEFAULT_WALL_THREADS,
+            alloc_interval: None,
+            lock_threshold: None,
         }
     }
 }
@@ -79,8 +94,8 @@ impl Default for Options {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptionError {
     #[error(
-        "unknown option '{0}' (known: cpu, clock, depth, out, period, log, endpoint, protocol, \
-         service, timestamps, thread_id, queue)"
+        "unknown option '{0}' (known: cpu, wall, wall_threads, alloc, lock, clock, depth, out, \
+         period, log, endpoint, protocol, service, timestamps, thread_id, queue)"
     )]
     UnknownKey(String),
     #[error("option '{key}' needs a value, as in {key}={example}")]
@@ -98,6 +113,11 @@ pub enum OptionError {
 /// Shortest interval we accept: below this the handler's own cost dominates.
 const MIN_INTERVAL: Duration = Duration::from_micros(100);
 const MAX_DEPTH_LIMIT: u32 = 8192;
+/// Shortest wall-clock interval: every interval the wall thread wakes, reads thread states
+/// and sends up to `wall_threads` signals.
+const MIN_WALL_INTERVAL: Duration = Duration::from_millis(1);
+pub const DEFAULT_WALL_THREADS: u32 = 16;
+const MAX_WALL_THREADS: u32 = 1024;
 
 impl Options {
     pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -138,6 +158,52 @@ impl Options {
                             return Err(bad("the shortest interval is 100us"));
                         }
                         Some(d)
+                    };
+                }
+                "wall" => {
+                    need("50ms")?;
+                    o.wall_interval = if value == "off" {
+                        None
+                    } else {
+                        let d = parse_duration(value).map_err(|r| bad(&r))?;
+                        if d < MIN_WALL_INTERVAL {
+                            return Err(bad("the shortest wall-clock interval is 1ms"));
+                        }
+                        Some(d)
+                    };
+                }
+                "wall_threads" => {
+                    need("16")?;
+                    let n: u32 = value
+                        .parse()
+                        .map_err(|_| bad("expected a whole number of threads"))?;
+                    if n == 0 || n > MAX_WALL_THREADS {
+                        return Err(bad("expected 1 to 1024 threads"));
+                    }
+                    o.wall_threads = n;
+                }
+                "alloc" => {
+                    need("512k")?;
+                    o.alloc_interval = if value == "off" {
+                        None
+                    } else {
+                        let n = parse_size(value).map_err(|r| bad(&r))?;
+                        // JVMTI takes the interval as a jint.
+                        Some(
+                            u32::try_from(n)
+                                .ok()
+                                .filter(|&n| n <= i32::MAX as u32)
+                                .ok_or_else(|| bad("the largest interval is 2047m"))?,
+                        )
+                    };
+                }
+                "lock" => {
+                    need("10ms")?;
+                    o.lock_threshold = match value {
+                        "off" => None,
+                        // Zero needs no unit: every contended wait.
+                        "0" => Some(Duration::ZERO),
+                        _ => Some(parse_duration(value).map_err(|r| bad(&r))?),
                     };
                 }
                 "clock" => {
@@ -318,6 +384,53 @@ mod tests {
         assert!(!o.timestamps);
         assert_eq!(o.endpoint, None);
         assert_eq!(Options::default().queue_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn profile_types_parse_and_default_off() {
+        let d = Options::default();
+        assert_eq!(
+            (d.wall_interval, d.alloc_interval, d.lock_threshold),
+            (None, None, None)
+        );
+        assert_eq!(d.wall_threads, 16);
+        let o = Options::parse("cpu=off,wall=50ms,wall_threads=4,alloc=512k,lock=10ms").unwrap();
+        assert_eq!(o.cpu_interval, None);
+        assert_eq!(o.wall_interval, Some(Duration::from_millis(50)));
+        assert_eq!(o.wall_threads, 4);
+        assert_eq!(o.alloc_interval, Some(512 << 10));
+        assert_eq!(o.lock_threshold, Some(Duration::from_millis(10)));
+        let o = Options::parse("alloc=0,lock=0,wall=off").unwrap();
+        assert_eq!(o.alloc_interval, Some(0));
+        assert_eq!(o.lock_threshold, Some(Duration::ZERO));
+        assert_eq!(o.wall_interval, None);
+        let o = Options::parse("alloc=off,lock=off,lock_unused_check=1");
+        assert!(o.is_err());
+        assert_eq!(
+            Options::parse("lock=0ms").unwrap().lock_threshold,
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn profile_type_errors_name_the_option() {
+        for (opts, mention) in [
+            ("wall=100us", "wall=100us"),
+            ("wall=50", "wall=50"),
+            ("wall", "needs a value"),
+            ("wall_threads=0", "wall_threads=0"),
+            ("wall_threads=2000", "wall_threads=2000"),
+            ("wall_threads=many", "wall_threads=many"),
+            ("alloc=3g", "alloc=3g"),
+            ("alloc=lots", "alloc=lots"),
+            ("lock=10", "lock=10"),
+            ("lock=soon", "lock=soon"),
+        ] {
+            let e = Options::parse(opts).unwrap_err().to_string();
+            assert!(e.contains(mention), "{opts}: {e}");
+        }
+        let e = Options::parse("walls=1ms").unwrap_err().to_string();
+        assert!(e.contains("'walls'") && e.contains("wall_threads"), "{e}");
     }
 
     #[test]

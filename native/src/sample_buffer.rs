@@ -1,10 +1,12 @@
-//! Where the signal handler leaves raw samples for the aggregator thread.
+//! Where the signal handler (and the JVMTI allocation and monitor callbacks) leave raw samples
+//! for the aggregator thread.
 //!
 //! A few shards, each guarded by a try-lock and holding a scratch frame array plus two arenas
-//! (double buffering). The handler try-locks a shard (trying each shard once, never waiting),
-//! lets AsyncGetCallTrace fill the scratch array, and appends a record (header + the frames it
-//! got) to the shard's active arena. The aggregator locks each shard just long enough to swap
-//! the active arena, then reads the other one at leisure.
+//! (double buffering). A writer try-locks a shard (trying each shard once, never waiting),
+//! lets AsyncGetCallTrace (or JVMTI GetStackTrace, in a callback) fill the scratch array, and
+//! appends a record (header + the frames it got) to the shard's active arena. The aggregator
+//! locks each shard just long enough to swap the active arena, then reads the other one at
+//! leisure. A signal that interrupts a callback holding a shard simply uses another shard.
 //!
 //! Memory is allocated once, before any signal can arrive, and never grows: when an arena is
 //! full or every shard is busy the sample is dropped and counted (DESIGN.md §3.5).
@@ -19,7 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::context::SpanContext;
 use crate::sys::AsgctCallFrame;
 
-/// What the handler records besides the frames.
+/// What a sampler records besides the frames: the signal handler (CPU and wall samples) and
+/// the JVMTI allocation and monitor callbacks.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordHeader {
@@ -30,8 +33,22 @@ pub struct RecordHeader {
     pub serial: u64,
     /// CLOCK_MONOTONIC nanoseconds.
     pub time_ns: u64,
-    /// Number of sampling intervals this sample stands for (1 + timer overruns).
+    /// What the sample stands for, in the unit of its kind ([`crate::kinds::SampleKind`]):
+    /// CPU sampling intervals (1 + timer overruns), wall nanoseconds, allocated bytes, or
+    /// nanoseconds waited for a monitor.
     pub weight: u64,
+    /// Allocated objects or contentions, in thousandths (estimates are fractional); 0 for
+    /// CPU and wall samples.
+    pub count_milli: u64,
+    /// A [`crate::kinds::SampleKind`].
+    pub kind: u8,
+    /// A [`crate::kinds::ThreadState`] (wall samples).
+    pub state: u8,
+    /// Zero (explicit padding, so every byte of a record is initialised).
+    pub reserved: u16,
+    /// Interned class name of the leaf frame ([`crate::class_names`]): the allocated class,
+    /// or the class of the contended monitor. 0 for none.
+    pub class_id: u32,
     /// The span the thread was working for.
     pub context: SpanContext,
 }

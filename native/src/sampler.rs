@@ -1,8 +1,16 @@
 //! The SIGPROF handler: walk the interrupted thread's Java stack and store it.
 //!
+//! Two sources send SIGPROF: the per-thread CPU timers (`si_code == SI_TIMER`, or the kernel
+//! for `clock=itimer`) and the wall-clock thread ([`crate::wall`], `si_code == SI_QUEUE` with
+//! a tagged `si_value` carrying the weight and the thread state). The handler tells them apart
+//! by the siginfo and records a CPU or a wall sample.
+//!
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
 //!   a vDSO read on Linux), reading and writing `errno`;
+//! - reads of the kernel's siginfo ([`crate::wall::WallSignal::decode`]: shifts and masks),
+//!   and for wall signals an atomic swap and store in the thread's slot
+//!   ([`crate::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
 //! - volatile loads of the thread's span context record ([`crate::context::read`]), memory
@@ -14,10 +22,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
+use crate::kinds::SampleKind;
 use crate::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
 use crate::thread_table::ThreadTable;
+use crate::wall::WallSignal;
 
 /// `num_frames` code for a signal that landed on a thread the agent has not registered
 /// (a JVM-internal thread under `clock=itimer`). Outside AsyncGetCallTrace's own codes.
@@ -116,9 +126,9 @@ pub unsafe extern "C" fn on_signal(
     if ACTIVE.load(Ordering::SeqCst) {
         if let Some(sampler) = installed() {
             // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
-            let weight = unsafe { timer_weight(info) };
+            let trigger = unsafe { trigger(info) };
             // SAFETY: `ucontext` is the kernel's context for this signal.
-            unsafe { sampler.sample(weight, ucontext) };
+            unsafe { sampler.sample(trigger, ucontext) };
         }
     }
     IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
@@ -126,25 +136,40 @@ pub unsafe extern "C" fn on_signal(
     unsafe { *libc::__errno_location() = errno };
 }
 
-/// How many intervals this signal stands for: 1, plus the expirations the kernel merged into
-/// it when the thread could not take the signal in time (POSIX timers only).
+/// Why the handler runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// A CPU timer: the sample stands for this many intervals (1 plus the expirations the
+    /// kernel merged into the signal when the thread could not take it in time).
+    Cpu { intervals: u64 },
+    /// The wall-clock thread.
+    Wall(WallSignal),
+}
+
+/// Reads what sent this signal.
 ///
 /// # Safety
 /// `info` is null or points to the siginfo the kernel passed to the handler.
 ///
 /// # Signal safety
-/// Reads two integers.
-unsafe fn timer_weight(info: *const libc::siginfo_t) -> u64 {
+/// Reads a few integers.
+pub unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     if info.is_null() {
-        return 1;
+        return Trigger::Cpu { intervals: 1 };
+    }
+    // SAFETY: the wall thread's signals carry a queued siginfo; WallSignal::from_siginfo reads
+    // only the QueueSigInfo prefix, which every siginfo_t has room for (checked in sys tests).
+    if let Some(wall) = unsafe { WallSignal::from_siginfo(info) } {
+        return Trigger::Wall(wall);
     }
     // SAFETY: TimerSigInfo is a prefix of siginfo_t's layout (checked in sys tests).
     let t = unsafe { &*(info as *const TimerSigInfo) };
-    if t.si_code == SI_TIMER && t.si_overrun > 0 {
+    let intervals = if t.si_code == SI_TIMER && t.si_overrun > 0 {
         1u64.saturating_add(t.si_overrun as u64)
     } else {
         1
-    }
+    };
+    Trigger::Cpu { intervals }
 }
 
 /// Current thread's kernel id.
@@ -182,7 +207,7 @@ impl Sampler {
     ///
     /// # Signal safety
     /// See the module docs. `ucontext` is passed to AsyncGetCallTrace unchanged.
-    pub unsafe fn sample(&self, weight: u64, ucontext: *mut libc::c_void) {
+    pub unsafe fn sample(&self, trigger: Trigger, ucontext: *mut libc::c_void) {
         let tid = gettid();
         let slot = self.table.lookup(tid);
         let (env, serial, record) = match slot {
@@ -192,18 +217,34 @@ impl Sampler {
                 (std::ptr::null_mut(), 0, std::ptr::null_mut())
             }
         };
+        let (kind, weight, state) = match trigger {
+            Trigger::Cpu { intervals } => (SampleKind::Cpu, intervals, 0),
+            Trigger::Wall(w) => {
+                // The wall time of every wall signal since the last sample (see WallSignal).
+                let weight = slot.map_or(0, |s| s.wall.take_pending());
+                if weight == 0 {
+                    stats::bump(&COUNTERS.wall_empty);
+                    return;
+                }
+                (SampleKind::Wall, weight, w.state as u8)
+            }
+        };
         let header = RecordHeader {
             num_frames: 0,
             tid,
             serial,
             time_ns: monotonic_ns(),
             weight,
+            kind: kind as u8,
+            state,
             // SAFETY: slots only ever point to records from the never-freed pool, and this
             // thread's slot to a record this thread (or the virtual thread it runs) owns.
             context: unsafe { crate::context::read(record) },
+            ..Default::default()
         };
         let max_depth = self.max_depth;
         let walk = self.walk;
+        let mut walked = 0;
         let result = self.buffer.write(
             tid as usize,
             header,
@@ -220,13 +261,25 @@ impl Sampler {
                 // many; `env` is this thread's JNIEnv (cached at ThreadStart); `ucontext` is the
                 // context the kernel gave this handler.
                 unsafe { walk(&mut trace, max_depth.min(capacity), ucontext) };
+                walked = trace.num_frames;
                 trace.num_frames
             },
         );
+        if let (SampleKind::Wall, Some(slot)) = (kind, slot) {
+            // A thread that runs no Java code (a JVM service thread) is idle to the wall clock.
+            let no_java = walked == crate::sys::ticks::NO_JAVA_FRAME
+                || walked == crate::sys::ticks::UNKNOWN_NOT_JAVA;
+            slot.wall.no_java.store(no_java, Ordering::Relaxed);
+        }
         match result {
             Ok(()) => {
                 stats::bump(&COUNTERS.samples);
-                COUNTERS.weight.fetch_add(weight, Ordering::Relaxed);
+                match kind {
+                    SampleKind::Wall => stats::bump(&COUNTERS.wall_samples),
+                    _ => {
+                        COUNTERS.weight.fetch_add(weight, Ordering::Relaxed);
+                    }
+                }
             }
             Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
             Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
@@ -319,7 +372,8 @@ mod tests {
 
     #[test]
     fn the_sampling_path_does_not_allocate() {
-        let table: &'static ThreadTable = Box::leak(Box::new(ThreadTable::new()));
+        static TABLE_A: ThreadTable = ThreadTable::new();
+        let table: &'static ThreadTable = &TABLE_A;
         let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
             table,
             buffer: SampleBuffer::new(2, 64, 1 << 20),
@@ -352,6 +406,22 @@ mod tests {
             ThreadCpuTimer::start(tid, libc::SIGPROF, std::time::Duration::from_millis(1)).unwrap();
         crate::timers::burn_thread_cpu(std::time::Duration::from_millis(300));
         ThreadCpuTimer::delete(timer).unwrap();
+        // Wall-clock signals (rt_tgsigqueueinfo, SI_QUEUE) take the wall time left in the slot.
+        let slot = table.lookup(tid).unwrap();
+        for i in 1..=20u64 {
+            slot.wall.pending_ns.fetch_add(1_000 * i, Ordering::SeqCst);
+            let state = crate::kinds::ThreadState::Blocked;
+            crate::wall::send(tid, WallSignal { state }).unwrap();
+        }
+        // One with nothing pending records nothing.
+        crate::wall::send(
+            tid,
+            WallSignal {
+                state: crate::kinds::ThreadState::Runnable,
+            },
+        )
+        .unwrap();
+        assert!(!slot.wall.no_java.load(Ordering::SeqCst));
         // A thread the table does not know is recorded, not dropped.
         table.remove(tid).unwrap();
         signal_self(5);
@@ -364,8 +434,15 @@ mod tests {
             0,
             "the handler allocated"
         );
-        let (mut unknown, mut weight) = (0, 0);
+        let (mut unknown, mut weight, mut wall, mut wall_ns) = (0, 0, 0, 0);
         sampler.buffer.drain(|r| {
+            if r.header.kind == SampleKind::Wall as u8 {
+                wall += 1;
+                wall_ns += r.header.weight;
+                assert_eq!(r.header.state, crate::kinds::ThreadState::Blocked as u8);
+                assert_eq!(r.frames.len(), FAKE_DEPTH);
+                return;
+            }
             weight += r.header.weight;
             if r.header.num_frames == NOT_A_JAVA_THREAD {
                 unknown += 1;
@@ -377,6 +454,7 @@ mod tests {
             assert_eq!(r.frames[3].lineno, 3);
         });
         assert_eq!(unknown, 5);
+        assert_eq!((wall, wall_ns), (20, 210_000));
         // The timer's signals: 300 ms of CPU at 1 ms. The kernel delivers them on its tick and
         // folds the expirations in between into the overrun count, so how many signals arrive
         // varies with load, but their weight adds up to ~300.

@@ -12,15 +12,42 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub const WALK_OUTCOMES: usize = 11;
 
 pub struct Counters {
-    /// Signals that produced a sample record (including failed walks, which are recorded as
-    /// pseudo-frames).
+    /// Sample records stored, of every kind (including failed walks, which are recorded as
+    /// pseudo-frames). The Java shim reads this one to learn whether anything was sampled.
     pub samples: AtomicU64,
-    /// Sample weight recorded (1 + timer overruns per signal).
+    /// CPU sample weight recorded (1 + timer overruns per signal).
     pub weight: AtomicU64,
+    /// Wall-clock samples stored.
+    pub wall_samples: AtomicU64,
+    /// Threads the wall-clock thread visited.
+    pub wall_visits: AtomicU64,
+    /// Wall-clock signals sent (to RUNNABLE threads).
+    pub wall_signals: AtomicU64,
+    /// Wall-clock samples taken with GetStackTrace (of waiting threads).
+    pub wall_stack_traces: AtomicU64,
+    /// Idle visits that owed their time to a later idle sample instead of a signal.
+    pub wall_thinned: AtomicU64,
+    /// Wall-clock signals not sent: the thread ended before it could be signalled.
+    pub wall_signal_failed: AtomicU64,
+    /// Wall-clock signals that found no wall time to record (an earlier signal, merged with
+    /// them by the kernel or handled first, took it).
+    pub wall_empty: AtomicU64,
+    /// Allocation samples stored.
+    pub alloc_samples: AtomicU64,
+    /// Lock (contended monitor) samples stored.
+    pub lock_samples: AtomicU64,
+    /// Waits below the lock threshold that the sampling did not pick.
+    pub lock_short: AtomicU64,
+    /// Contended waits whose start could not be recorded.
+    pub lock_untimed: AtomicU64,
+    /// JVMTI GetStackTrace failures in allocation and lock samples.
+    pub stack_trace_failed: AtomicU64,
     /// Signals dropped because the sample buffer was full.
     pub dropped_buffer_full: AtomicU64,
     /// Signals dropped because every buffer shard was busy.
     pub dropped_contended: AtomicU64,
+    /// Records of a profile type that is off (never expected).
+    pub dropped_kind_off: AtomicU64,
     /// Signals that arrived on a thread the agent does not know (thread ending, or a non-Java
     /// thread under `clock=itimer`).
     pub unknown_thread: AtomicU64,
@@ -49,8 +76,21 @@ const ZERO: AtomicU64 = AtomicU64::new(0);
 pub static COUNTERS: Counters = Counters {
     samples: ZERO,
     weight: ZERO,
+    wall_samples: ZERO,
+    wall_visits: ZERO,
+    wall_signals: ZERO,
+    wall_stack_traces: ZERO,
+    wall_thinned: ZERO,
+    wall_signal_failed: ZERO,
+    wall_empty: ZERO,
+    alloc_samples: ZERO,
+    lock_samples: ZERO,
+    lock_short: ZERO,
+    lock_untimed: ZERO,
+    stack_trace_failed: ZERO,
     dropped_buffer_full: ZERO,
     dropped_contended: ZERO,
+    dropped_kind_off: ZERO,
     unknown_thread: ZERO,
     walk_failed: [ZERO; WALK_OUTCOMES],
     truncated: ZERO,
@@ -93,7 +133,9 @@ pub fn summary() -> String {
         "samples={} weight={} failed_walks={} truncated={} samples_with_span={} context_torn={} \
          dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
-         timer_errors={} table_full={} profiles_written={} write_errors={}",
+         timer_errors={} table_full={} profiles_written={} write_errors={} \
+         wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_signal_failed={} wall_empty={} \
+         alloc_samples={} lock_samples={} lock_short={} lock_untimed={} stack_trace_failed={}",
         get(&c.samples),
         get(&c.weight),
         failed,
@@ -111,5 +153,17 @@ pub fn summary() -> String {
         get(&c.table_full),
         get(&c.profiles_written),
         get(&c.write_errors),
+        get(&c.wall_samples),
+        get(&c.wall_visits),
+        get(&c.wall_signals),
+        get(&c.wall_stack_traces),
+        get(&c.wall_thinned),
+        get(&c.wall_signal_failed),
+        get(&c.wall_empty),
+        get(&c.alloc_samples),
+        get(&c.lock_samples),
+        get(&c.lock_short),
+        get(&c.lock_untimed),
+        get(&c.stack_trace_failed),
     )
 }

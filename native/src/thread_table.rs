@@ -15,8 +15,8 @@
 //! most `MAX_PROBE` loads even after heavy thread churn.
 #![deny(clippy::indexing_slicing)]
 
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use jni::sys::JNIEnv;
 
@@ -43,6 +43,52 @@ pub struct ThreadSlot {
     context: AtomicPtr<ContextRecord>,
     /// The platform thread's own record, kept while a virtual thread's record is mounted.
     own_context: AtomicPtr<ContextRecord>,
+    /// Wall-clock bookkeeping ([`crate::wall`]), touched only by the wall thread and reset
+    /// by `insert`.
+    pub wall: WallMarks,
+}
+
+/// What the wall-clock thread remembers about a thread between its visits, and what it hands
+/// to the signal handler.
+pub struct WallMarks {
+    /// CLOCK_MONOTONIC time of the last visit (registration time before the first).
+    pub last_visit_ns: AtomicU64,
+    /// Consecutive idle visits (see [`crate::wall`]).
+    pub idle_streak: AtomicU32,
+    /// Wall time signalled but not yet taken by a sample: the wall thread adds to it before
+    /// it signals, the handler takes all of it. A signal the kernel merges with one already
+    /// pending (SIGPROF is not queued) thus loses no time: the next sample carries it.
+    pub pending_ns: AtomicU64,
+    /// Set by the handler when the thread's last wall sample found no Java frame (a JVM
+    /// service thread that runs no Java code): such a thread counts as idle.
+    pub no_java: AtomicBool,
+}
+
+impl WallMarks {
+    const fn new() -> Self {
+        WallMarks {
+            last_visit_ns: AtomicU64::new(0),
+            idle_streak: AtomicU32::new(0),
+            pending_ns: AtomicU64::new(0),
+            no_java: AtomicBool::new(false),
+        }
+    }
+
+    fn reset(&self, now_ns: u64) {
+        self.last_visit_ns.store(now_ns, Ordering::Relaxed);
+        self.idle_streak.store(0, Ordering::Relaxed);
+        self.pending_ns.store(0, Ordering::Relaxed);
+        self.no_java.store(false, Ordering::Relaxed);
+    }
+
+    /// Takes the wall time handed to the next sample.
+    ///
+    /// # Signal safety
+    /// One atomic swap.
+    #[inline]
+    pub fn take_pending(&self) -> u64 {
+        self.pending_ns.swap(0, Ordering::AcqRel)
+    }
 }
 
 impl ThreadSlot {
@@ -54,7 +100,13 @@ impl ThreadSlot {
             timer: AtomicU64::new(NO_TIMER),
             context: AtomicPtr::new(std::ptr::null_mut()),
             own_context: AtomicPtr::new(std::ptr::null_mut()),
+            wall: WallMarks::new(),
         }
+    }
+
+    /// The registered kernel thread id, or 0 / a negative value for a free slot.
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Ordering::Acquire)
     }
 
     /// The record to sample.
@@ -179,8 +231,41 @@ impl ThreadTable {
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.own_context
             .store(std::ptr::null_mut(), Ordering::Relaxed);
+        slot.wall.reset(crate::sampler::monotonic_ns());
         slot.tid.store(tid, Ordering::Release);
         Ok(())
+    }
+
+    /// Holds off registrations and removals (ThreadStart / ThreadEnd wait) while the guard
+    /// lives, so that a thread found registered through it cannot end meanwhile: its tid
+    /// stays its own and can be signalled.
+    pub fn hold_registrations(&self) -> Registrations<'_> {
+        Registrations {
+            table: self,
+            _guard: self.writer.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    /// Calls `visit` with each registered slot, starting at slot index `start` and going round
+    /// the table once, until `visit` returns false. Returns the index after the last slot
+    /// visited (where the next round should start). Lock-free: a slot may be registered or
+    /// removed while it is looked at; callers re-check under [`Self::hold_registrations`].
+    pub fn scan_from<'t>(
+        &'t self,
+        start: usize,
+        mut visit: impl FnMut(&'t ThreadSlot) -> bool,
+    ) -> usize {
+        let start = start % CAPACITY;
+        for i in 0..CAPACITY {
+            let at = (start + i) % CAPACITY;
+            let Some(slot) = self.slots.get(at) else {
+                continue;
+            };
+            if slot.tid() > 0 && !visit(slot) {
+                return (at + 1) % CAPACITY;
+            }
+        }
+        start
     }
 
     /// Records the CPU timer of a registered thread.
@@ -250,6 +335,19 @@ impl ThreadTable {
     }
 }
 
+/// See [`ThreadTable::hold_registrations`].
+pub struct Registrations<'a> {
+    table: &'a ThreadTable,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl<'t> Registrations<'t> {
+    /// The slot of `tid` if it is registered as the life numbered `serial`.
+    pub fn slot(&self, tid: i32, serial: u64) -> Option<&'t ThreadSlot> {
+        self.table.lookup(tid).filter(|s| s.serial() == serial)
+    }
+}
+
 impl Default for ThreadTable {
     fn default() -> Self {
         Self::new()
@@ -257,7 +355,7 @@ impl Default for ThreadTable {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -267,7 +365,8 @@ mod tests {
 
     #[test]
     fn insert_lookup_remove() {
-        let t = Box::new(ThreadTable::new());
+        static TABLE_A: ThreadTable = ThreadTable::new();
+        let t = &TABLE_A;
         t.insert(100, env(8), 1).unwrap();
         t.insert(101, env(16), 2).unwrap();
         assert_eq!(t.lookup(100).unwrap().env(), env(8));
@@ -289,8 +388,45 @@ mod tests {
     }
 
     #[test]
+    fn scans_go_round_once_and_resume() {
+        static TABLE_B: ThreadTable = ThreadTable::new();
+        let t = &TABLE_B;
+        for tid in 1..=10 {
+            t.insert(tid, env(8), tid as u64).unwrap();
+        }
+        let mut all = Vec::new();
+        let end = t.scan_from(0, |s| {
+            all.push(s.tid());
+            true
+        });
+        all.sort();
+        assert_eq!(all, (1..=10).collect::<Vec<_>>());
+        assert_eq!(end, 0, "a full round ends where it started");
+        // Three at a time, resuming where the last batch stopped: every thread once per round.
+        let (mut cursor, mut seen) = (0, Vec::new());
+        for _ in 0..4 {
+            let mut batch = 0;
+            cursor = t.scan_from(cursor, |s| {
+                seen.push(s.tid());
+                batch += 1;
+                batch < 3
+            });
+        }
+        assert_eq!(seen.len(), 12);
+        let mut first_round = seen[..10].to_vec();
+        first_round.sort();
+        assert_eq!(first_round, (1..=10).collect::<Vec<_>>());
+        assert_eq!(seen[10..], seen[..2]);
+        let held = t.hold_registrations();
+        assert!(held.slot(3, 3).is_some());
+        assert!(held.slot(3, 4).is_none());
+        assert!(held.slot(99, 3).is_none());
+    }
+
+    #[test]
     fn churn_reuses_tombstones_and_stays_findable() {
-        let t = Box::new(ThreadTable::new());
+        static TABLE_C: ThreadTable = ThreadTable::new();
+        let t = &TABLE_C;
         // A long-lived population plus heavy churn of short-lived threads with fresh tids,
         // as when 10,000 short threads come and go.
         for tid in 1..=200 {
@@ -310,7 +446,8 @@ mod tests {
 
     #[test]
     fn full_table_is_an_error_not_a_hang() {
-        let t = Box::new(ThreadTable::new());
+        static TABLE_D: ThreadTable = ThreadTable::new();
+        let t = &TABLE_D;
         let mut inserted = 0;
         for tid in 1..=(CAPACITY as i32 * 2) {
             if t.insert(tid, env(8), 0).is_ok() {

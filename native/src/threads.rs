@@ -8,7 +8,7 @@
 //! until the profile that contains those samples is written.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -25,8 +25,8 @@ pub static TABLE: ThreadTable = ThreadTable::new();
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 /// Set once profiling stops: late ThreadStarts register nothing.
 static STOPPED: AtomicBool = AtomicBool::new(false);
-/// The agent's own aggregator thread (not profiled).
-static OWN_TID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// The agent's own threads attached to the VM (aggregator, wall clock): never profiled.
+static OWN_TIDS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
 static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug)]
@@ -83,8 +83,22 @@ fn lock_names() -> std::sync::MutexGuard<'static, ThreadNames> {
     NAMES.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub fn set_own_tid(tid: i32) {
-    OWN_TID.store(tid, Ordering::SeqCst);
+/// Marks the calling thread, `tid`, as one of the agent's own (call before it attaches).
+pub fn add_own_tid(tid: i32) {
+    for slot in &OWN_TIDS {
+        if slot
+            .compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+    log_debug!("more agent threads than expected; thread {tid} may be profiled");
+}
+
+/// Whether `tid` is one of the agent's own threads.
+pub fn is_own_tid(tid: i32) -> bool {
+    tid > 0 && OWN_TIDS.iter().any(|t| t.load(Ordering::SeqCst) == tid)
 }
 
 pub fn stop() {
@@ -105,7 +119,7 @@ pub struct Registration {
 /// them to ThreadStart and VMInit.
 pub unsafe fn on_thread_start(jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject, how: Registration) {
     let tid = gettid();
-    if STOPPED.load(Ordering::SeqCst) || tid == OWN_TID.load(Ordering::SeqCst) {
+    if STOPPED.load(Ordering::SeqCst) || is_own_tid(tid) {
         return;
     }
     if TABLE.lookup(tid).is_some() {

@@ -65,6 +65,37 @@ pub struct TimerSigInfo {
 /// `si_code` of a signal sent by a POSIX timer.
 pub const SI_TIMER: libc::c_int = -2;
 
+/// The prefix of Linux `siginfo_t` for queued signals (`sigqueue`, `rt_tgsigqueueinfo`): the
+/// sender's pid and uid, then the `sigval` it attached.
+#[repr(C)]
+pub struct QueueSigInfo {
+    pub si_signo: libc::c_int,
+    pub si_errno: libc::c_int,
+    pub si_code: libc::c_int,
+    _pad: libc::c_int,
+    pub si_pid: libc::pid_t,
+    pub si_uid: libc::uid_t,
+    /// `union sigval`: an int or a pointer; the agent uses all 64 bits.
+    pub si_value: u64,
+}
+
+/// `si_code` of a signal sent by `sigqueue` / `rt_tgsigqueueinfo`.
+pub const SI_QUEUE: libc::c_int = -1;
+
+/// `jvmtiThreadState` bits (jvmti.h) the agent reads.
+pub mod thread_state {
+    pub const ALIVE: i32 = 0x0001;
+    pub const TERMINATED: i32 = 0x0002;
+    pub const RUNNABLE: i32 = 0x0004;
+    pub const WAITING_INDEFINITELY: i32 = 0x0010;
+    pub const WAITING_WITH_TIMEOUT: i32 = 0x0020;
+    pub const SLEEPING: i32 = 0x0040;
+    pub const IN_OBJECT_WAIT: i32 = 0x0100;
+    pub const PARKED: i32 = 0x0200;
+    pub const BLOCKED_ON_MONITOR_ENTER: i32 = 0x0400;
+    pub const IN_NATIVE: i32 = 0x0040_0000;
+}
+
 /// The CPU-time clock of thread `tid` (Linux `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`):
 /// what `pthread_getcpuclockid` returns, computable for any thread of the process from its tid.
 pub fn thread_cpu_clock(tid: libc::pid_t) -> libc::clockid_t {
@@ -92,5 +123,20 @@ mod tests {
     fn siginfo_prefix_layout() {
         assert_eq!(std::mem::offset_of!(TimerSigInfo, si_overrun), 20);
         assert!(std::mem::size_of::<TimerSigInfo>() <= std::mem::size_of::<libc::siginfo_t>());
+        assert!(std::mem::size_of::<QueueSigInfo>() <= std::mem::size_of::<libc::siginfo_t>());
+        // What we write through QueueSigInfo is what libc reads as the queued fields.
+        // SAFETY: an all-zero siginfo_t is valid; QueueSigInfo is a prefix of it (size checked).
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let q = &mut *(&mut info as *mut libc::siginfo_t as *mut QueueSigInfo);
+            q.si_code = SI_QUEUE;
+            q.si_pid = 1234;
+            q.si_uid = 56;
+            q.si_value = 0x0123_4567_89ab_cdef;
+            assert_eq!(info.si_code, SI_QUEUE);
+            assert_eq!(info.si_pid(), 1234);
+            assert_eq!(info.si_uid(), 56);
+            assert_eq!(info.si_value().sival_ptr as u64, 0x0123_4567_89ab_cdef);
+        }
     }
 }

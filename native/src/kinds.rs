@@ -1,0 +1,213 @@
+//! The profile types the agent records, and what identifies each in its output.
+//!
+//! Every sample record carries a [`SampleKind`]; the aggregator builds one profile per kind
+//! and period, written as its own pprof file (`<prefix>-<time>-pid<pid>-<seq>.pb.gz`) and sent
+//! as its own OTLP request. The sample and period types are the ones DESIGN.md §5 names and
+//! that pprof tools and profiling backends know (Go's runtime profiles use the same pairs):
+//!
+//! | kind  | file    | sample types (model = pprof)                    | period type      |
+//! |-------|---------|-------------------------------------------------|------------------|
+//! | cpu   | `cpu-`  | `samples/count`, `cpu/nanoseconds`              | `cpu/nanoseconds`|
+//! | wall  | `wall-` | `wall/nanoseconds`                              | `wall/nanoseconds` |
+//! | alloc | `alloc-`| `alloc_objects/count`, `alloc_space/bytes`      | `space/bytes`    |
+//! | lock  | `lock-` | `contentions/count`, `delay/nanoseconds`        | `contentions/count` |
+//!
+//! Wall samples have no `samples/count`: their weights are measured wall time (see
+//! [`crate::wall`]), not a whole number of intervals, so a count times the period would not
+//! give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
+#![forbid(unsafe_code)]
+
+/// What a sample record measures.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SampleKind {
+    /// A CPU-timer signal; weight = sampling intervals (1 + overruns).
+    Cpu = 0,
+    /// A wall-clock signal; weight = wall nanoseconds the sample stands for.
+    Wall = 1,
+    /// A JVMTI allocation sample; weight = estimated bytes, count = estimated objects (x1000).
+    Alloc = 2,
+    /// A contended monitor enter; weight = nanoseconds waited (or estimated), count =
+    /// contentions (x1000).
+    Lock = 3,
+}
+
+impl SampleKind {
+    pub const ALL: [SampleKind; 4] = [
+        SampleKind::Cpu,
+        SampleKind::Wall,
+        SampleKind::Alloc,
+        SampleKind::Lock,
+    ];
+
+    pub fn from_u8(v: u8) -> Option<SampleKind> {
+        Self::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+
+    /// Index into per-kind arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// File name prefix, and the name the CLI's `--type` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleKind::Cpu => "cpu",
+            SampleKind::Wall => "wall",
+            SampleKind::Alloc => "alloc",
+            SampleKind::Lock => "lock",
+        }
+    }
+
+    /// `(type, unit)` of each value, in order.
+    pub fn sample_types(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            SampleKind::Cpu => &[("samples", "count"), ("cpu", "nanoseconds")],
+            SampleKind::Wall => &[("wall", "nanoseconds")],
+            SampleKind::Alloc => &[("alloc_objects", "count"), ("alloc_space", "bytes")],
+            SampleKind::Lock => &[("contentions", "count"), ("delay", "nanoseconds")],
+        }
+    }
+
+    pub fn period_type(self) -> (&'static str, &'static str) {
+        match self {
+            SampleKind::Cpu => ("cpu", "nanoseconds"),
+            SampleKind::Wall => ("wall", "nanoseconds"),
+            SampleKind::Alloc => ("space", "bytes"),
+            SampleKind::Lock => ("contentions", "count"),
+        }
+    }
+}
+
+/// A Java thread's state as `java.lang.Thread.State` names it, read with JVMTI
+/// GetThreadState by the wall-clock thread (never in the signal handler).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ThreadState {
+    Unknown = 0,
+    /// Running or ready to run, including in native code (a socket read, for instance).
+    Runnable = 1,
+    /// Waiting to enter a `synchronized` monitor.
+    Blocked = 2,
+    /// `Object.wait()`, `LockSupport.park()`, `Thread.join()` without a timeout.
+    Waiting = 3,
+    /// `Thread.sleep`, and the waits above with a timeout.
+    TimedWaiting = 4,
+}
+
+impl ThreadState {
+    /// From `jvmtiThreadState` bits, the way `Thread.getState()` maps them. `None` for a
+    /// thread that is not alive (new or terminated): it is not sampled.
+    pub fn from_jvmti(bits: i32) -> Option<ThreadState> {
+        use crate::sys::thread_state as s;
+        if bits & s::ALIVE == 0 || bits & s::TERMINATED != 0 {
+            return None;
+        }
+        // HotSpot reports a carrier thread that runs a virtual thread as exactly "waiting
+        // indefinitely", without saying for what (JvmtiEnvBase::get_thread_state). A platform
+        // thread that really waits says why: in Object.wait/join, or parked. The carrier is
+        // running the virtual thread, so count it as runnable.
+        let why = s::IN_OBJECT_WAIT | s::PARKED | s::SLEEPING;
+        let carrying_virtual = bits & s::WAITING_INDEFINITELY != 0 && bits & why == 0;
+        Some(if bits & s::BLOCKED_ON_MONITOR_ENTER != 0 {
+            ThreadState::Blocked
+        } else if carrying_virtual {
+            ThreadState::Runnable
+        } else if bits & s::WAITING_INDEFINITELY != 0 {
+            ThreadState::Waiting
+        } else if bits & s::WAITING_WITH_TIMEOUT != 0 {
+            ThreadState::TimedWaiting
+        } else if bits & s::RUNNABLE != 0 {
+            ThreadState::Runnable
+        } else {
+            ThreadState::Unknown
+        })
+    }
+
+    /// # Signal safety
+    /// A comparison chain, no allocation.
+    pub fn from_u8(v: u8) -> ThreadState {
+        match v {
+            1 => ThreadState::Runnable,
+            2 => ThreadState::Blocked,
+            3 => ThreadState::Waiting,
+            4 => ThreadState::TimedWaiting,
+            _ => ThreadState::Unknown,
+        }
+    }
+
+    /// The `thread_state` label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadState::Unknown => "UNKNOWN",
+            ThreadState::Runnable => "RUNNABLE",
+            ThreadState::Blocked => "BLOCKED",
+            ThreadState::Waiting => "WAITING",
+            ThreadState::TimedWaiting => "TIMED_WAITING",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::thread_state as s;
+
+    #[test]
+    fn kinds_round_trip_and_name_their_types() {
+        for k in SampleKind::ALL {
+            assert_eq!(SampleKind::from_u8(k as u8), Some(k));
+            assert!(!k.sample_types().is_empty());
+        }
+        assert_eq!(SampleKind::from_u8(9), None);
+        assert_eq!(SampleKind::Wall.sample_types(), &[("wall", "nanoseconds")]);
+        assert_eq!(SampleKind::Alloc.name(), "alloc");
+    }
+
+    #[test]
+    fn thread_states_map_like_thread_get_state() {
+        let alive = s::ALIVE;
+        assert_eq!(
+            ThreadState::from_jvmti(alive | s::RUNNABLE),
+            Some(ThreadState::Runnable)
+        );
+        assert_eq!(
+            ThreadState::from_jvmti(alive | s::RUNNABLE | s::IN_NATIVE),
+            Some(ThreadState::Runnable)
+        );
+        assert_eq!(
+            ThreadState::from_jvmti(alive | s::BLOCKED_ON_MONITOR_ENTER),
+            Some(ThreadState::Blocked)
+        );
+        // WAITING (0x80) | INDEFINITELY | IN_OBJECT_WAIT
+        assert_eq!(
+            ThreadState::from_jvmti(alive | 0x80 | s::WAITING_INDEFINITELY | s::IN_OBJECT_WAIT),
+            Some(ThreadState::Waiting)
+        );
+        assert_eq!(
+            ThreadState::from_jvmti(alive | 0x80 | s::WAITING_INDEFINITELY | s::PARKED),
+            Some(ThreadState::Waiting)
+        );
+        // WAITING | WITH_TIMEOUT | SLEEPING
+        assert_eq!(
+            ThreadState::from_jvmti(alive | 0x80 | s::WAITING_WITH_TIMEOUT | s::SLEEPING),
+            Some(ThreadState::TimedWaiting)
+        );
+        // A carrier running a virtual thread: "waiting indefinitely" for no reason given.
+        assert_eq!(
+            ThreadState::from_jvmti(alive | 0x80 | s::WAITING_INDEFINITELY),
+            Some(ThreadState::Runnable)
+        );
+        assert_eq!(ThreadState::from_jvmti(s::TERMINATED), None);
+        assert_eq!(ThreadState::from_jvmti(0), None);
+        for st in [
+            ThreadState::Runnable,
+            ThreadState::Blocked,
+            ThreadState::Waiting,
+            ThreadState::TimedWaiting,
+        ] {
+            assert_eq!(ThreadState::from_u8(st as u8), st);
+        }
+        assert_eq!(ThreadState::from_u8(200), ThreadState::Unknown);
+    }
+}

@@ -1,0 +1,601 @@
+//! Wall-clock profiling: every thread sampled wherever it is, running or not.
+//!
+//! A native thread, `otelprof-wall` (attached to the VM as a daemon, not itself profiled),
+//! wakes every `wall=` interval and visits the next registered Java threads in the thread
+//! table, round-robin, so that every thread gets its turn in order. For each visited thread
+//! it reads the Java thread state with JVMTI GetThreadState (here, never in the signal
+//! handler), decides whether to sample it, and takes the sample in one of two ways:
+//!
+//! - **RUNNABLE** (running Java code, or in native code): a SIGPROF sent with
+//!   `rt_tgsigqueueinfo`, `si_code = SI_QUEUE` and a tagged `si_value` ([`WallSignal`]), so the
+//!   handler tells it from a CPU timer's (`SI_TIMER`) and records a wall sample like a CPU one:
+//!   AsyncGetCallTrace wherever the thread is (no safepoint bias), its span context, its state.
+//! - **BLOCKED, WAITING, TIMED_WAITING**: sampled from here, with JVMTI GetStackTrace (a
+//!   handshake that the VM completes at once for a thread that waits, whose stack does not
+//!   move) and a double-read snapshot of its context record ([`crate::context::snapshot`]).
+//!   AsyncGetCallTrace is not reliable on such threads: on a thread blocked on a monitor from
+//!   C2-compiled code it fails (`not_walkable_not_Java`) for about a third of the samples, on
+//!   JDK 17 and 25 alike, which would hide exactly the contention a wall profile is for. And
+//!   no signal interrupts the thread's wait (no spurious wake-ups, no EINTR in blocking calls).
+//!
+//! # Weights
+//!
+//! A visit stands for the wall time since the thread's previous visit (or since it
+//! registered, or since wall profiling started, whichever is later). The weights of a
+//! thread's visits therefore add up to its wall time however many threads share the
+//! `wall_threads` signals per interval and however late the wall thread runs; threads that
+//! are visited less often get proportionally heavier samples.
+//!
+//! # Idle threads
+//!
+//! A thread that waits (BLOCKED, WAITING, TIMED_WAITING, RUNNABLE in native code such as a
+//! socket read or an epoll wait, or running no Java code at all) and is not working for a span
+//! is idle. Most of a service's threads are pool threads that stay idle for long stretches
+//! with the same stack; sampling each of them on every visit would spend the signal budget on
+//! them. So once a thread has been idle for more than [`IDLE_AFTER`] visits in a row, each
+//! further idle visit is sampled only with probability `1 / IDLE_EVERY`, and a sampled one
+//! weighs `IDLE_EVERY` times its elapsed time (a Horvitz-Thompson estimate: every visit's
+//! expected weight is its own elapsed time, so totals stay unbiased, whatever the stacks;
+//! only their variance grows, and only for long-idle threads). Visits that are busy, have a
+//! span, or belong to a short wait are always sampled, with their own elapsed time, so
+//! request threads and the waits inside requests are measured exactly as sampled. Thinned
+//! visits do not count against `wall_threads` (samples per interval): the rotation reaches
+//! more threads per interval
+//! when many are idle, which is where the budget is best spent.
+//!
+//! An earlier design carried the time of skipped idle visits to the next idle sample; that
+//! gave the time of one idle stack to another, and a periodic workload (sleep, then block,
+//! then wait, every 100 ms) aliased with the every-k-th choice: in the wall accuracy test the
+//! wait's share came out 3.8 pp low. Independent random choices cannot alias.
+//!
+//! # Safety of the signal
+//!
+//! A thread is signalled only while [`ThreadTable::hold_registrations`] shows it still
+//! registered under the same serial: ThreadEnd removes the thread under the same lock before
+//! the thread exits, so its tid cannot have been reused. A signal that still reaches a
+//! thread after it unregistered is recorded as an unknown thread; one to a thread that is
+//! gone fails with ESRCH (counted). Threads sampled with GetStackTrace are named by their
+//! `Thread` object (a global reference kept in [`threads::NAMES`]), never by tid.
+//!
+//! [`ThreadTable::hold_registrations`]: crate::thread_table::ThreadTable::hold_registrations
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use jni::sys::{jobject, JavaVM};
+
+use crate::jvmti::{self, Jvmti};
+use crate::kinds::{SampleKind, ThreadState};
+use crate::sample_buffer::{RecordHeader, WriteError};
+use crate::sampler::{self, gettid, monotonic_ns, Sampler};
+use crate::stats::{self, COUNTERS};
+use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo, QueueSigInfo, SI_QUEUE};
+use crate::thread_table::ThreadSlot;
+use crate::threads;
+
+/// After this many idle visits in a row, a thread counts as long idle (see the module docs).
+pub const IDLE_AFTER: u32 = 8;
+/// A long-idle thread's visit is sampled with probability 1 / IDLE_EVERY.
+pub const IDLE_EVERY: u32 = 4;
+
+/// What a wall-clock signal carries in its `si_value`: a tag (so that the handler tells it
+/// from other SIGPROFs) and the thread state. The weight travels apart, in the thread's slot
+/// ([`WallMarks::pending_ns`]): SIGPROF is not a queued signal, and the kernel drops one sent
+/// while another SIGPROF is pending on the thread (a CPU timer's, or an earlier wall signal to
+/// a thread that has been waiting for a CPU), so a weight in the signal could be lost.
+///
+/// [`WallMarks::pending_ns`]: crate::thread_table::WallMarks::pending_ns
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WallSignal {
+    pub state: ThreadState,
+}
+
+const TAG: u64 = 0x6f74_656c_7770; // "otelwp"
+const TAG_SHIFT: u32 = 8;
+
+impl WallSignal {
+    pub fn encode(&self) -> u64 {
+        (TAG << TAG_SHIFT) | self.state as u64
+    }
+
+    /// # Signal safety
+    /// Shifts and masks.
+    pub fn decode(value: u64) -> Option<WallSignal> {
+        if value >> TAG_SHIFT != TAG {
+            return None;
+        }
+        Some(WallSignal {
+            state: ThreadState::from_u8((value & 0xff) as u8),
+        })
+    }
+
+    /// The wall signal in `info`, if it is one.
+    ///
+    /// # Safety
+    /// `info` points to a siginfo the kernel passed to a handler.
+    ///
+    /// # Signal safety
+    /// Reads two fields of the siginfo.
+    pub unsafe fn from_siginfo(info: *const libc::siginfo_t) -> Option<WallSignal> {
+        // SAFETY: QueueSigInfo is a prefix of siginfo_t (checked in sys tests).
+        let q = unsafe { &*(info as *const QueueSigInfo) };
+        if q.si_code != SI_QUEUE {
+            return None;
+        }
+        Self::decode(q.si_value)
+    }
+}
+
+/// Sends `signal` to thread `tid` of this process as SIGPROF.
+pub fn send(tid: i32, signal: WallSignal) -> std::io::Result<()> {
+    // SAFETY: an all-zero siginfo_t is valid; QueueSigInfo is its prefix (sys tests).
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    {
+        // SAFETY: as above.
+        let q = unsafe { &mut *(&mut info as *mut libc::siginfo_t as *mut QueueSigInfo) };
+        q.si_signo = libc::SIGPROF;
+        q.si_code = SI_QUEUE;
+        // SAFETY: getpid and getuid cannot fail.
+        q.si_pid = unsafe { libc::getpid() };
+        // SAFETY: as above.
+        q.si_uid = unsafe { libc::getuid() };
+        q.si_value = signal.encode();
+    }
+    // SAFETY: rt_tgsigqueueinfo(tgid, tid, sig, info) with our own tgid: the kernel accepts
+    // any si_code from the process itself, and fails with ESRCH if `tid` is not one of our
+    // threads (any more).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::getpid(),
+            tid,
+            libc::SIGPROF,
+            &info as *const libc::siginfo_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub struct Config {
+    pub vm: *mut JavaVM,
+    pub jvmti: Jvmti,
+    pub interval: Duration,
+    /// Most samples per interval (`wall_threads=`).
+    pub max_samples: usize,
+}
+
+// SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
+unsafe impl Send for Config {}
+
+#[derive(Default)]
+struct Control {
+    stop: bool,
+    done: bool,
+}
+
+/// Handle to the running `otelprof-wall` thread.
+pub struct WallClock {
+    control: Arc<(Mutex<Control>, Condvar)>,
+}
+
+impl WallClock {
+    pub fn start(config: Config) -> std::io::Result<WallClock> {
+        let control = Arc::new((Mutex::new(Control::default()), Condvar::new()));
+        let theirs = control.clone();
+        std::thread::Builder::new()
+            .name("otelprof-wall".into())
+            .spawn(move || {
+                threads::add_own_tid(gettid());
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
+                if result.is_err() {
+                    log_error!("internal error in the wall-clock thread; wall profiling stopped");
+                }
+                let (lock, cv) = &*theirs;
+                lock.lock().unwrap_or_else(|p| p.into_inner()).done = true;
+                cv.notify_all();
+            })?;
+        Ok(WallClock { control })
+    }
+
+    /// Stops the thread and waits for it at most `timeout`. Returns false on timeout.
+    pub fn stop(&self, timeout: Duration) -> bool {
+        let (lock, cv) = &*self.control;
+        let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
+        c.stop = true;
+        cv.notify_all();
+        let deadline = Instant::now() + timeout;
+        while !c.done {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            c = match cv.wait_timeout(c, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        true
+    }
+}
+
+fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
+    // SAFETY: config.vm is the live JavaVM*.
+    let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-wall") };
+    if jni.is_none() {
+        log_error!("cannot attach the wall-clock thread to the JVM; wall profiling is off");
+        return;
+    }
+    let mut wall = Rotation::new(config.jvmti, config.max_samples);
+    let (lock, cv) = control;
+    let mut next = Instant::now() + config.interval;
+    loop {
+        {
+            let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if c.stop {
+                    drop(c);
+                    // SAFETY: this thread attached itself above.
+                    unsafe { jvmti::detach_current_thread(config.vm) };
+                    return;
+                }
+                let now = Instant::now();
+                if now >= next {
+                    break;
+                }
+                c = match cv.wait_timeout(c, next - now) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+        }
+        // A fixed rate, not a fixed pause: the visits' weights measure real time anyway,
+        // but a steady rate spreads the samples evenly. After a stall, do not catch up.
+        next = (next + config.interval).max(Instant::now());
+        if sampler::is_active() {
+            wall.tick();
+        }
+    }
+}
+
+/// A visit's outcome, planned before any signal is sent.
+struct Planned {
+    tid: i32,
+    serial: u64,
+    signal: WallSignal,
+    weight_ns: u64,
+}
+
+/// The round-robin over the thread table.
+struct Rotation {
+    jvmti: Jvmti,
+    max_samples: usize,
+    max_visits: usize,
+    cursor: usize,
+    started_ns: u64,
+    planned: Vec<Planned>,
+    random: u64,
+    /// GetStackTrace's output for waiting threads (allocated once).
+    frames: Vec<JvmtiFrameInfo>,
+}
+
+impl Rotation {
+    fn new(jvmti: Jvmti, max_samples: usize) -> Rotation {
+        let depth = sampler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
+        Rotation {
+            jvmti,
+            max_samples: max_samples.max(1),
+            max_visits: max_samples.max(1) * IDLE_EVERY as usize,
+            cursor: 0,
+            started_ns: monotonic_ns(),
+            planned: Vec::with_capacity(max_samples),
+            random: monotonic_ns() | 1,
+            frames: (0..depth)
+                .map(|_| JvmtiFrameInfo {
+                    method: std::ptr::null_mut(),
+                    location: 0,
+                })
+                .collect(),
+        }
+    }
+
+    fn tick(&mut self) {
+        let Some(sampler) = sampler::installed() else {
+            return;
+        };
+        self.planned.clear();
+        let now = monotonic_ns();
+        let (mut visits, mut sampled) = (0, 0);
+        {
+            // Thread objects are used under the names lock: their global references live
+            // until the entry is evicted, which needs this lock.
+            let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+            let (jvmti, started_ns, max_samples, max_visits) = (
+                self.jvmti,
+                self.started_ns,
+                self.max_samples,
+                self.max_visits,
+            );
+            let (planned, random, frames) = (&mut self.planned, &mut self.random, &mut self.frames);
+            self.cursor = threads::TABLE.scan_from(self.cursor, |slot| {
+                let (tid, serial) = (slot.tid(), slot.serial());
+                if threads::is_own_tid(tid) {
+                    return true;
+                }
+                visits += 1;
+                let thread = names
+                    .get_mut(serial)
+                    .map(|info| info.thread)
+                    .filter(|t| !t.is_null());
+                // SAFETY: a global reference from the names table, alive under its lock.
+                let bits = thread.and_then(|t| unsafe { jvmti.thread_state(t) }.ok());
+                let draw = xorshift(random);
+                let Some((signal, weight_ns)) = visit(slot, bits, now, started_ns, draw) else {
+                    return visits < max_visits;
+                };
+                sampled += 1;
+                match (signal.state, thread) {
+                    (ThreadState::Runnable, _) | (_, None) => planned.push(Planned {
+                        tid,
+                        serial,
+                        signal,
+                        weight_ns,
+                    }),
+                    (state, Some(t)) => {
+                        // SAFETY: as above.
+                        unsafe {
+                            sample_waiting(sampler, &jvmti, slot, t, state, weight_ns, frames)
+                        }
+                    }
+                }
+                sampled < max_samples && visits < max_visits
+            });
+        }
+        COUNTERS
+            .wall_visits
+            .fetch_add(visits as u64, Ordering::Relaxed);
+        if self.planned.is_empty() {
+            return;
+        }
+        let held = threads::TABLE.hold_registrations();
+        for p in &self.planned {
+            let Some(slot) = held.slot(p.tid, p.serial) else {
+                stats::bump(&COUNTERS.wall_signal_failed);
+                continue;
+            };
+            slot.wall
+                .pending_ns
+                .fetch_add(p.weight_ns, Ordering::AcqRel);
+            match send(p.tid, p.signal) {
+                Ok(()) => stats::bump(&COUNTERS.wall_signals),
+                Err(_) => stats::bump(&COUNTERS.wall_signal_failed),
+            }
+        }
+    }
+}
+
+/// Samples a waiting thread from the wall thread: its stack by GetStackTrace, its context
+/// by snapshot.
+///
+/// # Safety
+/// `thread` is a live reference to the Java thread registered in `slot`; the caller is
+/// attached to the VM.
+unsafe fn sample_waiting(
+    sampler: &Sampler,
+    jvmti: &Jvmti,
+    slot: &ThreadSlot,
+    thread: jobject,
+    state: ThreadState,
+    weight_ns: u64,
+    frames: &mut [JvmtiFrameInfo],
+) {
+    let max = i32::try_from(frames.len()).unwrap_or(i32::MAX);
+    // SAFETY: `frames` has room for `max` entries; `thread` per the contract.
+    let walked = match unsafe { jvmti.stack_trace(thread, frames.as_mut_ptr(), max) } {
+        Ok(n) => n.clamp(0, max),
+        Err(_) => {
+            // Typically: the thread ended meanwhile.
+            stats::bump(&COUNTERS.stack_trace_failed);
+            return;
+        }
+    };
+    slot.wall.no_java.store(walked == 0, Ordering::Relaxed);
+    let header = RecordHeader {
+        tid: slot.tid(),
+        serial: slot.serial(),
+        time_ns: monotonic_ns(),
+        weight: weight_ns,
+        kind: SampleKind::Wall as u8,
+        state: state as u8,
+        // SAFETY: slots only point to never-freed pool records.
+        context: unsafe { crate::context::snapshot(slot.context()) },
+        ..Default::default()
+    };
+    let result = sampler
+        .buffer
+        .write(header.tid as usize, header, |out, capacity| {
+            let n = walked.min(capacity);
+            for (i, f) in frames.iter().take(n.max(0) as usize).enumerate() {
+                // SAFETY: i < n <= capacity, the room the buffer handed us.
+                unsafe {
+                    out.add(i).write(AsgctCallFrame {
+                        lineno: i32::try_from(f.location).unwrap_or(-1),
+                        method_id: f.method,
+                    })
+                };
+            }
+            n
+        });
+    match result {
+        Ok(()) => {
+            stats::bump(&COUNTERS.samples);
+            stats::bump(&COUNTERS.wall_samples);
+            stats::bump(&COUNTERS.wall_stack_traces);
+        }
+        Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
+        Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
+    }
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    x
+}
+
+/// Accounts one visit of `slot` at `now` and returns the signal to send with the wall time
+/// it carries, if any. `bits` is the thread's `jvmtiThreadState`, `None` when it could not be
+/// read; `draw` a random number for the thinning of long-idle threads.
+fn visit(
+    slot: &ThreadSlot,
+    bits: Option<i32>,
+    now: u64,
+    started_ns: u64,
+    draw: u64,
+) -> Option<(WallSignal, u64)> {
+    let marks = &slot.wall;
+    let since = marks
+        .last_visit_ns
+        .swap(now, Ordering::Relaxed)
+        .max(started_ns);
+    let elapsed = now.saturating_sub(since);
+    let bits = bits?;
+    // A thread that is not alive (about to end) is not sampled.
+    let state = ThreadState::from_jvmti(bits)?;
+    // SAFETY: slots only point to never-freed pool records.
+    let has_span = unsafe { crate::context::has_span(slot.context()) };
+    let waiting = state != ThreadState::Runnable
+        || bits & thread_state::IN_NATIVE != 0
+        || marks.no_java.load(Ordering::Relaxed);
+    if has_span || !waiting {
+        marks.idle_streak.store(0, Ordering::Relaxed);
+        return Some((WallSignal { state }, elapsed));
+    }
+    let streak = marks.idle_streak.load(Ordering::Relaxed).saturating_add(1);
+    marks.idle_streak.store(streak, Ordering::Relaxed);
+    if streak <= IDLE_AFTER {
+        return Some((WallSignal { state }, elapsed));
+    }
+    if !draw.is_multiple_of(u64::from(IDLE_EVERY)) {
+        stats::bump(&COUNTERS.wall_thinned);
+        return None;
+    }
+    Some((
+        WallSignal { state },
+        elapsed.saturating_mul(u64::from(IDLE_EVERY)),
+    ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::sys::thread_state as s;
+    use crate::thread_table::ThreadTable;
+
+    #[test]
+    fn signals_round_trip_and_foreign_values_are_not_wall() {
+        for state in [
+            ThreadState::TimedWaiting,
+            ThreadState::Runnable,
+            ThreadState::Unknown,
+        ] {
+            let w = WallSignal { state };
+            assert_eq!(WallSignal::decode(w.encode()), Some(w));
+        }
+        assert_eq!(WallSignal::decode(0), None);
+        assert_eq!(WallSignal::decode(42), None);
+        assert_eq!(WallSignal::decode(u64::MAX), None);
+    }
+
+    #[test]
+    fn visits_weigh_elapsed_time_and_thin_long_idle_threads() {
+        static TABLE_A: ThreadTable = ThreadTable::new();
+        let table = &TABLE_A;
+        table.insert(10, std::ptr::dangling_mut(), 1).unwrap();
+        let slot = table.lookup(10).unwrap();
+        slot.wall.last_visit_ns.store(1_000, Ordering::Relaxed);
+        let running = Some(s::ALIVE | s::RUNNABLE);
+        let sleeping = Some(s::ALIVE | 0x80 | s::WAITING_WITH_TIMEOUT | s::SLEEPING);
+        let (keep, skip) = (IDLE_EVERY as u64, 1);
+        // Wall profiling started at 5_000: earlier time is not counted.
+        let (v, w) = visit(slot, running, 10_000, 5_000, skip).unwrap();
+        assert_eq!((v.state, w), (ThreadState::Runnable, 5_000));
+        let (_, w) = visit(slot, running, 12_000, 5_000, skip).unwrap();
+        assert_eq!(w, 2_000);
+        // Short waits are sampled as they are, whatever the draw.
+        let mut t = 12_000;
+        for _ in 0..IDLE_AFTER {
+            t += 1_000;
+            let (v, w) = visit(slot, sleeping, t, 5_000, skip).unwrap();
+            assert_eq!((v.state, w), (ThreadState::TimedWaiting, 1_000));
+        }
+        // Long idle: a visit is skipped, or kept for IDLE_EVERY times its own time.
+        t += 1_000;
+        assert_eq!(visit(slot, sleeping, t, 5_000, skip), None);
+        t += 1_000;
+        let (_, w) = visit(slot, sleeping, t, 5_000, keep).unwrap();
+        assert_eq!(w, u64::from(IDLE_EVERY) * 1_000);
+        // Work ends the streak.
+        t += 500;
+        assert_eq!(visit(slot, running, t, 5_000, skip).unwrap().1, 500);
+        t += 1_000;
+        assert_eq!(visit(slot, sleeping, t, 5_000, skip).unwrap().1, 1_000);
+        // Native code without a span, and no Java frame at all, count as idle; a dead thread
+        // is not sampled.
+        slot.wall.idle_streak.store(IDLE_AFTER, Ordering::Relaxed);
+        t += 1_000;
+        let native = Some(s::ALIVE | s::RUNNABLE | s::IN_NATIVE);
+        assert_eq!(visit(slot, native, t, 5_000, skip), None);
+        slot.wall.no_java.store(true, Ordering::Relaxed);
+        t += 1_000;
+        assert_eq!(visit(slot, running, t, 5_000, skip), None);
+        slot.wall.no_java.store(false, Ordering::Relaxed);
+        t += 1_000;
+        assert_eq!(visit(slot, Some(s::TERMINATED), t, 5_000, keep), None);
+        t += 1;
+        assert_eq!(visit(slot, None, t, 5_000, keep), None);
+        // With a span, waiting is always sampled: that wait is the request's latency.
+        slot.wall.idle_streak.store(100, Ordering::Relaxed);
+        let record = crate::context::RECORDS.take();
+        slot.set_own_context(record);
+        // SAFETY: a pool record only this test uses.
+        unsafe { (*record).valid = 1 };
+        t += 700;
+        assert_eq!(visit(slot, sleeping, t, 5_000, skip).unwrap().1, 700);
+        // SAFETY: as above; unpublished first.
+        unsafe {
+            slot.set_own_context(std::ptr::null_mut());
+            crate::context::RECORDS.give_back(record);
+        }
+    }
+
+    /// A long-idle thread's estimated wall time is unbiased: many thinned visits add up to
+    /// the time that passed.
+    #[test]
+    fn thinning_keeps_totals() {
+        static TABLE_B: ThreadTable = ThreadTable::new();
+        let table = &TABLE_B;
+        table.insert(11, std::ptr::dangling_mut(), 1).unwrap();
+        let slot = table.lookup(11).unwrap();
+        let sleeping = Some(s::ALIVE | 0x80 | s::WAITING_INDEFINITELY | s::PARKED);
+        let mut random = 0x1234_5678_9abc_def1u64;
+        let (mut t, mut total) = (0u64, 0u64);
+        slot.wall.last_visit_ns.store(0, Ordering::Relaxed);
+        for i in 0..40_000u64 {
+            t += 9_000 + (i % 5) * 500;
+            if let Some((_, w)) = visit(slot, sleeping, t, 0, xorshift(&mut random)) {
+                total += w;
+            }
+        }
+        let ratio = total as f64 / t as f64;
+        assert!((0.97..1.03).contains(&ratio), "{ratio}");
+    }
+}
