@@ -277,6 +277,19 @@ impl RunOutput {
         v
     }
 
+    /// The pprof files of one profile type (`cpu`, `wall`, `alloc`, `lock`): the agent names
+    /// each file after its type.
+    pub fn profiles_of(&self, kind: &str) -> Vec<PathBuf> {
+        let prefix = format!("{kind}-");
+        self.profiles()
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .collect()
+    }
+
     /// Lines the agent printed (`otelprof: ...`).
     pub fn agent_lines(&self) -> Vec<&str> {
         self.stderr
@@ -481,9 +494,19 @@ impl Top {
     }
 }
 
-/// `go tool pprof -top` over `files` for `sample_index` (values in ms for `cpu`, plain counts
-/// otherwise). Every node is kept (no node or edge pruning). `extra` is passed through, e.g.
-/// `-tagfocus=thread_name=worker-.*`.
+/// The `-unit` that makes `go tool pprof` print `sample_index` values as plain numbers in one
+/// unit: milliseconds for time (`cpu`, `wall`, `delay`), bytes for `alloc_space`.
+fn unit_flag(sample_index: &str) -> Option<&'static str> {
+    match sample_index {
+        "cpu" | "wall" | "delay" => Some("-unit=ms"),
+        "alloc_space" => Some("-unit=B"),
+        _ => None,
+    }
+}
+
+/// `go tool pprof -top` over `files` for `sample_index` (values in ms for `cpu`, `wall` and
+/// `delay`, bytes for `alloc_space`, plain counts otherwise). Every node is kept (no node or
+/// edge pruning). `extra` is passed through, e.g. `-tagfocus=thread_name=worker-.*`.
 pub fn pprof_top(files: &[PathBuf], sample_index: &str, extra: &[&str]) -> Top {
     assert!(!files.is_empty(), "no profiles to read");
     let go = which("go").unwrap_or_else(|| {
@@ -499,9 +522,7 @@ pub fn pprof_top(files: &[PathBuf], sample_index: &str, extra: &[&str]) -> Top {
         "-edgefraction=0",
         &format!("-sample_index={sample_index}"),
     ]);
-    if sample_index == "cpu" {
-        cmd.arg("-unit=ms");
-    }
+    cmd.args(unit_flag(sample_index));
     cmd.args(extra).args(files);
     let out = cmd.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -570,7 +591,7 @@ fn parse_quantity(s: &str) -> f64 {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TraceSample {
     pub labels: BTreeMap<String, String>,
-    /// In ms for `cpu` (see [`pprof_traces`]), plain otherwise.
+    /// In the unit [`pprof_traces`] asks for (ms for time, bytes for `alloc_space`).
     pub value: f64,
     /// Leaf first.
     pub frames: Vec<String>,
@@ -600,9 +621,7 @@ pub fn pprof_traces(files: &[PathBuf], sample_index: &str) -> Vec<TraceSample> {
         "-traces",
         &format!("-sample_index={sample_index}"),
     ]);
-    if sample_index == "cpu" {
-        cmd.arg("-unit=ms");
-    }
+    cmd.args(unit_flag(sample_index));
     let out = cmd.args(files).output().unwrap();
     assert!(
         out.status.success(),

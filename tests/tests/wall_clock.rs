@@ -1,0 +1,188 @@
+//! Wall-clock accuracy against a workload whose truth the workload measures itself
+//! (tests/java-otel WallStates): worker threads cycle through computing, sleeping, blocking on
+//! a monitor and waiting in `Object.wait`, each phase in a method of its own; half of them do
+//! it inside spans (otelprof direct API). "Idle" threads compute 20% of the time and sleep the
+//! rest, long enough for the agent to thin their samples. Read back with `go tool pprof
+//! -traces` on the `wall-*` files, on every supported JDK.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+
+use otelprof_tests::{all_jdks, otel_classes, otel_sdk_jar, pprof_traces, Jdk, JvmRun};
+
+const CLASS: &str = "otelprof.tests.otel.WallStates";
+/// Each phase method with the Java thread state it is in.
+const PHASES: [(&str, &str); 4] = [
+    ("computePhase", "RUNNABLE"),
+    ("sleepPhase", "TIMED_WAITING"),
+    ("blockedPhase", "BLOCKED"),
+    ("waitPhase", "WAITING"),
+];
+/// Percentage points.
+const TOLERANCE: f64 = 3.0;
+const SECONDS: &str = "10";
+
+/// `thread -> phase (or "total") -> ms`, from the workload's `phase` lines.
+fn truth(stdout: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let mut t: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for line in stdout.lines().filter(|l| l.starts_with("phase ")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let ms = f[3].parse::<f64>().unwrap() / 1e6;
+        t.entry(f[1].to_owned())
+            .or_default()
+            .insert(f[2].to_owned(), ms);
+    }
+    t
+}
+
+fn sum_truth(truth: &BTreeMap<String, BTreeMap<String, f64>>, prefix: &str, key: &str) -> f64 {
+    truth
+        .iter()
+        .filter(|(t, _)| is_in(t, prefix))
+        .map(|(_, p)| p.get(key).copied().unwrap_or(0.0))
+        .sum()
+}
+
+/// Whether `thread` is `<prefix><number>` (not one of the workers' helper threads).
+fn is_in(thread: &str, prefix: &str) -> bool {
+    thread
+        .strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn check(jdk: Jdk) {
+    let run = JvmRun::new(jdk.clone(), CLASS)
+        .javaagent()
+        .agent("cpu=10ms,wall=10ms")
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .args(&["4", "4", SECONDS])
+        .run();
+    run.assert_clean_exit();
+    let truth = truth(&run.stdout);
+    assert_eq!(truth.len(), 8, "{}", run.stdout);
+    let counters = run.agent_counters();
+    println!("{}: agent {counters:?}", jdk.name);
+    // Both sampling paths ran: signals to running threads, stack traces of waiting ones; and
+    // the long-idle threads were thinned.
+    assert!(counters["wall_signals"] > 500, "{counters:?}");
+    assert!(counters["wall_stack_traces"] > 500, "{counters:?}");
+    assert!(counters["wall_thinned"] > 100, "{counters:?}");
+    let samples = pprof_traces(&run.profiles_of("wall"), "wall");
+
+    for group in ["spanned-", "plain-"] {
+        let mine: Vec<_> = samples
+            .iter()
+            .filter(|s| s.label("thread_name").is_some_and(|t| is_in(t, group)))
+            .collect();
+        let total: f64 = mine.iter().map(|s| s.value).sum();
+        let true_total = sum_truth(&truth, group, "total");
+        let true_phases: f64 = PHASES
+            .iter()
+            .map(|(p, _)| sum_truth(&truth, group, p))
+            .sum();
+        let phases: f64 = PHASES
+            .iter()
+            .map(|(p, _)| {
+                mine.iter()
+                    .filter(|s| s.has_frame(p))
+                    .map(|s| s.value)
+                    .sum::<f64>()
+            })
+            .sum();
+        println!(
+            "{} {group}: {total:.0} ms sampled of {true_total:.0} ms lived ({:.3}); phases {phases:.0} of {true_phases:.0} ms",
+            jdk.name,
+            total / true_total
+        );
+        // Weights add up to the threads' wall time (each thread loses at most the time
+        // after its last visit).
+        assert!(
+            (0.95..=1.02).contains(&(total / true_total)),
+            "{group}: {total:.0} ms sampled, {true_total:.0} ms lived"
+        );
+        for (phase, state) in PHASES {
+            let in_phase: Vec<_> = mine.iter().filter(|s| s.has_frame(phase)).collect();
+            let value: f64 = in_phase.iter().map(|s| s.value).sum();
+            let share = 100.0 * value / phases;
+            let true_share = 100.0 * sum_truth(&truth, group, phase) / true_phases;
+            let in_state: f64 = in_phase
+                .iter()
+                .filter(|s| s.label("thread_state") == Some(state))
+                .map(|s| s.value)
+                .sum();
+            let with_span: f64 = in_phase
+                .iter()
+                .filter(|s| {
+                    let thread = s.label("thread_name").unwrap_or("");
+                    s.label("span_name") == Some(&format!("wall /{thread}"))
+                        && s.label("trace_id").is_some_and(|t| t.len() == 32)
+                })
+                .map(|s| s.value)
+                .sum();
+            println!(
+                "{} {group}{phase}: {share:.2}% (truth {true_share:.2}%), {:.1}% {state}, {:.1}% with its span",
+                jdk.name,
+                100.0 * in_state / value,
+                100.0 * with_span / value
+            );
+            assert!(
+                (share - true_share).abs() <= TOLERANCE,
+                "{} {group}{phase}: {share:.2}% vs truth {true_share:.2}% (±{TOLERANCE} pp)",
+                jdk.name
+            );
+            // Leaving Object.wait re-enters the monitor (BLOCKED for a moment).
+            let min_state = if phase == "waitPhase" { 0.85 } else { 0.95 };
+            assert!(
+                in_state >= min_state * value,
+                "{} {group}{phase}: only {in_state:.0} of {value:.0} ms in state {state}",
+                jdk.name
+            );
+            if group == "spanned-" {
+                assert!(
+                    with_span >= 0.98 * value,
+                    "{} {phase}: {with_span:.0} of {value:.0} ms carry the thread's span",
+                    jdk.name
+                );
+            } else {
+                assert_eq!(with_span, 0.0, "plain threads have no span");
+            }
+        }
+    }
+
+    // Long-idle threads: thinned, yet their time and its split come out right.
+    let idle: Vec<_> = samples
+        .iter()
+        .filter(|s| {
+            s.label("thread_name")
+                .is_some_and(|t| t.starts_with("idle-"))
+        })
+        .collect();
+    let total: f64 = idle.iter().map(|s| s.value).sum();
+    let compute: f64 = idle
+        .iter()
+        .filter(|s| s.has_frame("idleCompute"))
+        .map(|s| s.value)
+        .sum();
+    let true_total = sum_truth(&truth, "idle-", "total");
+    let share = 100.0 * compute / total;
+    let true_share = 100.0 * sum_truth(&truth, "idle-", "idleCompute") / true_total;
+    println!(
+        "{} idle threads: {total:.0} ms sampled of {true_total:.0} ms; computing {share:.2}% (truth {true_share:.2}%)",
+        jdk.name
+    );
+    assert!(
+        (0.9..=1.1).contains(&(total / true_total)),
+        "idle threads: {total:.0} ms sampled of {true_total:.0} ms"
+    );
+    assert!(
+        (share - true_share).abs() <= TOLERANCE,
+        "idle threads compute {share:.2}% vs truth {true_share:.2}%"
+    );
+}
+
+#[test]
+fn wall_shares_states_and_spans_match_truth_on_every_jdk() {
+    for jdk in all_jdks() {
+        check(jdk);
+    }
+}
