@@ -13,8 +13,7 @@ use otel_bridge::merge::{Merged, SpanStats};
 use otel_bridge::select::{format_time, ProfileType, Selector};
 use otel_bridge::Link;
 
-use crate::query;
-use crate::source::Loaded;
+use crate::query::{self, Source, Spec};
 use crate::top::{render_columns, value};
 
 /// What to drill into.
@@ -37,14 +36,14 @@ pub struct Drilldown {
 /// Spans of the trace whose local root is one of `roots` (from the `local_root_span_id`
 /// label, which pprof files carry; OTLP carries it only when the agent is asked to).
 fn children_of(
-    loaded: &Loaded,
-    ty: ProfileType,
+    source: &Source,
+    ty: Option<ProfileType>,
     base: &Selector,
     roots: &[[u8; 8]],
-) -> (Vec<[u8; 8]>, bool) {
+) -> anyhow::Result<(Vec<[u8; 8]>, bool)> {
     let mut trace_only = base.clone();
     trace_only.span_ids.clear();
-    let all = query::merge(loaded, ty, &trace_only, None, true);
+    let (all, _) = query::merge(source, Spec::new(ty, &trace_only).spans())?;
     let mut found = BTreeSet::new();
     let mut any_root_label = false;
     for (link, stats) in &all.spans {
@@ -57,14 +56,20 @@ fn children_of(
     }
     let mut spans: Vec<[u8; 8]> = roots.to_vec();
     spans.extend(found.into_iter().filter(|s| !roots.contains(s)));
-    (spans, any_root_label)
+    Ok((spans, any_root_label))
 }
 
-pub fn drill(loaded: &Loaded, ty: ProfileType, target: &Target) -> Drilldown {
+/// Drills into `target`. One pass over the files, or two with `--children`: the selection,
+/// the whole trace (for its endpoint and other spans), and every endpoint (for the fallback).
+pub fn drill(
+    source: &Source,
+    ty: Option<ProfileType>,
+    target: &Target,
+) -> anyhow::Result<(Drilldown, ProfileType)> {
     let mut selector = target.selector.clone();
     let mut notes = Vec::new();
     if target.children && !selector.span_ids.is_empty() {
-        let (spans, labelled) = children_of(loaded, ty, &selector, &selector.span_ids);
+        let (spans, labelled) = children_of(source, ty, &selector, &selector.span_ids)?;
         if !labelled {
             notes.push(
                 "--children: these profiles carry no local_root_span_id, so only the span itself \
@@ -80,19 +85,37 @@ pub fn drill(loaded: &Loaded, ty: ProfileType, target: &Target) -> Drilldown {
         }
         selector.span_ids = spans;
     }
-    let merged = query::merge(loaded, ty, &selector, None, true);
+    let mut trace_only = selector.clone();
+    trace_only.span_ids.clear();
+    trace_only.conditions.clear();
+    let endpoints = Selector {
+        conditions: target.selector.conditions.clone(),
+        from: target.selector.from,
+        to: target.selector.to,
+        ..Selector::default()
+    };
+    let mut results = query::merge_many(
+        source,
+        &[
+            Spec::new(ty, &selector).spans(),
+            Spec::new(ty, &trace_only).spans(),
+            Spec::new(ty, &endpoints).by(Some("span_name")),
+        ],
+    )?
+    .into_iter();
+    let (Some((merged, ty)), Some((trace, _)), Some((by_endpoint, _))) =
+        (results.next(), results.next(), results.next())
+    else {
+        anyhow::bail!("internal error: a drilldown merge is missing");
+    };
     let mut spans: Vec<(Link, SpanStats)> =
         merged.spans.iter().map(|(l, s)| (*l, s.clone())).collect();
     spans.sort_by(|a, b| b.1.value.total_cmp(&a.1.value));
 
     let mut fallback = None;
     if merged.stacks.is_empty() {
-        // Find the endpoint: from other samples of the same trace, else none.
-        let mut trace_only = selector.clone();
-        trace_only.span_ids.clear();
-        trace_only.conditions.clear();
         let trace = if trace_only.trace_id.is_some() {
-            query::merge(loaded, ty, &trace_only, None, true)
+            trace
         } else {
             Merged::default()
         };
@@ -123,43 +146,47 @@ pub fn drill(loaded: &Loaded, ty: ProfileType, target: &Target) -> Drilldown {
                 other.join(", ")
             ));
         }
-        if let Some(endpoint) = endpoint {
-            let mut by_endpoint = Selector {
-                conditions: target.selector.conditions.clone(),
-                ..Selector::default()
-            };
-            by_endpoint.conditions.push(otel_bridge::select::Condition {
-                key: "span_name".to_owned(),
-                op: otel_bridge::select::Op::Eq,
-                value: endpoint.clone(),
-            });
-            by_endpoint.from = target.selector.from;
-            by_endpoint.to = target.selector.to;
-            let m = query::merge(loaded, ty, &by_endpoint, None, false);
-            if !m.stacks.is_empty() {
-                notes.push(format!(
-                    "instead, the profile of its endpoint {endpoint:?} (every request to it) follows; \
-                     this is `otelprof top --where 'span_name={endpoint}'`"
-                ));
-                fallback = Some((endpoint, m));
+        let group = |name: &str| by_endpoint.groups.iter().position(|g| g == name);
+        match endpoint {
+            Some(endpoint) => {
+                if let Some(g) = group(&endpoint) {
+                    let mut m = by_endpoint.clone();
+                    let g = u32::try_from(g).unwrap_or(u32::MAX);
+                    m.stacks.retain(|s| s.group == g);
+                    notes.push(format!(
+                        "instead, the profile of its endpoint {endpoint:?} (every request to it) \
+                         follows; this is `otelprof top --where 'span_name={endpoint}'`"
+                    ));
+                    fallback = Some((endpoint, m));
+                }
             }
-        } else {
-            let endpoints = query::distinct_values(loaded, "span_name", 10);
-            if !endpoints.is_empty() {
-                notes.push(format!(
-                    "its endpoint is not known from the profiles; pick one for the endpoint-level \
-                     profile with --endpoint NAME (seen: {})",
-                    endpoints.join(", ")
-                ));
+            None => {
+                let mut names: Vec<&str> = by_endpoint
+                    .groups
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|g| *g != otel_bridge::merge::NO_GROUP)
+                    .collect();
+                names.truncate(10);
+                if !names.is_empty() {
+                    notes.push(format!(
+                        "its endpoint is not known from the profiles; pick one for the \
+                         endpoint-level profile with --endpoint NAME (seen: {})",
+                        names.join(", ")
+                    ));
+                }
             }
         }
     }
-    Drilldown {
-        merged,
-        spans,
-        notes,
-        fallback,
-    }
+    Ok((
+        Drilldown {
+            merged,
+            spans,
+            notes,
+            fallback,
+        },
+        ty,
+    ))
 }
 
 /// The span table: one row per span with samples.

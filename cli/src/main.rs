@@ -23,7 +23,7 @@ use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
 use otel_bridge::select::{ProfileType, Selector};
 
-use query::SelectArgs;
+use query::{SelectArgs, Spec};
 
 /// Exit code of `diff --fail-above` when a regression exceeds the threshold.
 pub const EXIT_REGRESSION: u8 = 3;
@@ -167,25 +167,17 @@ fn main() -> ExitCode {
     }
 }
 
-fn profile_type(select: &SelectArgs, loaded: &source::Loaded) -> anyhow::Result<ProfileType> {
-    match select.ty {
-        Some(t) => Ok(t),
-        None => query::default_type(loaded),
-    }
-}
-
 pub fn top_command(args: &TopArgs) -> anyhow::Result<ExitCode> {
     let selector = args.select.selector()?;
-    let loaded = query::load(&args.paths)?;
-    let ty = profile_type(&args.select, &loaded)?;
+    let source = query::Source::open(&args.paths)?;
     let by = if args.by_thread {
         Some("thread.name")
     } else {
         args.by.as_deref()
     };
-    let merged = query::merge(&loaded, ty, &selector, by, false);
+    let (merged, ty) = query::merge(&source, Spec::new(args.select.ty, &selector).by(by))?;
     if merged.stacks.is_empty() {
-        bail!("{}", query::explain_empty(&loaded, &merged, ty, &selector));
+        bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
     }
     let (total, count) = (merged.total(), merged.total_count());
     println!("{}", top::render_header(&merged, total, count));
@@ -238,11 +230,10 @@ fn describe(selector: &Selector, ty: ProfileType) -> String {
 pub fn write_flame(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;
     let selector = args.select.selector()?;
-    let loaded = query::load(&args.paths)?;
-    let ty = profile_type(&args.select, &loaded)?;
-    let merged = query::merge(&loaded, ty, &selector, None, false);
+    let source = query::Source::open(&args.paths)?;
+    let (merged, ty) = query::merge(&source, Spec::new(args.select.ty, &selector))?;
     if merged.stacks.is_empty() {
-        bail!("{}", query::explain_empty(&loaded, &merged, ty, &selector));
+        bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
     }
     let title = args
         .title
@@ -274,13 +265,12 @@ pub fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
                 "span_name={e}"
             ))?);
     }
-    let loaded = query::load(&args.paths)?;
-    let ty = profile_type(&args.select, &loaded)?;
+    let source = query::Source::open(&args.paths)?;
     let target = drilldown::Target {
         selector: selector.clone(),
         children: args.children,
     };
-    let mut d = drilldown::drill(&loaded, ty, &target);
+    let (mut d, ty) = drilldown::drill(&source, args.select.ty, &target)?;
     if d.merged.stacks.is_empty() && d.fallback.is_none() {
         if let Some(e) = &args.endpoint {
             let mut by_endpoint = Selector::default();
@@ -289,7 +279,7 @@ pub fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
                 .push(otel_bridge::select::Condition::parse(&format!(
                     "span_name={e}"
                 ))?);
-            let m = query::merge(&loaded, ty, &by_endpoint, None, false);
+            let (m, _) = query::merge(&source, Spec::new(Some(ty), &by_endpoint))?;
             if !m.stacks.is_empty() {
                 d.notes.push(format!(
                     "instead, the profile of the endpoint {e:?} follows"
@@ -353,20 +343,29 @@ pub fn diff_report(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)
         bail!("--base and --head each need a selector, e.g. --base service.version=1.4 --head service.version=1.5");
     }
     let (base_sel, head_sel) = (shared.and(&base_sel), shared.and(&head_sel));
-    let loaded = query::load(&args.paths)?;
-    let ty = profile_type(&args.select, &loaded)?;
-    let base = query::merge(&loaded, ty, &base_sel, Some(&args.by), false);
-    let head = query::merge(&loaded, ty, &head_sel, Some(&args.by), false);
+    let source = query::Source::open(&args.paths)?;
+    let by = Some(args.by.as_str());
+    let mut sides = query::merge_many(
+        &source,
+        &[
+            Spec::new(args.select.ty, &base_sel).by(by),
+            Spec::new(args.select.ty, &head_sel).by(by),
+        ],
+    )?
+    .into_iter();
+    let (Some((base, ty)), Some((head, _))) = (sides.next(), sides.next()) else {
+        bail!("internal error: the diff lost a side");
+    };
     if base.stacks.is_empty() {
         bail!(
             "base: {}",
-            query::explain_empty(&loaded, &base, ty, &base_sel)
+            query::explain_empty(&source, &base, ty, &base_sel)
         );
     }
     if head.stacks.is_empty() {
         bail!(
             "head: {}",
-            query::explain_empty(&loaded, &head, ty, &head_sel)
+            query::explain_empty(&source, &head, ty, &head_sel)
         );
     }
     println!(

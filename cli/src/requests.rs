@@ -174,7 +174,9 @@ pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) ->
             continue;
         };
         let mut raw = Vec::new();
-        if flate2::read::MultiGzDecoder::new(bytes.as_slice())
+        if !bytes.starts_with(&[0x1f, 0x8b]) {
+            raw = bytes;
+        } else if flate2::read::MultiGzDecoder::new(bytes.as_slice())
             .take(64 << 20)
             .read_to_end(&mut raw)
             .is_err()

@@ -22,7 +22,8 @@ pub struct Decoded {
     pub profile: Profile,
 }
 
-/// What the paths held.
+/// What the paths held (tests).
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub profiles: Vec<Decoded>,
@@ -30,15 +31,6 @@ pub struct Loaded {
     pub files: usize,
     pub pprof_files: usize,
     pub failures: Vec<(PathBuf, anyhow::Error)>,
-}
-
-impl Loaded {
-    /// Prints one line per unreadable file to stderr.
-    pub fn report_failures(&self) {
-        for (path, err) in &self.failures {
-            eprintln!("otelprof: skipped {}: {err:#}", path.display());
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,12 +114,10 @@ pub fn decode_file(path: &Path) -> FileResult {
     let bytes = std::fs::read(path).context("cannot read")?;
     let format = format_of(path).unwrap_or(Format::Unknown);
     let otlp = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
-        Ok(otel_bridge::otlp::decode(bytes)?
+        let raw = inflate(bytes)?;
+        Ok(otel_bridge::fast_decode::decode(&raw)?
             .into_iter()
-            .map(|d| Decoded {
-                resource: d.resource,
-                profile: d.profile,
-            })
+            .map(|(resource, profile)| Decoded { resource, profile })
             .collect())
     };
     let pprof = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
@@ -152,39 +142,37 @@ pub fn decode_file(path: &Path) -> FileResult {
     }
 }
 
-/// Discovers and decodes everything under `paths`, on all cores.
+/// Largest inflated file read.
+const MAX_INFLATED: u64 = 512 << 20;
+
+/// The bytes of a gzip file, or the bytes as they are.
+fn inflate(bytes: &[u8]) -> anyhow::Result<std::borrow::Cow<'_, [u8]>> {
+    use std::io::Read as _;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(std::borrow::Cow::Borrowed(bytes));
+    }
+    let mut raw = Vec::with_capacity(bytes.len() * 4);
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(MAX_INFLATED + 1)
+        .read_to_end(&mut raw)
+        .context("bad gzip stream")?;
+    if raw.len() as u64 > MAX_INFLATED {
+        anyhow::bail!("inflates to more than {MAX_INFLATED} bytes");
+    }
+    Ok(std::borrow::Cow::Owned(raw))
+}
+
+/// Discovers and decodes everything under `paths`, on all cores, keeping it all in memory.
+/// For small inputs and tests; the reading commands stream with [`scan`].
+#[cfg(test)]
 pub fn load(paths: &[PathBuf]) -> Loaded {
     let (files, failures) = discover(paths);
-    let results: Vec<Mutex<Option<FileResult>>> = files.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(files.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let (Some(path), Some(slot)) = (files.get(i), results.get(i)) else {
-                    break;
-                };
-                let result = decode_file(path);
-                if let Ok(mut slot) = slot.lock() {
-                    *slot = Some(result);
-                }
-            });
-        }
-    });
     let mut loaded = Loaded {
         failures,
         ..Loaded::default()
     };
-    for (path, slot) in files.into_iter().zip(results) {
-        let result = slot
-            .into_inner()
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| Err(anyhow::anyhow!("not decoded")));
-        match result {
+    for path in files {
+        match decode_file(&path) {
             Ok((profiles, is_pprof)) => {
                 loaded.files += 1;
                 if is_pprof {
@@ -196,6 +184,69 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
         }
     }
     loaded
+}
+
+/// What a [`scan`] went through.
+#[derive(Debug, Default)]
+pub struct ScanStats {
+    pub files: usize,
+    pub pprof_files: usize,
+    pub profiles: usize,
+    pub failures: Vec<(PathBuf, anyhow::Error)>,
+}
+
+/// Decodes every file on all cores and hands each profile to `visit` with the worker's own
+/// state (made by `init`); returns the states, to be combined by the caller. Profiles are
+/// dropped as soon as they are visited, so memory does not grow with the store.
+pub fn scan<S: Send>(
+    files: &[PathBuf],
+    init: impl Fn() -> S + Sync,
+    visit: impl Fn(&mut S, &Decoded) + Sync,
+) -> (Vec<S>, ScanStats) {
+    let next = AtomicUsize::new(0);
+    let stats = Mutex::new(ScanStats::default());
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(files.len().max(1));
+    let states = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut state = init();
+                    let mut local = ScanStats::default();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = files.get(i) else { break };
+                        match decode_file(path) {
+                            Ok((profiles, is_pprof)) => {
+                                local.files += 1;
+                                local.pprof_files += usize::from(is_pprof);
+                                local.profiles += profiles.len();
+                                for d in &profiles {
+                                    visit(&mut state, d);
+                                }
+                            }
+                            Err(e) => local.failures.push((path.clone(), e)),
+                        }
+                    }
+                    if let Ok(mut s) = stats.lock() {
+                        s.files += local.files;
+                        s.pprof_files += local.pprof_files;
+                        s.profiles += local.profiles;
+                        s.failures.extend(local.failures);
+                    }
+                    state
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .collect::<Vec<S>>()
+    });
+    let mut stats = stats.into_inner().unwrap_or_default();
+    stats.failures.sort_by(|a, b| a.0.cmp(&b.0));
+    (states, stats)
 }
 
 #[cfg(test)]

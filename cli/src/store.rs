@@ -3,17 +3,19 @@
 //! replayed into any OTLP backend.
 //!
 //! ```text
-//! STORE/profiles/2025-01-31/1738324800123456789-000001.otlp.pb.gz   ExportProfilesServiceRequest
-//! STORE/metrics/2025-01-31/1738324800123456789-000002.metrics.otlp.pb.gz   ExportMetricsServiceRequest
+//! STORE/profiles/2025-01-31/1738324800123456789-04242-000001.otlp.pb      ExportProfilesServiceRequest
+//! STORE/metrics/2025-01-31/1738324800123456789-04242-000002.metrics.otlp.pb   ExportMetricsServiceRequest
 //! STORE/.tmp/                                                        writes in progress
 //! ```
 //!
 //! A file is written under `.tmp/`, `fsync`ed, renamed into place and its directory
 //! `fsync`ed before the request is acknowledged: an acknowledged request survives a crash or
 //! power loss, and a crash mid-write leaves only a `.tmp/` file, which readers never look at
-//! and the next `receive` removes. The bytes are gzip (the request's own gzip body when the
-//! client sent one, so nothing is recompressed), and the name's first number is the time of
-//! receipt in Unix nanoseconds, so names sort by arrival.
+//! and the next `receive` removes. The bytes are the request's protobuf as it arrived: a gzip
+//! body sent over HTTP is kept as is (`.otlp.pb.gz`), anything else is stored uncompressed,
+//! because compressing at request rate cost more CPU than checking the request (see
+//! BENCHMARKS.md). The name's first number is the time of receipt in Unix nanoseconds, so
+//! names sort by arrival.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -21,16 +23,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context as _;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 
 const TMP: &str = ".tmp";
-const METRICS_SUFFIX: &str = ".metrics.otlp.pb.gz";
-const PROFILES_SUFFIX: &str = ".otlp.pb.gz";
+const METRICS_SUFFIX: &str = ".metrics.otlp.pb";
+const PROFILES_SUFFIX: &str = ".otlp.pb";
 
 /// Whether a file name is a stored metrics request (not a profile).
 pub fn is_metrics_file(name: &str) -> bool {
-    name.ends_with(METRICS_SUFFIX)
+    name.ends_with(METRICS_SUFFIX) || name.ends_with(".metrics.otlp.pb.gz")
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,11 +85,23 @@ impl Store {
         })
     }
 
-    /// Stores `gzip` (a gzip stream of one OTLP request) durably; returns its path.
-    pub fn put_gzip(
+    /// Stores `gzip` (a gzip stream of one OTLP request, as a client sent it) durably.
+    pub fn put_gzip(&self, signal: Signal, gzip: &[u8], now: i64) -> anyhow::Result<PathBuf> {
+        self.put(signal, gzip, ".gz", now)
+    }
+
+    /// Stores `raw` (protobuf) durably, as it is: compressing at request rate would cost the
+    /// receiver more CPU than checking the request, and every reader an inflate.
+    pub fn put_raw(&self, signal: Signal, raw: &[u8], now: i64) -> anyhow::Result<PathBuf> {
+        self.put(signal, raw, "", now)
+    }
+
+    /// Writes `bytes` under `.tmp/`, syncs it, renames it into place and syncs the directory.
+    fn put(
         &self,
         signal: Signal,
-        gzip: &[u8],
+        bytes: &[u8],
+        extension: &str,
         now_unix_nanos: i64,
     ) -> anyhow::Result<PathBuf> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
@@ -104,14 +116,14 @@ impl Store {
             sync_dir(&self.root)?;
         }
         let name = format!(
-            "{now_unix_nanos}-{:05}-{seq:06}{}",
+            "{now_unix_nanos}-{:05}-{seq:06}{}{extension}",
             std::process::id() % 100_000,
             signal.suffix()
         );
         let tmp = self.root.join(TMP).join(&name);
         let mut file =
             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        let written = file.write_all(gzip).and_then(|()| file.sync_all());
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
@@ -124,19 +136,6 @@ impl Store {
         }
         sync_dir(&dir)?;
         Ok(path)
-    }
-
-    /// Compresses `raw` (fast level: the store is written at request rate) and stores it.
-    pub fn put_raw(
-        &self,
-        signal: Signal,
-        raw: &[u8],
-        now_unix_nanos: i64,
-    ) -> anyhow::Result<PathBuf> {
-        let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 4 + 64), Compression::fast());
-        gz.write_all(raw).context("cannot compress")?;
-        let bytes = gz.finish().context("cannot compress")?;
-        self.put_gzip(signal, &bytes, now_unix_nanos)
     }
 }
 
@@ -163,17 +162,14 @@ mod tests {
             .put_raw(Signal::Profiles, b"hello", 1_738_324_800_000_000_000)
             .unwrap();
         assert!(p.starts_with(root.join("profiles/2025-01-31")));
-        assert!(p.to_string_lossy().ends_with(".otlp.pb.gz"));
+        assert!(p.to_string_lossy().ends_with(".otlp.pb"));
+        assert_eq!(std::fs::read(&p).unwrap(), b"hello");
+        let g = store.put_gzip(Signal::Profiles, &[0x1f, 0x8b], 1).unwrap();
+        assert!(g.to_string_lossy().ends_with(".otlp.pb.gz"));
         let m = store
             .put_raw(Signal::Metrics, b"m", 1_738_324_800_000_000_001)
             .unwrap();
         assert!(is_metrics_file(&m.file_name().unwrap().to_string_lossy()));
-        let mut text = String::new();
-        use std::io::Read as _;
-        flate2::read::GzDecoder::new(File::open(&p).unwrap())
-            .read_to_string(&mut text)
-            .unwrap();
-        assert_eq!(text, "hello");
         assert_eq!(std::fs::read_dir(root.join(TMP)).unwrap().count(), 0);
         let _ = std::fs::remove_dir_all(&root);
     }

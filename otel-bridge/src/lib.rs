@@ -6,6 +6,7 @@
 //! the tests alike.
 #![forbid(unsafe_code)]
 
+pub mod fast_decode;
 pub mod frame_name;
 pub mod merge;
 pub mod model;

@@ -102,9 +102,7 @@ impl Ingest {
         Ok(())
     }
 
-    /// Checks a profiles request with the same decoder every reading command uses (so
-    /// nothing is stored that could not be read back) and stores it. Returns how many
-    /// profiles it held.
+    /// Checks a profiles request and stores it. Returns how many profiles it held.
     pub fn profiles(&self, body: Body<'_>) -> Result<usize, Rejected> {
         let result = self.profiles_inner(body);
         match &result {
@@ -125,13 +123,15 @@ impl Ingest {
                 (std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz))
             }
         };
-        let decoded = otel_bridge::otlp::decode(&raw)
+        // The decoder every reading command uses: nothing is stored that could not be read
+        // back (every index in range, ids of the right length, values matching timestamps).
+        let decoded = otel_bridge::fast_decode::decode(&raw)
             .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
         if decoded.is_empty() {
             // Nothing to keep; OTLP says an empty request succeeds.
             return Ok(0);
         }
-        let samples: usize = decoded.iter().map(|d| d.profile.samples.len()).sum();
+        let samples: usize = decoded.iter().map(|(_, p)| p.samples.len()).sum();
         let now = now_unix_nanos();
         let stored = match gzip {
             Some(gz) => self.store.put_gzip(Signal::Profiles, gz, now),
