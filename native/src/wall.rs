@@ -230,6 +230,17 @@ fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
         log_error!("cannot attach the wall-clock thread to the JVM; wall profiling is off");
         return;
     }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tick_until_stopped(&config, control)
+    }));
+    // SAFETY: this thread attached itself above; detached on every path, a panic included.
+    unsafe { jvmti::detach_current_thread(config.vm) };
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn tick_until_stopped(config: &Config, control: &(Mutex<Control>, Condvar)) {
     let mut wall = Rotation::new(config.jvmti, config.max_samples);
     let (lock, cv) = control;
     let mut next = Instant::now() + config.interval;
@@ -238,9 +249,6 @@ fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
             let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if c.stop {
-                    drop(c);
-                    // SAFETY: this thread attached itself above.
-                    unsafe { jvmti::detach_current_thread(config.vm) };
                     return;
                 }
                 let now = Instant::now();
