@@ -9,10 +9,14 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 ensure_tools
-# The flame graph test opens otelprof's HTML in headless Chromium.
+# The flame graph test opens otelprof's HTML in headless Chromium; the receiver's TLS test
+# makes a certificate with openssl.
 if ! command -v chromium >/dev/null 2>&1; then
   echo "installing chromium (for the flame graph test)" >&2
   apt_install chromium
+fi
+if ! command -v openssl >/dev/null 2>&1; then
+  apt_install openssl
 fi
 for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64; do
   if [ ! -x "$jdk/bin/java" ] && [ -z "${OTELPROF_JDK17:-}${OTELPROF_JDK25:-}" ]; then

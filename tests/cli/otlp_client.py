@@ -64,8 +64,12 @@ def make_profile(path, service, version, function, samples):
         f.write(req.SerializeToString())
 
 
-def send_grpc(target, body, use_gzip, token):
-    channel = grpc.insecure_channel(target)
+def send_grpc(target, body, use_gzip, token, cacert=None):
+    if cacert:
+        with open(cacert, "rb") as f:
+            channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(f.read()))
+    else:
+        channel = grpc.insecure_channel(target)
     stub = svc_grpc.ProfilesServiceStub(channel)
     # A raw-bytes call, so that malformed bodies can be sent as they are.
     call = channel.unary_unary(
@@ -85,7 +89,7 @@ def send_grpc(target, body, use_gzip, token):
         channel.close()
 
 
-def send_http(target, body, use_gzip, token, content_type):
+def send_http(target, body, use_gzip, token, content_type, cacert=None):
     headers = {"Content-Type": content_type}
     if use_gzip:
         body = gzip.compress(body)
@@ -95,7 +99,11 @@ def send_http(target, body, use_gzip, token, content_type):
     req = urllib.request.Request(target + "/v1development/profiles", data=body, headers=headers,
                                  method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
+        context = None
+        if cacert:
+            import ssl
+            context = ssl.create_default_context(cafile=cacert)
+        with urllib.request.urlopen(req, timeout=30, context=context) as r:
             return {"ok": r.status == 200, "code": r.status, "message": ""}
     except urllib.error.HTTPError as e:
         raw = e.read()
@@ -131,6 +139,7 @@ def main():
     ap.add_argument("--token", default="")
     ap.add_argument("--content-type", default="application/x-protobuf")
     ap.add_argument("--make-profile")
+    ap.add_argument("--cacert", help="trust this PEM certificate (TLS)")
     ap.add_argument("--service", default="py-sender")
     ap.add_argument("--version", default="1")
     ap.add_argument("--function", default="py.sender.Work.compute")
@@ -142,9 +151,9 @@ def main():
     with open(a.body, "rb") as f:
         body = f.read()
     if a.protocol == "grpc":
-        result = send_grpc(a.target, body, a.gzip, a.token)
+        result = send_grpc(a.target, body, a.gzip, a.token, a.cacert)
     else:
-        result = send_http(a.target, body, a.gzip, a.token, a.content_type)
+        result = send_http(a.target, body, a.gzip, a.token, a.content_type, a.cacert)
     json.dump(result, sys.stdout)
 
 

@@ -165,9 +165,9 @@ fn jvms_export_over_grpc_and_http_and_every_reader_sees_them() {
     }
     let files = receive.stored_profiles();
     assert!(files.len() >= 4, "{files:?}");
-    assert!(files
-        .iter()
-        .all(|f| f.to_string_lossy().ends_with(".otlp.pb.gz")));
+    // gRPC requests are stored as protobuf, HTTP gzip bodies as they came.
+    let named = |suffix: &str| files.iter().any(|f| f.to_string_lossy().ends_with(suffix));
+    assert!(named(".otlp.pb") && named(".otlp.pb.gz"), "{files:?}");
     let store = receive.store.to_str().unwrap();
 
     // Per version: the workload's own CPU time against what the store says, within 20%.
@@ -375,6 +375,103 @@ fn beyond_loopback_a_token_is_required_and_checked() {
     ]);
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(receive.stored_profiles().len(), 2);
+}
+
+/// With TLS the receiver may listen beyond loopback without a token; both transports serve
+/// TLS to clients that trust the certificate.
+#[test]
+fn tls_serves_both_transports() {
+    let dir = scratch_dir("tls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args([
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl (Debian openssl) makes the test certificate");
+    assert!(status.success());
+    let store = scratch_dir("tls-store");
+    let (grpc, http) = (free_port(), free_port());
+    let child = Command::new(cli_path())
+        .args(["receive", "--quiet", "--store"])
+        .arg(&store)
+        .args([
+            "--grpc",
+            &format!("0.0.0.0:{grpc}"),
+            "--http",
+            &format!("0.0.0.0:{http}"),
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .spawn()
+        .unwrap();
+    let _guard = ChildGuard(child);
+    let start = Instant::now();
+    for port in [grpc, http] {
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "receive did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let body = python_profile(&dir, "1", "py.sender.Work.compute", 5);
+    let (body, cert) = (body.to_str().unwrap(), cert.to_str().unwrap());
+    let r = client(&[
+        "--protocol",
+        "grpc",
+        "--target",
+        &format!("127.0.0.1:{grpc}"),
+        "--body",
+        body,
+        "--cacert",
+        cert,
+    ]);
+    assert_eq!(r["ok"], true, "{r}");
+    let r = client(&[
+        "--protocol",
+        "http",
+        "--target",
+        &format!("https://127.0.0.1:{http}"),
+        "--body",
+        body,
+        "--cacert",
+        cert,
+    ]);
+    assert_eq!(r["ok"], true, "{r}");
+    // Plain HTTP to the TLS port gets nothing stored.
+    let r = client(&[
+        "--protocol",
+        "grpc",
+        "--target",
+        &format!("127.0.0.1:{grpc}"),
+        "--body",
+        body,
+    ]);
+    assert_ne!(r["ok"], true, "{r}");
+    let mut files = Vec::new();
+    walk(&store.join("profiles"), &mut files);
+    assert_eq!(files.len(), 2);
 }
 
 /// Acknowledged means on disk: kill -9 the receiver while an agent streams profiles to it;
