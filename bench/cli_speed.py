@@ -87,7 +87,11 @@ def fill(store, n, stacks, concurrency, gzip):
             if out.returncode != 0:
                 raise SystemExit(f"BENCHMARK FAILED: cli_load: {out.stdout}{out.stderr}")
             results.append(json.loads(out.stdout))
-        return results
+        with open(f"/proc/{recv.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        receiver_cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        return results, receiver_cpu
     finally:
         recv.terminate()
         recv.wait()
@@ -119,11 +123,13 @@ def main():
         for n in [int(x) for x in a.sizes.split(",")]:
             store = os.path.join(tmp, f"store-{n}")
             log(f"== {n} profiles per side: filling through otelprof receive (load {loadavg():.2f})")
-            sent = fill(store, n, a.stacks, a.concurrency, not a.no_gzip)
+            sent, receiver_cpu = fill(store, n, a.stacks, a.concurrency, not a.no_gzip)
             regressed = sent[1]["regressed"]
             mib, files = store_size(store)
             row = {"n": n, "files": files, "mib": mib, "raw_mib": sum(s["mib_raw"] for s in sent),
-                   "exports": [s["exports_per_s"] for s in sent], "load": [loadavg()]}
+                   "exports": [s["exports_per_s"] for s in sent], "load": [loadavg()],
+                   "receiver_ms": 1000 * receiver_cpu / (2 * n)}
+            log(f"  receive: {row['exports']} exports/s, receiver CPU {row['receiver_ms']:.1f} ms per export")
             commands = {
                 "top": [OTELPROF, "top", store],
                 "top --by span_name": [OTELPROF, "top", "--by", "span_name", store],
@@ -150,12 +156,12 @@ def main():
     print(f"Profiles of ~{a.stacks} distinct stacks, {a.concurrency} exports in flight, "
           f"{'uncompressed' if a.no_gzip else 'gzip'} over OTLP/gRPC; median of {a.runs} runs; "
           f"{os.cpu_count()} CPUs; load average (other processes included) shown per size.\n")
-    print("| profiles (per side) | store | receive exports/s (1.0, 2.0) | top | top --by span_name | diff | peak RSS (diff) | load avg |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| profiles (per side) | store | receive exports/s (1.0, 2.0) | receiver CPU per export | top | top --by span_name | diff | peak RSS (diff) | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cell = lambda k: f"{r[k][0]:.2f} s wall / {r[k][1]:.2f} s CPU"
         print(f"| {2 * r['n']} ({r['n']}) | {r['files']} files, {r['mib']:.0f} MiB | "
-              f"{r['exports'][0]:.0f}, {r['exports'][1]:.0f} | {cell('top')} | "
+              f"{r['exports'][0]:.0f}, {r['exports'][1]:.0f} | {r['receiver_ms']:.1f} ms | {cell('top')} | "
               f"{cell('top --by span_name')} | {cell('diff')} | {r['diff'][2]:.0f} MiB | "
               f"{r['load'][0]:.1f}–{r['load'][1]:.1f} |")
 

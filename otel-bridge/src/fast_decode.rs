@@ -737,6 +737,235 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
     Ok(out)
 }
 
+/// What [`check`] found in a valid request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub profiles: usize,
+    pub samples: usize,
+}
+
+fn check_index(index: i32, len: usize, referrer: &'static str, table: &'static str) -> Result<()> {
+    check(i64::from(index), len, referrer, table).map(|_| ())
+}
+
+/// Checks a request as [`decode`] would (every index in range, ids of the right length,
+/// values matching timestamps) without building anything: what a receiver needs before it
+/// acknowledges, at a fraction of the cost.
+pub fn check_request(bytes: &[u8]) -> Result<Checked> {
+    let mut w = Wire::new(bytes);
+    let mut resource_profiles: Vec<&[u8]> = Vec::new();
+    let mut dict: Option<&[u8]> = None;
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (1, LEN) => resource_profiles.push(w.bytes()?),
+            (2, LEN) => dict = Some(w.bytes()?),
+            _ => w.skip(wire)?,
+        }
+    }
+    let d = read_dict(dict.unwrap_or(&[]))?;
+    let strings = d.strings.len();
+    let str_field = |w: &mut Wire<'_>, referrer| -> Result<()> {
+        check_index(w.int32()?, strings, referrer, "string_table")
+    };
+    for f in &d.functions {
+        let mut w = Wire::new(f);
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1..=3, VARINT) => str_field(&mut w, "a function")?,
+                _ => w.skip(wire)?,
+            }
+        }
+    }
+    let functions = d.functions.len();
+    let attributes = d.attributes.len();
+    for a in &d.attributes {
+        let mut w = Wire::new(a);
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1 | 3, VARINT) => str_field(&mut w, "an attribute")?,
+                (2, LEN) => {
+                    if let Any::StrIndex(i) = any_value(w.bytes()?)? {
+                        check_index(i, strings, "a value", "string_table")?;
+                    }
+                }
+                _ => w.skip(wire)?,
+            }
+        }
+    }
+    let mut ints = Vec::new();
+    for l in &d.locations {
+        let mut w = Wire::new(l);
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (3, LEN) => {
+                    let mut lw = Wire::new(w.bytes()?);
+                    while let Some((f, wt)) = lw.key()? {
+                        match (f, wt) {
+                            (1, VARINT) => {
+                                check_index(lw.int32()?, functions, "a line", "function_table")?
+                            }
+                            _ => lw.skip(wt)?,
+                        }
+                    }
+                }
+                (4, _) => {
+                    ints.clear();
+                    w.repeated_i32(wire, &mut ints)?;
+                    for &a in &ints {
+                        check_index(a, attributes, "a location", "attribute_table")?;
+                    }
+                }
+                _ => w.skip(wire)?,
+            }
+        }
+    }
+    for l in &d.links {
+        let mut w = Wire::new(l);
+        let (mut trace, mut span) = (0, 0);
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, LEN) => trace = w.bytes()?.len(),
+                (2, LEN) => span = w.bytes()?.len(),
+                _ => w.skip(wire)?,
+            }
+        }
+        if !matches!((trace, span), (16, 8) | (0, 0)) {
+            return Err(FastDecodeError::BadLink(trace, span));
+        }
+    }
+    let locations = d.locations.len();
+    for st in &d.stacks {
+        let mut w = Wire::new(st);
+        while let Some((field, wire)) = w.key()? {
+            if field == 1 {
+                ints.clear();
+                w.repeated_i32(wire, &mut ints)?;
+                for &l in &ints {
+                    check_index(l, locations, "a stack", "location_table")?;
+                }
+            } else {
+                w.skip(wire)?;
+            }
+        }
+    }
+    let mut out = Checked::default();
+    for rp in resource_profiles {
+        let mut w = Wire::new(rp);
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, LEN) => {
+                    read_resource(w.bytes()?, &d)?;
+                }
+                (2, LEN) => {
+                    let mut sw = Wire::new(w.bytes()?);
+                    while let Some((f, wt)) = sw.key()? {
+                        if (f, wt) != (2, LEN) {
+                            sw.skip(wt)?;
+                            continue;
+                        }
+                        out.profiles += 1;
+                        let mut pw = Wire::new(sw.bytes()?);
+                        let mut has_type = false;
+                        while let Some((pf, pt)) = pw.key()? {
+                            match (pf, pt) {
+                                (1 | 5, LEN) => {
+                                    has_type |= pf == 1;
+                                    value_type(pw.bytes()?, &d)?;
+                                }
+                                (7, LEN) => {
+                                    let id = pw.bytes()?.len();
+                                    if id != 0 && id != 16 {
+                                        return Err(FastDecodeError::BadProfileId(id));
+                                    }
+                                }
+                                (2, LEN) => {
+                                    out.samples += 1;
+                                    let mut x = Wire::new(pw.bytes()?);
+                                    let (mut values, mut timestamps) = (0usize, 0usize);
+                                    while let Some((xf, xt)) = x.key()? {
+                                        match (xf, xt) {
+                                            (1, VARINT) => {
+                                                let i = x.int32()?;
+                                                if i != 0 || !d.stacks.is_empty() {
+                                                    check_index(
+                                                        i,
+                                                        d.stacks.len(),
+                                                        "a sample",
+                                                        "stack_table",
+                                                    )?;
+                                                }
+                                            }
+                                            (2, _) => {
+                                                ints.clear();
+                                                x.repeated_i32(xt, &mut ints)?;
+                                                for &a in &ints {
+                                                    check_index(
+                                                        a,
+                                                        attributes,
+                                                        "a sample",
+                                                        "attribute_table",
+                                                    )?;
+                                                }
+                                            }
+                                            (3, VARINT) => {
+                                                let i = x.int32()?;
+                                                if i != 0 {
+                                                    check_index(
+                                                        i,
+                                                        d.links.len(),
+                                                        "a sample",
+                                                        "link_table",
+                                                    )?;
+                                                }
+                                            }
+                                            (4, LEN) => {
+                                                let mut p = Wire::new(x.bytes()?);
+                                                while p.pos < p.buf.len() {
+                                                    p.varint()?;
+                                                    values += 1;
+                                                }
+                                            }
+                                            (4, VARINT) => {
+                                                x.varint()?;
+                                                values += 1;
+                                            }
+                                            (5, LEN) => {
+                                                let n = x.bytes()?.len();
+                                                if n % 8 != 0 {
+                                                    return Err(FastDecodeError::Wire(
+                                                        "timestamps",
+                                                    ));
+                                                }
+                                                timestamps += n / 8;
+                                            }
+                                            (5, FIXED64) => {
+                                                x.fixed64()?;
+                                                timestamps += 1;
+                                            }
+                                            _ => x.skip(xt)?,
+                                        }
+                                    }
+                                    if values != 0 && timestamps != 0 && values != timestamps {
+                                        return Err(FastDecodeError::ValueCountMismatch(
+                                            values, timestamps,
+                                        ));
+                                    }
+                                }
+                                _ => pw.skip(pt)?,
+                            }
+                        }
+                        if !has_type {
+                            return Err(FastDecodeError::NoSampleType);
+                        }
+                    }
+                }
+                _ => w.skip(wire)?,
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -859,12 +1088,25 @@ mod tests {
         // Every truncation and every single-byte corruption: errors or a result, never a panic.
         for n in 0..bytes.len() {
             let _ = decode(&bytes[..n]);
+            // The check accepts exactly what the decoder accepts.
+            assert_eq!(
+                decode(&bytes[..n]).is_ok(),
+                check_request(&bytes[..n]).is_ok(),
+                "cut at {n}"
+            );
         }
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x5a;
-            let _ = decode(&b);
+            assert_eq!(decode(&b).is_ok(), check_request(&b).is_ok(), "byte {i}");
         }
+        assert_eq!(
+            check_request(&bytes).unwrap(),
+            Checked {
+                profiles: 1,
+                samples: 3
+            }
+        );
         assert!(decode(&[0x0a, 0xff]).is_err());
         assert_eq!(decode(&[]).unwrap().len(), 0);
     }
@@ -872,7 +1114,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
-            let _ = decode(&bytes);
+            proptest::prop_assert_eq!(decode(&bytes).is_ok(), check_request(&bytes).is_ok());
         }
     }
 }

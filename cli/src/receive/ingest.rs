@@ -123,15 +123,14 @@ impl Ingest {
                 (std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz))
             }
         };
-        // The decoder every reading command uses: nothing is stored that could not be read
-        // back (every index in range, ids of the right length, values matching timestamps).
-        let decoded = otel_bridge::fast_decode::decode(&raw)
+        // Accepts exactly what the readers' decoder accepts (a test holds them to that), so
+        // nothing is stored that could not be read back.
+        let checked = otel_bridge::fast_decode::check_request(&raw)
             .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
-        if decoded.is_empty() {
+        if checked.profiles == 0 {
             // Nothing to keep; OTLP says an empty request succeeds.
             return Ok(0);
         }
-        let samples: usize = decoded.iter().map(|(_, p)| p.samples.len()).sum();
         let now = now_unix_nanos();
         let stored = match gzip {
             Some(gz) => self.store.put_gzip(Signal::Profiles, gz, now),
@@ -140,11 +139,10 @@ impl Ingest {
         .map_err(|e| Rejected::Storage(format!("{e:#}")))?;
         let size = std::fs::metadata(&stored).map_or(0, |m| m.len());
         self.counters.bytes_stored.fetch_add(size, Relaxed);
-        self.counters
-            .profiles
-            .fetch_add(decoded.len() as u64, Relaxed);
-        self.counters.samples.fetch_add(samples as u64, Relaxed);
-        Ok(decoded.len())
+        let c = &self.counters;
+        c.profiles.fetch_add(checked.profiles as u64, Relaxed);
+        c.samples.fetch_add(checked.samples as u64, Relaxed);
+        Ok(checked.profiles)
     }
 
     /// Checks that a metrics request parses and stores it: HTTP server metrics give the
