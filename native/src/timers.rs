@@ -125,11 +125,24 @@ mod tests {
     static HITS: AtomicU64 = AtomicU64::new(0);
     static WRONG_THREAD: AtomicU64 = AtomicU64::new(0);
     static TARGET: AtomicU64 = AtomicU64::new(0);
+    /// The thread's CPU time when the last signal was handled.
+    static CPU_AT_LAST_HIT_NS: AtomicU64 = AtomicU64::new(0);
+
+    fn thread_cpu_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid out pointer; clock_gettime is async-signal-safe.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
 
     extern "C" fn count(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
         // SAFETY: the kernel passes a valid siginfo; TimerSigInfo is its timer prefix.
         let overrun = unsafe { (*(info as *const crate::sys::TimerSigInfo)).si_overrun };
         HITS.fetch_add(1 + overrun.max(0) as u64, Ordering::Relaxed);
+        CPU_AT_LAST_HIT_NS.store(thread_cpu_ns(), Ordering::Relaxed);
         // SAFETY: gettid has no preconditions.
         if unsafe { libc::gettid() } as u64 != TARGET.load(Ordering::Relaxed) {
             WRONG_THREAD.fetch_add(1, Ordering::Relaxed);
@@ -146,24 +159,45 @@ mod tests {
             sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigaction(libc::SIGVTALRM, &sa, std::ptr::null_mut());
         }
+        const INTERVAL_NS: u64 = 5_000_000;
         let handle = std::thread::spawn(|| {
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::gettid() };
             TARGET.store(tid as u64, Ordering::Relaxed);
-            let id = ThreadCpuTimer::start(tid, libc::SIGVTALRM, Duration::from_millis(5)).unwrap();
+            let start_ns = thread_cpu_ns();
+            let id = ThreadCpuTimer::start(tid, libc::SIGVTALRM, Duration::from_nanos(INTERVAL_NS))
+                .unwrap();
             // Sleep first: a sleeping thread burns no CPU, so no signal.
             std::thread::sleep(Duration::from_millis(100));
             let after_sleep = HITS.load(Ordering::Relaxed);
-            burn_thread_cpu(Duration::from_millis(300));
+            // Burn until 60 expirations (300 ms of CPU) have been delivered. The kernel checks
+            // CPU timers only on a tick that finds the thread running; on a loaded machine
+            // that can be tens of ms apart, and expirations not yet delivered when the timer
+            // is deleted are lost, so a fixed burn would test the machine's load.
+            let mut burned = Duration::ZERO;
+            while HITS.load(Ordering::Relaxed) < 60 && burned < Duration::from_secs(5) {
+                burn_thread_cpu(Duration::from_millis(10));
+                burned += Duration::from_millis(10);
+            }
             ThreadCpuTimer::delete(id).unwrap();
-            after_sleep
+            (
+                after_sleep,
+                CPU_AT_LAST_HIT_NS.load(Ordering::Relaxed) - start_ns,
+            )
         });
-        let after_sleep = handle.join().unwrap();
+        let (after_sleep, cpu_at_last_hit) = handle.join().unwrap();
         let hits = HITS.load(Ordering::Relaxed);
         assert_eq!(after_sleep, 0, "a sleeping thread got CPU-timer signals");
-        // 300 ms of CPU at 5 ms: 60 expirations. The kernel checks CPU timers on its tick and
-        // folds expirations it could not deliver separately into the overrun count.
-        assert!((50..=70).contains(&hits), "{hits}");
+        assert!(hits >= 60, "5 s of CPU and only {hits} expirations at 5 ms");
+        // Every signal's weight (1 + the expirations the kernel folded into it) adds up to the
+        // CPU time the thread had used when the last one arrived: within one interval below
+        // (the expirations are counted at the kernel's check, just before delivery), never
+        // above it.
+        let counted = hits * INTERVAL_NS;
+        assert!(
+            counted <= cpu_at_last_hit + 1_000_000 && counted + 2 * INTERVAL_NS >= cpu_at_last_hit,
+            "{hits} expirations of 5 ms, {cpu_at_last_hit} ns of CPU at the last one"
+        );
         assert_eq!(WRONG_THREAD.load(Ordering::Relaxed), 0);
         assert!(ThreadCpuTimer::delete(u32::MAX as u64).is_err());
     }
