@@ -436,6 +436,22 @@ pub unsafe fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
     }
 }
 
+/// A new local reference to `obj` (null on failure); the caller deletes it.
+///
+/// # Safety
+/// `jni` must be the calling thread's JNIEnv (or null) and `obj` a live reference (or null).
+pub unsafe fn new_local_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
+    if jni.is_null() || obj.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: as for `delete_local_ref`.
+    unsafe {
+        (**jni)
+            .NewLocalRef
+            .map_or(std::ptr::null_mut(), |f| f(jni, obj))
+    }
+}
+
 /// The class of `obj`, as a local reference (null on failure).
 ///
 /// # Safety

@@ -27,8 +27,8 @@ pub struct Counters {
     pub wall_stack_traces: AtomicU64,
     /// Idle visits that owed their time to a later idle sample instead of a signal.
     pub wall_thinned: AtomicU64,
-    /// Wall-clock signals not sent: the thread ended before it could be signalled.
-    pub wall_signal_failed: AtomicU64,
+    /// Wall-clock samples not taken: the thread ended between its visit and its sample.
+    pub wall_thread_gone: AtomicU64,
     /// Wall-clock signals that found no wall time to record (an earlier signal, merged with
     /// them by the kernel or handled first, took it).
     pub wall_empty: AtomicU64,
@@ -81,7 +81,7 @@ pub static COUNTERS: Counters = Counters {
     wall_signals: ZERO,
     wall_stack_traces: ZERO,
     wall_thinned: ZERO,
-    wall_signal_failed: ZERO,
+    wall_thread_gone: ZERO,
     wall_empty: ZERO,
     alloc_samples: ZERO,
     lock_samples: ZERO,
@@ -134,7 +134,7 @@ pub fn summary() -> String {
          dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={} \
-         wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_signal_failed={} wall_empty={} \
+         wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_thread_gone={} wall_empty={} \
          alloc_samples={} lock_samples={} lock_short={} lock_untimed={} stack_trace_failed={}",
         get(&c.samples),
         get(&c.weight),
@@ -158,7 +158,7 @@ pub fn summary() -> String {
         get(&c.wall_signals),
         get(&c.wall_stack_traces),
         get(&c.wall_thinned),
-        get(&c.wall_signal_failed),
+        get(&c.wall_thread_gone),
         get(&c.wall_empty),
         get(&c.alloc_samples),
         get(&c.lock_samples),

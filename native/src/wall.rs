@@ -55,7 +55,8 @@
 //! the thread exits, so its tid cannot have been reused. A signal that still reaches a
 //! thread after it unregistered is recorded as an unknown thread; one to a thread that is
 //! gone fails with ESRCH (counted). Threads sampled with GetStackTrace are named by their
-//! `Thread` object (a global reference kept in [`threads::NAMES`]), never by tid.
+//! `Thread` object (from the global reference kept in [`threads::NAMES`]), never by tid, and
+//! their sample is kept only if their slot shows the same thread life before and after.
 //!
 //! [`ThreadTable::hold_registrations`]: crate::thread_table::ThreadTable::hold_registrations
 
@@ -63,9 +64,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use jni::sys::{jobject, JavaVM};
+use jni::sys::{jobject, JNIEnv, JavaVM};
 
-use crate::jvmti::{self, Jvmti};
+use crate::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
 use crate::sample_buffer::{RecordHeader, WriteError};
 use crate::sampler::{self, gettid, monotonic_ns, Sampler};
@@ -226,12 +227,12 @@ impl WallClock {
 fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
     // SAFETY: config.vm is the live JavaVM*.
     let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-wall") };
-    if jni.is_none() {
+    let Some(jni) = jni else {
         log_error!("cannot attach the wall-clock thread to the JVM; wall profiling is off");
         return;
-    }
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        tick_until_stopped(&config, control)
+        tick_until_stopped(&config, jni, control)
     }));
     // SAFETY: this thread attached itself above; detached on every path, a panic included.
     unsafe { jvmti::detach_current_thread(config.vm) };
@@ -240,8 +241,8 @@ fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
     }
 }
 
-fn tick_until_stopped(config: &Config, control: &(Mutex<Control>, Condvar)) {
-    let mut wall = Rotation::new(config.jvmti, config.max_samples);
+fn tick_until_stopped(config: &Config, jni: *mut JNIEnv, control: &(Mutex<Control>, Condvar)) {
+    let mut wall = Rotation::new(config.jvmti, jni, config.max_samples);
     let (lock, cv) = control;
     let mut next = Instant::now() + config.interval;
     loop {
@@ -270,17 +271,29 @@ fn tick_until_stopped(config: &Config, control: &(Mutex<Control>, Condvar)) {
     }
 }
 
-/// A visit's outcome, planned before any signal is sent.
+/// A visit's outcome, planned under the names lock and carried out after it is released.
 struct Planned {
     tid: i32,
     serial: u64,
-    signal: WallSignal,
+    slot: &'static ThreadSlot,
     weight_ns: u64,
+    how: How,
+}
+
+enum How {
+    /// A RUNNABLE thread: signal it.
+    Signal(WallSignal),
+    /// A waiting thread: GetStackTrace on `thread`, a local reference of the wall thread
+    /// (taken from the names table's global reference, so that neither the table's lock
+    /// nor the thread's end can get in the way of the stack walk).
+    StackTrace { thread: jobject, state: ThreadState },
 }
 
 /// The round-robin over the thread table.
 struct Rotation {
     jvmti: Jvmti,
+    /// The wall thread's own JNIEnv (for its local references).
+    jni: *mut JNIEnv,
     max_samples: usize,
     max_visits: usize,
     cursor: usize,
@@ -292,10 +305,11 @@ struct Rotation {
 }
 
 impl Rotation {
-    fn new(jvmti: Jvmti, max_samples: usize) -> Rotation {
+    fn new(jvmti: Jvmti, jni: *mut JNIEnv, max_samples: usize) -> Rotation {
         let depth = sampler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
         Rotation {
             jvmti,
+            jni,
             max_samples: max_samples.max(1),
             max_visits: max_samples.max(1) * IDLE_EVERY as usize,
             cursor: 0,
@@ -320,15 +334,17 @@ impl Rotation {
         let (mut visits, mut sampled) = (0, 0);
         {
             // Thread objects are used under the names lock: their global references live
-            // until the entry is evicted, which needs this lock.
+            // until the entry is evicted, which needs this lock. Only quick calls here
+            // (GetThreadState, NewLocalRef); stack walks come after the lock is released.
             let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
-            let (jvmti, started_ns, max_samples, max_visits) = (
+            let (jvmti, jni, started_ns, max_samples, max_visits) = (
                 self.jvmti,
+                self.jni,
                 self.started_ns,
                 self.max_samples,
                 self.max_visits,
             );
-            let (planned, random, frames) = (&mut self.planned, &mut self.random, &mut self.frames);
+            let (planned, random) = (&mut self.planned, &mut self.random);
             self.cursor = threads::TABLE.scan_from(self.cursor, |slot| {
                 let (tid, serial) = (slot.tid(), slot.serial());
                 if threads::is_own_tid(tid) {
@@ -345,62 +361,84 @@ impl Rotation {
                 let Some((signal, weight_ns)) = visit(slot, bits, now, started_ns, draw) else {
                     return visits < max_visits;
                 };
-                sampled += 1;
-                match (signal.state, thread) {
-                    (ThreadState::Runnable, _) | (_, None) => planned.push(Planned {
-                        tid,
-                        serial,
-                        signal,
-                        weight_ns,
-                    }),
+                let how = match (signal.state, thread) {
+                    (ThreadState::Runnable, _) | (_, None) => How::Signal(signal),
                     (state, Some(t)) => {
-                        // SAFETY: as above.
-                        unsafe {
-                            sample_waiting(sampler, &jvmti, slot, t, state, weight_ns, frames)
+                        // SAFETY: `jni` is this thread's; `t` is alive under the lock.
+                        let thread = unsafe { new_local_ref(jni, t) };
+                        if thread.is_null() {
+                            return visits < max_visits;
                         }
+                        How::StackTrace { thread, state }
                     }
-                }
+                };
+                sampled += 1;
+                planned.push(Planned {
+                    tid,
+                    serial,
+                    slot,
+                    weight_ns,
+                    how,
+                });
                 sampled < max_samples && visits < max_visits
             });
         }
         COUNTERS
             .wall_visits
             .fetch_add(visits as u64, Ordering::Relaxed);
-        if self.planned.is_empty() {
+        for p in &self.planned {
+            if let How::StackTrace { thread, state } = p.how {
+                // SAFETY: `thread` is our live local reference, deleted right after.
+                unsafe {
+                    sample_waiting(sampler, &self.jvmti, p, thread, state, &mut self.frames);
+                    delete_local_ref(self.jni, thread);
+                }
+            }
+        }
+        if !self.planned.iter().any(|p| matches!(p.how, How::Signal(_))) {
             return;
         }
         let held = threads::TABLE.hold_registrations();
         for p in &self.planned {
+            let How::Signal(signal) = p.how else {
+                continue;
+            };
             let Some(slot) = held.slot(p.tid, p.serial) else {
-                stats::bump(&COUNTERS.wall_signal_failed);
+                stats::bump(&COUNTERS.wall_thread_gone);
                 continue;
             };
             slot.wall
                 .pending_ns
                 .fetch_add(p.weight_ns, Ordering::AcqRel);
-            match send(p.tid, p.signal) {
+            match send(p.tid, signal) {
                 Ok(()) => stats::bump(&COUNTERS.wall_signals),
-                Err(_) => stats::bump(&COUNTERS.wall_signal_failed),
+                Err(_) => stats::bump(&COUNTERS.wall_thread_gone),
             }
         }
     }
 }
 
 /// Samples a waiting thread from the wall thread: its stack by GetStackTrace, its context
-/// by snapshot.
+/// by snapshot. The slot must show the same thread life (tid and serial) before and after,
+/// or the sample is dropped: the thread may have ended and its slot gone to another.
 ///
 /// # Safety
-/// `thread` is a live reference to the Java thread registered in `slot`; the caller is
-/// attached to the VM.
+/// `thread` is a live reference to the Java thread `p` visited; the caller is attached to
+/// the VM.
 unsafe fn sample_waiting(
     sampler: &Sampler,
     jvmti: &Jvmti,
-    slot: &ThreadSlot,
+    p: &Planned,
     thread: jobject,
     state: ThreadState,
-    weight_ns: u64,
     frames: &mut [JvmtiFrameInfo],
 ) {
+    let slot = p.slot;
+    let same_life = || slot.tid() == p.tid && slot.serial() == p.serial;
+    if !same_life() {
+        stats::bump(&COUNTERS.wall_thread_gone);
+        return;
+    }
     let max = i32::try_from(frames.len()).unwrap_or(i32::MAX);
     // SAFETY: `frames` has room for `max` entries; `thread` per the contract.
     let walked = match unsafe { jvmti.stack_trace(thread, frames.as_mut_ptr(), max) } {
@@ -411,16 +449,21 @@ unsafe fn sample_waiting(
             return;
         }
     };
+    // SAFETY: slots only point to never-freed pool records.
+    let context = unsafe { crate::context::snapshot(slot.context()) };
+    if !same_life() {
+        stats::bump(&COUNTERS.wall_thread_gone);
+        return;
+    }
     slot.wall.no_java.store(walked == 0, Ordering::Relaxed);
     let header = RecordHeader {
-        tid: slot.tid(),
-        serial: slot.serial(),
+        tid: p.tid,
+        serial: p.serial,
         time_ns: monotonic_ns(),
-        weight: weight_ns,
+        weight: p.weight_ns,
         kind: SampleKind::Wall as u8,
         state: state as u8,
-        // SAFETY: slots only point to never-freed pool records.
-        context: unsafe { crate::context::snapshot(slot.context()) },
+        context,
         ..Default::default()
     };
     let result = sampler
