@@ -175,6 +175,32 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_sampleCounter0
     })
 }
 
+/// `long bufferAddress0(ByteBuffer buffer)`: the address of a direct buffer this library
+/// made (a context record), for the shim's plain-store write path; 0 if it is not direct.
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv and a ByteBuffer (or null).
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_bufferAddress0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    buffer: jobject,
+) -> jlong {
+    guard("NativeBridge.bufferAddress0", 0, || {
+        if buffer.is_null() {
+            return 0;
+        }
+        // SAFETY: `env` is this thread's JNIEnv; GetDirectBufferAddress returns null for a
+        // buffer that is not direct.
+        let address = unsafe {
+            (**env)
+                .GetDirectBufferAddress
+                .map_or(std::ptr::null_mut(), |f| f(env, buffer))
+        };
+        address as jlong
+    })
+}
+
 /// `void reportEndpoint0(long localRootSpanId, String name)`: the current name of a local
 /// root span (see [`context::Endpoints`]).
 ///

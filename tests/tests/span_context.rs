@@ -465,3 +465,41 @@ fn process_context_is_published_for_external_readers() {
         );
     }
 }
+
+/// With the default OpenTelemetry storage below it, otelprof keeps the context itself (one
+/// thread-local lookup per attach); every behaviour applications rely on (no-op attaches,
+/// out-of-order and double closes ignored, values, other threads, `wrap`, `taskWrapping`) must
+/// be the same as without otelprof.
+#[test]
+fn owned_context_storage_behaves_like_the_default() {
+    let steps = |out: &RunOutput| -> Vec<String> {
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("ok ") || l.starts_with("FAIL "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let plain = JvmRun::new(jdk17(), "otelprof.tests.otel.StorageSemantics")
+        .no_agent()
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .run();
+    plain.assert_clean_exit();
+    assert!(plain.stdout.contains("failures=0"), "{}", plain.stdout);
+    for jdk in [jdk17(), jdk25()] {
+        let with = JvmRun::new(jdk, "otelprof.tests.otel.StorageSemantics")
+            .javaagent()
+            .agent("cpu=10ms")
+            .classpath(&[otel_classes(), otel_sdk_jar()])
+            .run();
+        with.assert_clean_exit();
+        assert!(
+            with.stdout
+                .contains("storage=otelprof.otel.OtelprofContextStorage owns=true failures=0"),
+            "{}\n{}",
+            with.stdout,
+            with.stderr
+        );
+        assert_eq!(steps(&with), steps(&plain));
+        assert!(steps(&plain).len() >= 18);
+    }
+}

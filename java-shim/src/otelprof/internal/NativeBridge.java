@@ -27,6 +27,9 @@ public final class NativeBridge {
     /** The agent's sample counter (8 bytes, native order), incremented by its signal handler. */
     static native ByteBuffer sampleCounter0();
 
+    /** The address of a direct buffer made by the agent (0 if not direct). */
+    static native long bufferAddress0(ByteBuffer buffer);
+
     /** Starts the agent in a running JVM; null on success, else why profiling is off. */
     static native String start0(String options);
 

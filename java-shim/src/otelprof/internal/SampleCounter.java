@@ -14,6 +14,8 @@ public final class SampleCounter {
 
     private static final VarHandle LONG = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
     private static final ByteBuffer COUNTER = find();
+    /** The counter's address when the record writes use Unsafe too (see ThreadRecord), else 0. */
+    private static final long ADDRESS = ThreadRecord.plainAddressOf(COUNTER);
 
     private static ByteBuffer find() {
         try {
@@ -25,6 +27,9 @@ public final class SampleCounter {
 
     /** The current count (0 when the agent is not there). */
     public static long get() {
+        if (ADDRESS != 0) {
+            return ThreadRecord.readLongVolatile(ADDRESS);
+        }
         ByteBuffer c = COUNTER;
         return c == null ? 0 : (long) LONG.getOpaque(c, 0);
     }

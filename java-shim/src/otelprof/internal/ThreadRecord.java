@@ -1,6 +1,8 @@
 package otelprof.internal;
 
+import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -43,12 +45,111 @@ public final class ThreadRecord {
 
     private static final boolean LAYOUT_OK = checkLayout();
 
+    /**
+     * Plain stores through {@code sun.misc.Unsafe} at the record's address, when allowed: the
+     * ByteBuffer view handles cost several ns per access (bounds, scope and read-only checks
+     * that the JIT does not remove for a per-thread buffer), which is most of a context
+     * switch's cost. JDK 24 and later warn at the first Unsafe memory access (JEP 498), so
+     * there, and when {@code -Dotelprof.unsafe=false}, the VarHandles are used. The methods
+     * are bound method handles in static finals (no compile-time reference to the class), which
+     * the JIT inlines to single stores.
+     */
+    private static final MethodHandle PUT_INT;
+    private static final MethodHandle PUT_LONG;
+    private static final MethodHandle PUT_SHORT;
+    private static final MethodHandle PUT_ORDERED_INT;
+    private static final MethodHandle GET_INT_VOLATILE;
+    private static final MethodHandle GET_LONG_VOLATILE;
+    private static final boolean PLAIN;
+
+    static {
+        MethodHandle putInt = null, putLong = null, putShort = null, putOrderedInt = null, getInt = null, getLong = null;
+        try {
+            if (Runtime.version().feature() < 24 && !"false".equals(System.getProperty("otelprof.unsafe"))) {
+                Class<?> c = Class.forName("sun.misc.Unsafe");
+                java.lang.reflect.Field f = c.getDeclaredField("theUnsafe");
+                f.setAccessible(true);
+                Object u = f.get(null);
+                MethodHandles.Lookup l = MethodHandles.publicLookup();
+                putInt = l.findVirtual(c, "putInt", MethodType.methodType(void.class, long.class, int.class)).bindTo(u);
+                putLong = l.findVirtual(c, "putLong", MethodType.methodType(void.class, long.class, long.class)).bindTo(u);
+                putShort = l.findVirtual(c, "putShort", MethodType.methodType(void.class, long.class, short.class)).bindTo(u);
+                putOrderedInt = l.findVirtual(c, "putOrderedInt",
+                        MethodType.methodType(void.class, Object.class, long.class, int.class)).bindTo(u);
+                getInt = l.findVirtual(c, "getIntVolatile",
+                        MethodType.methodType(int.class, Object.class, long.class)).bindTo(u);
+                getLong = l.findVirtual(c, "getLongVolatile",
+                        MethodType.methodType(long.class, Object.class, long.class)).bindTo(u);
+            }
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            putInt = null;
+        }
+        PLAIN = putInt != null && putLong != null && putShort != null && putOrderedInt != null && getInt != null
+                && getLong != null;
+        PUT_INT = putInt;
+        PUT_LONG = putLong;
+        PUT_SHORT = putShort;
+        PUT_ORDERED_INT = putOrderedInt;
+        GET_INT_VOLATILE = getInt;
+        GET_LONG_VOLATILE = getLong;
+    }
+
+    private static void putInt(long a, int v) {
+        try {
+            PUT_INT.invokeExact(a, v);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private static void putLong(long a, long v) {
+        try {
+            PUT_LONG.invokeExact(a, v);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private static void putShort(long a, short v) {
+        try {
+            PUT_SHORT.invokeExact(a, v);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private static void putOrderedInt(long a, int v) {
+        try {
+            PUT_ORDERED_INT.invokeExact((Object) null, a, v);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private static int getIntVolatile(long a) {
+        try {
+            return (int) GET_INT_VOLATILE.invokeExact((Object) null, a);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static long readLongVolatile(long a) {
+        try {
+            return (long) GET_LONG_VOLATILE.invokeExact((Object) null, a);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
     private static final ThreadLocal<ThreadRecord> CURRENT = ThreadLocal.withInitial(ThreadRecord::register);
 
     /** A record that ignores writes: the agent is not running or this thread is not sampled. */
     static final ThreadRecord NONE = new ThreadRecord(null);
 
     private final ByteBuffer buffer;
+    /** The record's address when the Unsafe path is on, else 0. */
+    private final long address;
     // What the record's bytes hold now, so that unchanged fields are not written again (a
     // context switch within one trace usually changes only the span id).
     private long writtenTraceHigh;
@@ -62,6 +163,20 @@ public final class ThreadRecord {
 
     private ThreadRecord(ByteBuffer buffer) {
         this.buffer = buffer;
+        this.address = plainAddressOf(buffer);
+    }
+
+    /** The address of an agent-made buffer if the Unsafe path is on, else 0. */
+    static long plainAddressOf(ByteBuffer buffer) {
+        return buffer == null || !PLAIN ? 0 : addressOf(buffer);
+    }
+
+    private static long addressOf(ByteBuffer buffer) {
+        try {
+            return NativeBridge.bufferAddress0(buffer);
+        } catch (UnsatisfiedLinkError e) {
+            return 0;
+        }
     }
 
     private static boolean checkLayout() {
@@ -104,6 +219,11 @@ public final class ThreadRecord {
      * whose big-endian bytes are the W3C ids; {@code flags} are the W3C trace flags.
      */
     public void set(long traceIdHigh, long traceIdLow, long spanId, long localRootSpanId, int flags) {
+        long a = address;
+        if (a != 0) {
+            setPlain(a, traceIdHigh, traceIdLow, spanId, localRootSpanId, flags);
+            return;
+        }
         ByteBuffer b = buffer;
         if (b == null) {
             return;
@@ -128,17 +248,59 @@ public final class ThreadRecord {
         INT.setRelease(b, HEADER, header(VALID, flags, ATTRS_SIZE));
     }
 
+    /** {@link #set} with plain stores at the record's address (same protocol). */
+    private void setPlain(long a, long traceIdHigh, long traceIdLow, long spanId, long localRootSpanId, int flags) {
+        putInt(a + HEADER, header(WRITING, 0, 0));
+        VarHandle.storeStoreFence();
+        if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
+            putLong(a + TRACE_ID, bigEndian(traceIdHigh));
+            putLong(a + TRACE_ID + 8, bigEndian(traceIdLow));
+            writtenTraceHigh = traceIdHigh;
+            writtenTraceLow = traceIdLow;
+        }
+        putLong(a + SPAN_ID, bigEndian(spanId));
+        if (localRootSpanId != writtenLocalRoot) {
+            putLong(a + LOCAL_ROOT, localRootSpanId);
+            putShort(a + ATTRS, bigEndian((short) (ATTR_LOCAL_ROOT << 8 | 16)));
+            putLong(a + ATTRS + 2, bigEndian(Hex.asciiHex((int) (localRootSpanId >>> 32))));
+            putLong(a + ATTRS + 10, bigEndian(Hex.asciiHex((int) localRootSpanId)));
+            writtenLocalRoot = localRootSpanId;
+        }
+        VarHandle.storeStoreFence();
+        // The reader is this thread's signal handler: program order plus the compiler fence
+        // above is all the ordering it needs (a release store, like the VarHandle path's).
+        putOrderedInt(a + HEADER, header(VALID, flags, ATTRS_SIZE));
+    }
+
+    private static long bigEndian(long v) {
+        return LITTLE ? Long.reverseBytes(v) : v;
+    }
+
+    private static short bigEndian(short v) {
+        return LITTLE ? Short.reverseBytes(v) : v;
+    }
+
     /**
+     * Samples taken on this thread so far    /**
      * Samples taken on this thread so far (wraps around). Comparing two readings tells whether
      * the thread was sampled in between.
      */
     public int samples() {
+        long a = address;
+        if (a != 0) {
+            return getIntVolatile(a + SAMPLES);
+        }
         ByteBuffer b = buffer;
         return b == null ? 0 : (int) INT.get(b, SAMPLES);
     }
 
     /** Publishes "no span". */
     public void clear() {
+        long a = address;
+        if (a != 0) {
+            putOrderedInt(a + HEADER, header(0, 0, 0));
+            return;
+        }
         ByteBuffer b = buffer;
         if (b != null) {
             INT.setRelease(b, HEADER, header(0, 0, 0));

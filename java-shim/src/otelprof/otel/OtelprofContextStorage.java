@@ -21,11 +21,21 @@ import otelprof.internal.ThreadRecord;
  */
 public final class OtelprofContextStorage implements ContextStorage {
     private final ContextStorage delegate;
+    /**
+     * The delegate is OpenTelemetry's default storage (one thread-local holding the current
+     * context): then this class keeps the context itself, in the per-thread state it already
+     * finds through the thread's record, instead of calling the delegate. Same behaviour, one
+     * thread-local lookup and one scope object per attach instead of two of each. Any other
+     * delegate (another wrapper, a custom storage) is always called.
+     */
+    private final boolean own;
 
     private static volatile boolean used;
 
     public OtelprofContextStorage(ContextStorage delegate) {
         this.delegate = delegate;
+        this.own = delegate != null
+                && delegate.getClass().getName().endsWith("io.opentelemetry.context.ThreadLocalContextStorage");
     }
 
     /** Whether any context went through this wrapper yet (the integration is live). */
@@ -33,17 +43,35 @@ public final class OtelprofContextStorage implements ContextStorage {
         return used;
     }
 
+    /** Whether this storage keeps the context itself (the delegate is the default storage). */
+    public boolean ownsContext() {
+        return own;
+    }
+
     @Override
     public Scope attach(Context toAttach) {
-        Scope scope = delegate.attach(toAttach);
         ThreadRecord record = ThreadRecord.current();
         if (!record.enabled()) {
-            return scope;
+            // Not sampled: the delegate keeps this thread's context (always, for a thread's
+            // record never changes).
+            return delegate.attach(toAttach);
         }
         if (!used) {
             used = true;
         }
         PerThread state = PerThread.of(record);
+        Scope scope = null;
+        Context before = null;
+        if (own) {
+            // As the default storage: attaching null or the current context is a no-op.
+            before = state.context;
+            if (toAttach == null || toAttach == before) {
+                return Noop.INSTANCE;
+            }
+            state.context = toAttach;
+        } else {
+            scope = delegate.attach(toAttach);
+        }
         Span span = toAttach == null ? null : Span.fromContextOrNull(toAttach);
         SpanContext next = span == null ? null : span.getSpanContext();
         if (next != null && !next.isValid()) {
@@ -51,21 +79,61 @@ public final class OtelprofContextStorage implements ContextStorage {
         }
         SpanContext previous = state.current;
         if (next == previous) {
-            return scope; // same span (e.g. only baggage changed): nothing to write
+            // Same span (e.g. only baggage changed): nothing to write.
+            return own ? new OwnScope(state, before, toAttach) : scope;
         }
         Ids previousIds = state.currentIds;
         state.show(span, next);
-        return new Restoring(scope, state, previous, previousIds, next, record.samples(), SampleCounter.get());
+        return new Restoring(scope, state, before, toAttach, previous, previousIds, next, record.samples(),
+                SampleCounter.get());
     }
 
     @Override
     public Context current() {
+        if (own) {
+            ThreadRecord record = ThreadRecord.current();
+            if (record.enabled()) {
+                return PerThread.of(record).context;
+            }
+        }
         return delegate.current();
     }
 
     @Override
     public Context root() {
         return delegate.root();
+    }
+
+    /** The scope of an attach that changed nothing. */
+    private enum Noop implements Scope {
+        INSTANCE;
+
+        @Override
+        public void close() {}
+    }
+
+    /** The scope of an attach that changed the context but not the span (own storage only). */
+    static final class OwnScope implements Scope {
+        private final PerThread state;
+        private final Context before;
+        private final Context attached;
+        private boolean closed;
+
+        OwnScope(PerThread state, Context before, Context attached) {
+            this.state = state;
+            this.before = before;
+            this.attached = attached;
+        }
+
+        @Override
+        public void close() {
+            // As the default storage: only the scope of the current context restores (a
+            // scope closed out of order, or twice, is ignored).
+            if (!closed && state.context == attached) {
+                closed = true;
+                state.context = before;
+            }
+        }
     }
 
     /** Parsed ids of one span context, with its local root. */
@@ -93,6 +161,8 @@ public final class OtelprofContextStorage implements ContextStorage {
     /** What this thread's record shows, plus a one-entry cache of parsed ids. */
     static final class PerThread {
         final ThreadRecord record;
+        /** The current context, when this class keeps it (see {@link #own}). */
+        Context context;
         SpanContext current;
         Ids currentIds;
         private SpanContext cached;
@@ -154,10 +224,16 @@ public final class OtelprofContextStorage implements ContextStorage {
         }
     }
 
-    /** Closes the delegate's scope, then shows the previous span again. */
+    /**
+     * Closes the delegate's scope (or restores the context this class keeps), then shows the
+     * previous span again.
+     */
     static final class Restoring implements Scope {
+        /** The delegate's scope; null when this class keeps the context. */
         private final Scope delegate;
         private final PerThread state;
+        private final Context beforeContext;
+        private final Context attachedContext;
         private final SpanContext previous;
         private final Ids previousIds;
         private final SpanContext attached;
@@ -167,10 +243,12 @@ public final class OtelprofContextStorage implements ContextStorage {
         private final long allSamplesAtOpen;
         private boolean closed;
 
-        Restoring(Scope delegate, PerThread state, SpanContext previous, Ids previousIds, SpanContext attached,
-                int samplesAtOpen, long allSamplesAtOpen) {
+        Restoring(Scope delegate, PerThread state, Context beforeContext, Context attachedContext,
+                SpanContext previous, Ids previousIds, SpanContext attached, int samplesAtOpen, long allSamplesAtOpen) {
             this.delegate = delegate;
             this.state = state;
+            this.beforeContext = beforeContext;
+            this.attachedContext = attachedContext;
             this.previous = previous;
             this.previousIds = previousIds;
             this.attached = attached;
@@ -180,7 +258,15 @@ public final class OtelprofContextStorage implements ContextStorage {
 
         @Override
         public void close() {
-            delegate.close();
+            if (delegate != null) {
+                delegate.close();
+            } else if (closed || state.context != attachedContext) {
+                // As the default storage: a scope closed out of order or twice is ignored, and
+                // the span shown keeps following the context.
+                return;
+            } else {
+                state.context = beforeContext;
+            }
             if (closed) {
                 return;
             }
