@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Overhead of otelprof's profile types (cpu, wall, alloc, lock), each on its own and all
+together, on a CPU-bound and an allocation-heavy fixed-work JVM workload, against a no-agent
+baseline measured in the same run.
+
+Same method as bench/overhead.py (whose setup, process and machine-load helpers it reuses):
+alternating rounds, every round runs every configuration once in a freshly shuffled order;
+per run the whole-process wall time (spawn to exit) and the child's CPU time; reported per
+configuration the median, and the median / min / max of the per-round ratio to that round's
+no-agent run, next to an A/A control (a second no-agent configuration: the noise floor of the
+run). Workloads: bench/workloads/FixedWork.java (CPU) and bench/workloads/AllocHeavy.java
+(allocation-heavy, well over 1 GB/s).
+
+Every run is checked: exit code 0, the same checksum as every other run of that workload; with
+the agent its start line, its `stopped;` line with no write errors, one readable pprof file per
+enabled type (`cpu-`, `wall-`, `alloc-`, `lock-`), and samples of every enabled type that the
+workload exercises (lock: only the file; neither workload contends). A broken run stops the
+benchmark: no table is printed from runs that did not do what they claim.
+
+    python3 bench/types_overhead.py                       # default java, 7 rounds, ~25 min
+    python3 bench/types_overhead.py --jdk /usr/lib/jvm/temurin-25-jdk-amd64 --rounds 9
+    python3 bench/types_overhead.py --quick               # smoke run: 2 short rounds
+    python3 bench/types_overhead.py --workloads alloc --configs all
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import gzip
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import overhead as oh  # noqa: E402  (the CPU-sampler benchmark: shared setup and helpers)
+
+GOAL_ALL_RATIO = 1.02
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    key: str
+    options: str  # agent options, "" for no agent (out= and period= are added)
+
+    @property
+    def kinds(self) -> list[str]:
+        """The profile types these options turn on."""
+        if not self.options:
+            return []
+        opts = dict(kv.split("=", 1) for kv in self.options.split(","))
+        kinds = [] if opts.get("cpu") == "off" else ["cpu"]
+        kinds += [k for k in ("wall", "alloc", "lock") if opts.get(k, "off") != "off"]
+        return kinds
+
+    def label(self) -> str:
+        return "no agent" if not self.options else self.options
+
+
+CONFIGS = {
+    c.key: c
+    for c in [
+        Config("none", ""),
+        Config("none-aa", ""),
+        Config("cpu", "cpu=10ms"),
+        Config("wall", "cpu=off,wall=50ms"),
+        Config("alloc", "cpu=off,alloc=512k"),
+        Config("lock", "cpu=off,lock=10ms"),
+        Config("all", "cpu=10ms,wall=50ms,alloc=512k,lock=10ms"),
+    ]
+}
+
+# (main class, threads, requests per thread: default, --quick)
+WORKLOADS = {
+    "cpu": ("FixedWork", 2, 200_000, 30_000),
+    "alloc": ("AllocHeavy", 2, 15_000, 3_000),
+}
+
+# The counter that proves each type sampled something (None: only its file is required).
+TYPE_COUNTER = {"cpu": "weight", "wall": "wall_samples", "alloc": "alloc_samples", "lock": None}
+
+
+@dataclasses.dataclass
+class Run:
+    config: str
+    round: int
+    wall_s: float
+    cpu_s: float
+    other_load: float
+    stats: dict
+
+
+def check_agent(cfg: Config, run_dir: Path, stderr: str) -> dict:
+    lines = [l for l in stderr.splitlines() if l.startswith("otelprof:")]
+    started = [l for l in lines if l.startswith("otelprof: profiling ")]
+    stopped = [l for l in lines if l.startswith("otelprof: stopped;")]
+    if len(started) != 1 or len(stopped) != 1:
+        raise oh.BenchError(f"expected one start and one stopped line, got: {lines}")
+    fatal = [l for l in lines if "profiling is off" in l or "internal error" in l or "stays off" in l]
+    if fatal:
+        raise oh.BenchError(f"the agent reported: {fatal[0]}")
+    stats = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)\b", stopped[0])}
+    if stats.get("write_errors", 1) != 0:
+        raise oh.BenchError(f"write errors: {stopped[0]}")
+    out = run_dir / "out"
+    for kind in cfg.kinds:
+        files = sorted(out.glob(f"{kind}-*.pb.gz"))
+        if not files:
+            raise oh.BenchError(f"no {kind}-*.pb.gz in {out}: {sorted(p.name for p in out.iterdir())}")
+        for f in files:
+            if not gzip.decompress(f.read_bytes()):
+                raise oh.BenchError(f"{f.name} is an empty profile")
+        counter = TYPE_COUNTER[kind]
+        if counter and stats.get(counter, 0) == 0:
+            raise oh.BenchError(f"{kind} took no samples ({counter}=0): {stopped[0]}")
+    unexpected = sorted({p.name.split("-")[0] for p in out.glob("*.pb.gz")} - set(cfg.kinds))
+    if unexpected:
+        raise oh.BenchError(f"files of types not asked for: {unexpected}")
+    return stats
+
+
+def run_once(jdk, cfg: Config, main: list[str], classes: Path, agent: Path, work: Path, tag: str) -> tuple[Run, str]:
+    run_dir = work / tag
+    (run_dir / "out").mkdir(parents=True)
+    agent_args = [f"-agentpath:{agent}={cfg.options},out={run_dir / 'out'},period=60s"] if cfg.options else []
+    cmd = [str(jdk.java), *oh.COMMON_JVM_ARGS, *agent_args, "-cp", str(classes), *main]
+    ex = oh.spawn_and_wait(cmd, run_dir, oh.RUN_TIMEOUT_S)
+
+    def fail(why: str) -> oh.BenchError:
+        tail = lambda t: "\n".join(t.splitlines()[-15:])  # noqa: E731
+        return oh.BenchError(f"invalid run {tag} ({cfg.label()}, {jdk.short}): {why}\ncommand: {' '.join(cmd)}\n"
+                             f"stdout tail:\n{tail(ex.stdout)}\nstderr tail:\n{tail(ex.stderr)}")
+
+    if ex.code != 0:
+        raise fail(f"exit code {ex.code}")
+    result = re.search(r"^result=\S+.*$", ex.stdout, re.M)
+    if not result:
+        raise fail("the workload printed no result line")
+    stats = {}
+    try:
+        if cfg.options:
+            stats = check_agent(cfg, run_dir, ex.stderr)
+        elif "otelprof" in ex.stderr:
+            raise oh.BenchError("otelprof output in a run without the agent")
+    except oh.BenchError as e:
+        raise fail(str(e)) from None
+    shutil.rmtree(run_dir)
+    return Run(cfg.key, 0, ex.wall_s, ex.cpu_s, ex.other_load, stats), result.group(0)
+
+
+def bench_workload(jdk, workload: str, configs: list[Config], args, classes: Path, agent: Path, work: Path,
+                   rng: random.Random) -> tuple[dict[str, list[Run]], int]:
+    cls, threads, requests, quick_requests = WORKLOADS[workload]
+    main = [cls, str(threads), str(quick_requests if args.quick else requests)]
+    results: dict[str, list[Run]] = {c.key: [] for c in configs}
+    checksums: set[str] = set()
+
+    def checked(pair: tuple[Run, str], tag: str) -> Run:
+        run, result = pair
+        checksums.add(result)
+        if len(checksums) != 1:
+            raise oh.BenchError(f"run {tag} printed a different result than earlier runs: {sorted(checksums)}")
+        return run
+
+    for cfg in configs:
+        oh.log(f"  [{workload}] warm-up {cfg.label()}")
+        checked(run_once(jdk, cfg, main, classes, agent, work, f"warmup-{workload}-{cfg.key}"), "warm-up")
+    kept = tried = 0
+    limit = args.max_other_load
+    max_tries = args.rounds if limit is None else args.rounds * 3
+    while kept < args.rounds:
+        if tried == max_tries:
+            raise oh.BenchError(f"the machine was too busy: {kept} of {tried} rounds kept")
+        tried += 1
+        if limit is not None:
+            oh.wait_for_quiet(limit)
+        order = list(configs)
+        rng.shuffle(order)
+        runs = [checked(run_once(jdk, c, main, classes, agent, work, f"{workload}-t{tried}-{c.key}"), c.key)
+                for c in order]
+        worst = max(r.other_load for r in runs)
+        detail = ", ".join(f"{r.config} {r.wall_s:.2f}s" for r in runs)
+        if limit is not None and worst > limit:
+            oh.log(f"  [{workload}] round discarded (other load up to {worst:.2f} CPUs): {detail}")
+            continue
+        kept += 1
+        for r in runs:
+            r.round = kept
+            results[r.config].append(r)
+        oh.log(f"  [{workload}] round {kept}/{args.rounds} (other load ≤ {worst:.2f}): {detail}")
+    return results, tried - kept
+
+
+def table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str, dict]:
+    base = {r.round: r for r in results["none"]}
+    rows = [
+        "| configuration | wall median (s) | wall ratio median | wall ratio min–max | CPU ratio median "
+        "| CPU ratio min–max | samples (median): cpu / wall / alloc / lock | other load (CPUs, median) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    summary = {}
+    for cfg in configs:
+        runs = results[cfg.key]
+        wr = [r.wall_s / base[r.round].wall_s for r in runs]
+        cr = [r.cpu_s / base[r.round].cpu_s for r in runs]
+        wall = statistics.median(r.wall_s for r in runs)
+        other = statistics.median(r.other_load for r in runs)
+        summary[cfg.key] = {"wall_ratio_median": statistics.median(wr), "wall_ratio_min": min(wr),
+                            "wall_ratio_max": max(wr), "cpu_ratio_median": statistics.median(cr),
+                            "wall_median_s": wall}
+        if cfg.options:
+            med = lambda k: statistics.median(r.stats.get(k, 0) for r in runs)  # noqa: E731
+            samples = (f"{med('weight'):.0f} / {med('wall_samples'):.0f} / {med('alloc_samples'):.0f} / "
+                       f"{med('lock_samples'):.0f}")
+        else:
+            samples = "–"
+        if cfg.key == "none":
+            rows.append(f"| {cfg.label()} (baseline) | {wall:.3f} | 1 | – | 1 | – | – | {other:.2f} |")
+        else:
+            label = "no agent, again (A/A control)" if cfg.key == "none-aa" else f"`{cfg.label()}`"
+            rows.append(f"| {label} | {wall:.3f} | **{statistics.median(wr):.3f}** | {min(wr):.3f}–{max(wr):.3f} "
+                        f"| {statistics.median(cr):.3f} | {min(cr):.3f}–{max(cr):.3f} | {samples} | {other:.2f} |")
+    return "\n".join(rows), summary
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jdk", action="append", default=[], help="as in bench/overhead.py (default: java on PATH)")
+    p.add_argument("--rounds", type=int, help="rounds per workload (default 7, --quick 2)")
+    p.add_argument("--agent", type=Path, default=oh.DEFAULT_AGENT)
+    p.add_argument("--quick", action="store_true", help="smoke run: less work, 2 rounds; ratios not meaningful")
+    p.add_argument("--workloads", default="cpu,alloc", help="cpu, alloc or both (default: %(default)s)")
+    p.add_argument("--configs", default=",".join(k for k in CONFIGS if k != "none"),
+                   help="configurations (default: %(default)s); 'none' is always included")
+    p.add_argument("--max-other-load", type=float, metavar="CPUS",
+                   help="discard and repeat a round in which the rest of the machine used more than this")
+    p.add_argument("--seed", type=int, default=20261122)
+    p.add_argument("--keep", action="store_true")
+    args = p.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 2 if args.quick else 7
+    keys = [k.strip() for k in args.configs.split(",") if k.strip()]
+    bad = [k for k in keys if k not in CONFIGS]
+    if bad:
+        p.error(f"unknown configuration(s) {bad}; known: {', '.join(CONFIGS)}")
+    args.config_list = [CONFIGS["none"]] + [CONFIGS[k] for k in keys if k != "none"]
+    args.workload_list = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    if any(w not in WORKLOADS for w in args.workload_list):
+        p.error(f"--workloads: known are {', '.join(WORKLOADS)}")
+    return args
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    command = "python3 bench/types_overhead.py" + ("" if not argv else " " + " ".join(argv))
+    work = Path(tempfile.mkdtemp(prefix="otelprof-types-bench-"))
+    code = 0
+    try:
+        jdks = oh.resolve_jdks(args.jdk)
+        classes = work / "classes"
+        oh.compile_workloads(jdks, classes)
+        agent, sha = oh.snapshot_agent(args.agent.resolve(), work)
+        started = datetime.datetime.now(datetime.timezone.utc)
+        out = [
+            f"Command: `{command}`  ",
+            f"Date: {started:%Y-%m-%d %H:%M} UTC; host: {oh.cpu_model()}, {os.cpu_count()} CPUs, "
+            f"Linux {platform.release()}; load average at start {os.getloadavg()[0]:.2f}  ",
+            f"Agent: `{args.agent}` (sha256 {sha}…); JVM flags of every run: `{' '.join(oh.COMMON_JVM_ARGS)}`; "
+            f"{args.rounds} rounds per workload",
+        ]
+        verdicts = []
+        for i, jdk in enumerate(jdks):
+            out.append(f"\n#### {jdk.version}\n")
+            oh.log(f"JDK {jdk.version} ({jdk.java})")
+            for w in args.workload_list:
+                rng = random.Random(args.seed + i * 100 + len(w))
+                results, discarded = bench_workload(jdk, w, args.config_list, args, classes, agent, work, rng)
+                t, summary = table(args.config_list, results)
+                cls, threads, requests, quick_requests = WORKLOADS[w]
+                n = quick_requests if args.quick else requests
+                out += [f"{cls} ({threads} threads × {n} requests), {args.rounds} rounds"
+                        + (f", {discarded} busier rounds discarded" if discarded else "") + ":\n", t, ""]
+                if "all" in summary:
+                    r = summary["all"]["wall_ratio_median"]
+                    aa = summary.get("none-aa", {}).get("wall_ratio_median")
+                    state = "met" if r <= GOAL_ALL_RATIO else "NOT met"
+                    if args.quick:
+                        state = "not judged (--quick)"
+                    sentence = (f"Goal (all four types together ≤ {GOAL_ALL_RATIO}) on {cls}: "
+                                f"{r:.3f}, **{state}**" + (f" (A/A control {aa:.3f})" if aa else "") + ".")
+                    out.append(sentence + "\n")
+                    verdicts.append(sentence)
+        out.append(f"Load average at end {os.getloadavg()[0]:.2f}; took "
+                   f"{(datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() / 60:.1f} min.")
+        print("\n".join(out))
+    except oh.BenchError as e:
+        oh.log(f"\nBENCHMARK FAILED, no results reported:\n{e}")
+        code = 1
+    finally:
+        if args.keep or code == 1:
+            oh.log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
