@@ -63,7 +63,7 @@ def main():
 
     n_direct = "20000000" if args.quick else "100000000"
     n_activate = "5000000" if args.quick else "20000000"
-    n_spans = "300000" if args.quick else "1500000"
+    n_spans = "100000" if args.quick else "500000"
     warm = "3" if args.quick else "5"
     configs = {
         # name: (jvm args, bench args, result key)
