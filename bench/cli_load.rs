@@ -6,6 +6,11 @@
 //! first, then sends them over OTLP/gRPC (gzip) to `--grpc` with `--concurrency` requests in
 //! flight and reports the rate as one JSON line. Deterministic: a seed per profile.
 //!
+//! With `--gzip 0` the requests are encoded to protobuf bytes up front and sent through a
+//! pass-through codec, so the rate measures the receiver, not this client's encoder (which
+//! shares the machine's cores with it). With gzip, tonic compresses each request as it sends
+//! it, on the client's cores.
+//!
 //!     cargo run --release -p otelprof-cli --example cli_load -- \
 //!         --grpc 127.0.0.1:4317 --profiles 360 --version 1.0 --start 1700000000
 
@@ -15,6 +20,65 @@ use opentelemetry::KeyValue;
 use opentelemetry_proto::tonic::collector::profiles::v1development::profiles_service_client::ProfilesServiceClient;
 use otel_bridge::otlp::{EncodeOptions, ExportProfilesServiceRequest, ProfileId};
 use otel_bridge::{FrameKind, Link, Profile, ProfileBuilder};
+
+/// One export, as a message (tonic encodes and compresses it when sending) or as protobuf bytes
+/// encoded up front.
+enum Request {
+    Message(ExportProfilesServiceRequest),
+    Bytes(bytes::Bytes),
+}
+
+fn export_path() -> http::uri::PathAndQuery {
+    http::uri::PathAndQuery::from_static(
+        "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
+    )
+}
+
+/// A gRPC codec that sends bytes as they are and returns the response's bytes.
+#[derive(Clone, Copy, Default)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = bytes::Bytes;
+    type Decode = bytes::Bytes;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: Self::Item,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), Self::Error> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Self::Item>, Self::Error> {
+        let n = bytes::Buf::remaining(src);
+        Ok(Some(bytes::Buf::copy_to_bytes(src, n)))
+    }
+}
 
 struct Rng(u64);
 
@@ -164,7 +228,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     let methods = methods();
     let t0 = Instant::now();
-    let mut requests: Vec<ExportProfilesServiceRequest> = Vec::with_capacity(n);
+    let mut requests: Vec<Request> = Vec::with_capacity(n);
     let mut bytes = 0usize;
     for i in 0..n {
         let p = profile(
@@ -181,7 +245,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &EncodeOptions::default(),
         )?;
         bytes += prost::Message::encoded_len(&req);
-        requests.push(req);
+        requests.push(if gzip {
+            Request::Message(req)
+        } else {
+            Request::Bytes(bytes::Bytes::from(prost::Message::encode_to_vec(&req)))
+        });
     }
     let encode_s = t0.elapsed().as_secs_f64();
 
@@ -204,13 +272,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if gzip {
                 client = client.send_compressed(tonic::codec::CompressionEncoding::Gzip);
             }
+            let mut raw = tonic::client::Grpc::new(channel.clone());
             tasks.push(tokio::spawn(async move {
                 let mut failures = 0usize;
                 loop {
                     let Some(req) = queue.lock().await.pop() else {
                         break;
                     };
-                    if client.export(req).await.is_err() {
+                    let ok = match req {
+                        Request::Message(req) => client.export(req).await.is_ok(),
+                        Request::Bytes(b) => {
+                            raw.ready().await.is_ok()
+                                && raw
+                                    .unary(tonic::Request::new(b), export_path(), RawCodec)
+                                    .await
+                                    .is_ok()
+                        }
+                    };
+                    if !ok {
                         failures += 1;
                     }
                 }

@@ -293,7 +293,11 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
             let _guard = runtime.enter();
             tokio::net::TcpListener::from_std(listener).context("gRPC listener")?
         };
-        let mut builder = tonic::transport::Server::builder();
+        // HTTP/2 flow-control windows sized for profiles (hundreds of KB per request): with
+        // the 64 KiB default, a large export waits for several window updates.
+        let mut builder = tonic::transport::Server::builder()
+            .initial_stream_window_size(Some(4 << 20))
+            .initial_connection_window_size(Some(16 << 20));
         if let Some(tls) = grpc_tls {
             builder = builder.tls_config(tls).context("TLS setup for gRPC")?;
         }
