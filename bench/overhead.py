@@ -51,6 +51,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def shown_path(p: Path) -> str:
+    """`p` relative to the repository when inside it: results name no machine's paths."""
+    try:
+        return str(Path(p).resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
 WORKLOADS = REPO / "bench" / "workloads"
 DEFAULT_AGENT = REPO / "target" / "release" / "libotelprof.so"
 JVM_ROOT = Path("/usr/lib/jvm")
@@ -611,7 +619,7 @@ def main(argv: list[str]) -> int:
             f"Command: `{command}`  ",
             f"Date: {started:%Y-%m-%d %H:%M} UTC; host: {cpu_model()}, {os.cpu_count()} CPUs, "
             f"Linux {platform.release()}; load average at start {load_before[0]:.2f}  ",
-            f"Agent: `{args.agent}` (sha256 {agent_sha}…); JVM flags of every run: `{' '.join(COMMON_JVM_ARGS)}`  ",
+            f"Agent: `{shown_path(args.agent)}` (sha256 {agent_sha}…); JVM flags of every run: `{' '.join(COMMON_JVM_ARGS)}`  ",
             f"CPU benchmark: FixedWork, {WORK_THREADS} threads × {args.requests} requests, {args.rounds} rounds; "
             f"memory: IdleThreads, {IDLE_THREADS} threads idle {args.idle_wait_ms} ms, {args.mem_rounds} rounds",
         ]

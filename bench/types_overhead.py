@@ -273,7 +273,7 @@ def main(argv) -> int:
             f"Command: `{command}`  ",
             f"Date: {started:%Y-%m-%d %H:%M} UTC; host: {oh.cpu_model()}, {os.cpu_count()} CPUs, "
             f"Linux {platform.release()}; load average at start {os.getloadavg()[0]:.2f}  ",
-            f"Agent: `{args.agent}` (sha256 {sha}…); JVM flags of every run: `{' '.join(oh.COMMON_JVM_ARGS)}`; "
+            f"Agent: `{oh.shown_path(args.agent)}` (sha256 {sha}…); JVM flags of every run: `{' '.join(oh.COMMON_JVM_ARGS)}`; "
             f"{args.rounds} rounds per workload",
         ]
         verdicts = []
