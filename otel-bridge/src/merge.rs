@@ -289,26 +289,7 @@ impl Merger {
             } else {
                 fixed_group
             };
-            let key = (group, std::mem::take(&mut stack));
-            let index = match self.stack_index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    let i = self.merged.stacks.len();
-                    self.merged.stacks.push(MergedStack {
-                        group,
-                        frames: key.1.clone(),
-                        value: 0.0,
-                        count: 0.0,
-                    });
-                    self.stack_index.insert(key.clone(), i);
-                    i
-                }
-            };
-            stack = key.1;
-            if let Some(s) = self.merged.stacks.get_mut(index) {
-                s.value += value;
-                s.count += count;
-            }
+            stack = self.accumulate(group, std::mem::take(&mut stack), value, count);
             if self.collect_spans {
                 if let Some(link) = sample.link {
                     let stats = self.merged.spans.entry(link).or_default();
@@ -394,6 +375,31 @@ impl Merger {
         self.merged
     }
 
+    /// Adds `value` and `count` to the merged stack of `frames` (root first) in `group`,
+    /// creating it at zero if new. Gives `frames` back, so a caller can reuse its allocation.
+    fn accumulate(&mut self, group: u32, frames: Vec<u32>, value: f64, count: f64) -> Vec<u32> {
+        let key = (group, frames);
+        let index = match self.stack_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.merged.stacks.len();
+                self.merged.stacks.push(MergedStack {
+                    group,
+                    frames: key.1.clone(),
+                    value: 0.0,
+                    count: 0.0,
+                });
+                self.stack_index.insert(key.clone(), i);
+                i
+            }
+        };
+        if let Some(s) = self.merged.stacks.get_mut(index) {
+            s.value += value;
+            s.count += count;
+        }
+        key.1
+    }
+
     /// Adds what another merger (of the same type and selection, e.g. on another thread)
     /// collected.
     pub fn absorb(&mut self, other: Merger) {
@@ -413,31 +419,12 @@ impl Merger {
         };
         for s in o.stacks {
             let group = groups.get(s.group as usize).copied().unwrap_or(0);
-            let key: (u32, Vec<u32>) = (
-                group,
-                s.frames
-                    .iter()
-                    .map(|f| frames.get(*f as usize).copied().unwrap_or(0))
-                    .collect(),
-            );
-            let index = match self.stack_index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    let i = self.merged.stacks.len();
-                    self.merged.stacks.push(MergedStack {
-                        group,
-                        frames: key.1.clone(),
-                        value: 0.0,
-                        count: 0.0,
-                    });
-                    self.stack_index.insert(key, i);
-                    i
-                }
-            };
-            if let Some(t) = self.merged.stacks.get_mut(index) {
-                t.value += s.value;
-                t.count += s.count;
-            }
+            let mapped = s
+                .frames
+                .iter()
+                .map(|f| frames.get(*f as usize).copied().unwrap_or(0))
+                .collect();
+            self.accumulate(group, mapped, s.value, s.count);
         }
         self.merged.profiles_used += o.profiles_used;
         self.merged.profiles_seen += o.profiles_seen;
