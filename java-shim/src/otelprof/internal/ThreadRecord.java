@@ -64,6 +64,7 @@ public final class ThreadRecord {
 
     static {
         MethodHandle putInt = null, putLong = null, putShort = null, putOrderedInt = null, getInt = null, getLong = null;
+        boolean found = false;
         try {
             if (Runtime.version().feature() < 24 && !"false".equals(System.getProperty("otelprof.unsafe"))) {
                 Class<?> c = Class.forName("sun.misc.Unsafe");
@@ -80,12 +81,12 @@ public final class ThreadRecord {
                         MethodType.methodType(int.class, Object.class, long.class)).bindTo(u);
                 getLong = l.findVirtual(c, "getLongVolatile",
                         MethodType.methodType(long.class, Object.class, long.class)).bindTo(u);
+                found = true;
             }
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
-            putInt = null;
+            found = false;
         }
-        PLAIN = putInt != null && putLong != null && putShort != null && putOrderedInt != null && getInt != null
-                && getLong != null;
+        PLAIN = found;
         PUT_INT = putInt;
         PUT_LONG = putLong;
         PUT_SHORT = putShort;
