@@ -42,6 +42,9 @@ pub struct Ingest {
     pub token: Option<String>,
 }
 
+/// A request's protobuf bytes, and the gzip bytes it came as (stored as they are).
+type Unpacked<'a> = (std::borrow::Cow<'a, [u8]>, Option<&'a [u8]>);
+
 /// Request bytes as they arrived.
 pub enum Body<'a> {
     /// Protobuf.
@@ -102,6 +105,36 @@ impl Ingest {
         Ok(())
     }
 
+    /// The request's protobuf bytes (inflated if gzip) and its gzip bytes if any, after the
+    /// size check.
+    fn unpack<'a>(&self, body: Body<'a>) -> Result<Unpacked<'a>, Rejected> {
+        match body {
+            Body::Raw(raw) => {
+                self.too_large(raw.len())?;
+                Ok((std::borrow::Cow::Borrowed(raw), None))
+            }
+            Body::Gzip(gz) => {
+                self.too_large(gz.len())?;
+                Ok((std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz)))
+            }
+        }
+    }
+
+    /// Stores a checked request as it came (the client's gzip bytes, or the protobuf).
+    fn keep(
+        &self,
+        signal: Signal,
+        raw: &[u8],
+        gzip: Option<&[u8]>,
+    ) -> Result<std::path::PathBuf, Rejected> {
+        let now = now_unix_nanos();
+        match gzip {
+            Some(gz) => self.store.put_gzip(signal, gz, now),
+            None => self.store.put_raw(signal, raw, now),
+        }
+        .map_err(|e| Rejected::Storage(format!("{e:#}")))
+    }
+
     /// Checks a profiles request and stores it. Returns how many profiles it held.
     pub fn profiles(&self, body: Body<'_>) -> Result<usize, Rejected> {
         let result = self.profiles_inner(body);
@@ -113,16 +146,7 @@ impl Ingest {
     }
 
     fn profiles_inner(&self, body: Body<'_>) -> Result<usize, Rejected> {
-        let (raw, gzip) = match body {
-            Body::Raw(raw) => {
-                self.too_large(raw.len())?;
-                (std::borrow::Cow::Borrowed(raw), None)
-            }
-            Body::Gzip(gz) => {
-                self.too_large(gz.len())?;
-                (std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz))
-            }
-        };
+        let (raw, gzip) = self.unpack(body)?;
         // Accepts exactly what the readers' decoder accepts (a test holds them to that), so
         // nothing is stored that could not be read back.
         let checked = otel_bridge::fast_decode::check_request(&raw)
@@ -131,12 +155,7 @@ impl Ingest {
             // Nothing to keep; OTLP says an empty request succeeds.
             return Ok(0);
         }
-        let now = now_unix_nanos();
-        let stored = match gzip {
-            Some(gz) => self.store.put_gzip(Signal::Profiles, gz, now),
-            None => self.store.put_raw(Signal::Profiles, &raw, now),
-        }
-        .map_err(|e| Rejected::Storage(format!("{e:#}")))?;
+        let stored = self.keep(Signal::Profiles, &raw, gzip)?;
         let size = std::fs::metadata(&stored).map_or(0, |m| m.len());
         self.counters.bytes_stored.fetch_add(size, Relaxed);
         let c = &self.counters;
@@ -149,16 +168,7 @@ impl Ingest {
     /// request counts that per-request diffs divide by, and the agent's own metrics come
     /// to the same endpoint as its profiles.
     pub fn metrics(&self, body: Body<'_>) -> Result<(), Rejected> {
-        let (raw, gzip) = match body {
-            Body::Raw(raw) => {
-                self.too_large(raw.len())?;
-                (std::borrow::Cow::Borrowed(raw), None)
-            }
-            Body::Gzip(gz) => {
-                self.too_large(gz.len())?;
-                (std::borrow::Cow::Owned(self.inflate(gz)?), Some(gz))
-            }
-        };
+        let (raw, gzip) = self.unpack(body)?;
         let request = opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest::decode(
             raw.as_ref(),
         )
@@ -169,12 +179,7 @@ impl Ingest {
         if request.resource_metrics.is_empty() {
             return Ok(());
         }
-        let now = now_unix_nanos();
-        match gzip {
-            Some(gz) => self.store.put_gzip(Signal::Metrics, gz, now),
-            None => self.store.put_raw(Signal::Metrics, &raw, now),
-        }
-        .map_err(|e| Rejected::Storage(format!("{e:#}")))?;
+        self.keep(Signal::Metrics, &raw, gzip)?;
         self.counters.metric_requests.fetch_add(1, Relaxed);
         Ok(())
     }
