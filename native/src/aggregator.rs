@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
@@ -52,20 +52,14 @@ pub struct Config {
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
 
-#[derive(Default)]
-struct Control {
-    stop: bool,
-    done: bool,
-}
-
 /// Handle to the running aggregator thread.
 pub struct Aggregator {
-    control: Arc<(Mutex<Control>, Condvar)>,
+    control: Arc<crate::worker::Shared>,
 }
 
 impl Aggregator {
     pub fn start(config: Config) -> std::io::Result<Aggregator> {
-        let control = Arc::new((Mutex::new(Control::default()), Condvar::new()));
+        let control = crate::worker::shared();
         let theirs = control.clone();
         std::thread::Builder::new()
             .name("otelprof-aggregator".into())
@@ -77,9 +71,7 @@ impl Aggregator {
                     sampler::set_active(false);
                     log_error!("internal error in the aggregator thread; profiling stopped");
                 }
-                let (lock, cv) = &*theirs;
-                lock.lock().unwrap_or_else(|p| p.into_inner()).done = true;
-                cv.notify_all();
+                crate::worker::mark_done(&theirs);
             })?;
         Ok(Aggregator { control })
     }
@@ -87,22 +79,7 @@ impl Aggregator {
     /// Asks for a final drain and write, and waits for it at most `timeout`. Returns false on
     /// timeout (the JVM must not hang at exit because of us).
     pub fn stop(&self, timeout: Duration) -> bool {
-        let (lock, cv) = &*self.control;
-        let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
-        c.stop = true;
-        cv.notify_all();
-        let deadline = Instant::now() + timeout;
-        while !c.done {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            c = match cv.wait_timeout(c, deadline - now) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-        }
-        true
+        crate::worker::stop_and_wait(&self.control, timeout)
     }
 }
 
@@ -111,7 +88,7 @@ fn unix_nanos(t: SystemTime) -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
+fn run(config: Config, control: &crate::worker::Shared) {
     // SAFETY: config.vm is the live JavaVM*.
     let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-aggregator") };
     let Some(jni) = jni else {

@@ -42,6 +42,7 @@ pub mod threads;
 pub mod timers;
 pub mod vthreads;
 pub mod wall;
+pub mod worker;
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};

@@ -61,7 +61,7 @@
 //! [`ThreadTable::hold_registrations`]: crate::thread_table::ThreadTable::hold_registrations
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
@@ -172,20 +172,14 @@ pub struct Config {
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
 
-#[derive(Default)]
-struct Control {
-    stop: bool,
-    done: bool,
-}
-
 /// Handle to the running `otelprof-wall` thread.
 pub struct WallClock {
-    control: Arc<(Mutex<Control>, Condvar)>,
+    control: Arc<crate::worker::Shared>,
 }
 
 impl WallClock {
     pub fn start(config: Config) -> std::io::Result<WallClock> {
-        let control = Arc::new((Mutex::new(Control::default()), Condvar::new()));
+        let control = crate::worker::shared();
         let theirs = control.clone();
         std::thread::Builder::new()
             .name("otelprof-wall".into())
@@ -196,35 +190,18 @@ impl WallClock {
                 if result.is_err() {
                     log_error!("internal error in the wall-clock thread; wall profiling stopped");
                 }
-                let (lock, cv) = &*theirs;
-                lock.lock().unwrap_or_else(|p| p.into_inner()).done = true;
-                cv.notify_all();
+                crate::worker::mark_done(&theirs);
             })?;
         Ok(WallClock { control })
     }
 
     /// Stops the thread and waits for it at most `timeout`. Returns false on timeout.
     pub fn stop(&self, timeout: Duration) -> bool {
-        let (lock, cv) = &*self.control;
-        let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
-        c.stop = true;
-        cv.notify_all();
-        let deadline = Instant::now() + timeout;
-        while !c.done {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            c = match cv.wait_timeout(c, deadline - now) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-        }
-        true
+        crate::worker::stop_and_wait(&self.control, timeout)
     }
 }
 
-fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
+fn run(config: Config, control: &crate::worker::Shared) {
     // SAFETY: config.vm is the live JavaVM*.
     let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-wall") };
     let Some(jni) = jni else {
@@ -241,7 +218,7 @@ fn run(config: Config, control: &(Mutex<Control>, Condvar)) {
     }
 }
 
-fn tick_until_stopped(config: &Config, jni: *mut JNIEnv, control: &(Mutex<Control>, Condvar)) {
+fn tick_until_stopped(config: &Config, jni: *mut JNIEnv, control: &crate::worker::Shared) {
     let mut wall = Rotation::new(config.jvmti, jni, config.max_samples);
     let (lock, cv) = control;
     let mut next = Instant::now() + config.interval;
