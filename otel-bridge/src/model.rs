@@ -61,12 +61,16 @@ pub struct Line {
     pub line: i64,
 }
 
+/// The lines of a location: one in nearly every profile (inlined frames are usually separate
+/// locations), so one is stored inline and a decoded location table is one flat array.
+pub type Lines = smallvec::SmallVec<[Line; 1]>;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Location {
     /// Innermost first: with inlining, the last entry is the caller the others were inlined into
     /// (pprof's convention). The agent reports inlined frames as separate locations, so its
     /// locations carry exactly one line.
-    pub lines: Vec<Line>,
+    pub lines: Lines,
     pub kind: FrameKind,
     pub address: u64,
 }
@@ -297,7 +301,7 @@ impl ProfileBuilder {
     /// A single-line location: one frame of `function` at `line`.
     pub fn location(&mut self, function: FunctionId, line: i64, kind: FrameKind) -> LocationId {
         let loc = Location {
-            lines: vec![Line { function, line }],
+            lines: Lines::from_buf([Line { function, line }]),
             kind,
             address: 0,
         };

@@ -28,7 +28,7 @@ use flate2::Compression;
 use prost::Message;
 
 use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile,
+    FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Location, LocationId, Profile,
     Sample, StrId, ValueType,
 };
 
@@ -434,7 +434,7 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
                     line: line.line,
                 })
             })
-            .collect::<Result<Vec<_>, DecodeError>>()?;
+            .collect::<Result<Lines, DecodeError>>()?;
         locations.push(Location {
             lines,
             kind: FrameKind::Jvm,

@@ -17,8 +17,8 @@ use super::encode::emitted_sample_types;
 use super::proto as pb;
 use super::{label_key_for_attribute, ExportProfilesServiceRequest, FRAME_TYPE, PSEUDO_FRAME};
 use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
-    Sample, StrId, ValueType,
+    FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
+    Profile, Sample, StrId, ValueType,
 };
 
 /// Largest input [`decode`] inflates from gzip.
@@ -278,7 +278,7 @@ impl ModelBuilder {
                 Err(e)
             }
         })?;
-        let mut lines = Vec::with_capacity(loc.lines.len());
+        let mut lines = Lines::with_capacity(loc.lines.len());
         for line in &loc.lines {
             let f = at(
                 &dict.function_table,
