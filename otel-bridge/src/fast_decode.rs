@@ -61,8 +61,27 @@ impl<'a> Wire<'a> {
         Wire { buf, pos: 0 }
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64> {
+        // Most varints here (keys, indices, lengths of small messages) are one byte; location
+        // indices in stacks take two.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+            if let Some(&c) = self.buf.get(self.pos + 1) {
+                if c < 0x80 {
+                    self.pos += 2;
+                    return Ok(u64::from(b & 0x7f) | u64::from(c) << 7);
+                }
+            }
+        }
+        self.varint_long()
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u64> {
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
             let b = *self
@@ -79,7 +98,7 @@ impl<'a> Wire<'a> {
     }
 
     /// The next field's number and wire type, `None` at the end.
-    #[inline]
+    #[inline(always)]
     fn key(&mut self) -> Result<Option<(u32, u8)>> {
         if self.pos >= self.buf.len() {
             return Ok(None);
@@ -381,10 +400,11 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
         t.labels
             .push(label.map(|value| Label { key: key_id, value }));
     }
+    let mut attrs = Vec::new();
     for l in &d.locations {
         let mut w = Wire::new(l);
         let mut loc = Location::default();
-        let mut attrs = Vec::new();
+        attrs.clear();
         while let Some((field, wire)) = w.key()? {
             match (field, wire) {
                 (2, VARINT) => loc.address = w.varint()?,
@@ -413,7 +433,7 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
             }
         }
         let mut is_pseudo = false;
-        for a in attrs {
+        for &a in &attrs {
             let i = check(
                 i64::from(a),
                 d.attributes.len(),
@@ -524,8 +544,9 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
         locations,
         labels: label_table,
         links: link_table,
-        stacks: stack_table,
+        stacks: mut stack_table,
     } = t;
+    let mut stack_owner = vec![u32::MAX; stack_table.len()];
     let mut profile = Profile {
         strings,
         sample_types: if derive {
@@ -587,7 +608,24 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
                 "a sample",
                 "stack_table",
             )?;
-            stack_table.get(i).cloned().unwrap_or_default()
+            // A stack moves into the first sample that uses it; later ones copy it from there.
+            match stack_owner.get(i).copied() {
+                Some(u32::MAX) => {
+                    if let Some(o) = stack_owner.get_mut(i) {
+                        *o = u32::try_from(profile.samples.len()).unwrap_or(u32::MAX);
+                    }
+                    stack_table
+                        .get_mut(i)
+                        .map(std::mem::take)
+                        .unwrap_or_default()
+                }
+                Some(owner) => profile
+                    .samples
+                    .get(owner as usize)
+                    .map(|s| s.locations.clone())
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            }
         };
         let mut labels = Vec::with_capacity(attrs.len());
         for &a in &attrs {
@@ -992,6 +1030,9 @@ mod tests {
         b.add_linked_sample(&[lw, lm], &[t, e, tid], link, &[3, 30], &[100, 200, 300]);
         b.add_sample(&[lm], &[t], &[2, 20]);
         b.add_sample(&[lg], &[], &[1, 10]);
+        // The first sample's stack again (one stack table entry, three samples).
+        b.add_sample(&[lw, lm], &[e], &[4, 40]);
+        b.add_sample(&[lw, lm], &[], &[5, 50]);
         b.build(1_000, 5_000)
     }
 
@@ -1104,7 +1145,7 @@ mod tests {
             check_request(&bytes).unwrap(),
             Checked {
                 profiles: 1,
-                samples: 3
+                samples: 5
             }
         );
         assert!(decode(&[0x0a, 0xff]).is_err());
