@@ -56,7 +56,7 @@ impl FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-use crate::model::{Link, Profile};
+use crate::model::{FunctionId, Link, Profile};
 use crate::select::{
     resource_value, sample_value, ProfileType, ProfileVerdict, SampleText, Selector,
 };
@@ -224,10 +224,22 @@ impl Merger {
             self.merged.groups.push(String::new());
         }
 
-        // Frame ids of each function and location (innermost first), resolved lazily.
+        // Frame ids of each function, resolved lazily.
         let mut function_frames: Vec<u32> = vec![u32::MAX; profile.functions.len()];
-        // Per location, (start, len) of its frames in `flat`; len u32::MAX = not resolved yet.
-        let mut location_frames: Vec<(u32, u32)> = vec![(0, u32::MAX); profile.locations.len()];
+        // The frame of each one-line location (nearly all), resolved in one pass in table
+        // order: samples visit locations in random order, and a table of u32s stays in cache
+        // where the locations themselves would not. u32::MAX for the others.
+        let single: Vec<u32> = profile
+            .locations
+            .iter()
+            .map(|loc| match loc.lines.as_slice() {
+                [line] => self.function_frame(profile, line.function, &mut function_frames),
+                _ => u32::MAX,
+            })
+            .collect();
+        // Per other location, (start, len) of its frames in `flat`; len u32::MAX = not resolved
+        // yet. Made when the first such location is met.
+        let mut location_frames: Vec<(u32, u32)> = Vec::new();
         let mut flat: Vec<u32> = Vec::with_capacity(profile.locations.len() + 16);
         let mut used = false;
         let mut stack: Vec<u32> = Vec::new();
@@ -256,6 +268,13 @@ impl Merger {
             stack.clear();
             for loc in sample.locations.iter().rev() {
                 let i = loc.0 as usize;
+                if let Some(&frame) = single.get(i).filter(|f| **f != u32::MAX) {
+                    stack.push(frame);
+                    continue;
+                }
+                if location_frames.is_empty() {
+                    location_frames = vec![(0, u32::MAX); profile.locations.len()];
+                }
                 let (start, len) = match location_frames.get(i) {
                     Some(&(_, u32::MAX)) => {
                         let start = u32::try_from(flat.len()).unwrap_or(u32::MAX);
@@ -353,22 +372,32 @@ impl Merger {
             return;
         }
         for line in &loc.lines {
-            let slot = line.function.0 as usize;
-            if let Some(&id) = function_frames.get(slot).filter(|id| **id != u32::MAX) {
-                flat.push(id);
-                continue;
-            }
-            let name = profile
-                .function(line.function)
-                .map(|f| profile.str(f.name))
-                .filter(|n| !n.is_empty())
-                .unwrap_or(UNKNOWN_FRAME);
-            let id = self.intern_frame(name);
-            if let Some(x) = function_frames.get_mut(slot) {
-                *x = id;
-            }
+            let id = self.function_frame(profile, line.function, function_frames);
             flat.push(id);
         }
+    }
+
+    /// The frame id of `function`, memoized in `function_frames`.
+    fn function_frame(
+        &mut self,
+        profile: &Profile,
+        function: FunctionId,
+        function_frames: &mut [u32],
+    ) -> u32 {
+        let slot = function.0 as usize;
+        if let Some(&id) = function_frames.get(slot).filter(|id| **id != u32::MAX) {
+            return id;
+        }
+        let name = profile
+            .function(function)
+            .map(|f| profile.str(f.name))
+            .filter(|n| !n.is_empty())
+            .unwrap_or(UNKNOWN_FRAME);
+        let id = self.intern_frame(name);
+        if let Some(x) = function_frames.get_mut(slot) {
+            *x = id;
+        }
+        id
     }
 
     pub fn finish(self) -> Merged {
@@ -512,6 +541,54 @@ mod tests {
         let names: Vec<&str> = s.frames.iter().map(|&f| merged.frame(f)).collect();
         assert_eq!(names, ["app.Main.main", "app.X.x"]);
         assert_eq!((s.value, s.count), (50.0, 5.0));
+    }
+
+    #[test]
+    fn multi_line_and_unsymbolized_locations_become_frames() {
+        use crate::model::{Line, Lines, Location};
+        let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
+        let main = b.function("app.Main.main", "Main.java", 1);
+        let inner = b.function("app.X.inlined", "X.java", 1);
+        let outer = b.function("app.X.caller", "X.java", 1);
+        let lm = b.location(main, 1, FrameKind::Jvm);
+        let lo = b.location(outer, 2, FrameKind::Jvm);
+        let lr = b.location(main, 7, FrameKind::Native);
+        b.add_sample(&[lo, lm], &[], &[3]);
+        b.add_sample(&[lr, lo], &[], &[4]);
+        let mut p = b.build(0, 1);
+        // `lo` becomes one location holding `inner` inlined into `outer` (innermost first);
+        // `lr` an address without symbols.
+        p.locations[lo.0 as usize].lines = Lines::from_vec(vec![
+            Line {
+                function: inner,
+                line: 5,
+            },
+            Line {
+                function: outer,
+                line: 2,
+            },
+        ]);
+        p.locations[lr.0 as usize] = Location {
+            lines: Lines::new(),
+            kind: FrameKind::Native,
+            address: 0x1234,
+        };
+        let mut m = Merger::new(ProfileType::Cpu, Selector::default(), None);
+        assert!(m.add(&[], &p));
+        let merged = m.finish();
+        let mut stacks: Vec<(Vec<&str>, f64)> = merged
+            .stacks
+            .iter()
+            .map(|s| (s.frames.iter().map(|&f| merged.frame(f)).collect(), s.value))
+            .collect();
+        stacks.sort_by(|a, b| a.1.total_cmp(&b.1));
+        assert_eq!(
+            stacks,
+            [
+                (vec!["app.Main.main", "app.X.caller", "app.X.inlined"], 3.0),
+                (vec!["app.X.caller", "app.X.inlined", "0x1234"], 4.0),
+            ]
+        );
     }
 
     #[test]
