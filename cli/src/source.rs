@@ -109,9 +109,16 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 /// A file's profiles, and whether it was pprof.
 type FileResult = anyhow::Result<(Vec<Decoded>, bool)>;
 
-/// Decodes one file into its profiles.
-pub fn decode_file(path: &Path) -> FileResult {
-    let bytes = std::fs::read(path).context("cannot read")?;
+/// Decodes one file into its profiles, reading it into `buf`: a worker that reuses one buffer
+/// for every file does not fault in fresh pages for each (the decoded profiles own copies of
+/// what they keep).
+pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
+    use std::io::Read as _;
+    buf.clear();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(buf))
+        .context("cannot read")?;
+    let bytes = &buf[..];
     let format = format_of(path).unwrap_or(Format::Unknown);
     let otlp = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
         let raw = inflate(bytes)?;
@@ -127,15 +134,13 @@ pub fn decode_file(path: &Path) -> FileResult {
         }])
     };
     match format {
-        Format::Otlp => otlp(&bytes)
-            .map(|d| (d, false))
-            .context("not OTLP profiles"),
-        Format::Pprof => pprof(&bytes)
+        Format::Otlp => otlp(bytes).map(|d| (d, false)).context("not OTLP profiles"),
+        Format::Pprof => pprof(bytes)
             .map(|d| (d, true))
             .context("not a pprof profile"),
-        Format::Unknown => match otlp(&bytes) {
+        Format::Unknown => match otlp(bytes) {
             Ok(d) if !d.is_empty() => Ok((d, false)),
-            _ => pprof(&bytes)
+            _ => pprof(bytes)
                 .map(|d| (d, true))
                 .context("neither OTLP profiles nor pprof"),
         },
@@ -172,7 +177,7 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
         ..Loaded::default()
     };
     for path in files {
-        match decode_file(&path) {
+        match decode_file(&path, &mut Vec::new()) {
             Ok((profiles, is_pprof)) => {
                 loaded.files += 1;
                 if is_pprof {
@@ -214,10 +219,11 @@ pub fn scan<S: Send>(
                 scope.spawn(|| {
                     let mut state = init();
                     let mut local = ScanStats::default();
+                    let mut buf = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(path) = files.get(i) else { break };
-                        match decode_file(path) {
+                        match decode_file(path, &mut buf) {
                             Ok((profiles, is_pprof)) => {
                                 local.files += 1;
                                 local.pprof_files += usize::from(is_pprof);
