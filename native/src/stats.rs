@@ -53,6 +53,9 @@ pub struct Counters {
     pub unknown_thread: AtomicU64,
     /// Failed stack walks by AsyncGetCallTrace code (index = -code).
     pub walk_failed: [AtomicU64; WALK_OUTCOMES],
+    /// Walks AsyncGetCallTrace could only do from the interrupted code's caller
+    /// ([`crate::sampler`]'s recovery of `unknown_Java` / `not_walkable_Java`).
+    pub walks_recovered: AtomicU64,
     /// Stacks cut at `depth=`.
     pub truncated: AtomicU64,
     /// Samples taken while the thread was working for a span.
@@ -93,6 +96,7 @@ pub static COUNTERS: Counters = Counters {
     dropped_kind_off: ZERO,
     unknown_thread: ZERO,
     walk_failed: [ZERO; WALK_OUTCOMES],
+    walks_recovered: ZERO,
     truncated: ZERO,
     samples_with_span: ZERO,
     context_torn: ZERO,
@@ -130,7 +134,7 @@ pub fn summary() -> String {
     let c = &COUNTERS;
     let failed: u64 = c.walk_failed.iter().map(get).sum();
     format!(
-        "samples={} weight={} failed_walks={} truncated={} samples_with_span={} context_torn={} \
+        "samples={} weight={} failed_walks={} walks_recovered={} truncated={} samples_with_span={} context_torn={} \
          dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={} \
@@ -139,6 +143,7 @@ pub fn summary() -> String {
         get(&c.samples),
         get(&c.weight),
         failed,
+        get(&c.walks_recovered),
         get(&c.truncated),
         get(&c.samples_with_span),
         get(&c.context_torn),
