@@ -209,6 +209,13 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
     if alloc || lock {
         caps = caps.with(capability::CAN_TAG_OBJECTS);
     }
+    // java.util.concurrent parks: the JDK binds Unsafe.park during startup; catching that
+    // binding needs the event from OnLoad on (see crate::parks).
+    let park_bind =
+        lock && !live && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
+    if park_bind {
+        caps = caps.with(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
+    }
     if !caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
         log_warn!(
             "this JVM cannot post CompiledMethodLoad; frames in compiled code are less exact"
@@ -230,6 +237,7 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         SampledObjectAlloc: alloc.then_some(crate::alloc::sampled_object_alloc as _),
         MonitorContendedEnter: lock.then_some(crate::locks::monitor_contended_enter as _),
         MonitorContendedEntered: lock.then_some(crate::locks::monitor_contended_entered as _),
+        NativeMethodBind: park_bind.then_some(crate::parks::native_method_bind as _),
         ..Default::default()
     };
     jvmti
@@ -246,6 +254,9 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
     ];
     if caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
         events.push(event::EVENT_COMPILED_METHOD_LOAD);
+    }
+    if park_bind {
+        events.push(event::EVENT_NATIVE_METHOD_BIND);
     }
     if caps.has(capability::CAN_SUPPORT_VIRTUAL_THREADS) && crate::vthreads::enable(&jvmti) {
         events.push(event::EVENT_VIRTUAL_THREAD_END);
@@ -418,6 +429,13 @@ impl Agent {
                     "contended monitors (waits of {threshold:?} or more, shorter ones sampled)"
                 )),
                 Err(e) => log_error!("cannot start lock profiling: {e}; it stays off"),
+            }
+            // SAFETY: `jni` is this (VMInit or shim) thread's JNIEnv, in the live phase.
+            match unsafe { crate::parks::install(&self.jvmti, jni) } {
+                Ok(()) => what.push("java.util.concurrent lock parks".to_owned()),
+                Err(e) => log_warn!(
+                    "java.util.concurrent locks are not profiled: {e} (contended monitors are)"
+                ),
             }
         }
         log_info!(

@@ -31,6 +31,7 @@ pub mod kinds;
 pub mod locks;
 pub mod options;
 pub mod otlp_export;
+pub mod parks;
 pub mod process_context;
 pub mod sample_buffer;
 pub mod sampler;

@@ -17,8 +17,7 @@
 //! monitor's class as the leaf frame, and the waiting thread's span context.
 //!
 //! `java.util.concurrent` locks (ReentrantLock and friends) park with `LockSupport.park`,
-//! which no JVMTI event reports; see the README. Wall-clock profiling shows such threads as
-//! WAITING in `LockSupport.park`, with their spans.
+//! which no JVMTI event reports: [`crate::parks`] times those.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,8 +40,13 @@ pub fn set_threshold(t: std::time::Duration) {
     THRESHOLD_NS.store(t.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
 }
 
+/// The threshold `T`, in nanoseconds.
+pub(crate) fn threshold() -> u64 {
+    THRESHOLD_NS.load(Ordering::Relaxed)
+}
+
 /// A uniform number in [0, 1).
-fn uniform() -> f64 {
+pub(crate) fn uniform() -> f64 {
     let mut z = RANDOM
         .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
         .wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -1,23 +1,45 @@
 //! Lock profiling accuracy against a workload that measures its own waits (tests/java-otel
-//! LockContention): two threads take turns on one monitor, holding it alternately 3 ms and
+//! LockContention): two threads take turns on one lock, holding it alternately 3 ms and
 //! 15 ms, so waits fall on both sides of the default 10 ms threshold, and each works inside a
-//! span. Read back with `go tool pprof -traces` on the `lock-*` files, on every supported JDK,
-//! with `lock=10ms` (long waits exact, short ones sampled) and with `lock=0` (every wait).
+//! span. The lock is a monitor (`synchronized`: JVMTI monitor events) or a `ReentrantLock`
+//! (parks: the rebound `Unsafe.park`), the agent loaded by the Java shim or at startup. Read
+//! back with `go tool pprof -traces` on the `lock-*` files, on every supported JDK, with
+//! `lock=10ms` (long waits exact, short ones sampled) and with `lock=0` (every wait).
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 
-use otelprof_tests::{all_jdks, jdk25, otel_classes, otel_sdk_jar, pprof_traces, Jdk, JvmRun};
+use otelprof_tests::{
+    all_jdks, jar_path, jdk25, otel_classes, otel_sdk_jar, pprof_traces, Jdk, JvmRun,
+};
 
 const CLASS: &str = "otelprof.tests.otel.LockContention";
 
-fn check(jdk: Jdk, threshold: &str) {
-    let run = JvmRun::new(jdk.clone(), CLASS)
-        .javaagent()
+#[derive(Clone, Copy, PartialEq)]
+enum Lock {
+    Monitor,
+    /// A `ReentrantLock`; `true`: the agent loaded by the Java shim (after the JVM started).
+    Reentrant {
+        shim: bool,
+    },
+}
+
+fn check(jdk: Jdk, threshold: &str, lock: Lock) {
+    let mut run = JvmRun::new(jdk.clone(), CLASS)
         .agent(&format!("lock={threshold}"))
-        .classpath(&[otel_classes(), otel_sdk_jar()])
-        .args(&["6"])
-        .run();
+        .classpath(&[otel_classes(), otel_sdk_jar()]);
+    if lock == (Lock::Reentrant { shim: false }) {
+        // The agent from -agentpath; the shim's classes only for the workload's span API.
+        run = run.classpath(&[&jar_path()]);
+    } else {
+        run = run.javaagent();
+    }
+    let mode = if lock == Lock::Monitor {
+        "monitor"
+    } else {
+        "reentrant"
+    };
+    let run = run.args(&["6", mode]).run();
     run.assert_clean_exit();
     // `waited <thread> <nanos> <entries>` and `span <thread> <trace> <span> <endpoint>`
     let waited: BTreeMap<&str, f64> = run
@@ -48,11 +70,22 @@ fn check(jdk: Jdk, threshold: &str) {
         all += s.value;
         let thread = s.label("thread_name").unwrap_or("?");
         *delay.entry(thread.to_owned()).or_default() += s.value;
-        if s.frames.first().map(String::as_str)
-            == Some("otelprof.tests.otel.LockContention$Account")
-            && s.frames.get(1).map(String::as_str)
-                == Some("otelprof.tests.otel.LockContention$Teller.transfer")
-        {
+        let transfer = "otelprof.tests.otel.LockContention$Teller.transfer";
+        let leaf = s.frames.first().map(String::as_str);
+        let right = match lock {
+            // The monitor's class, then the method that entered it.
+            Lock::Monitor => {
+                leaf == Some("otelprof.tests.otel.LockContention$Account")
+                    && s.frames.get(1).map(String::as_str) == Some(transfer)
+            }
+            // The lock's class, then the park under ReentrantLock.lock, called by transfer.
+            Lock::Reentrant { .. } => {
+                leaf == Some("java.util.concurrent.locks.ReentrantLock$NonfairSync")
+                    && s.frames.get(1).map(String::as_str) == Some("jdk.internal.misc.Unsafe.park")
+                    && s.frames.iter().any(|f| f == transfer)
+            }
+        };
+        if right {
             right_frames += s.value;
         }
         if let Some((trace, span, endpoint)) = spans.get(thread) {
@@ -66,7 +99,7 @@ fn check(jdk: Jdk, threshold: &str) {
     }
     let true_total: f64 = waited.values().sum();
     println!(
-        "{} lock={threshold}: reported {all:.0} ms of {true_total:.0} ms waited ({:.3}); per thread {delay:?} vs {waited:?}; {} samples, {} short waits not picked",
+        "{} {mode} lock={threshold}: reported {all:.0} ms of {true_total:.0} ms waited ({:.3}); per thread {delay:?} vs {waited:?}; {} samples, {} short waits not picked",
         jdk.name,
         all / true_total,
         counters["lock_samples"],
@@ -92,6 +125,15 @@ fn check(jdk: Jdk, threshold: &str) {
         right_span >= 0.99 * all,
         "the waiting thread's span: {right_span:.0} of {all:.0} ms"
     );
+    if lock == (Lock::Reentrant { shim: false }) {
+        // Bound when the JDK binds it (NativeMethodBind), not rebound over the JDK's binding.
+        assert!(
+            !run.stdout.contains("Re-registering") && !run.stderr.contains("Re-registering"),
+            "{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
     if threshold == "0" {
         assert_eq!(counters["lock_short"], 0, "lock=0 records every wait");
     } else {
@@ -102,11 +144,19 @@ fn check(jdk: Jdk, threshold: &str) {
 #[test]
 fn lock_delay_frames_and_spans_match_truth_on_every_jdk() {
     for jdk in all_jdks() {
-        check(jdk, "10ms");
+        check(jdk, "10ms", Lock::Monitor);
     }
 }
 
 #[test]
 fn lock_zero_records_every_wait() {
-    check(jdk25(), "0");
+    check(jdk25(), "0", Lock::Monitor);
+}
+
+#[test]
+fn reentrant_lock_parks_match_truth_on_every_jdk() {
+    for jdk in all_jdks() {
+        check(jdk.clone(), "10ms", Lock::Reentrant { shim: true });
+        check(jdk, "10ms", Lock::Reentrant { shim: false });
+    }
 }

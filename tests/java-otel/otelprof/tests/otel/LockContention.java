@@ -1,17 +1,19 @@
 package otelprof.tests.otel;
 
+import java.util.concurrent.locks.ReentrantLock;
 import otelprof.ThreadContext;
 
 /**
- * Lock truth: two threads take turns on one monitor (an {@code Account}), each holding it for
- * a while (alternately 3 ms and 15 ms, so waits fall both below and above a 10 ms threshold),
- * and measure with System.nanoTime how long each {@code synchronized} entry waited. Each
- * thread works inside a span (otelprof direct API).
+ * Lock truth: two threads take turns on one lock, each holding it for a while (alternately
+ * 3 ms and 15 ms, so waits fall both below and above a 10 ms threshold), and measure with
+ * System.nanoTime how long each entry waited. The lock is an {@code Account}'s monitor
+ * ({@code synchronized}) or, with {@code reentrant}, a {@code ReentrantLock} (which parks).
+ * Each thread works inside a span (otelprof direct API).
  *
  * <p>Prints {@code waited <thread> <nanos> <entries>} per thread, then
  * {@code span <thread> <traceIdHex> <spanIdHex> <endpoint>}, and {@code done}.
  *
- * <p>Usage: {@code LockContention <seconds>}.
+ * <p>Usage: {@code LockContention <seconds> [monitor|reentrant]}.
  */
 public final class LockContention {
     static final class Account {
@@ -19,6 +21,8 @@ public final class LockContention {
     }
 
     static final Account ACCOUNT = new Account();
+    static final ReentrantLock LOCK = new ReentrantLock();
+    static boolean reentrant;
 
     static final class Teller extends Thread {
         final long endAt;
@@ -29,9 +33,21 @@ public final class LockContention {
             this.endAt = endAt;
         }
 
-        /** The method whose monitor entry waits. */
+        /** The method whose lock entry waits. */
         void transfer(long holdMs) throws InterruptedException {
             long t0 = System.nanoTime();
+            if (reentrant) {
+                LOCK.lock();
+                try {
+                    waited += System.nanoTime() - t0;
+                    entries++;
+                    ACCOUNT.balance++;
+                    Thread.sleep(holdMs);
+                } finally {
+                    LOCK.unlock();
+                }
+                return;
+            }
             synchronized (ACCOUNT) {
                 waited += System.nanoTime() - t0;
                 entries++;
@@ -70,6 +86,7 @@ public final class LockContention {
             throw new IllegalStateException("the otelprof agent is not active");
         }
         long endAt = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+        reentrant = args.length > 1 && args[1].equals("reentrant");
         Teller a = new Teller("teller-a", endAt), b = new Teller("teller-b", endAt);
         a.start();
         b.start();

@@ -1,0 +1,444 @@
+//! Lock profiling, second half: `java.util.concurrent` locks (`ReentrantLock`,
+//! `ReentrantReadWriteLock`, `Semaphore`, `StampedLock`, …), which wait in `Unsafe.park`
+//! where no JVMTI event sees them.
+//!
+//! When lock profiling is on, the native method `jdk.internal.misc.Unsafe.park` is bound to
+//! [`park_hook`], which calls HotSpot's own implementation and times it. Loaded at startup
+//! (`-agentpath`, `otelprof run`), the agent substitutes the hook when the JDK binds the method
+//! (JVMTI `NativeMethodBind`). Loaded later by the Java shim, it finds HotSpot's
+//! implementation (`Unsafe_Park`, a local symbol) by name in libjvm's ELF symbol table and
+//! rebinds the method with JNI `RegisterNatives` (HotSpot makes any compiled wrapper of the
+//! old binding not entrant, and logs one warning line about a platform native rebound). If
+//! the symbol cannot be found (a stripped libjvm), nothing is rebound and one log line says
+//! so; monitors are still profiled.
+//!
+//! What is recorded: parks with a blocker (`LockSupport.park(blocker)`, which every
+//! `java.util.concurrent` lock sets), except condition waits (`Condition.await`, blocker an
+//! AQS `ConditionObject`): waiting for a signal is the counterpart of `Object.wait`, which
+//! the monitor events do not count either, and idle pool threads waiting for work would
+//! otherwise dominate the profile. Parks without a blocker (`LockSupport.park()`) are not
+//! attributable to a lock and are left out. Weighting is the monitors' (`lock=T`, see
+//! [`crate::locks::weigh`]); the leaf frame is the blocker's class (e.g.
+//! `java.util.concurrent.locks.ReentrantLock$NonfairSync`), under the parking thread's stack,
+//! with its span context.
+//!
+//! The hook runs on the parking thread in native state, like the method it replaces. The
+//! original is always called exactly once; the bookkeeping after it is guarded (a panic turns
+//! profiling off, never unwinds into the JVM).
+
+use std::ffi::CStr;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use jni::sys::{jboolean, jclass, jfieldID, jlong, jobject, JNIEnv, JNINativeMethod};
+
+use crate::event_sample::{self, EventSample};
+use crate::ffi::guard;
+use crate::jvmti::{delete_local_ref, object_class, Jvmti};
+use crate::kinds::SampleKind;
+use crate::sampler::monotonic_ns;
+use crate::stats::{self, COUNTERS};
+
+/// HotSpot's `Unsafe_Park(JNIEnv*, jobject unsafe, jboolean isAbsolute, jlong time)`.
+type ParkFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jboolean, jlong);
+
+/// The address of `Unsafe_Park`; set before the hook is bound, never changed afterwards.
+static ORIGINAL: AtomicUsize = AtomicUsize::new(0);
+/// `java.lang.Thread.parkBlocker`'s field id (valid for the life of the class: forever).
+static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
+
+/// JVMTI `NativeMethodBind` (enabled from `Agent_OnLoad` when lock profiling is on): when the
+/// JDK binds `Unsafe.park` during startup, the hook is bound in its place. No warning: the
+/// JDK's own code is registering its own native.
+///
+/// # Safety
+/// Called by the JVM with the event's arguments.
+pub unsafe extern "C" fn native_method_bind(
+    jvmti: *mut crate::sys::JvmtiEnv,
+    _jni: *mut JNIEnv,
+    _thread: jobject,
+    method: jni::sys::jmethodID,
+    address: *mut libc::c_void,
+    new_address: *mut *mut libc::c_void,
+) {
+    guard("NativeMethodBind", (), || {
+        let Some(agent_jvmti) = crate::agent::jvmti() else {
+            return;
+        };
+        if jvmti != agent_jvmti.raw() || new_address.is_null() || address.is_null() {
+            return;
+        }
+        // SAFETY: the event's method.
+        if !unsafe { agent_jvmti.method_name(method) }.is_ok_and(|n| n == "park") {
+            return;
+        }
+        // SAFETY: as above; the class is a local reference, freed when the callback returns.
+        let Ok(class) = (unsafe { agent_jvmti.method_declaring_class(method) }) else {
+            return;
+        };
+        // SAFETY: a live class reference.
+        let signature = unsafe { agent_jvmti.class_signature(class) };
+        if !signature.is_ok_and(|s| s == "Ljdk/internal/misc/Unsafe;") {
+            return;
+        }
+        if ORIGINAL
+            .compare_exchange(0, address as usize, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: JVMTI's out-parameter for the address to bind instead.
+            unsafe { *new_address = park_hook as *mut libc::c_void };
+        }
+        // Nothing else to watch for: stop paying a callback per native binding.
+        let _ = agent_jvmti.set_event(false, crate::sys::event::EVENT_NATIVE_METHOD_BIND);
+    })
+}
+
+/// Makes parks timed: after [`native_method_bind`] only the blocker field is left to find;
+/// otherwise (the agent started after the JVM, from the Java shim) `Unsafe.park` is rebound
+/// with `RegisterNatives`, about which HotSpot logs one warning line.
+///
+/// # Safety
+/// `jni` is the calling thread's JNIEnv, in the live phase.
+pub unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), String> {
+    // SAFETY: per this function's contract.
+    let field = unsafe { blocker_field(jni) }.ok_or("java.lang.Thread has no parkBlocker field")?;
+    BLOCKER_FIELD.store(field as usize, Ordering::Release);
+    if ORIGINAL.load(Ordering::Acquire) != 0 {
+        return Ok(());
+    }
+    let original = find_unsafe_park(jvmti)?;
+    ORIGINAL.store(original, Ordering::Release);
+    // SAFETY: as above; the class name is a valid NUL-terminated string.
+    let class = unsafe { find_class(jni, c"jdk/internal/misc/Unsafe") };
+    if class.is_null() {
+        return Err("no jdk.internal.misc.Unsafe class".to_owned());
+    }
+    let method = JNINativeMethod {
+        name: c"park".as_ptr().cast_mut(),
+        signature: c"(ZJ)V".as_ptr().cast_mut(),
+        fnPtr: park_hook as *mut libc::c_void,
+    };
+    // SAFETY: a live class reference and one well-formed method entry whose function has
+    // the native method's signature.
+    let status = unsafe {
+        let status = (**jni)
+            .RegisterNatives
+            .map_or(-1, |f| f(jni, class, &method, 1));
+        clear_exception(jni);
+        delete_local_ref(jni, class);
+        status
+    };
+    if status != 0 {
+        return Err(format!("RegisterNatives failed ({status})"));
+    }
+    Ok(())
+}
+
+/// The native method `Unsafe.park`, as bound by [`install`].
+///
+/// # Safety
+/// Called by the JVM as the native implementation of `Unsafe.park(boolean, long)`.
+unsafe extern "C" fn park_hook(
+    env: *mut JNIEnv,
+    unsafe_object: jobject,
+    absolute: jboolean,
+    time: jlong,
+) {
+    let original = ORIGINAL.load(Ordering::Acquire);
+    if original == 0 {
+        // Unreachable (the hook is bound after ORIGINAL is set); a park may return
+        // spuriously, so returning is still correct.
+        return;
+    }
+    // SAFETY: `original` is HotSpot's Unsafe_Park, whose signature is ParkFn.
+    let park = unsafe { std::mem::transmute::<usize, ParkFn>(original) };
+    if !crate::sampler::is_active() {
+        // SAFETY: the JVM's own arguments, passed through.
+        unsafe { park(env, unsafe_object, absolute, time) };
+        return;
+    }
+    let start = monotonic_ns();
+    // SAFETY: as above.
+    unsafe { park(env, unsafe_object, absolute, time) };
+    let waited = monotonic_ns().saturating_sub(start);
+    guard("Unsafe.park", (), || {
+        // SAFETY: `env` is this thread's JNIEnv, in a native method.
+        unsafe { after_park(env, waited) }
+    });
+}
+
+/// Records a park of `waited` ns if it is one (see the module docs).
+///
+/// # Safety
+/// `env` is the calling thread's JNIEnv, in a native method.
+unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
+    let Some(tid) = event_sample::wanted() else {
+        return;
+    };
+    let Some(jvmti) = crate::agent::jvmti() else {
+        return;
+    };
+    let mut thread: jobject = std::ptr::null_mut();
+    if jvmti.current_thread(&mut thread).is_err() || thread.is_null() {
+        return;
+    }
+    let field = BLOCKER_FIELD.load(Ordering::Acquire) as jfieldID;
+    if field.is_null() {
+        return;
+    }
+    // SAFETY: a live Thread reference and Thread's own field id.
+    let blocker = unsafe {
+        let b = (**env)
+            .GetObjectField
+            .map_or(std::ptr::null_mut(), |f| f(env, thread, field));
+        delete_local_ref(env, thread);
+        b
+    };
+    if blocker.is_null() {
+        return;
+    }
+    // SAFETY: a live object reference; the class reference is deleted after its last use.
+    let class = unsafe { object_class(env, blocker) };
+    // SAFETY: as above.
+    unsafe { delete_local_ref(env, blocker) };
+    if class.is_null() {
+        return;
+    }
+    // SAFETY: a live class reference.
+    let condition = unsafe { jvmti.class_signature(class) }.is_ok_and(|s| is_condition(&s));
+    let weighed = crate::locks::weigh(waited, crate::locks::threshold(), crate::locks::uniform());
+    let class_id = match (condition, weighed) {
+        (true, _) => None,
+        (false, None) => {
+            stats::bump(&COUNTERS.lock_short);
+            None
+        }
+        // SAFETY: a live class reference, on this attached thread.
+        (false, Some(_)) => Some(unsafe { crate::class_names::class_id(&jvmti, class) }),
+    };
+    // SAFETY: deleted after its last use.
+    unsafe { delete_local_ref(env, class) };
+    let (Some(class_id), Some((delay, contentions))) = (class_id, weighed) else {
+        return;
+    };
+    let sample = EventSample {
+        kind: SampleKind::Lock,
+        weight: delay,
+        count_milli: contentions,
+        class_id,
+    };
+    // SAFETY: on the Java thread that parked, with the agent's JVMTI environment.
+    unsafe { event_sample::record(&jvmti, tid, sample) };
+}
+
+/// Whether a blocker class (JVM signature) is an AQS condition: waiting for a signal, not
+/// for a lock.
+fn is_condition(signature: &str) -> bool {
+    signature.starts_with("Ljava/util/concurrent/locks/AbstractQueued")
+        && signature.ends_with("$ConditionObject;")
+}
+
+/// # Safety
+/// `jni` is the calling thread's JNIEnv, in the live phase.
+unsafe fn find_class(jni: *mut JNIEnv, name: &CStr) -> jclass {
+    // SAFETY: per this function's contract; a failed lookup leaves an exception, cleared.
+    unsafe {
+        let class = (**jni)
+            .FindClass
+            .map_or(std::ptr::null_mut(), |f| f(jni, name.as_ptr()));
+        clear_exception(jni);
+        class
+    }
+}
+
+/// # Safety
+/// `jni` is the calling thread's JNIEnv, in the live phase.
+unsafe fn blocker_field(jni: *mut JNIEnv) -> Option<jfieldID> {
+    // SAFETY: per this function's contract.
+    let thread = unsafe { find_class(jni, c"java/lang/Thread") };
+    if thread.is_null() {
+        return None;
+    }
+    // SAFETY: a live class reference; a missing field leaves an exception, cleared.
+    let field = unsafe {
+        let f = (**jni).GetFieldID.map_or(std::ptr::null_mut(), |g| {
+            g(
+                jni,
+                thread,
+                c"parkBlocker".as_ptr(),
+                c"Ljava/lang/Object;".as_ptr(),
+            )
+        });
+        clear_exception(jni);
+        delete_local_ref(jni, thread);
+        f
+    };
+    (!field.is_null()).then_some(field)
+}
+
+/// # Safety
+/// `jni` is the calling thread's JNIEnv.
+unsafe fn clear_exception(jni: *mut JNIEnv) {
+    // SAFETY: per this function's contract.
+    unsafe {
+        if (**jni).ExceptionCheck.is_some_and(|f| f(jni) != 0) {
+            if let Some(clear) = (**jni).ExceptionClear {
+                clear(jni);
+            }
+        }
+    }
+}
+
+/// The address of libjvm's `Unsafe_Park`: libjvm is found through a JVMTI function's
+/// address, the symbol in its ELF symbol table on disk. The load base is checked against a
+/// symbol the dynamic linker also knows (`AsyncGetCallTrace`).
+fn find_unsafe_park(jvmti: &Jvmti) -> Result<usize, String> {
+    let addr = jvmti.function_address();
+    // SAFETY: all-zero Dl_info is valid; dladdr fills it for an address inside a loaded object.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` is a function pointer from the VM's JVMTI table.
+    if addr.is_null() || unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return Err("cannot locate libjvm".to_owned());
+    }
+    // SAFETY: dladdr returned a NUL-terminated path of a loaded object.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned();
+    let base = info.dli_fbase as usize;
+    let symbols = elf_symbols(&path, &["Unsafe_Park", "AsyncGetCallTrace"])
+        .map_err(|e| format!("cannot read the symbols of {path}: {e}"))?;
+    let (Some(park), Some(agct)) = (symbols[0], symbols[1]) else {
+        return Err(format!("{path} has no Unsafe_Park symbol (stripped?)"));
+    };
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+    let exported = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"AsyncGetCallTrace".as_ptr()) };
+    if !exported.is_null() && exported as usize != base.wrapping_add(agct as usize) {
+        return Err(format!("{path} on disk does not match the loaded library"));
+    }
+    Ok(base.wrapping_add(park as usize))
+}
+
+/// The values of the named function symbols in the `.symtab` of the ELF64 little-endian file
+/// at `path` (None for those absent).
+fn elf_symbols(path: &str, names: &[&str]) -> Result<Vec<Option<u64>>, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let read = |offset: u64, len: u64| -> Result<Vec<u8>, String> {
+        let len = usize::try_from(len).map_err(|_| "section too large".to_owned())?;
+        if len > 512 << 20 {
+            return Err("section too large".to_owned());
+        }
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, offset)
+            .map_err(|e| e.to_string())?;
+        Ok(buf)
+    };
+    let u16_at = |b: &[u8], o: usize| -> Option<u16> {
+        Some(u16::from_le_bytes(
+            b.get(o..o.checked_add(2)?)?.try_into().ok()?,
+        ))
+    };
+    let u32_at = |b: &[u8], o: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(
+            b.get(o..o.checked_add(4)?)?.try_into().ok()?,
+        ))
+    };
+    let u64_at = |b: &[u8], o: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(
+            b.get(o..o.checked_add(8)?)?.try_into().ok()?,
+        ))
+    };
+    let bad = || "malformed ELF".to_owned();
+
+    let header = read(0, 64)?;
+    // ELF magic, 64-bit, little-endian.
+    if header.get(0..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1]) {
+        return Err("not a 64-bit little-endian ELF file".to_owned());
+    }
+    let shoff = u64_at(&header, 0x28).ok_or_else(bad)?;
+    let shentsize = u64::from(u16_at(&header, 0x3a).ok_or_else(bad)?);
+    let shnum = u64::from(u16_at(&header, 0x3c).ok_or_else(bad)?);
+    if shentsize < 64 {
+        return Err(bad());
+    }
+    let sections = read(shoff, shentsize * shnum)?;
+    let section = |i: u64| -> Option<(u32, u64, u64, u32)> {
+        let o = usize::try_from(i.checked_mul(shentsize)?).ok()?;
+        Some((
+            u32_at(&sections, o.checked_add(4)?)?,  // sh_type
+            u64_at(&sections, o.checked_add(24)?)?, // sh_offset
+            u64_at(&sections, o.checked_add(32)?)?, // sh_size
+            u32_at(&sections, o.checked_add(40)?)?, // sh_link
+        ))
+    };
+    const SHT_SYMTAB: u32 = 2;
+    let Some((_, sym_off, sym_size, link)) = (0..shnum)
+        .filter_map(section)
+        .find(|(ty, ..)| *ty == SHT_SYMTAB)
+    else {
+        return Ok(vec![None; names.len()]);
+    };
+    let (_, str_off, str_size, _) = section(u64::from(link)).ok_or_else(bad)?;
+    let symtab = read(sym_off, sym_size)?;
+    let strtab = read(str_off, str_size)?;
+    let mut found = vec![None; names.len()];
+    const STT_FUNC: u8 = 2;
+    for sym in symtab.chunks_exact(24) {
+        let info = sym.get(4).copied().unwrap_or(0);
+        if info & 0xf != STT_FUNC {
+            continue;
+        }
+        let (Some(name_at), Some(value)) = (u32_at(sym, 0), u64_at(sym, 8)) else {
+            continue;
+        };
+        let Some(rest) = strtab.get(name_at as usize..) else {
+            continue;
+        };
+        let name = rest.split(|b| *b == 0).next().unwrap_or(&[]);
+        for (i, wanted) in names.iter().enumerate() {
+            if name == wanted.as_bytes() && value != 0 {
+                if let Some(slot) = found.get_mut(i) {
+                    *slot = Some(value);
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_are_told_from_locks() {
+        assert!(is_condition(
+            "Ljava/util/concurrent/locks/AbstractQueuedSynchronizer$ConditionObject;"
+        ));
+        assert!(is_condition(
+            "Ljava/util/concurrent/locks/AbstractQueuedLongSynchronizer$ConditionObject;"
+        ));
+        assert!(!is_condition(
+            "Ljava/util/concurrent/locks/ReentrantLock$NonfairSync;"
+        ));
+        assert!(!is_condition("Lcom/example/ConditionObject;"));
+    }
+
+    #[test]
+    fn symbols_are_read_from_an_elf_file() {
+        // This test binary is an ELF file with a symbol table (debug builds keep it).
+        let exe = std::env::current_exe().unwrap();
+        let found = elf_symbols(exe.to_str().unwrap(), &["main", "no_such_symbol_here"]).unwrap();
+        assert!(found[0].is_some(), "{found:?}");
+        assert_eq!(found[1], None);
+        assert!(elf_symbols("/dev/null", &["main"]).is_err());
+        let text = std::env::temp_dir().join(format!("otelprof-not-elf-{}", std::process::id()));
+        std::fs::write(
+            &text,
+            b"not an ELF file at all, but long enough to read a header from it.....",
+        )
+        .unwrap();
+        assert!(elf_symbols(text.to_str().unwrap(), &["main"]).is_err());
+        let _ = std::fs::remove_file(&text);
+    }
+}
