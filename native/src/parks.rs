@@ -24,7 +24,9 @@
 //!
 //! The hook runs on the parking thread in native state, like the method it replaces. The
 //! original is always called exactly once; the bookkeeping after it is guarded (a panic turns
-//! profiling off, never unwinds into the JVM).
+//! profiling off, never unwinds into the JVM). A short park that the weighting does not pick
+//! (most of them) costs two clock reads and a random number; `lock_short` counts those, of
+//! every blocker.
 
 use std::ffi::CStr;
 use std::os::unix::fs::FileExt;
@@ -172,18 +174,27 @@ unsafe extern "C" fn park_hook(
 /// # Safety
 /// `env` is the calling thread's JNIEnv, in a native method.
 unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
+    // Decide first, with no JNI call: parks can be very frequent (hand-offs between threads,
+    // a few microseconds each), and most short ones are not picked. The choice does not
+    // depend on the blocker, so filtering by blocker afterwards keeps the estimates unbiased.
+    let Some((delay, contentions)) =
+        crate::locks::weigh(waited, crate::locks::threshold(), crate::locks::uniform())
+    else {
+        stats::bump(&COUNTERS.lock_short);
+        return;
+    };
     let Some(tid) = event_sample::wanted() else {
         return;
     };
     let Some(jvmti) = crate::agent::jvmti() else {
         return;
     };
-    let mut thread: jobject = std::ptr::null_mut();
-    if jvmti.current_thread(&mut thread).is_err() || thread.is_null() {
-        return;
-    }
     let field = BLOCKER_FIELD.load(Ordering::Acquire) as jfieldID;
     if field.is_null() {
+        return;
+    }
+    let mut thread: jobject = std::ptr::null_mut();
+    if jvmti.current_thread(&mut thread).is_err() || thread.is_null() {
         return;
     }
     // SAFETY: a live Thread reference and Thread's own field id.
@@ -206,19 +217,11 @@ unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
     }
     // SAFETY: a live class reference.
     let condition = unsafe { jvmti.class_signature(class) }.is_ok_and(|s| is_condition(&s));
-    let weighed = crate::locks::weigh(waited, crate::locks::threshold(), crate::locks::uniform());
-    let class_id = match (condition, weighed) {
-        (true, _) => None,
-        (false, None) => {
-            stats::bump(&COUNTERS.lock_short);
-            None
-        }
-        // SAFETY: a live class reference, on this attached thread.
-        (false, Some(_)) => Some(unsafe { crate::class_names::class_id(&jvmti, class) }),
-    };
+    // SAFETY: a live class reference, on this attached thread.
+    let class_id = (!condition).then(|| unsafe { crate::class_names::class_id(&jvmti, class) });
     // SAFETY: deleted after its last use.
     unsafe { delete_local_ref(env, class) };
-    let (Some(class_id), Some((delay, contentions))) = (class_id, weighed) else {
+    let Some(class_id) = class_id else {
         return;
     };
     let sample = EventSample {
