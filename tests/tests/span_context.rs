@@ -503,3 +503,25 @@ fn owned_context_storage_behaves_like_the_default() {
         assert!(steps(&plain).len() >= 18);
     }
 }
+
+/// The shim parses every new span's ids; on JDK ≤ 23 it reads the id strings' bytes in place
+/// (Unsafe), elsewhere from a copy. Both paths, and the validating parser of the direct API,
+/// must agree with `Long.parseUnsignedLong` on random ids and fall back on strings that are not
+/// Latin-1.
+#[test]
+fn id_parsing_matches_the_reference_on_every_path() {
+    for (jdk, flags, direct) in [
+        (jdk17(), &[][..], true),
+        (jdk17(), &["-Dotelprof.unsafe=false"][..], false),
+        (jdk25(), &[][..], false),
+    ] {
+        let out = JvmRun::new(jdk, "otelprof.tests.otel.HexCheck")
+            .no_agent()
+            .classpath(&[otel_classes(), &otelprof_tests::jar_path()])
+            .flags(flags)
+            .run();
+        out.assert_clean_exit();
+        let want = format!("direct={direct} checked=1200004 failures=0");
+        assert!(out.stdout.contains(&want), "want {want}:\n{}", out.stdout);
+    }
+}

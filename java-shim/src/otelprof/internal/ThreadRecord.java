@@ -46,13 +46,10 @@ public final class ThreadRecord {
     private static final boolean LAYOUT_OK = checkLayout();
 
     /**
-     * Plain stores through {@code sun.misc.Unsafe} at the record's address, when allowed: the
-     * ByteBuffer view handles cost several ns per access (bounds, scope and read-only checks
-     * that the JIT does not remove for a per-thread buffer), which is most of a context
-     * switch's cost. JDK 24 and later warn at the first Unsafe memory access (JEP 498), so
-     * there, and when {@code -Dotelprof.unsafe=false}, the VarHandles are used. The methods
-     * are bound method handles in static finals (no compile-time reference to the class), which
-     * the JIT inlines to single stores.
+     * Plain stores through {@code sun.misc.Unsafe} at the record's address, when allowed (see
+     * {@link Unsafes}): the ByteBuffer view handles cost several ns per access (bounds, scope
+     * and read-only checks that the JIT does not remove for a per-thread buffer), which is most
+     * of a context switch's cost. Elsewhere the VarHandles are used.
      */
     private static final MethodHandle PUT_INT;
     private static final MethodHandle PUT_LONG;
@@ -63,30 +60,15 @@ public final class ThreadRecord {
     private static final boolean PLAIN;
 
     static {
-        MethodHandle putInt = null, putLong = null, putShort = null, putOrderedInt = null, getInt = null, getLong = null;
-        boolean found = false;
-        try {
-            if (Runtime.version().feature() < 24 && !"false".equals(System.getProperty("otelprof.unsafe"))) {
-                Class<?> c = Class.forName("sun.misc.Unsafe");
-                java.lang.reflect.Field f = c.getDeclaredField("theUnsafe");
-                f.setAccessible(true);
-                Object u = f.get(null);
-                MethodHandles.Lookup l = MethodHandles.publicLookup();
-                putInt = l.findVirtual(c, "putInt", MethodType.methodType(void.class, long.class, int.class)).bindTo(u);
-                putLong = l.findVirtual(c, "putLong", MethodType.methodType(void.class, long.class, long.class)).bindTo(u);
-                putShort = l.findVirtual(c, "putShort", MethodType.methodType(void.class, long.class, short.class)).bindTo(u);
-                putOrderedInt = l.findVirtual(c, "putOrderedInt",
-                        MethodType.methodType(void.class, Object.class, long.class, int.class)).bindTo(u);
-                getInt = l.findVirtual(c, "getIntVolatile",
-                        MethodType.methodType(int.class, Object.class, long.class)).bindTo(u);
-                getLong = l.findVirtual(c, "getLongVolatile",
-                        MethodType.methodType(long.class, Object.class, long.class)).bindTo(u);
-                found = true;
-            }
-        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
-            found = false;
-        }
-        PLAIN = found;
+        MethodHandle putInt = Unsafes.method("putInt", MethodType.methodType(void.class, long.class, int.class));
+        MethodHandle putLong = Unsafes.method("putLong", MethodType.methodType(void.class, long.class, long.class));
+        MethodHandle putShort = Unsafes.method("putShort", MethodType.methodType(void.class, long.class, short.class));
+        MethodHandle putOrderedInt = Unsafes.method("putOrderedInt",
+                MethodType.methodType(void.class, Object.class, long.class, int.class));
+        MethodHandle getInt = Unsafes.method("getIntVolatile", MethodType.methodType(int.class, Object.class, long.class));
+        MethodHandle getLong = Unsafes.method("getLongVolatile", MethodType.methodType(long.class, Object.class, long.class));
+        PLAIN = putInt != null && putLong != null && putShort != null && putOrderedInt != null && getInt != null
+                && getLong != null;
         PUT_INT = putInt;
         PUT_LONG = putLong;
         PUT_SHORT = putShort;

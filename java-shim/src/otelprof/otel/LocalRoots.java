@@ -32,11 +32,11 @@ final class LocalRoots {
 
     /** A local root seen recently. Immutable, so the cache needs no locks. */
     private static final class Entry {
-        final String spanId;
+        final long spanId;
         final long localRoot;
         final Span rootSpan;
 
-        Entry(String spanId, long localRoot, Span rootSpan) {
+        Entry(long spanId, long localRoot, Span rootSpan) {
             this.spanId = spanId;
             this.localRoot = localRoot;
             this.rootSpan = rootSpan;
@@ -44,8 +44,13 @@ final class LocalRoots {
     }
 
     private static final int CACHE = 1 << 12;
-    /** Direct-mapped by the span id string's hash: lock-free, lossy (a miss only costs a guess). */
+    /** Direct-mapped by span id: lock-free, lossy (a miss only costs a guess). */
     private final Entry[] cache = new Entry[CACHE];
+
+    private static int slot(long spanId) {
+        // Span ids are random: their low bits are as good as any hash.
+        return (int) spanId & (CACHE - 1);
+    }
 
     /** Local roots that were sampled and not yet ended: reported again at their end. */
     private final ConcurrentHashMap<Long, Boolean> sampledRoots = new ConcurrentHashMap<>();
@@ -54,8 +59,7 @@ final class LocalRoots {
     /** Ids of {@code sc} (trace id already parsed) and its local root. */
     OtelprofContextStorage.Ids idsOf(Span span, SpanContext sc, long traceHigh, long traceLow,
             OtelprofContextStorage.Ids current, byte[] scratch) {
-        String spanIdHex = sc.getSpanId();
-        long spanId = Hex.parse16Trusted(spanIdHex, 0, scratch);
+        long spanId = Hex.parse16Trusted(sc.getSpanId(), 0, scratch);
         long root = spanId;
         Span rootSpan = null;
         if (SDK && SdkSpans.readable(span)) {
@@ -65,19 +69,19 @@ final class LocalRoots {
                     root = current.localRoot;
                     rootSpan = current.rootSpan;
                 } else {
-                    String parentId = parent.getSpanId();
-                    Entry e = cache[parentId.hashCode() & (CACHE - 1)];
-                    if (e != null && e.spanId.equals(parentId)) {
+                    long parentId = Hex.parse16Trusted(parent.getSpanId(), 0, scratch);
+                    Entry e = cache[slot(parentId)];
+                    if (e != null && e.spanId == parentId) {
                         root = e.localRoot;
                         rootSpan = e.rootSpan;
                     } else {
-                        root = Hex.parse16Trusted(parentId, 0, scratch); // unknown parent: the best guess
+                        root = parentId; // unknown parent: the best guess
                     }
                 }
             } else {
                 rootSpan = span;
                 // Only roots are cached: one entry per request, not per span.
-                cache[spanIdHex.hashCode() & (CACHE - 1)] = new Entry(spanIdHex, root, rootSpan);
+                cache[slot(spanId)] = new Entry(spanId, root, rootSpan);
             }
         }
         return new OtelprofContextStorage.Ids(sc, traceHigh, traceLow, spanId, root, sc.getTraceFlags().asByte(), rootSpan);

@@ -1,0 +1,54 @@
+package otelprof.internal;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+
+/**
+ * {@code sun.misc.Unsafe}, reached by reflection (no compile-time reference), for the few plain
+ * memory accesses on the per-context-switch path. Only on JDK 23 and earlier: JDK 24 and later
+ * warn at the first Unsafe memory access (JEP 498). {@code -Dotelprof.unsafe=false} turns it
+ * off. Methods are handed out as bound method handles, which the JIT inlines to single
+ * instructions when they sit in static finals.
+ */
+final class Unsafes {
+    private Unsafes() {}
+
+    private static final Class<?> CLASS;
+    private static final Object INSTANCE;
+
+    static {
+        Class<?> c = null;
+        Object u = null;
+        try {
+            if (Runtime.version().feature() < 24 && !"false".equals(System.getProperty("otelprof.unsafe"))) {
+                c = Class.forName("sun.misc.Unsafe");
+                java.lang.reflect.Field f = c.getDeclaredField("theUnsafe");
+                f.setAccessible(true);
+                u = f.get(null);
+            }
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            c = null;
+            u = null;
+        }
+        CLASS = u == null ? null : c;
+        INSTANCE = u;
+    }
+
+    /** Whether Unsafe is available (and allowed). */
+    static boolean available() {
+        return INSTANCE != null;
+    }
+
+    /** The Unsafe method {@code name} of type {@code type}, bound to the instance; null if unavailable. */
+    static MethodHandle method(String name, MethodType type) {
+        if (INSTANCE == null) {
+            return null;
+        }
+        try {
+            return MethodHandles.publicLookup().findVirtual(CLASS, name, type).bindTo(INSTANCE);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+}
