@@ -20,7 +20,9 @@ import java.lang.management.ManagementFactory;
  *   <li>{@code newspan}: ns per child span started, made current, closed and ended; run with
  *       and without the wrapper (the difference is the wrapper's cost for a new span).
  *   <li>{@code spans}: a span-heavy service loop (root span, two child activations, a little
- *       work each); prints CPU time, activations per second and a checksum.
+ *       work each); after a warm-up (the third argument, in requests; JIT compilation of the
+ *       SDK's and otelprof's code is over by then), prints the CPU time of the measured
+ *       requests, activations per second and a checksum.
  * </ul>
  * Output: one line {@code result <mode> <value> <unit>}.
  */
@@ -183,16 +185,21 @@ public final class ContextBench {
                 System.out.printf("result newspan %.3f ns/op%n", newSpans(tracer, parent, iterations));
             }
             case "spans" -> {
-                // iterations = number of requests. Each request: a root span and two children,
-                // each made current once: 3 activations (and 3 scope closes) per request.
+                // iterations = number of measured requests, after `warm` warm-up requests.
+                // Each request: a root span and two children, each made current once: 3
+                // activations (and 3 scope closes) per request.
+                long warm = args.length > 2 ? Long.parseLong(args[2]) : iterations / 3;
                 Tracer tracer = SdkTracerProvider.builder().build().get("bench");
                 // Work per activation, in loop iterations: sized so that the loop makes about
                 // 150k activations per second on one core, a span-heavy service.
                 int rootWork = Integer.getInteger("rootWork", 5000);
                 int childWork = Integer.getInteger("childWork", 7000);
+                long x = 0;
+                for (long i = 0; i < warm; i++) {
+                    x += request(tracer, rootWork, childWork);
+                }
                 long cpu0 = ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
                 long t0 = System.nanoTime();
-                long x = 0;
                 for (long i = 0; i < iterations; i++) {
                     x += request(tracer, rootWork, childWork);
                 }
