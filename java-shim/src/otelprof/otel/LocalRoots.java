@@ -57,7 +57,7 @@ final class LocalRoots {
     private static final int MAX_SAMPLED_ROOTS = 1 << 16;
 
     /** Ids of {@code sc} (trace id already parsed) and its local root. */
-    OtelprofContextStorage.Ids idsOf(Span span, SpanContext sc, long traceHigh, long traceLow,
+    OtelprofContextStorage.Ids idsOf(Span span, SpanContext sc, String traceIdHex, long traceHigh, long traceLow,
             OtelprofContextStorage.Ids current, byte[] scratch) {
         long spanId = Hex.parse16Trusted(sc.getSpanId(), 0, scratch);
         long root = spanId;
@@ -84,7 +84,8 @@ final class LocalRoots {
                 cache[slot(spanId)] = new Entry(spanId, root, rootSpan);
             }
         }
-        return new OtelprofContextStorage.Ids(sc, traceHigh, traceLow, spanId, root, sc.getTraceFlags().asByte(), rootSpan);
+        return new OtelprofContextStorage.Ids(sc, traceIdHex, traceHigh, traceLow, spanId, root,
+                sc.getTraceFlags().asByte(), rootSpan);
     }
 
     /** A scope closed on a thread that was sampled meanwhile: name its local root. */

@@ -60,15 +60,13 @@ public final class OtelprofContextStorage implements ContextStorage {
             used = true;
         }
         PerThread state = PerThread.of(record);
+        Top top = state.top;
         Scope scope = null;
-        Context before = null;
         if (own) {
             // As the default storage: attaching null or the current context is a no-op.
-            before = state.context;
-            if (toAttach == null || toAttach == before) {
+            if (toAttach == null || toAttach == top.context) {
                 return Noop.INSTANCE;
             }
-            state.context = toAttach;
         } else {
             scope = delegate.attach(toAttach);
         }
@@ -77,15 +75,21 @@ public final class OtelprofContextStorage implements ContextStorage {
         if (next != null && !next.isValid()) {
             next = null;
         }
-        SpanContext previous = state.current;
-        if (next == previous) {
+        Ids shown = top.ids;
+        if (next == (shown == null ? null : shown.context)) {
             // Same span (e.g. only baggage changed): nothing to write.
-            return own ? new OwnScope(state, before, toAttach) : scope;
+            if (!own) {
+                return scope;
+            }
+            Restoring same = new Restoring(null, state, toAttach, shown, top, 0, 0);
+            state.top = same;
+            return same;
         }
-        Ids previousIds = state.currentIds;
-        state.show(span, next);
-        return new Restoring(scope, state, before, toAttach, previous, previousIds, next, record.samples(),
-                SampleCounter.get());
+        Ids ids = next == null ? null : state.idsOf(span, next, shown);
+        Restoring r = new Restoring(scope, state, own ? toAttach : null, ids, top, record.samples(), SampleCounter.get());
+        state.top = r;
+        state.show(ids);
+        return r;
     }
 
     @Override
@@ -93,7 +97,7 @@ public final class OtelprofContextStorage implements ContextStorage {
         if (own) {
             ThreadRecord record = ThreadRecord.current();
             if (record.enabled()) {
-                return PerThread.of(record).context;
+                return PerThread.of(record).top.context;
             }
         }
         return delegate.current();
@@ -112,33 +116,11 @@ public final class OtelprofContextStorage implements ContextStorage {
         public void close() {}
     }
 
-    /** The scope of an attach that changed the context but not the span (own storage only). */
-    static final class OwnScope implements Scope {
-        private final PerThread state;
-        private final Context before;
-        private final Context attached;
-        private boolean closed;
-
-        OwnScope(PerThread state, Context before, Context attached) {
-            this.state = state;
-            this.before = before;
-            this.attached = attached;
-        }
-
-        @Override
-        public void close() {
-            // As the default storage: only the scope of the current context restores (a
-            // scope closed out of order, or twice, is ignored).
-            if (!closed && state.context == attached) {
-                closed = true;
-                state.context = before;
-            }
-        }
-    }
-
-    /** Parsed ids of one span context, with its local root. */
+    /** Parsed ids of one span context, with its local root. Immutable. */
     static final class Ids {
         final SpanContext context;
+        /** The trace id string these ids were parsed from (children share their parent's). */
+        final String traceIdHex;
         final long traceHigh;
         final long traceLow;
         final long spanId;
@@ -147,8 +129,10 @@ public final class OtelprofContextStorage implements ContextStorage {
         /** The SDK span of the local root, when known (its name is the endpoint). */
         final Span rootSpan;
 
-        Ids(SpanContext context, long traceHigh, long traceLow, long spanId, long localRoot, int flags, Span rootSpan) {
+        Ids(SpanContext context, String traceIdHex, long traceHigh, long traceLow, long spanId, long localRoot,
+                int flags, Span rootSpan) {
             this.context = context;
+            this.traceIdHex = traceIdHex;
             this.traceHigh = traceHigh;
             this.traceLow = traceLow;
             this.spanId = spanId;
@@ -158,21 +142,55 @@ public final class OtelprofContextStorage implements ContextStorage {
         }
     }
 
-    /** What this thread's record shows, plus a one-entry cache of parsed ids. */
+    /**
+     * What a thread has attached: the context (when this class keeps it, else null) and the
+     * ids of its span (null: none). Immutable; the thread's {@link PerThread#top} is replaced,
+     * not changed.
+     */
+    static class Top {
+        static final Top EMPTY = new Top(null, null, null);
+        /** Longest chain of scopes kept: see {@link Restoring#below}. */
+        static final int MAX_DEPTH = 32;
+
+        final Context context;
+        final Ids ids;
+        /** What to show again when this is closed; null for a snapshot or the empty top. */
+        final Top below;
+        final int depth;
+
+        Top(Context context, Ids ids, Top below) {
+            this.context = context;
+            this.ids = ids;
+            this.below = below;
+            this.depth = below == null ? 0 : below.depth + 1;
+        }
+
+        /**
+         * {@code top} as the base of a new scope: itself, or, past {@link #MAX_DEPTH}, a copy
+         * without the chain below it (scopes that are never closed must not pile up).
+         */
+        static Top base(Top top) {
+            return top.depth < MAX_DEPTH ? top : new Top(top.context, top.ids, null);
+        }
+    }
+
+    /**
+     * Per thread: what is attached and shown, plus a one-entry cache of parsed ids.
+     *
+     * <p>This object lives as long as its thread, so it is in the old generation, and every
+     * store of a new object's reference into it costs a G1 post-write barrier (a full fence on
+     * JDK 17 when the card is not young). Hence one field for everything attached, replaced
+     * once per attach and once per close (the default storage's thread-local does the same),
+     * and the cache, written once per new span.
+     */
     static final class PerThread {
         final ThreadRecord record;
-        /** The current context, when this class keeps it (see {@link #own}). */
-        Context context;
-        SpanContext current;
-        Ids currentIds;
-        private SpanContext cached;
-        private Ids cachedIds;
-        /** Scratch for hex parsing. */
+        /** What is attached now. */
+        Top top = Top.EMPTY;
+        /** The ids parsed last: a span attached again is not parsed again. */
+        private Ids cached;
+        /** Scratch for hex parsing when ids cannot be read in place. */
         final byte[] hex = new byte[16];
-        /** Last trace id parsed on this thread: children share their parent's String. */
-        private String traceId;
-        private long traceHigh;
-        private long traceLow;
 
         private PerThread(ThreadRecord record) {
             this.record = record;
@@ -188,34 +206,28 @@ public final class OtelprofContextStorage implements ContextStorage {
             return created;
         }
 
-        void show(Span span, SpanContext sc) {
-            current = sc;
-            if (sc == null) {
-                currentIds = null;
-                record.clear();
-                return;
+        /** The ids of {@code sc}, the context of {@code span}: parsed unless seen last. */
+        Ids idsOf(Span span, SpanContext sc, Ids shown) {
+            Ids last = cached;
+            if (last != null && last.context == sc) {
+                return last;
             }
-            Ids ids;
-            if (sc == cached) {
-                ids = cachedIds;
+            String trace = sc.getTraceId();
+            long traceHigh, traceLow;
+            if (last != null && trace == last.traceIdHex) {
+                traceHigh = last.traceHigh;
+                traceLow = last.traceLow;
             } else {
-                String trace = sc.getTraceId();
-                if (trace != traceId) {
-                    traceId = trace;
-                    traceHigh = Hex.parse16Trusted(trace, 0, hex);
-                    traceLow = Hex.parse16Trusted(trace, 16, hex);
-                }
-                ids = LocalRoots.INSTANCE.idsOf(span, sc, traceHigh, traceLow, currentIds, hex);
-                cached = sc;
-                cachedIds = ids;
+                traceHigh = Hex.parse16Trusted(trace, 0, hex);
+                traceLow = Hex.parse16Trusted(trace, 16, hex);
             }
-            currentIds = ids;
-            record.set(ids.traceHigh, ids.traceLow, ids.spanId, ids.localRoot, ids.flags);
+            Ids ids = LocalRoots.INSTANCE.idsOf(span, sc, trace, traceHigh, traceLow, shown, hex);
+            cached = ids;
+            return ids;
         }
 
-        void restore(SpanContext sc, Ids ids) {
-            current = sc;
-            currentIds = ids;
+        /** Makes the record show {@code ids} (null: no span). */
+        void show(Ids ids) {
             if (ids == null) {
                 record.clear();
             } else {
@@ -225,69 +237,68 @@ public final class OtelprofContextStorage implements ContextStorage {
     }
 
     /**
-     * Closes the delegate's scope (or restores the context this class keeps), then shows the
-     * previous span again.
+     * The scope of an attach: it is the thread's top while open. Closing closes the delegate's
+     * scope (or, when this class keeps the context, restores the one below as the default
+     * storage would), then shows the previous span again.
      */
-    static final class Restoring implements Scope {
+    static final class Restoring extends Top implements Scope {
         /** The delegate's scope; null when this class keeps the context. */
         private final Scope delegate;
         private final PerThread state;
-        private final Context beforeContext;
-        private final Context attachedContext;
-        private final SpanContext previous;
-        private final Ids previousIds;
-        private final SpanContext attached;
         /** This thread's sample count when the scope opened. */
         private final int samplesAtOpen;
         /** The process's sample count when the scope opened. */
         private final long allSamplesAtOpen;
         private boolean closed;
 
-        Restoring(Scope delegate, PerThread state, Context beforeContext, Context attachedContext,
-                SpanContext previous, Ids previousIds, SpanContext attached, int samplesAtOpen, long allSamplesAtOpen) {
+        Restoring(Scope delegate, PerThread state, Context attached, Ids ids, Top below, int samplesAtOpen,
+                long allSamplesAtOpen) {
+            super(attached, ids, base(below));
             this.delegate = delegate;
             this.state = state;
-            this.beforeContext = beforeContext;
-            this.attachedContext = attachedContext;
-            this.previous = previous;
-            this.previousIds = previousIds;
-            this.attached = attached;
             this.samplesAtOpen = samplesAtOpen;
             this.allSamplesAtOpen = allSamplesAtOpen;
         }
 
         @Override
         public void close() {
+            Top top = state.top;
             if (delegate != null) {
                 delegate.close();
-            } else if (closed || state.context != attachedContext) {
-                // As the default storage: a scope closed out of order or twice is ignored, and
-                // the span shown keeps following the context.
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                if (top.ids != ids) {
+                    return; // closed out of order: the span shown stays
+                }
+            } else if (closed || top.context != context) {
+                // As the default storage: only the scope of the current context restores (a
+                // scope closed out of order, or twice, is ignored).
                 return;
             } else {
-                state.context = beforeContext;
+                closed = true;
             }
-            if (closed) {
+            Top back = below;
+            state.top = back;
+            Ids closing = top.ids; // this scope's, or (out of order, same context) the top's
+            if (closing == back.ids) {
                 return;
             }
-            closed = true;
-            Ids ids = state.currentIds;
-            if (state.current == attached && ids != null) {
+            if (closing != null) {
                 if (state.record.samples() != samplesAtOpen) {
                     // Sampled while this scope was open: name the local root, as it is now (by
                     // the time a scope closes, instrumentation has usually given it its route).
-                    LocalRoots.INSTANCE.sampled(ids);
-                } else if (ids.localRoot == ids.spanId && ids.rootSpan != null
+                    LocalRoots.INSTANCE.sampled(closing);
+                } else if (closing.localRoot == closing.spanId && closing.rootSpan != null
                         && SampleCounter.get() != allSamplesAtOpen) {
                     // The root's own scope closes, unsampled here but with samples taken
                     // elsewhere meanwhile: its work may have been sampled on other threads
                     // (executors) before it got its final name.
-                    LocalRoots.INSTANCE.rootClosed(ids);
+                    LocalRoots.INSTANCE.rootClosed(closing);
                 }
             }
-            if (state.current == attached) {
-                state.restore(previous, previousIds);
-            }
+            state.show(back.ids);
         }
     }
 }

@@ -90,6 +90,35 @@ public final class StorageSemantics {
         }
         check("root at the end", Context.current() == Context.root());
 
+        // Deep nesting (past otelprof's kept chain of 32 scopes), closed last-in first-out:
+        // every level comes back.
+        int depth = 100;
+        Scope[] scopes = new Scope[depth];
+        Context[] contexts = new Context[depth];
+        for (int i = 0; i < depth; i++) {
+            Context c = Context.current().with(i % 3 == 2 ? a : b).with(key, "d" + i);
+            contexts[i] = c;
+            scopes[i] = c.makeCurrent();
+        }
+        boolean levels = true;
+        for (int i = depth - 1; i >= 0; i--) {
+            levels &= Context.current() == contexts[i];
+            scopes[i].close();
+        }
+        check("100 nested scopes restore every level", levels && Context.current() == Context.root());
+
+        // The same context attached again above another: closing the lower scope first
+        // restores what was below it (the current context is the one it attached).
+        Scope l1 = a.makeCurrent();
+        Context ca = Context.current();
+        Scope l2 = b.makeCurrent();
+        Scope l3 = ca.makeCurrent();
+        l1.close();
+        check("lower scope of the current context restores below it", Context.current() == Context.root());
+        l3.close();
+        l2.close();
+        check("then the upper scopes are ignored", Context.current() == Context.root());
+
         String storage = ContextStorage.get().getClass().getName();
         String owns = "n/a";
         try {
