@@ -261,7 +261,7 @@ fn direct_api_sets_and_clears_context() {
         .javaagent()
         .agent("cpu=2ms")
         .classpath(&[otel_classes(), otel_sdk_jar()])
-        .flags(&["-Dseconds=3"])
+        .flags(&["-Dseconds=5"])
         .run();
     out.assert_clean_exit();
     let samples = pprof_traces(&out.profiles(), "cpu");

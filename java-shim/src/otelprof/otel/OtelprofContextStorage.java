@@ -181,7 +181,7 @@ public final class OtelprofContextStorage implements ContextStorage {
      * store of a new object's reference into it costs a G1 post-write barrier (a full fence on
      * JDK 17 when the card is not young). Hence one field for everything attached, replaced
      * once per attach and once per close (the default storage's thread-local does the same),
-     * and the cache, written once per new span.
+     * and the cache, written for new local roots and spans attached away from their parent.
      */
     static final class PerThread {
         final ThreadRecord record;
@@ -222,7 +222,13 @@ public final class OtelprofContextStorage implements ContextStorage {
                 traceLow = Hex.parse16Trusted(trace, 16, hex);
             }
             Ids ids = LocalRoots.INSTANCE.idsOf(span, sc, trace, traceHigh, traceLow, shown, hex);
-            cached = ids;
+            if (shown == null || ids.localRoot != shown.localRoot) {
+                // Kept for a later attach of the same span: local roots, and spans attached
+                // away from their trace's work on this thread (Context.wrap on a pool). Not a
+                // child nested under the span shown, which is rarely attached twice; skipping
+                // it saves a barrier-heavy store per span in span-heavy code.
+                cached = ids;
+            }
             return ids;
         }
 
