@@ -12,7 +12,7 @@ every round so that machine drift hits them alike, and reports medians and diffe
            the agent and the wrapper vs the agent without the wrapper (-agentpath only): the
            ratio is the CPU overhead of context tracking.
 
-Usage: python3 bench/context.py [--forks 5] [--span-forks 11] [--jdk PATH] [--quick]
+Usage: python3 bench/context.py [--forks 5] [--span-forks 21] [--jdk PATH] [--quick]
 Needs: cargo build --release (agent + otelprof.jar) and the OpenTelemetry SDK jar
 (scripts/fetch-otel-java.sh, run automatically).
 """
@@ -42,7 +42,7 @@ def result(out, key):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--forks", type=int, default=5)
-    ap.add_argument("--span-forks", type=int, default=11,
+    ap.add_argument("--span-forks", type=int, default=21,
                     help="forks of each span-heavy configuration (identical runs differ by a few percent)")
     ap.add_argument("--jdk", default=os.environ.get("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64"))
     ap.add_argument("--quick", action="store_true")
