@@ -16,8 +16,9 @@ import otelprof.internal.ThreadRecord;
  * {@code Context.taskWrapping}, instrumented executors, reactive hand-offs; not span start/end,
  * which happen on whatever thread created the span.
  *
- * <p>The hot path does no allocation beyond the restoring scope and parses hex ids only when
- * the span changes (one cached span per thread).
+ * <p>The hot path allocates the scope, plus one ids object when a span is attached that was not
+ * parsed last (one cached span per thread), and writes the thread's long-lived state once per
+ * attach and once per close.
  */
 public final class OtelprofContextStorage implements ContextStorage {
     private final ContextStorage delegate;
