@@ -129,8 +129,9 @@ public final class ThreadRecord {
      * Each thread's record. An inheritable thread-local on purpose: those live in a map of
      * their own on each thread ({@code Thread.inheritableThreadLocals}), which few libraries
      * use, while the plain map holds every library's thread-locals, where a slot collision
-     * makes each lookup probe further (measured at 10-30 ns per context switch in a span-heavy
-     * loop). A new thread inherits nothing ({@link #childValue}) and registers on first use.
+     * makes each lookup probe further (in a profile of a new-span loop, the lookups fell from
+     * 25 % to 14 % of its time with this change). A new thread inherits nothing
+     * ({@link #childValue}) and registers on first use.
      */
     private static final InheritableThreadLocal<ThreadRecord> CURRENT = new InheritableThreadLocal<>() {
         @Override

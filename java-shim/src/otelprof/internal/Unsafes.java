@@ -35,11 +35,6 @@ final class Unsafes {
         INSTANCE = u;
     }
 
-    /** Whether Unsafe is available (and allowed). */
-    static boolean available() {
-        return INSTANCE != null;
-    }
-
     /** The Unsafe method {@code name} of type {@code type}, bound to the instance; null if unavailable. */
     static MethodHandle method(String name, MethodType type) {
         if (INSTANCE == null) {
