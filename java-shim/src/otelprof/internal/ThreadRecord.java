@@ -151,11 +151,6 @@ public final class ThreadRecord {
     private long writtenTraceHigh;
     private long writtenTraceLow;
     private long writtenLocalRoot;
-    /**
-     * Per-thread state of the integration that drives this record (the OpenTelemetry wrapper
-     * keeps what it shows here), so that one thread-local lookup finds both.
-     */
-    public Object integrationState;
 
     private ThreadRecord(ByteBuffer buffer) {
         this.buffer = buffer;

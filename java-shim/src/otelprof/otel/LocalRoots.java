@@ -56,16 +56,20 @@ final class LocalRoots {
     private final ConcurrentHashMap<Long, Boolean> sampledRoots = new ConcurrentHashMap<>();
     private static final int MAX_SAMPLED_ROOTS = 1 << 16;
 
-    /** Ids of {@code sc} (trace id already parsed) and its local root. */
-    OtelprofContextStorage.Ids idsOf(Span span, SpanContext sc, String traceIdHex, long traceHigh, long traceLow,
-            OtelprofContextStorage.Ids current, byte[] scratch) {
+    /**
+     * Sets the span id, local root and root span of {@code into}, whose span {@code sc} (the
+     * context of {@code span}) is attached over {@code current}.
+     */
+    void resolve(OtelprofContextStorage.Top into, Span span, SpanContext sc, OtelprofContextStorage.Top current,
+            byte[] scratch) {
         long spanId = Hex.parse16Trusted(sc.getSpanId(), 0, scratch);
         long root = spanId;
         Span rootSpan = null;
         if (SDK && SdkSpans.readable(span)) {
             SpanContext parent = SdkSpans.parent(span);
             if (parent != null && parent.isValid() && !parent.isRemote()) {
-                if (current != null && (parent == current.context || parent.getSpanId().equals(current.context.getSpanId()))) {
+                SpanContext shown = current.span;
+                if (shown != null && (parent == shown || parent.getSpanId().equals(shown.getSpanId()))) {
                     root = current.localRoot;
                     rootSpan = current.rootSpan;
                 } else {
@@ -84,12 +88,13 @@ final class LocalRoots {
                 cache[slot(spanId)] = new Entry(spanId, root, rootSpan);
             }
         }
-        return new OtelprofContextStorage.Ids(sc, traceIdHex, traceHigh, traceLow, spanId, root,
-                sc.getTraceFlags().asByte(), rootSpan);
+        into.spanId = spanId;
+        into.localRoot = root;
+        into.rootSpan = rootSpan;
     }
 
     /** A scope closed on a thread that was sampled meanwhile: name its local root. */
-    void sampled(OtelprofContextStorage.Ids ids) {
+    void sampled(OtelprofContextStorage.Top ids) {
         if (ids.rootSpan == null) {
             return;
         }
@@ -101,7 +106,7 @@ final class LocalRoots {
     }
 
     /** A local root's scope closed: if it was sampled (anywhere), report its name now. */
-    void rootClosed(OtelprofContextStorage.Ids ids) {
+    void rootClosed(OtelprofContextStorage.Top ids) {
         if (sampledRoots.containsKey(ids.localRoot)) {
             NativeBridge.reportEndpoint(ids.localRoot, SdkSpans.name(ids.rootSpan));
         }

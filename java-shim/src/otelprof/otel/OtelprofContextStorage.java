@@ -16,9 +16,8 @@ import otelprof.internal.ThreadRecord;
  * {@code Context.taskWrapping}, instrumented executors, reactive hand-offs; not span start/end,
  * which happen on whatever thread created the span.
  *
- * <p>The hot path allocates the scope, plus one ids object when a span is attached that was not
- * parsed last (one cached span per thread), and writes the thread's long-lived state once per
- * attach and once per close.
+ * <p>The hot path allocates the scope (which carries the parsed ids of its span) and writes the
+ * thread's long-lived state once per attach and once per close.
  */
 public final class OtelprofContextStorage implements ContextStorage {
     private final ContextStorage delegate;
@@ -51,8 +50,8 @@ public final class OtelprofContextStorage implements ContextStorage {
 
     @Override
     public Scope attach(Context toAttach) {
-        ThreadRecord record = ThreadRecord.current();
-        if (!record.enabled()) {
+        PerThread state = PerThread.current();
+        if (!state.enabled) {
             // Not sampled: the delegate keeps this thread's context (always, for a thread's
             // record never changes).
             return delegate.attach(toAttach);
@@ -60,7 +59,6 @@ public final class OtelprofContextStorage implements ContextStorage {
         if (!used) {
             used = true;
         }
-        PerThread state = PerThread.of(record);
         Top top = state.top;
         Scope scope = null;
         if (own) {
@@ -76,29 +74,32 @@ public final class OtelprofContextStorage implements ContextStorage {
         if (next != null && !next.isValid()) {
             next = null;
         }
-        Ids shown = top.ids;
-        if (next == (shown == null ? null : shown.context)) {
+        if (next == top.span) {
             // Same span (e.g. only baggage changed): nothing to write.
             if (!own) {
                 return scope;
             }
-            Restoring same = new Restoring(null, state, toAttach, shown, top, 0, 0);
+            Restoring same = new Restoring(null, state, toAttach, top, 0, 0);
+            same.showSameAs(top);
             state.top = same;
             return same;
         }
-        Ids ids = next == null ? null : state.idsOf(span, next, shown);
-        Restoring r = new Restoring(scope, state, own ? toAttach : null, ids, top, record.samples(), SampleCounter.get());
+        Restoring r = new Restoring(scope, state, own ? toAttach : null, top, state.record.samples(),
+                SampleCounter.get());
+        if (next != null) {
+            state.resolve(r, span, next, top);
+        }
         state.top = r;
-        state.show(ids);
+        state.show(r);
         return r;
     }
 
     @Override
     public Context current() {
         if (own) {
-            ThreadRecord record = ThreadRecord.current();
-            if (record.enabled()) {
-                return PerThread.of(record).top.context;
+            PerThread state = PerThread.current();
+            if (state.enabled) {
+                return state.top.context;
             }
         }
         return delegate.current();
@@ -117,53 +118,51 @@ public final class OtelprofContextStorage implements ContextStorage {
         public void close() {}
     }
 
-    /** Parsed ids of one span context, with its local root. Immutable. */
-    static final class Ids {
-        final SpanContext context;
-        /** The trace id string these ids were parsed from (children share their parent's). */
-        final String traceIdHex;
-        final long traceHigh;
-        final long traceLow;
-        final long spanId;
-        final long localRoot;
-        final int flags;
-        /** The SDK span of the local root, when known (its name is the endpoint). */
-        final Span rootSpan;
-
-        Ids(SpanContext context, String traceIdHex, long traceHigh, long traceLow, long spanId, long localRoot,
-                int flags, Span rootSpan) {
-            this.context = context;
-            this.traceIdHex = traceIdHex;
-            this.traceHigh = traceHigh;
-            this.traceLow = traceLow;
-            this.spanId = spanId;
-            this.localRoot = localRoot;
-            this.flags = flags;
-            this.rootSpan = rootSpan;
-        }
-    }
-
     /**
      * What a thread has attached: the context (when this class keeps it, else null) and the
-     * ids of its span (null: none). Immutable; the thread's {@link PerThread#top} is replaced,
-     * not changed.
+     * span shown with it, parsed (one object per attach: no separate ids object to allocate
+     * and to load through). The thread's {@link PerThread#top} is replaced, not changed: the
+     * span fields are set by the attaching thread before the object becomes the top, and never
+     * after.
      */
     static class Top {
-        static final Top EMPTY = new Top(null, null, null);
+        static final Top EMPTY = new Top(null, null);
         /** Longest chain of scopes kept: see {@link Restoring#below}. */
         static final int MAX_DEPTH = 32;
 
         final Context context;
-        final Ids ids;
         /** What to show again when this is closed; null for a snapshot or the empty top. */
         final Top below;
         final int depth;
 
-        Top(Context context, Ids ids, Top below) {
+        /** The span shown (null: none) and its ids. */
+        SpanContext span;
+        /** The trace id string the trace id was parsed from (children share their parent's). */
+        String traceIdHex;
+        long traceHigh;
+        long traceLow;
+        long spanId;
+        long localRoot;
+        int flags;
+        /** The SDK span of the local root, when known (its name is the endpoint). */
+        Span rootSpan;
+
+        Top(Context context, Top below) {
             this.context = context;
-            this.ids = ids;
             this.below = below;
             this.depth = below == null ? 0 : below.depth + 1;
+        }
+
+        /** Shows the same span as {@code other} (only on a top not yet published). */
+        final void showSameAs(Top other) {
+            span = other.span;
+            traceIdHex = other.traceIdHex;
+            traceHigh = other.traceHigh;
+            traceLow = other.traceLow;
+            spanId = other.spanId;
+            localRoot = other.localRoot;
+            flags = other.flags;
+            rootSpan = other.rootSpan;
         }
 
         /**
@@ -171,7 +170,12 @@ public final class OtelprofContextStorage implements ContextStorage {
          * without the chain below it (scopes that are never closed must not pile up).
          */
         static Top base(Top top) {
-            return top.depth < MAX_DEPTH ? top : new Top(top.context, top.ids, null);
+            if (top.depth < MAX_DEPTH) {
+                return top;
+            }
+            Top copy = new Top(top.context, null);
+            copy.showSameAs(top);
+            return copy;
         }
     }
 
@@ -186,59 +190,82 @@ public final class OtelprofContextStorage implements ContextStorage {
      */
     static final class PerThread {
         final ThreadRecord record;
+        /** Whether this thread's record is live (the agent samples it). */
+        final boolean enabled;
         /** What is attached now. */
         Top top = Top.EMPTY;
-        /** The ids parsed last: a span attached again is not parsed again. */
-        private Ids cached;
+        /** The top whose span was parsed last: a span attached again is not parsed again. */
+        private Top cached;
         /** Scratch for hex parsing when ids cannot be read in place. */
         final byte[] hex = new byte[16];
+        /**
+         * Each thread's state, in a thread-local of its own rather than hung off the thread's
+         * record: {@link #current} runs for every {@code Context.current()} (the SDK asks once
+         * per span started and once per {@code makeCurrent}), and each dependent load on the
+         * way to {@link #top} is on that path. Inheritable for the reason given at
+         * {@link ThreadRecord}'s: that map holds few entries; a new thread inherits nothing.
+         */
+        private static final InheritableThreadLocal<PerThread> CURRENT = new InheritableThreadLocal<>() {
+            @Override
+            protected PerThread childValue(PerThread parent) {
+                return null;
+            }
+        };
 
         private PerThread(ThreadRecord record) {
             this.record = record;
+            this.enabled = record.enabled();
         }
 
-        static PerThread of(ThreadRecord record) {
-            Object s = record.integrationState;
-            if (s instanceof PerThread) {
-                return (PerThread) s;
+        static PerThread current() {
+            PerThread s = CURRENT.get();
+            if (s == null) {
+                s = new PerThread(ThreadRecord.current());
+                CURRENT.set(s);
             }
-            PerThread created = new PerThread(record);
-            record.integrationState = created;
-            return created;
+            return s;
         }
 
-        /** The ids of {@code sc}, the context of {@code span}: parsed unless seen last. */
-        Ids idsOf(Span span, SpanContext sc, Ids shown) {
-            Ids last = cached;
-            if (last != null && last.context == sc) {
-                return last;
+        /**
+         * Sets {@code into}'s span to {@code sc}, the context of {@code span}, attached over
+         * {@code shown}: parsed, unless it was parsed last.
+         */
+        void resolve(Top into, Span span, SpanContext sc, Top shown) {
+            Top last = cached;
+            if (last != null && last.span == sc) {
+                into.showSameAs(last);
+                return;
             }
             String trace = sc.getTraceId();
-            long traceHigh, traceLow;
-            if (last != null && trace == last.traceIdHex) {
-                traceHigh = last.traceHigh;
-                traceLow = last.traceLow;
+            into.span = sc;
+            into.traceIdHex = trace;
+            if (trace == shown.traceIdHex) {
+                into.traceHigh = shown.traceHigh;
+                into.traceLow = shown.traceLow;
+            } else if (last != null && trace == last.traceIdHex) {
+                into.traceHigh = last.traceHigh;
+                into.traceLow = last.traceLow;
             } else {
-                traceHigh = Hex.parse16Trusted(trace, 0, hex);
-                traceLow = Hex.parse16Trusted(trace, 16, hex);
+                into.traceHigh = Hex.parse16Trusted(trace, 0, hex);
+                into.traceLow = Hex.parse16Trusted(trace, 16, hex);
             }
-            Ids ids = LocalRoots.INSTANCE.idsOf(span, sc, trace, traceHigh, traceLow, shown, hex);
-            if (shown == null || ids.localRoot != shown.localRoot) {
+            into.flags = sc.getTraceFlags().asByte();
+            LocalRoots.INSTANCE.resolve(into, span, sc, shown, hex);
+            if (shown.span == null || into.localRoot != shown.localRoot) {
                 // Kept for a later attach of the same span: local roots, and spans attached
                 // away from their trace's work on this thread (Context.wrap on a pool). Not a
                 // child nested under the span shown, which is rarely attached twice; skipping
                 // it saves a barrier-heavy store per span in span-heavy code.
-                cached = ids;
+                cached = into;
             }
-            return ids;
         }
 
-        /** Makes the record show {@code ids} (null: no span). */
-        void show(Ids ids) {
-            if (ids == null) {
+        /** Makes the record show {@code top}'s span (none: no span). */
+        void show(Top top) {
+            if (top.span == null) {
                 record.clear();
             } else {
-                record.set(ids.traceHigh, ids.traceLow, ids.spanId, ids.localRoot, ids.flags);
+                record.set(top.traceHigh, top.traceLow, top.spanId, top.localRoot, top.flags);
             }
         }
     }
@@ -258,9 +285,9 @@ public final class OtelprofContextStorage implements ContextStorage {
         private final long allSamplesAtOpen;
         private boolean closed;
 
-        Restoring(Scope delegate, PerThread state, Context attached, Ids ids, Top below, int samplesAtOpen,
+        Restoring(Scope delegate, PerThread state, Context attached, Top below, int samplesAtOpen,
                 long allSamplesAtOpen) {
-            super(attached, ids, base(below));
+            super(attached, base(below));
             this.delegate = delegate;
             this.state = state;
             this.samplesAtOpen = samplesAtOpen;
@@ -276,7 +303,7 @@ public final class OtelprofContextStorage implements ContextStorage {
                     return;
                 }
                 closed = true;
-                if (top.ids != ids) {
+                if (top.span != span) {
                     return; // closed out of order: the span shown stays
                 }
             } else if (closed || top.context != context) {
@@ -288,11 +315,11 @@ public final class OtelprofContextStorage implements ContextStorage {
             }
             Top back = below;
             state.top = back;
-            Ids closing = top.ids; // this scope's, or (out of order, same context) the top's
-            if (closing == back.ids) {
+            Top closing = top; // this scope, or (out of order, same span) the top
+            if (closing.span == back.span) {
                 return;
             }
-            if (closing != null) {
+            if (closing.span != null) {
                 if (state.record.samples() != samplesAtOpen) {
                     // Sampled while this scope was open: name the local root, as it is now (by
                     // the time a scope closes, instrumentation has usually given it its route).
@@ -305,7 +332,7 @@ public final class OtelprofContextStorage implements ContextStorage {
                     LocalRoots.INSTANCE.rootClosed(closing);
                 }
             }
-            state.show(back.ids);
+            state.show(back);
         }
     }
 }
