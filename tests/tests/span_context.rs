@@ -504,16 +504,30 @@ fn owned_context_storage_behaves_like_the_default() {
     }
 }
 
-/// The shim parses every new span's ids; on JDK ≤ 23 it reads the id strings' bytes in place
-/// (Unsafe), elsewhere from a copy. Both paths, and the validating parser of the direct API,
-/// must agree with `Long.parseUnsignedLong` on random ids and fall back on strings that are not
-/// Latin-1.
+/// The shim parses every new span's ids; on JDK ≤ 23 (and on later JDKs run with
+/// `--sun-misc-unsafe-memory-access=allow`) it reads the id strings' bytes in place (Unsafe),
+/// elsewhere from a copy. Both paths, and the validating parser of the direct API, must agree
+/// with `Long.parseUnsignedLong` on random ids and fall back on strings that are not Latin-1;
+/// and using Unsafe must never make the JVM print its deprecation warning.
 #[test]
 fn id_parsing_matches_the_reference_on_every_path() {
     for (jdk, flags, direct) in [
         (jdk17(), &[][..], true),
         (jdk17(), &["-Dotelprof.unsafe=false"][..], false),
         (jdk25(), &[][..], false),
+        (
+            jdk25(),
+            &["--sun-misc-unsafe-memory-access=allow"][..],
+            true,
+        ),
+        (
+            jdk25(),
+            &[
+                "--sun-misc-unsafe-memory-access=allow",
+                "-Dotelprof.unsafe=false",
+            ][..],
+            false,
+        ),
     ] {
         let out = JvmRun::new(jdk, "otelprof.tests.otel.HexCheck")
             .no_agent()
@@ -523,5 +537,10 @@ fn id_parsing_matches_the_reference_on_every_path() {
         out.assert_clean_exit();
         let want = format!("direct={direct} checked=1200004 failures=0");
         assert!(out.stdout.contains(&want), "want {want}:\n{}", out.stdout);
+        assert!(
+            !out.stderr.contains("WARNING"),
+            "{flags:?}: the JVM warned:\n{}",
+            out.stderr
+        );
     }
 }
