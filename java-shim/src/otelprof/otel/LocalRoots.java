@@ -94,21 +94,21 @@ final class LocalRoots {
     }
 
     /** A scope closed on a thread that was sampled meanwhile: name its local root. */
-    void sampled(OtelprofContextStorage.Top ids) {
-        if (ids.rootSpan == null) {
+    void sampled(OtelprofContextStorage.Top top) {
+        if (top.rootSpan == null) {
             return;
         }
-        NativeBridge.reportEndpoint(ids.localRoot, SdkSpans.name(ids.rootSpan));
+        NativeBridge.reportEndpoint(top.localRoot, SdkSpans.name(top.rootSpan));
         if (sampledRoots.size() >= MAX_SAMPLED_ROOTS) {
             sampledRoots.clear();
         }
-        sampledRoots.put(ids.localRoot, Boolean.TRUE);
+        sampledRoots.put(top.localRoot, Boolean.TRUE);
     }
 
     /** A local root's scope closed: if it was sampled (anywhere), report its name now. */
-    void rootClosed(OtelprofContextStorage.Top ids) {
-        if (sampledRoots.containsKey(ids.localRoot)) {
-            NativeBridge.reportEndpoint(ids.localRoot, SdkSpans.name(ids.rootSpan));
+    void rootClosed(OtelprofContextStorage.Top top) {
+        if (sampledRoots.containsKey(top.localRoot)) {
+            NativeBridge.reportEndpoint(top.localRoot, SdkSpans.name(top.rootSpan));
         }
     }
 
