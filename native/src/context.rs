@@ -4,9 +4,10 @@
 //! OpenTelemetry thread-context record (OTEP 4947): trace id, span id, `valid`, trace flags,
 //! attribute bytes; then fields private to otelprof. The Java shim writes it through a direct
 //! `ByteBuffer` over the record (no JNI call per write): clear `valid`, store the fields, set
-//! `valid`, with store-store fences in between. The handler runs on the same thread it
-//! interrupts, so it sees either the old or the new complete record; a record read while
-//! `valid == 0` yields no span (and is counted).
+//! `valid`, with store-store fences in between; a switch to another span of the same trace,
+//! local root and flags is a single aligned store of the span id. The handler runs on the same
+//! thread it interrupts, so it sees either the old or the new complete record; a record read
+//! while `valid == 0` yields no span (and is counted).
 //!
 //! Records are allocated here, in chunks that are never freed: a late signal, or an external
 //! reader following `otel_thread_ctx_v1`, can never touch freed memory. A thread's record goes

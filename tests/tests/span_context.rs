@@ -375,7 +375,7 @@ fn otel_thread_ctx_v1_is_exported_and_points_at_the_record() {
             .run();
         out.assert_clean_exit();
         println!("{}: {}", jdk.name, out.stdout.trim());
-        let expected = "published=true trace=af7651916cd43dd/8448eb211c80319c span=b7ad6b7169203331 valid=1 flags=1 attrs=key0/len16/1122334455667788 cleared=0";
+        let expected = "sequence=ok published=true trace=af7651916cd43dd/8448eb211c80319c span=b7ad6b7169203331 valid=1 flags=1 attrs=key0/len16/1122334455667788 cleared=0";
         let lines: Vec<&str> = out.stdout.lines().collect();
         assert!(
             lines

@@ -12,9 +12,11 @@ import java.nio.ByteOrder;
  * OpenTelemetry thread-context record (OTEP 4947), written without JNI calls.
  *
  * <p>Write protocol (the agent's signal handler runs on this same thread, so only compiler
- * ordering matters): mark the record "being written" ({@code valid = 2}), store-store fence,
- * store the ids, store-store fence, publish {@code valid = 1} with release semantics. A sample
- * taken in between sees an invalid record and carries no span.
+ * ordering matters): mark the record "being written" ({@code valid = 2}) unless it holds no
+ * span already, store-store fence, store the ids, store-store fence, publish {@code valid = 1}
+ * with release semantics. A sample taken in between sees an invalid record and carries no span.
+ * When only the span id changes (same trace, local root and flags), the one aligned store of
+ * the new id is the whole write.
  */
 public final class ThreadRecord {
     // Offsets agreed with native/src/context.rs (checked against layout0() at start).
@@ -55,6 +57,7 @@ public final class ThreadRecord {
     private static final MethodHandle PUT_LONG;
     private static final MethodHandle PUT_SHORT;
     private static final MethodHandle PUT_ORDERED_INT;
+    private static final MethodHandle PUT_ORDERED_LONG;
     private static final MethodHandle GET_INT_VOLATILE;
     private static final MethodHandle GET_LONG_VOLATILE;
     private static final boolean PLAIN;
@@ -65,14 +68,17 @@ public final class ThreadRecord {
         MethodHandle putShort = Unsafes.method("putShort", MethodType.methodType(void.class, long.class, short.class));
         MethodHandle putOrderedInt = Unsafes.method("putOrderedInt",
                 MethodType.methodType(void.class, Object.class, long.class, int.class));
+        MethodHandle putOrderedLong = Unsafes.method("putOrderedLong",
+                MethodType.methodType(void.class, Object.class, long.class, long.class));
         MethodHandle getInt = Unsafes.method("getIntVolatile", MethodType.methodType(int.class, Object.class, long.class));
         MethodHandle getLong = Unsafes.method("getLongVolatile", MethodType.methodType(long.class, Object.class, long.class));
-        PLAIN = putInt != null && putLong != null && putShort != null && putOrderedInt != null && getInt != null
-                && getLong != null;
+        PLAIN = putInt != null && putLong != null && putShort != null && putOrderedInt != null
+                && putOrderedLong != null && getInt != null && getLong != null;
         PUT_INT = putInt;
         PUT_LONG = putLong;
         PUT_SHORT = putShort;
         PUT_ORDERED_INT = putOrderedInt;
+        PUT_ORDERED_LONG = putOrderedLong;
         GET_INT_VOLATILE = getInt;
         GET_LONG_VOLATILE = getLong;
     }
@@ -104,6 +110,14 @@ public final class ThreadRecord {
     private static void putOrderedInt(long a, int v) {
         try {
             PUT_ORDERED_INT.invokeExact((Object) null, a, v);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private static void putOrderedLong(long a, long v) {
+        try {
+            PUT_ORDERED_LONG.invokeExact((Object) null, a, v);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -151,6 +165,8 @@ public final class ThreadRecord {
     private long writtenTraceHigh;
     private long writtenTraceLow;
     private long writtenLocalRoot;
+    /** The trace flags of the published span, or -1 when the record holds none ({@code valid = 0}). */
+    private int publishedFlags = -1;
 
     private ThreadRecord(ByteBuffer buffer) {
         this.buffer = buffer;
@@ -224,8 +240,14 @@ public final class ThreadRecord {
         if (b == null) {
             return;
         }
-        INT.setOpaque(b, HEADER, header(WRITING, 0, 0));
-        VarHandle.storeStoreFence();
+        if (sameTrace(traceIdHigh, traceIdLow, localRootSpanId, flags)) {
+            LONG_BE.setOpaque(b, SPAN_ID, spanId);
+            return;
+        }
+        if (publishedFlags >= 0) {
+            INT.setOpaque(b, HEADER, header(WRITING, 0, 0));
+            VarHandle.storeStoreFence();
+        }
         if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
             LONG_BE.set(b, TRACE_ID, traceIdHigh);
             LONG_BE.set(b, TRACE_ID + 8, traceIdLow);
@@ -242,12 +264,32 @@ public final class ThreadRecord {
         }
         VarHandle.storeStoreFence();
         INT.setRelease(b, HEADER, header(VALID, flags, ATTRS_SIZE));
+        publishedFlags = flags & 0xff;
+    }
+
+    /**
+     * Whether the record already holds a valid span of this trace, local root and flags: then
+     * only the span id changes, and one aligned 8-byte store (single-copy atomic, so a signal
+     * sees the old span or the new one) replaces the mark-write-publish sequence. A switch
+     * between spans of one request, the common case, costs one store.
+     */
+    private boolean sameTrace(long traceIdHigh, long traceIdLow, long localRootSpanId, int flags) {
+        return publishedFlags == (flags & 0xff) && traceIdHigh == writtenTraceHigh && traceIdLow == writtenTraceLow
+                && localRootSpanId == writtenLocalRoot;
     }
 
     /** {@link #set} with plain stores at the record's address (same protocol). */
     private void setPlain(long a, long traceIdHigh, long traceIdLow, long spanId, long localRootSpanId, int flags) {
-        putInt(a + HEADER, header(WRITING, 0, 0));
-        VarHandle.storeStoreFence();
+        if (sameTrace(traceIdHigh, traceIdLow, localRootSpanId, flags)) {
+            putOrderedLong(a + SPAN_ID, bigEndian(spanId));
+            return;
+        }
+        if (publishedFlags >= 0) {
+            // A valid record becomes invalid while several fields change; one that holds no
+            // span (after clear()) is invalid already.
+            putInt(a + HEADER, header(WRITING, 0, 0));
+            VarHandle.storeStoreFence();
+        }
         if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
             putLong(a + TRACE_ID, bigEndian(traceIdHigh));
             putLong(a + TRACE_ID + 8, bigEndian(traceIdLow));
@@ -266,6 +308,7 @@ public final class ThreadRecord {
         // The reader is this thread's signal handler: program order plus the compiler fence
         // above is all the ordering it needs (a release store, like the VarHandle path's).
         putOrderedInt(a + HEADER, header(VALID, flags, ATTRS_SIZE));
+        publishedFlags = flags & 0xff;
     }
 
     private static long bigEndian(long v) {
@@ -295,11 +338,13 @@ public final class ThreadRecord {
         long a = address;
         if (a != 0) {
             putOrderedInt(a + HEADER, header(0, 0, 0));
+            publishedFlags = -1;
             return;
         }
         ByteBuffer b = buffer;
         if (b != null) {
             INT.setRelease(b, HEADER, header(0, 0, 0));
+            publishedFlags = -1;
         }
     }
 

@@ -31,8 +31,60 @@ public final class TlsCheck {
         String attrText = "key" + attrs[0] + "/len" + attrs[1] + "/" + new String(attrs, 2, attrs.length - 2, "US-ASCII");
         ThreadContext.clear();
         int afterClear = record.get(24);
-        return where + " published=" + (published == address) + " trace=" + trace + " span=" + span + " valid=" + valid
-                + " flags=" + flags + " attrs=" + attrText + " cleared=" + afterClear;
+        return where + " sequence=" + sequence(record) + " published=" + (published == address) + " trace=" + trace
+                + " span=" + span + " valid=" + valid + " flags=" + flags + " attrs=" + attrText + " cleared=" + afterClear;
+    }
+
+    /** The record as a reader sees it: trace/span/valid/flags/local root (from the attrs). */
+    static String state(ByteBuffer record) {
+        ByteBuffer r = record.duplicate().order(ByteOrder.BIG_ENDIAN);
+        byte[] root = new byte[16];
+        r.get(30, root);
+        return Long.toHexString(r.getLong(0)) + Long.toHexString(r.getLong(8)) + "/" + Long.toHexString(r.getLong(16))
+                + "/" + r.get(24) + "/" + r.get(25) + "/" + new String(root, java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * A run of writes that takes every path of the writer (a new trace, a span switch within one
+     * trace, a change of flags only, a set after clear), each checked against what it must
+     * leave in the record. "ok", or the first step that differs.
+     */
+    static String sequence(ByteBuffer record) {
+        long t1 = 0x1111111111111111L, t2 = 0x2222222222222222L;
+        long[][] steps = {
+            // traceHigh, traceLow, span, root, sampled (1/0); all zero: clear()
+            {t1, t2, 0xa1L, 0x1000000000000001L, 1},
+            {t1, t2, 0xa2L, 0x1000000000000001L, 1},
+            {t1, t2, 0xa3L, 0x1000000000000001L, 0},
+            {t1, t2, 0xa4L, 0x1000000000000001L, 0},
+            {t2, t1, 0xb1L, 0x2000000000000002L, 1},
+            {t2, t1, 0xb2L, 0x3000000000000003L, 1},
+            {0, 0, 0, 0, 0},
+            {t2, t1, 0xb3L, 0x3000000000000003L, 1},
+            {t2, t1, 0xb4L, 0x3000000000000003L, 1},
+            {0, 0, 0, 0, 0},
+            {t1, t2, 0xa5L, 0x1000000000000001L, 1},
+        };
+        String last = null;
+        for (int i = 0; i < steps.length; i++) {
+            long[] s = steps[i];
+            String want;
+            if (s[0] == 0) {
+                ThreadContext.clear();
+                want = last.replaceFirst("/1/[01]/", "/0/0/"); // the header cleared, the ids untouched
+            } else {
+                ThreadContext.set(s[0], s[1], s[2], s[3], s[4] == 1);
+                want = Long.toHexString(s[0]) + Long.toHexString(s[1]) + "/" + Long.toHexString(s[2]) + "/1/" + s[4]
+                        + "/" + String.format("%016x", s[3]);
+            }
+            String got = state(record);
+            if (!got.equals(want)) {
+                return "step" + i + ":got:" + got + ":want:" + want;
+            }
+            last = got;
+        }
+        ThreadContext.clear();
+        return "ok";
     }
 
     public static void main(String[] args) throws Exception {
