@@ -246,8 +246,8 @@ public final class ThreadRecord {
         }
         if (publishedFlags >= 0) {
             INT.setOpaque(b, HEADER, header(WRITING, 0, 0));
-            VarHandle.storeStoreFence();
         }
+        VarHandle.storeStoreFence(); // the fields after the mark, or after clear()'s store
         if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
             LONG_BE.set(b, TRACE_ID, traceIdHigh);
             LONG_BE.set(b, TRACE_ID + 8, traceIdLow);
@@ -288,8 +288,10 @@ public final class ThreadRecord {
             // A valid record becomes invalid while several fields change; one that holds no
             // span (after clear()) is invalid already.
             putInt(a + HEADER, header(WRITING, 0, 0));
-            VarHandle.storeStoreFence();
         }
+        // The fields are stored after the mark, or after clear()'s store: a release store
+        // orders what precedes it, not what follows.
+        VarHandle.storeStoreFence();
         if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
             putLong(a + TRACE_ID, bigEndian(traceIdHigh));
             putLong(a + TRACE_ID + 8, bigEndian(traceIdLow));
