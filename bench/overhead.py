@@ -5,12 +5,18 @@ baseline and JFR measured in the same run.
 Two measurements, each in alternating rounds (every round runs every configuration once, in a
 freshly shuffled order, so that drift on a shared machine hits all configurations alike):
 
-1. CPU overhead: bench/workloads/FixedWork.java, a fixed amount of work on 2 threads. For each
-   run: whole-process wall time (spawn to exit, so JVM start-up and the agent's final profile
-   write are included) and the child's CPU time (user + sys from wait4). Reported per
-   configuration: the median, and the median / min / max of the per-round ratio to the same
-   round's no-agent run. A second no-agent configuration (the A/A control) shows how far two
-   identical configurations drift apart in the same run: the noise floor of that run.
+1. CPU overhead: bench/workloads/FixedWork.java, a fixed amount of work on 2 threads (by
+   default its `compute` kind: deep call chains over arithmetic, whose runs agree to about 1 %;
+   `--workload service` for the service-like requests, whose runs do not). For each run:
+   whole-process wall time (spawn to exit, so JVM start-up and the agent's final profile
+   write are included) and the child's CPU time (user + sys from wait4); with `--warmup N`
+   also the process's CPU time over the requests after N warm-up requests per thread (the
+   steady state, without the JIT's own CPU time). Reported per configuration: the median, and
+   the median / min / max of the per-round ratio to the same round's no-agent run. A second
+   no-agent configuration (the A/A control) shows how far two identical configurations drift
+   apart in the same run: the noise floor of that run. `--pairing concurrent` runs each
+   configuration at the same time as a no-agent run of its own instead, so that whatever
+   slows the machine down slows both.
 2. Memory: bench/workloads/IdleThreads.java, 200 threads blocked on a latch for 3 s, then the
    JVM's own VmRSS. Reported: the median per-round RSS difference agent minus no agent.
 
@@ -26,6 +32,7 @@ BENCHMARKS.md explains the method, the caveats and the numbers.
     python3 bench/overhead.py --jdk all --rounds 9 # every JDK under /usr/lib/jvm
     python3 bench/overhead.py --quick              # smoke run for CI (about a minute per JDK)
     python3 bench/overhead.py --configs none-aa,agent --rounds 15 --max-other-load 0.25
+    python3 bench/overhead.py --workload service --pairing concurrent --warmup 300000
 """
 
 from __future__ import annotations
@@ -67,8 +74,9 @@ JVM_ROOT = Path("/usr/lib/jvm")
 # G1 is named so that GC ergonomics cannot differ between machines with 1 and 2 CPUs.
 COMMON_JVM_ARGS = ["-XX:+UseG1GC", "-Xms512m", "-Xmx512m"]
 
-FULL = {"rounds": 7, "mem_rounds": 5, "requests": 200_000, "idle_wait_ms": 3000}
-QUICK = {"rounds": 3, "mem_rounds": 2, "requests": 30_000, "idle_wait_ms": 1000}
+# FixedWork requests per thread, by workload kind: about 5 s per run on the benchmark machine.
+FULL = {"rounds": 7, "mem_rounds": 5, "requests": {"compute": 1_000_000, "service": 200_000}, "idle_wait_ms": 3000}
+QUICK = {"rounds": 3, "mem_rounds": 2, "requests": {"compute": 150_000, "service": 30_000}, "idle_wait_ms": 1000}
 
 WORK_THREADS = 2
 IDLE_THREADS = 200
@@ -137,6 +145,9 @@ class Run:
     stdout: str
     agent_stats: dict[str, int]
     notes: list[str]
+    # FixedWork's steady-state window (after its warm-up requests): process CPU and wall time.
+    window_cpu_s: float | None = None
+    window_wall_s: float | None = None
 
 
 @dataclasses.dataclass
@@ -269,33 +280,58 @@ class Exit:
 
 
 def spawn_and_wait(cmd: list[str], cwd: Path, timeout_s: float) -> Exit:
-    """Runs `cmd` to its end. Output goes to files, not pipes, so the child never blocks on us;
-    wait4 gives the child's own rusage (all its threads, reaped)."""
-    out_path, err_path = cwd / "stdout.txt", cwd / "stderr.txt"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        busy_before = machine_busy_s()
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env())
-        reaped = threading.Event()
+    """Runs `cmd` to its end (see spawn_together)."""
+    return spawn_together([(cmd, cwd)], timeout_s)[0]
+
+
+def spawn_together(jobs: list[tuple[list[str], Path]], timeout_s: float) -> list[Exit]:
+    """Starts every (command, directory) at once and waits for all of them. Output goes to
+    files, not pipes, so a child never blocks on us; wait4 gives each child's own rusage (all
+    its threads, reaped) and the moment it exited. Other load: what the rest of the machine
+    used meanwhile, these children excluded."""
+    files = []
+    procs: list[subprocess.Popen] = []
+    busy_before = machine_busy_s()
+    start = time.monotonic()
+    try:
+        for cmd, cwd in jobs:
+            out, err = open(cwd / "stdout.txt", "wb"), open(cwd / "stderr.txt", "wb")
+            files += [out, err]
+            procs.append(subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                          env=child_env()))
+        pending = {p.pid: i for i, p in enumerate(procs)}
+        done: dict[int, tuple[int, float, float]] = {}
 
         def kill_on_timeout() -> None:
-            if not reaped.is_set():
-                os.kill(proc.pid, signal.SIGKILL)
+            for pid in list(pending):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
         timer = threading.Timer(timeout_s, kill_on_timeout)
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            while pending:
+                pid, status, usage = os.wait4(-1, 0)
+                i = pending.pop(pid, None)
+                if i is None:
+                    continue  # not one of ours
+                code = os.waitstatus_to_exitcode(status)
+                procs[i].returncode = code  # reaped by wait4; keeps Popen from waiting again
+                done[i] = (code, time.monotonic() - start, usage.ru_utime + usage.ru_stime)
         finally:
-            reaped.set()
             timer.cancel()
-        wall = time.monotonic() - start
-        busy = machine_busy_s() - busy_before
-    code = os.waitstatus_to_exitcode(status)
-    proc.returncode = code  # reaped by wait4; keeps Popen from waiting again
-    cpu = usage.ru_utime + usage.ru_stime
-    return Exit(code, wall, cpu, max(0.0, busy - cpu) / wall,
-                out_path.read_text(errors="replace"), err_path.read_text(errors="replace"))
+            kill_on_timeout()
+    finally:
+        for f in files:
+            f.close()
+    wall_all = time.monotonic() - start
+    busy = machine_busy_s() - busy_before
+    other = max(0.0, busy - sum(d[2] for d in done.values())) / wall_all
+    return [Exit(done[i][0], done[i][1], done[i][2], other,
+                 (cwd / "stdout.txt").read_text(errors="replace"), (cwd / "stderr.txt").read_text(errors="replace"))
+            for i, (_, cwd) in enumerate(jobs)]
 
 
 def check_agent_output(cfg: Config, run_dir: Path, stderr: str, want_samples: bool) -> tuple[dict[str, int], list[str]]:
@@ -334,10 +370,24 @@ def check_agent_output(cfg: Config, run_dir: Path, stderr: str, want_samples: bo
 
 def run_once(jdk: Jdk, cfg: Config, main: list[str], classes: Path, agent: Path, work_dir: Path,
              tag: str, want_samples: bool) -> Run:
-    run_dir = work_dir / tag
-    (run_dir / "out").mkdir(parents=True)
-    cmd = [str(jdk.java), *COMMON_JVM_ARGS, *cfg.jvm_args(run_dir, agent), "-cp", str(classes), *main]
-    ex = spawn_and_wait(cmd, run_dir, RUN_TIMEOUT_S)
+    return run_together(jdk, [(cfg, tag)], main, classes, agent, work_dir, want_samples)[0]
+
+
+def run_together(jdk: Jdk, runs: list[tuple[Config, str]], main: list[str], classes: Path, agent: Path,
+                 work_dir: Path, want_samples: bool) -> list[Run]:
+    """Runs each (configuration, tag) at the same time, checks every run and returns them in order."""
+    jobs = []
+    for cfg, tag in runs:
+        run_dir = work_dir / tag
+        (run_dir / "out").mkdir(parents=True)
+        jobs.append(([str(jdk.java), *COMMON_JVM_ARGS, *cfg.jvm_args(run_dir, agent), "-cp", str(classes), *main],
+                     run_dir))
+    exits = spawn_together(jobs, RUN_TIMEOUT_S)
+    return [checked_run(jdk, cfg, tag, cmd, run_dir, ex, want_samples)
+            for (cfg, tag), (cmd, run_dir), ex in zip(runs, jobs, exits)]
+
+
+def checked_run(jdk: Jdk, cfg: Config, tag: str, cmd: list[str], run_dir: Path, ex: Exit, want_samples: bool) -> Run:
     stdout, stderr = ex.stdout, ex.stderr
 
     def fail(why: str) -> BenchError:
@@ -368,7 +418,9 @@ def run_once(jdk: Jdk, cfg: Config, main: list[str], classes: Path, agent: Path,
     except BenchError as e:
         raise fail(str(e)) from None
     shutil.rmtree(run_dir)
-    return Run(cfg.key, 0, ex.wall_s, ex.cpu_s, ex.other_load, stdout, stats, notes)
+    window = re.search(r"^window cpu_s=([\d.]+) wall_s=([\d.]+)", stdout, re.M)
+    return Run(cfg.key, 0, ex.wall_s, ex.cpu_s, ex.other_load, stdout, stats, notes,
+               float(window.group(1)) if window else None, float(window.group(2)) if window else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,6 +441,8 @@ def cpu_benchmark(jdk: Jdk, configs: list[Config], args, classes: Path, agent: P
     """Returns the runs of the kept rounds per configuration, and how many rounds were
     discarded because something else on the machine was busy (--max-other-load)."""
     main = ["FixedWork", str(WORK_THREADS), str(args.requests)]
+    if args.warmup or args.workload != "service":
+        main += [str(args.warmup), args.workload]
     results: dict[str, list[Run]] = {c.key: [] for c in configs}
     checksums: set[str] = set()
 
@@ -405,7 +459,7 @@ def cpu_benchmark(jdk: Jdk, configs: list[Config], args, classes: Path, agent: P
     for cfg in configs:
         log(f"  warm-up {cfg.label}")
         checked(run_once(jdk, cfg, main, classes, agent, work, f"warmup-{cfg.key}", True), "warm-up")
-    kept = tried = 0
+    kept = tried = pairs = 0
     limit = args.max_other_load
     max_tries = args.rounds if limit is None else (args.max_tries or args.rounds * 3)
     while kept < args.rounds:
@@ -416,9 +470,22 @@ def cpu_benchmark(jdk: Jdk, configs: list[Config], args, classes: Path, agent: P
         if limit is not None:
             wait_for_quiet(limit)
         runs = []
-        for cfg in round_orders(configs, 1, rng)[0]:
-            tag = f"t{tried}-{cfg.key}"
-            runs.append(checked(run_once(jdk, cfg, main, classes, agent, work, tag, True), tag))
+        if args.pairing == "concurrent":
+            # Each configuration beside a baseline run of its own, started together; the pair
+            # shares its round number, so ratios compare the two runs of a pair.
+            others = [c for c in round_orders(configs, 1, rng)[0] if c.key != BASELINE.key]
+            for cfg in others:
+                pairs += 1
+                pair = [(BASELINE, f"t{tried}-p{pairs}-{BASELINE.key}"), (cfg, f"t{tried}-p{pairs}-{cfg.key}")]
+                order = pair if pairs % 2 else pair[::-1]  # which one starts first alternates
+                done = run_together(jdk, order, main, classes, agent, work, True)
+                for run, (_, tag) in zip(done, order):
+                    run.round = pairs
+                    runs.append(checked(run, tag))
+        else:
+            for cfg in round_orders(configs, 1, rng)[0]:
+                tag = f"t{tried}-{cfg.key}"
+                runs.append(checked(run_once(jdk, cfg, main, classes, agent, work, tag, True), tag))
         worst = max(r.other_load for r in runs)
         detail = ", ".join(f"{r.config} {r.wall_s:.2f}s/{r.cpu_s:.2f}cpu" for r in runs)
         # The whole round goes, whichever run was disturbed: dropping single runs would favour
@@ -428,7 +495,8 @@ def cpu_benchmark(jdk: Jdk, configs: list[Config], args, classes: Path, agent: P
             continue
         kept += 1
         for run in runs:
-            run.round = kept
+            if args.pairing != "concurrent":
+                run.round = kept
             results[run.config].append(run)
         log(f"  round {kept}/{args.rounds} (other load ≤ {worst:.2f} CPUs): {detail}")
     return results, tried - kept
@@ -465,12 +533,15 @@ def ratios(runs: list[Run], base: list[Run], attr: str) -> list[float]:
     return [getattr(r, attr) / by_round[r.round] for r in runs]
 
 
-def cpu_table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str, dict]:
+def cpu_table(configs: list[Config], results: dict[str, list[Run]], steady: bool = False) -> tuple[str, dict]:
+    """steady: add the steady-state window's CPU ratios (runs with a FixedWork warm-up)."""
     base = results[BASELINE.key]
     rows = [
         "| configuration | wall median (s) | wall ratio median | wall ratio min–max "
-        "| CPU median (s) | CPU ratio median | CPU ratio min–max | agent samples (median) | other load (CPUs, median) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU median (s) | CPU ratio median | CPU ratio min–max "
+        + ("| steady-state CPU ratio median | steady-state CPU ratio min–max " if steady else "")
+        + "| agent samples (median) | other load (CPUs, median) |",
+        "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if steady else "") + "---:|---:|",
     ]
     summary = {}
     for cfg in configs:
@@ -478,6 +549,7 @@ def cpu_table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str
         wall = statistics.median(r.wall_s for r in runs)
         cpu = statistics.median(r.cpu_s for r in runs)
         wr, cr = ratios(runs, base, "wall_s"), ratios(runs, base, "cpu_s")
+        sr = ratios(runs, base, "window_cpu_s") if steady else []
         samples = statistics.median(r.agent_stats["samples"] for r in runs) if cfg.kind == "agent" else None
         other = statistics.median(r.other_load for r in runs)
         summary[cfg.key] = {
@@ -486,13 +558,18 @@ def cpu_table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str
             "cpu_ratio_median": statistics.median(cr), "cpu_ratio_min": min(cr), "cpu_ratio_max": max(cr),
             "samples_median": samples, "other_load_median": other,
         }
+        if steady:
+            summary[cfg.key] |= {"steady_cpu_ratio_median": statistics.median(sr), "steady_cpu_ratio_min": min(sr),
+                                 "steady_cpu_ratio_max": max(sr)}
         if cfg.key == BASELINE.key:
-            rows.append(f"| {cfg.label} | {wall:.3f} | 1 | – | {cpu:.3f} | 1 | – | – | {other:.2f} |")
+            rows.append(f"| {cfg.label} | {wall:.3f} | 1 | – | {cpu:.3f} | 1 | – | " + ("1 | – | " if steady else "")
+                        + f"– | {other:.2f} |")
         else:
             rows.append(
                 f"| {cfg.label} | {wall:.3f} | **{statistics.median(wr):.3f}** | {min(wr):.3f}–{max(wr):.3f} "
                 f"| {cpu:.3f} | {statistics.median(cr):.3f} | {min(cr):.3f}–{max(cr):.3f} "
-                f"| {'–' if samples is None else f'{samples:.0f}'} | {other:.2f} |")
+                + (f"| **{statistics.median(sr):.4f}** | {min(sr):.4f}–{max(sr):.4f} " if steady else "")
+                + f"| {'–' if samples is None else f'{samples:.0f}'} | {other:.2f} |")
     return "\n".join(rows), summary
 
 
@@ -542,6 +619,21 @@ def wall_verdict(summary: dict, quick: bool) -> tuple[str, str]:
     return state, f"{head}, **{state}** (A/A control {aa['wall_ratio_median']:.3f})."
 
 
+def steady_verdict(summary: dict) -> str:
+    """The agent's steady-state CPU ratio, judged against the goal and the A/A control."""
+    a = summary["agent"]
+    head = (f"Steady state: otelprof cpu=10ms median CPU ratio {a['steady_cpu_ratio_median']:.4f} "
+            f"({a['steady_cpu_ratio_min']:.4f}–{a['steady_cpu_ratio_max']:.4f})")
+    aa = summary.get("none-aa")
+    if aa is None:
+        return f"{head}; no A/A control in this run to tell the noise."
+    noise = f"A/A control {aa['steady_cpu_ratio_median']:.4f} ({aa['steady_cpu_ratio_min']:.4f}–{aa['steady_cpu_ratio_max']:.4f})"
+    if abs(aa["steady_cpu_ratio_median"] - 1) > GOAL_WALL_RATIO - 1:
+        return f"{head}, **inconclusive**: {noise}."
+    state = "within" if a["steady_cpu_ratio_median"] <= GOAL_WALL_RATIO else "NOT within"
+    return f"{head}, **{state}** the {(GOAL_WALL_RATIO - 1) * 100:.0f} % goal; {noise}."
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -566,12 +658,23 @@ def parse_args(argv: list[str]):
     p.add_argument("--mem-rounds", type=int, help=f"rounds of the memory benchmark (default {FULL['mem_rounds']})")
     p.add_argument("--agent", type=Path, default=DEFAULT_AGENT, help="path to libotelprof.so (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="smoke run for CI: fewer rounds, less work per run")
-    p.add_argument("--requests", type=int, help=f"FixedWork requests per thread (default {FULL['requests']}, "
-                                                f"--quick {QUICK['requests']})")
+    p.add_argument("--requests", type=int, help=f"FixedWork requests per thread (default by --workload: "
+                                                f"{FULL['requests']}, --quick {QUICK['requests']})")
     p.add_argument("--configs", default=",".join(k for k, c in CONFIGS.items() if c.default),
                    help="comma-separated configurations of the CPU benchmark (default: %(default)s; "
                         f"also: {', '.join(k for k, c in CONFIGS.items() if not c.default)}); "
                         "'none' is always included")
+    p.add_argument("--pairing", choices=("sequential", "concurrent"), default="sequential",
+                   help="CPU benchmark: run configurations one at a time (default), or each at the same "
+                        "time as a no-agent run of its own, so that whatever slows the machine down slows "
+                        "both (each JVM then has about one CPU; compare CPU times, not wall times)")
+    p.add_argument("--workload", choices=("compute", "service"), default="compute",
+                   help="FixedWork's kind of request: deep call chains over arithmetic, which runs alike in "
+                        "every JVM (default), or the service-like one, more realistic but up to ±30 %% apart "
+                        "between identical runs (see BENCHMARKS.md)")
+    p.add_argument("--warmup", type=int, default=0, metavar="N",
+                   help="FixedWork warm-up requests per thread before the measured ones; adds the "
+                        "steady-state CPU ratio (process CPU over the measured requests only)")
     p.add_argument("--skip-cpu", action="store_true", help="memory benchmark only")
     p.add_argument("--skip-memory", action="store_true", help="CPU benchmark only")
     p.add_argument("--max-other-load", type=float, metavar="CPUS",
@@ -591,10 +694,12 @@ def parse_args(argv: list[str]):
     sizes = QUICK if args.quick else FULL
     for key in ("rounds", "mem_rounds", "requests"):
         if getattr(args, key) is None:
-            setattr(args, key, sizes[key])
+            setattr(args, key, sizes[key][args.workload] if key == "requests" else sizes[key])
     args.idle_wait_ms = sizes["idle_wait_ms"]
     if args.rounds < 1 or args.mem_rounds < 1 or args.requests < 1:
         p.error("--rounds, --mem-rounds and --requests must be positive")
+    if args.warmup < 0:
+        p.error("--warmup must not be negative")
     keys = [k.strip() for k in args.configs.split(",") if k.strip()]
     unknown = [k for k in keys if k not in CONFIGS]
     if unknown:
@@ -620,7 +725,9 @@ def main(argv: list[str]) -> int:
             f"Date: {started:%Y-%m-%d %H:%M} UTC; host: {cpu_model()}, {os.cpu_count()} CPUs, "
             f"Linux {platform.release()}; load average at start {load_before[0]:.2f}  ",
             f"Agent: `{shown_path(args.agent)}` (sha256 {agent_sha}…); JVM flags of every run: `{' '.join(COMMON_JVM_ARGS)}`  ",
-            f"CPU benchmark: FixedWork, {WORK_THREADS} threads × {args.requests} requests, {args.rounds} rounds; "
+            f"CPU benchmark: FixedWork ({args.workload}), {WORK_THREADS} threads × {args.requests} requests"
+            f"{f' after {args.warmup} warm-up requests' if args.warmup else ''}, {args.rounds} rounds"
+            f"{' in concurrent pairs' if args.pairing == 'concurrent' else ''}; "
             f"memory: IdleThreads, {IDLE_THREADS} threads idle {args.idle_wait_ms} ms, {args.mem_rounds} rounds",
         ]
         report: dict = {"command": command, "date": started.isoformat(), "agent_sha256": agent_sha, "jdks": []}
@@ -632,14 +739,22 @@ def main(argv: list[str]) -> int:
             entry: dict = {"jdk": jdk.version, "java": str(jdk.java)}
             if not args.skip_cpu:
                 results, discarded = cpu_benchmark(jdk, args.config_list, args, classes, agent, work, rng)
-                table, summary = cpu_table(args.config_list, results)
+                table, summary = cpu_table(args.config_list, results, steady=args.warmup > 0)
                 kept = f"{args.rounds} round{'' if args.rounds == 1 else 's'}"
                 if args.max_other_load is not None:
                     kept += (f" with other load ≤ {args.max_other_load} CPUs ({discarded} busier rounds "
                              "discarded)")
-                out += [f"Wall and CPU time of FixedWork, {kept}; ratios: per round, to that round's "
-                        "no-agent run; other load: CPUs used by the rest of the machine during the run:\n",
-                        table]
+                if args.pairing == "concurrent":
+                    how = ("each configuration ran at the same time as a no-agent run of its own (a pair); "
+                           "ratios: to the no-agent run of the same pair; other load: CPUs used by the rest "
+                           "of the machine during the pair")
+                else:
+                    how = ("ratios: per round, to that round's no-agent run; other load: CPUs used by the "
+                           "rest of the machine during the run")
+                if args.warmup:
+                    how += (f"; steady state: process CPU time over the {args.requests} requests per thread "
+                            f"that follow {args.warmup} warm-up requests per thread")
+                out += [f"Wall and CPU time of FixedWork, {kept}; {how}:\n", table]
                 notes = sorted({n for runs in results.values() for r in runs for n in r.notes})
                 if notes:
                     out.append("\nAgent messages: " + "; ".join(f"`{n}`" for n in notes))
@@ -649,6 +764,8 @@ def main(argv: list[str]) -> int:
                 if "agent" in summary:
                     state, sentence = wall_verdict(summary, args.quick)
                     out.append("\n" + sentence)
+                    if args.warmup and not args.quick:
+                        out.append("\n" + steady_verdict(summary))
                     entry["cpu"]["wall_goal"] = state
                     if state != "met":
                         goals_missed.append(f"{jdk.short}: wall ratio {state}")

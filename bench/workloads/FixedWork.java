@@ -1,3 +1,4 @@
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -5,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.CyclicBarrier;
 import java.util.zip.CRC32;
 
 /**
@@ -21,11 +23,25 @@ import java.util.zip.CRC32;
  * <p>Everything is seeded per thread, so every run does exactly the same work and prints the
  * same checksum; the harness checks this, which proves the runs it compares did identical work.
  *
- * <p>Usage: {@code FixedWork <threads> <requestsPerThread>}. Prints
- * {@code result=<checksum> threads=<n> requests=<n>}.
+ * <p>The {@code compute} kind replaces the service-like request with a steadier one: a chain of
+ * {@link #CHAIN_DEPTH} virtual calls (8 step classes, each frame doing a little arithmetic) over
+ * an arithmetic leaf loop, no allocation, no collections. Its JIT-compiled code comes out the
+ * same in every run, where the service request's does not: identical runs of the service kind
+ * differ by up to ±30 % in steady-state CPU time on the benchmark machine, which buries a 1 %
+ * effect; the compute kind's stacks are as deep, so a sampler does the same work per sample.
+ *
+ * <p>Usage: {@code FixedWork <threads> <requestsPerThread> [<warmupPerThread> [service|compute]]}. Prints
+ * {@code result=<checksum> threads=<n> requests=<n>}, and {@code window cpu_s=<s> wall_s=<s>}:
+ * the whole process's CPU time and the wall time from the moment every thread has finished its
+ * warm-up requests (default none) to the moment every thread has finished all its requests. With
+ * a warm-up long enough for JIT compilation to be over, the window measures the steady state,
+ * without the run-to-run spread of the JIT's own CPU time.
  */
 public final class FixedWork {
     static final int PIPELINE_STAGES = 24;
+    static final int CHAIN_DEPTH = 28;
+    static final int LEAF_ITERATIONS = 2000;
+    static final java.util.List<String> KINDS = java.util.List.of("service", "compute");
     static final int CACHE_ENTRIES = 2048;
     static final String[] WORDS = {
         "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
@@ -33,16 +49,27 @@ public final class FixedWork {
     };
 
     public static void main(String[] args) throws InterruptedException {
-        if (args.length != 2) {
-            System.err.println("usage: FixedWork <threads> <requestsPerThread>");
+        if (args.length < 2 || args.length > 4 || (args.length == 4 && !KINDS.contains(args[3]))) {
+            System.err.println("usage: FixedWork <threads> <requestsPerThread> [<warmupPerThread> [service|compute]]");
             System.exit(2);
         }
         int threads = Integer.parseInt(args[0]);
         int requests = Integer.parseInt(args[1]);
+        int warmup = args.length >= 3 ? Integer.parseInt(args[2]) : 0;
+        boolean compute = args.length == 4 && args[3].equals("compute");
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long[] marks = new long[4]; // cpu, wall at the window's start; cpu, wall at its end
+        int[] trips = {0};
+        CyclicBarrier window = new CyclicBarrier(threads, () -> {
+            marks[2 * trips[0]] = os.getProcessCpuTime();
+            marks[2 * trips[0] + 1] = System.nanoTime();
+            trips[0]++;
+        });
         Worker[] workers = new Worker[threads];
         Thread[] running = new Thread[threads];
         for (int i = 0; i < threads; i++) {
-            workers[i] = new Worker(0x9E3779B97F4A7C15L * (i + 1), requests);
+            workers[i] = new Worker(0x9E3779B97F4A7C15L * (i + 1), warmup, requests, window, compute);
             running[i] = new Thread(workers[i], "fixed-work-" + i);
             running[i].start();
         }
@@ -56,39 +83,62 @@ public final class FixedWork {
             checksum += workers[i].checksum;
         }
         System.out.println("result=" + Long.toHexString(checksum) + " threads=" + threads
-                + " requests=" + requests);
+                + " requests=" + requests + " warmup=" + warmup + " kind=" + (compute ? "compute" : "service"));
+        System.out.printf("window cpu_s=%.4f wall_s=%.4f%n", (marks[2] - marks[0]) / 1e9, (marks[3] - marks[1]) / 1e9);
     }
 
     /** One thread's share of the work, with its own state: no locks, no shared caches. */
     static final class Worker implements Runnable {
         final long seed;
+        final int warmup;
         final int requests;
+        final CyclicBarrier window;
+        final boolean compute;
         long checksum;
         Throwable failure;
 
-        Worker(long seed, int requests) {
+        Worker(long seed, int warmup, int requests, CyclicBarrier window, boolean compute) {
             this.seed = seed;
+            this.warmup = warmup;
             this.requests = requests;
+            this.window = window;
+            this.compute = compute;
         }
 
         @Override
         public void run() {
             try {
-                SplittableRandom random = new SplittableRandom(seed);
-                Context ctx = new Context();
-                Stage pipeline = Pipeline.build(PIPELINE_STAGES, new Handler(ctx));
-                long sum = 0;
-                for (int i = 0; i < requests; i++) {
-                    Request request = Request.random(random, i);
-                    sum = sum * 31 + pipeline.handle(request);
-                    if ((i & 255) == 255) {
-                        sum ^= ctx.report();
-                    }
+                long sum;
+                if (compute) {
+                    Step[] chain = Step.chain(new SplittableRandom(seed));
+                    sum = Step.serve(chain, seed, 0, warmup, 0);
+                    window.await();
+                    sum = Step.serve(chain, seed, warmup, warmup + requests, sum);
+                } else {
+                    SplittableRandom random = new SplittableRandom(seed);
+                    Context ctx = new Context();
+                    Stage pipeline = Pipeline.build(PIPELINE_STAGES, new Handler(ctx));
+                    sum = serve(random, ctx, pipeline, 0, warmup, 0);
+                    window.await();
+                    sum = serve(random, ctx, pipeline, warmup, warmup + requests, sum);
                 }
+                window.await();
                 checksum = sum;
             } catch (Throwable t) {
                 failure = t;
+                window.reset(); // the other threads stop waiting (BrokenBarrierException)
             }
+        }
+
+        static long serve(SplittableRandom random, Context ctx, Stage pipeline, int from, int to, long sum) {
+            for (int i = from; i < to; i++) {
+                Request request = Request.random(random, i);
+                sum = sum * 31 + pipeline.handle(request);
+                if ((i & 255) == 255) {
+                    sum ^= ctx.report();
+                }
+            }
+            return sum;
         }
     }
 
@@ -442,6 +492,89 @@ public final class FixedWork {
                 v = v * 10 + (s.charAt(pos++) - '0');
             }
             return v;
+        }
+    }
+    /**
+     * One frame of the compute kind's call chain: a little arithmetic, then the next step (a
+     * virtual call through 8 classes: megamorphic, so every step stays a real frame), or the
+     * leaf loop at the end of the chain.
+     */
+    abstract static class Step {
+        abstract long run(Step[] chain, int at, long x);
+
+        final long next(Step[] chain, int at, long x) {
+            return at + 1 < chain.length ? chain[at + 1].run(chain, at + 1, x) : leaf(x);
+        }
+
+        static long leaf(long x) {
+            for (int i = 0; i < LEAF_ITERATIONS; i++) {
+                x = (x ^ (x >>> 29)) * 0xBF58476D1CE4E5B9L + i;
+            }
+            return x;
+        }
+
+        static Step[] chain(SplittableRandom random) {
+            Step[] kinds = {new S0(), new S1(), new S2(), new S3(), new S4(), new S5(), new S6(), new S7()};
+            Step[] chain = new Step[CHAIN_DEPTH];
+            for (int i = 0; i < chain.length; i++) {
+                chain[i] = kinds[random.nextInt(kinds.length)];
+            }
+            return chain;
+        }
+
+        static long serve(Step[] chain, long seed, int from, int to, long sum) {
+            for (int i = from; i < to; i++) {
+                sum = sum * 31 + chain[0].run(chain, 0, seed + i);
+            }
+            return sum;
+        }
+    }
+
+    static final class S0 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, x * 3 + 1) ^ at;
+        }
+    }
+
+    static final class S1 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, Long.rotateLeft(x, 7)) + 1;
+        }
+    }
+
+    static final class S2 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, x ^ 0x5DEECE66DL) * 5;
+        }
+    }
+
+    static final class S3 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, x + at) - 3;
+        }
+    }
+
+    static final class S4 extends Step {
+        long run(Step[] c, int at, long x) {
+            return Long.rotateRight(next(c, at, x * 7), 3);
+        }
+    }
+
+    static final class S5 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, x - 11) ^ 0xABCDL;
+        }
+    }
+
+    static final class S6 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, ~x) + at;
+        }
+    }
+
+    static final class S7 extends Step {
+        long run(Step[] c, int at, long x) {
+            return next(c, at, x >>> 1 | x << 63) * 9;
         }
     }
 }
