@@ -199,6 +199,7 @@ public final class ContextBench {
                     x += request(tracer, rootWork, childWork);
                 }
                 long cpu0 = ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+                long window0 = System.currentTimeMillis();
                 long t0 = System.nanoTime();
                 for (long i = 0; i < iterations; i++) {
                     x += request(tracer, rootWork, childWork);
@@ -209,6 +210,9 @@ public final class ContextBench {
                 System.out.printf("result spans %.6f cpu_s%n", cpu / 1e9);
                 System.out.printf("activations_per_s %.0f%n", 3 * iterations / seconds);
                 System.out.println("checksum " + (x & 0xffff));
+                // Wall-clock bounds of the measured part, so that a harness running two forks
+                // at once can check that their measurements overlapped.
+                System.out.println("window_ms " + window0 + " " + System.currentTimeMillis());
             }
             default -> throw new IllegalArgumentException(mode);
         }
