@@ -395,7 +395,7 @@ impl Agent {
             }
         }
         if let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) {
-            crate::alloc::set_interval(bytes);
+            crate::alloc::configure(bytes, self.options.alloc_rate);
             let on = self
                 .jvmti
                 .set_heap_sampling_interval(bytes as i32)
@@ -405,9 +405,15 @@ impl Agent {
                 });
             match on {
                 Ok(()) if bytes == 0 => what.push("every allocation".to_owned()),
-                Ok(()) => what.push(format!(
+                Ok(()) if self.options.alloc_rate == 0 => what.push(format!(
                     "allocations (one sample per {} allocated, on average)",
                     human_bytes(bytes)
+                )),
+                Ok(()) => what.push(format!(
+                    "allocations (one sample per {} allocated, on average; at most {} samples/s, \
+                     the interval growing while allocation is faster)",
+                    human_bytes(bytes),
+                    self.options.alloc_rate
                 )),
                 Err(e) => log_error!("cannot start allocation sampling: {e}; it stays off"),
             }

@@ -12,6 +12,16 @@
 //! The callback records the stack (GetStackTrace), the allocated class as the leaf frame, and
 //! the span context of the allocating thread, into the common sample buffer
 //! ([`crate::event_sample`]).
+//!
+//! A sample costs several microseconds, most of it in GetStackTrace, so its cost follows the
+//! allocation rate: at 1.8 GB/s and 512 KiB, 3,600 samples a second took 1.7 % of the CPU in
+//! the benchmark. `alloc_rate=` bounds the samples per second (default 500): every quarter of
+//! a second the callback that closes the window compares the window's rate with the bound and
+//! sets the interval that would have met it (never below `alloc=`), raising it when
+//! allocation is faster and lowering it back when it slows. The estimates stay unbiased:
+//! each sample is weighted with the interval in force, and HotSpot draws each thread's next
+//! sample point with the interval in force when it takes a sample, so only the one sample per
+//! thread drawn before a change is weighted with the other interval.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,11 +32,79 @@ use crate::ffi::guard;
 use crate::kinds::SampleKind;
 use crate::sys::JvmtiEnv;
 
-/// Mean bytes between samples, as given to `SetHeapSamplingInterval`.
+/// Mean bytes between samples, as given to `SetHeapSamplingInterval` last.
 static INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// The interval asked for (`alloc=`): the least the bound may bring it down to.
+static BASE: AtomicU64 = AtomicU64::new(0);
+/// Most samples per second (`alloc_rate=`); 0: no bound.
+static MAX_RATE: AtomicU64 = AtomicU64::new(0);
+/// Start of the current rate window, and the samples taken in it.
+static WINDOW_START_NS: AtomicU64 = AtomicU64::new(0);
+static WINDOW_SAMPLES: AtomicU64 = AtomicU64::new(0);
+const WINDOW_NS: u64 = 250_000_000;
+/// The largest interval `SetHeapSamplingInterval` takes (a jint).
+const MAX_INTERVAL: u64 = i32::MAX as u64;
 
-pub fn set_interval(bytes: u32) {
+/// Sets the interval asked for and the bound of samples per second (0: none), before the
+/// first sample.
+pub fn configure(bytes: u32, max_rate: u32) {
     INTERVAL.store(u64::from(bytes), Ordering::Relaxed);
+    BASE.store(u64::from(bytes), Ordering::Relaxed);
+    MAX_RATE.store(u64::from(max_rate), Ordering::Relaxed);
+    WINDOW_SAMPLES.store(0, Ordering::Relaxed);
+    WINDOW_START_NS.store(crate::sampler::monotonic_ns(), Ordering::Relaxed);
+}
+
+/// The interval for the next window, after `samples` in `window_ns` at `current`: unchanged
+/// while the rate is between 40 % and 100 % of `max_rate`, otherwise the interval that would
+/// have given 80 % of it, kept between `base` and the largest interval JVMTI takes. With no
+/// bound (`max_rate` 0), or with every allocation sampled (`base` 0), always `base`.
+pub fn next_interval(base: u64, current: u64, samples: u64, window_ns: u64, max_rate: u64) -> u64 {
+    if max_rate == 0 || base == 0 || window_ns == 0 {
+        return base;
+    }
+    let rate = samples as f64 * 1e9 / window_ns as f64;
+    let limit = max_rate as f64;
+    if rate <= limit && rate >= 0.4 * limit {
+        return current.clamp(base, MAX_INTERVAL);
+    }
+    let wanted = current.max(1) as f64 * rate / (0.8 * limit);
+    (wanted.round() as u64).clamp(base, MAX_INTERVAL)
+}
+
+/// Counts a sample in the rate window and, if this sample closes the window, adjusts the
+/// interval. One thread per window adjusts (the one whose compare-exchange wins).
+fn throttle(jvmti: &crate::jvmti::Jvmti) {
+    let max_rate = MAX_RATE.load(Ordering::Relaxed);
+    let base = BASE.load(Ordering::Relaxed);
+    if max_rate == 0 || base == 0 {
+        return;
+    }
+    WINDOW_SAMPLES.fetch_add(1, Ordering::Relaxed);
+    let now = crate::sampler::monotonic_ns();
+    let start = WINDOW_START_NS.load(Ordering::Relaxed);
+    let elapsed = now.saturating_sub(start);
+    if elapsed < WINDOW_NS
+        || WINDOW_START_NS
+            .compare_exchange(start, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    let samples = WINDOW_SAMPLES.swap(0, Ordering::AcqRel);
+    let current = INTERVAL.load(Ordering::Relaxed);
+    let next = next_interval(base, current, samples, elapsed, max_rate);
+    if next == current {
+        return;
+    }
+    // `next` <= MAX_INTERVAL, so the cast is exact.
+    if jvmti.set_heap_sampling_interval(next as i32).is_ok() {
+        INTERVAL.store(next, Ordering::Relaxed);
+        crate::stats::bump(&crate::stats::COUNTERS.alloc_interval_changes);
+        crate::stats::COUNTERS
+            .alloc_interval_max
+            .fetch_max(next, Ordering::Relaxed);
+    }
 }
 
 /// Estimated `(bytes, objects x 1000)` that one sampled object of `size` bytes stands for.
@@ -75,6 +153,7 @@ pub unsafe extern "C" fn sampled_object_alloc(
         };
         // SAFETY: a JVMTI callback on the allocating thread.
         unsafe { event_sample::record(&jvmti, tid, sample) };
+        throttle(&jvmti);
     })
 }
 
@@ -99,6 +178,25 @@ mod tests {
         let (bytes, objects) = estimate(1000, 1000);
         assert_eq!(bytes, 1582);
         assert_eq!(objects, 1582);
+    }
+
+    #[test]
+    fn the_interval_follows_the_rate_bound() {
+        let (base, q) = (512 * 1024, 250_000_000);
+        // No bound, or every allocation sampled: the interval asked for, always.
+        assert_eq!(next_interval(base, 4 * base, 10_000, q, 0), base);
+        assert_eq!(next_interval(0, 0, 10_000, q, 500), 0);
+        // Within 40-100 % of the bound: unchanged.
+        assert_eq!(next_interval(base, 3 * base, 100, q, 500), 3 * base);
+        assert_eq!(next_interval(base, 3 * base, 125, q, 500), 3 * base);
+        // 3,600/s against 500/s: the interval that gives 400/s, 9 times as long.
+        assert_eq!(next_interval(base, base, 900, q, 500), 9 * base);
+        // Allocation slowed to 100/s at 9x: back down to the interval that gives 400/s, but
+        // never below alloc=.
+        assert_eq!(next_interval(base, 9 * base, 25, q, 500), base * 9 / 4);
+        assert_eq!(next_interval(base, 2 * base, 0, q, 500), base);
+        // Never above what JVMTI takes.
+        assert_eq!(next_interval(base, 1 << 30, 1 << 20, q, 1), MAX_INTERVAL);
     }
 
     /// Simulates HotSpot's sampler (exponential gaps over a stream of allocations of mixed

@@ -34,6 +34,10 @@ pub struct Counters {
     pub wall_empty: AtomicU64,
     /// Allocation samples stored.
     pub alloc_samples: AtomicU64,
+    /// Changes of the allocation sampling interval made to keep within `alloc_rate=`.
+    pub alloc_interval_changes: AtomicU64,
+    /// The largest allocation sampling interval set to keep within `alloc_rate=` (bytes).
+    pub alloc_interval_max: AtomicU64,
     /// Lock (contended monitor) samples stored.
     pub lock_samples: AtomicU64,
     /// Waits below the lock threshold that the sampling did not pick.
@@ -87,6 +91,8 @@ pub static COUNTERS: Counters = Counters {
     wall_thread_gone: ZERO,
     wall_empty: ZERO,
     alloc_samples: ZERO,
+    alloc_interval_changes: ZERO,
+    alloc_interval_max: ZERO,
     lock_samples: ZERO,
     lock_short: ZERO,
     lock_untimed: ZERO,
@@ -139,7 +145,8 @@ pub fn summary() -> String {
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={} \
          wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_thread_gone={} wall_empty={} \
-         alloc_samples={} lock_samples={} lock_short={} lock_untimed={} stack_trace_failed={}",
+         alloc_samples={} alloc_interval_changes={} alloc_interval_max={} lock_samples={} lock_short={} \
+         lock_untimed={} stack_trace_failed={}",
         get(&c.samples),
         get(&c.weight),
         failed,
@@ -166,6 +173,8 @@ pub fn summary() -> String {
         get(&c.wall_thread_gone),
         get(&c.wall_empty),
         get(&c.alloc_samples),
+        get(&c.alloc_interval_changes),
+        get(&c.alloc_interval_max),
         get(&c.lock_samples),
         get(&c.lock_short),
         get(&c.lock_untimed),
