@@ -246,8 +246,8 @@ public final class ThreadRecord {
         }
         if (publishedFlags >= 0) {
             INT.setOpaque(b, HEADER, header(WRITING, 0, 0));
+            VarHandle.storeStoreFence(); // the fields after the mark (clear() fences its own store)
         }
-        VarHandle.storeStoreFence(); // the fields after the mark, or after clear()'s store
         if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
             LONG_BE.set(b, TRACE_ID, traceIdHigh);
             LONG_BE.set(b, TRACE_ID + 8, traceIdLow);
@@ -263,7 +263,9 @@ public final class ThreadRecord {
             writtenLocalRoot = localRootSpanId;
         }
         VarHandle.storeStoreFence();
-        INT.setRelease(b, HEADER, header(VALID, flags, ATTRS_SIZE));
+        // A plain store after the fence: the reader is this thread's signal handler, which needs
+        // only program order (a release store would add an alignment check per write).
+        INT.set(b, HEADER, header(VALID, flags, ATTRS_SIZE));
         publishedFlags = flags & 0xff;
     }
 
@@ -345,7 +347,9 @@ public final class ThreadRecord {
         }
         ByteBuffer b = buffer;
         if (b != null) {
-            INT.setRelease(b, HEADER, header(0, 0, 0));
+            INT.set(b, HEADER, header(0, 0, 0));
+            // The next set() stores fields without marking the record: keep them after this.
+            VarHandle.storeStoreFence();
             publishedFlags = -1;
         }
     }
