@@ -12,11 +12,11 @@ import java.nio.ByteOrder;
  * OpenTelemetry thread-context record (OTEP 4947), written without JNI calls.
  *
  * <p>Write protocol (the agent's signal handler runs on this same thread, so only compiler
- * ordering matters): mark the record "being written" ({@code valid = 2}) unless it holds no
- * span already, store-store fence, store the ids, store-store fence, publish {@code valid = 1}
- * with release semantics. A sample taken in between sees an invalid record and carries no span.
- * When only the span id changes (same trace, local root and flags), the one aligned store of
- * the new id is the whole write.
+ * ordering matters): mark the record "being written" ({@code valid = 2}) and fence, unless it
+ * holds no span already (then {@link #clear} fenced after its own store); store the ids;
+ * store-store fence; publish {@code valid = 1}. A sample taken in between sees an invalid
+ * record and carries no span. When only the span id changes (same trace, local root and
+ * flags), the one aligned store of the new id is the whole write.
  */
 public final class ThreadRecord {
     // Offsets agreed with native/src/context.rs (checked against layout0() at start).
@@ -290,10 +290,8 @@ public final class ThreadRecord {
             // A valid record becomes invalid while several fields change; one that holds no
             // span (after clear()) is invalid already.
             putInt(a + HEADER, header(WRITING, 0, 0));
+            VarHandle.storeStoreFence(); // the fields after the mark (clear() fences its own store)
         }
-        // The fields are stored after the mark, or after clear()'s store: a release store
-        // orders what precedes it, not what follows.
-        VarHandle.storeStoreFence();
         if (traceIdHigh != writtenTraceHigh || traceIdLow != writtenTraceLow) {
             putLong(a + TRACE_ID, bigEndian(traceIdHigh));
             putLong(a + TRACE_ID + 8, bigEndian(traceIdLow));
@@ -340,18 +338,18 @@ public final class ThreadRecord {
     /** Publishes "no span". */
     public void clear() {
         long a = address;
+        ByteBuffer b = buffer;
         if (a != 0) {
-            putOrderedInt(a + HEADER, header(0, 0, 0));
-            publishedFlags = -1;
+            putInt(a + HEADER, header(0, 0, 0));
+        } else if (b != null) {
+            INT.set(b, HEADER, header(0, 0, 0));
+        } else {
             return;
         }
-        ByteBuffer b = buffer;
-        if (b != null) {
-            INT.set(b, HEADER, header(0, 0, 0));
-            // The next set() stores fields without marking the record: keep them after this.
-            VarHandle.storeStoreFence();
-            publishedFlags = -1;
-        }
+        // The next set() stores fields without marking the record: keep them after this (a
+        // release store would order what precedes it, not what follows).
+        VarHandle.storeStoreFence();
+        publishedFlags = -1;
     }
 
     /** The record bytes, for tests. */
