@@ -145,9 +145,8 @@ class Run:
     stdout: str
     agent_stats: dict[str, int]
     notes: list[str]
-    # FixedWork's steady-state window (after its warm-up requests): process CPU and wall time.
+    # FixedWork's steady-state window (after its warm-up requests): process CPU time.
     window_cpu_s: float | None = None
-    window_wall_s: float | None = None
 
 
 @dataclasses.dataclass
@@ -418,9 +417,9 @@ def checked_run(jdk: Jdk, cfg: Config, tag: str, cmd: list[str], run_dir: Path, 
     except BenchError as e:
         raise fail(str(e)) from None
     shutil.rmtree(run_dir)
-    window = re.search(r"^window cpu_s=([\d.]+) wall_s=([\d.]+)", stdout, re.M)
+    window = re.search(r"^window cpu_s=([\d.]+)", stdout, re.M)
     return Run(cfg.key, 0, ex.wall_s, ex.cpu_s, ex.other_load, stdout, stats, notes,
-               float(window.group(1)) if window else None, float(window.group(2)) if window else None)
+               float(window.group(1)) if window else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -596,42 +595,28 @@ def mem_table(results: dict[str, list[tuple[int, float, float]]]) -> tuple[str, 
     return "\n".join(rows), summary
 
 
-def wall_verdict(summary: dict, quick: bool) -> tuple[str, str]:
-    """('met' | 'NOT met' | 'inconclusive', the sentence for the report). The A/A control (a
-    second no-agent configuration) shows how far two identical configurations drift apart in
+def verdict(summary: dict, metric: str, label: str, quick: bool, digits: int = 3) -> tuple[str, str]:
+    """('met' | 'NOT met' | 'inconclusive', the sentence for the report) for the agent's median
+    `metric` ratio (a key prefix of the summary: wall_ratio, steady_cpu_ratio). The A/A control
+    (a second no-agent configuration) shows how far two identical configurations drift apart in
     this run; when that is more than the 1 % we try to resolve, the agent's ratio says nothing."""
-    w = summary["agent"]["wall_ratio_median"]
-    head = f"Goal: otelprof cpu=10ms median wall ratio ≤ {GOAL_WALL_RATIO}: {w:.3f}"
+    w = summary["agent"][f"{metric}_median"]
+    head = f"Goal: otelprof cpu=10ms median {label} ≤ {GOAL_WALL_RATIO}: {w:.{digits}f}"
     if quick:
         return "inconclusive", f"{head}, **not judged**{QUICK_CAVEAT}."
     aa = summary.get("none-aa")
     if aa is None:
         state = "met" if w <= GOAL_WALL_RATIO else "NOT met"
         return state, f"{head}, **{state}** (no A/A control in this run to tell the noise)."
-    noise = abs(aa["wall_ratio_median"] - 1)
-    if noise > GOAL_WALL_RATIO - 1:
+    control = aa[f"{metric}_median"]
+    if abs(control - 1) > GOAL_WALL_RATIO - 1:
         return "inconclusive", (
             f"{head}, **inconclusive**: the A/A control (no agent vs no agent) came out at "
-            f"{aa['wall_ratio_median']:.3f}, so this run cannot resolve "
+            f"{control:.{digits}f}, so this run cannot resolve "
             f"{(GOAL_WALL_RATIO - 1) * 100:.0f} %. Rerun on a quieter machine, with more rounds, "
             "or with --max-other-load.")
     state = "met" if w <= GOAL_WALL_RATIO else "NOT met"
-    return state, f"{head}, **{state}** (A/A control {aa['wall_ratio_median']:.3f})."
-
-
-def steady_verdict(summary: dict) -> str:
-    """The agent's steady-state CPU ratio, judged against the goal and the A/A control."""
-    a = summary["agent"]
-    head = (f"Steady state: otelprof cpu=10ms median CPU ratio {a['steady_cpu_ratio_median']:.4f} "
-            f"({a['steady_cpu_ratio_min']:.4f}–{a['steady_cpu_ratio_max']:.4f})")
-    aa = summary.get("none-aa")
-    if aa is None:
-        return f"{head}; no A/A control in this run to tell the noise."
-    noise = f"A/A control {aa['steady_cpu_ratio_median']:.4f} ({aa['steady_cpu_ratio_min']:.4f}–{aa['steady_cpu_ratio_max']:.4f})"
-    if abs(aa["steady_cpu_ratio_median"] - 1) > GOAL_WALL_RATIO - 1:
-        return f"{head}, **inconclusive**: {noise}."
-    state = "within" if a["steady_cpu_ratio_median"] <= GOAL_WALL_RATIO else "NOT within"
-    return f"{head}, **{state}** the {(GOAL_WALL_RATIO - 1) * 100:.0f} % goal; {noise}."
+    return state, f"{head}, **{state}** (A/A control {control:.{digits}f})."
 
 
 def cpu_model() -> str:
@@ -762,10 +747,11 @@ def main(argv: list[str]) -> int:
                                 "runs": {k: [dataclasses.asdict(r) | {"stdout": None} for r in v]
                                          for k, v in results.items()}}
                 if "agent" in summary:
-                    state, sentence = wall_verdict(summary, args.quick)
+                    state, sentence = verdict(summary, "wall_ratio", "wall ratio", args.quick)
                     out.append("\n" + sentence)
-                    if args.warmup and not args.quick:
-                        out.append("\n" + steady_verdict(summary))
+                    if args.warmup:
+                        out.append("\n" + verdict(summary, "steady_cpu_ratio", "steady-state CPU ratio",
+                                                   args.quick, digits=4)[1])
                     entry["cpu"]["wall_goal"] = state
                     if state != "met":
                         goals_missed.append(f"{jdk.short}: wall ratio {state}")
