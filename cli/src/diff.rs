@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use otel_bridge::merge::Merged;
+use otelprof_profile::merge::Merged;
 
 use crate::top::{frame_totals, render_columns, value};
 
@@ -329,7 +329,7 @@ pub fn render_groups(groups: &[GroupChange], key: &str, unit: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use otel_bridge::merge::MergedStack;
+    use otelprof_profile::merge::MergedStack;
 
     fn side(stacks: &[(&[u32], f64)]) -> Merged {
         Merged {

@@ -9,9 +9,9 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use otel_bridge::merge::{Merged, SpanStats};
-use otel_bridge::select::{format_time, ProfileType, Selector};
-use otel_bridge::Link;
+use otelprof_profile::merge::{Merged, SpanStats};
+use otelprof_profile::select::{format_time, ProfileType, Selector};
+use otelprof_profile::Link;
 
 use crate::query::{self, Source, Spec};
 use crate::top::{render_columns, value};
@@ -49,7 +49,10 @@ fn children_of(
     for (link, stats) in &all.spans {
         if let Some(root) = &stats.local_root_span_id {
             any_root_label = true;
-            if roots.iter().any(|r| otel_bridge::model::hex(r) == *root) {
+            if roots
+                .iter()
+                .any(|r| otelprof_profile::model::hex(r) == *root)
+            {
                 found.insert(link.span_id);
             }
         }
@@ -125,8 +128,8 @@ pub fn drill(
             .flat_map(|s| s.endpoints.iter().cloned())
             .next();
         let what = match (target.selector.span_ids.first(), target.selector.trace_id) {
-            (Some(s), _) => format!("span {}", otel_bridge::model::hex(s)),
-            (None, Some(t)) => format!("trace {}", otel_bridge::model::hex(&t)),
+            (Some(s), _) => format!("span {}", otelprof_profile::model::hex(s)),
+            (None, Some(t)) => format!("trace {}", otelprof_profile::model::hex(&t)),
             (None, None) => "the selection".to_owned(),
         };
         notes.push(format!(
@@ -137,7 +140,7 @@ pub fn drill(
             let mut other: Vec<String> = trace
                 .spans
                 .keys()
-                .map(|l| otel_bridge::model::hex(&l.span_id))
+                .map(|l| otelprof_profile::model::hex(&l.span_id))
                 .collect();
             other.sort();
             other.truncate(5);
@@ -165,7 +168,7 @@ pub fn drill(
                     .groups
                     .iter()
                     .map(String::as_str)
-                    .filter(|g| *g != otel_bridge::merge::NO_GROUP)
+                    .filter(|g| *g != otelprof_profile::merge::NO_GROUP)
                     .collect();
                 names.truncate(10);
                 if !names.is_empty() {
@@ -234,7 +237,7 @@ pub fn render_spans(d: &Drilldown, unit: &str) -> String {
 pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
     let mut out = String::new();
     if let Some(t) = trace {
-        let _ = writeln!(out, "trace {}", otel_bridge::model::hex(&t));
+        let _ = writeln!(out, "trace {}", otelprof_profile::model::hex(&t));
     }
     let mut endpoints: Vec<&str> = d
         .spans

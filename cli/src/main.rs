@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
-use otel_bridge::select::{ProfileType, Selector};
+use otelprof_profile::select::{ProfileType, Selector};
 
 use query::{SelectArgs, Spec};
 
@@ -207,22 +207,22 @@ fn describe(selector: &Selector, ty: ProfileType) -> String {
     let mut parts = vec![ty.name().to_owned()];
     for c in &selector.conditions {
         let op = match c.op {
-            otel_bridge::select::Op::Eq => "=",
-            otel_bridge::select::Op::Ne => "!=",
+            otelprof_profile::select::Op::Eq => "=",
+            otelprof_profile::select::Op::Ne => "!=",
         };
         parts.push(format!("{}{op}{}", c.key, c.value));
     }
     if let Some(t) = selector.trace_id {
-        parts.push(format!("trace {}", otel_bridge::model::hex(&t)));
+        parts.push(format!("trace {}", otelprof_profile::model::hex(&t)));
     }
     for s in &selector.span_ids {
-        parts.push(format!("span {}", otel_bridge::model::hex(s)));
+        parts.push(format!("span {}", otelprof_profile::model::hex(s)));
     }
     if let Some(f) = selector.from {
-        parts.push(format!("from {}", otel_bridge::select::format_time(f)));
+        parts.push(format!("from {}", otelprof_profile::select::format_time(f)));
     }
     if let Some(t) = selector.to {
-        parts.push(format!("to {}", otel_bridge::select::format_time(t)));
+        parts.push(format!("to {}", otelprof_profile::select::format_time(t)));
     }
     parts.join(", ")
 }
@@ -261,7 +261,7 @@ pub fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
     if let (Some(e), true) = (&args.endpoint, endpoint_only) {
         selector
             .conditions
-            .push(otel_bridge::select::Condition::parse(&format!(
+            .push(otelprof_profile::select::Condition::parse(&format!(
                 "span_name={e}"
             ))?);
     }
@@ -276,7 +276,7 @@ pub fn drilldown_command(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
             let mut by_endpoint = Selector::default();
             by_endpoint
                 .conditions
-                .push(otel_bridge::select::Condition::parse(&format!(
+                .push(otelprof_profile::select::Condition::parse(&format!(
                     "span_name={e}"
                 ))?);
             let (m, _) = query::merge(&source, Spec::new(Some(ty), &by_endpoint))?;

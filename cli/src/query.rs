@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use otel_bridge::merge::{Merged, Merger};
-use otel_bridge::select::{self, ProfileType, Selector};
+use otelprof_profile::merge::{Merged, Merger};
+use otelprof_profile::select::{self, ProfileType, Selector};
 
 use crate::source;
 

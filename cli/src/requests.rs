@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
-use otel_bridge::select::{Op, Selector};
+use otelprof_profile::select::{Op, Selector};
 use prost::Message as _;
 
 use crate::store;

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use anyhow::Context as _;
 use opentelemetry::KeyValue;
-use otel_bridge::Profile;
+use otelprof_profile::Profile;
 
 use crate::store;
 
@@ -122,7 +122,7 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
     let format = format_of(path).unwrap_or(Format::Unknown);
     let otlp = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
         let raw = inflate(bytes)?;
-        Ok(otel_bridge::fast_decode::decode(&raw)?
+        Ok(otelprof_profile::fast_decode::decode(&raw)?
             .into_iter()
             .map(|(resource, profile)| Decoded { resource, profile })
             .collect())
@@ -130,7 +130,7 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
     let pprof = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
         Ok(vec![Decoded {
             resource: Vec::new(),
-            profile: otel_bridge::pprof::decode(bytes)?,
+            profile: otelprof_profile::pprof::decode(bytes)?,
         }])
     };
     match format {
@@ -259,8 +259,8 @@ pub fn scan<S: Send>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use otel_bridge::otlp::{EncodeOptions, ProfileId};
-    use otel_bridge::{FrameKind, ProfileBuilder};
+    use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+    use otelprof_profile::{FrameKind, ProfileBuilder};
 
     fn scratch_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("otelprof-src-{name}-{}", std::process::id()));
@@ -290,7 +290,7 @@ mod tests {
         let resource = opentelemetry_sdk::Resource::builder_empty()
             .with_attribute(KeyValue::new("service.name", "shop"))
             .build();
-        let otlp = otel_bridge::otlp::encode_to_vec(
+        let otlp = otelprof_profile::otlp::encode_to_vec(
             &profile(),
             &resource,
             ProfileId::from_random([1; 16]),
@@ -301,7 +301,7 @@ mod tests {
         std::fs::write(dir.join(".tmp/2-2.otlp.pb"), &otlp).unwrap();
         std::fs::write(
             dir.join("cpu.pb.gz"),
-            otel_bridge::pprof::encode_gzip(&profile()),
+            otelprof_profile::pprof::encode_gzip(&profile()),
         )
         .unwrap();
         std::fs::write(dir.join("broken.otlp.pb.gz"), [0x1f, 0x8b, 0, 1]).unwrap();

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use otel_bridge::merge::Merged;
+use otelprof_profile::merge::Merged;
 
 use crate::units::{format_value, percent};
 
@@ -168,8 +168,8 @@ pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
         let _ = write!(
             h,
             ", {} to {}",
-            otel_bridge::select::format_time(a),
-            otel_bridge::select::format_time(b)
+            otelprof_profile::select::format_time(a),
+            otelprof_profile::select::format_time(b)
         );
     }
     let _ = write!(h, "; {:.0} samples, total {}", count, value(total, &m.unit));
@@ -292,9 +292,9 @@ pub fn render_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use otel_bridge::merge::Merger;
-    use otel_bridge::select::{ProfileType, Selector};
-    use otel_bridge::{FrameKind, Profile, ProfileBuilder};
+    use otelprof_profile::merge::Merger;
+    use otelprof_profile::select::{ProfileType, Selector};
+    use otelprof_profile::{FrameKind, Profile, ProfileBuilder};
 
     /// main → a → b → a (recursion) with 10 units on `t1`, main → c with 5 on `t2`, and one
     /// unlabelled sample of 1 on main itself.

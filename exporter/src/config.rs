@@ -36,7 +36,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound of the export queue.
 pub const DEFAULT_QUEUE_BYTES: usize = 16 << 20;
 /// HTTP paths appended to a base endpoint.
-pub const HTTP_PROFILES_PATH: &str = otel_bridge::otlp::HTTP_PATH;
+pub const HTTP_PROFILES_PATH: &str = otelprof_profile::otlp::HTTP_PATH;
 pub const HTTP_METRICS_PATH: &str = "/v1/metrics";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

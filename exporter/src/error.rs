@@ -82,7 +82,7 @@ impl ExportError {
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
     #[error("cannot encode the profile: {0}")]
-    Encode(#[from] otel_bridge::otlp::EncodeError),
+    Encode(#[from] otelprof_profile::otlp::EncodeError),
     #[error("the exporter is shut down")]
     ShutDown,
 }

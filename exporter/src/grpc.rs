@@ -14,7 +14,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use crate::config::{Compression, OtlpConfig};
 use crate::error::{ExportError, StartError};
 use crate::transport::Sent;
-use otel_bridge::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
+use otelprof_profile::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
 
 pub struct GrpcTransport {
     client: tonic::client::Grpc<Channel>,

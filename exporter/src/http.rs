@@ -17,7 +17,7 @@ use crate::config::{Compression, OtlpConfig};
 use crate::error::{ExportError, StartError};
 use crate::retry::parse_retry_after;
 use crate::transport::Sent;
-use otel_bridge::otlp::ExportProfilesServiceResponse;
+use otelprof_profile::otlp::ExportProfilesServiceResponse;
 
 /// Largest response body read (the OTLP response is a few bytes; an error page is not).
 const MAX_RESPONSE_BYTES: usize = 1 << 20;

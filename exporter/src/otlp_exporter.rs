@@ -19,8 +19,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use otel_bridge::otlp::{self, EncodeOptions, ProfileId};
-use otel_bridge::Profile;
+use otelprof_profile::otlp::{self, EncodeOptions, ProfileId};
+use otelprof_profile::Profile;
 use tokio::sync::Notify;
 
 use crate::config::{Compression, OtlpConfig};

@@ -6,7 +6,7 @@ use crate::config::{OtlpConfig, Protocol};
 use crate::error::{ExportError, StartError};
 use crate::grpc::GrpcTransport;
 use crate::http::{HttpClient, HttpTransport};
-use otel_bridge::otlp::ExportProfilesServiceResponse;
+use otelprof_profile::otlp::ExportProfilesServiceResponse;
 
 /// A request the server accepted, with its answer (which may report a partial success).
 #[derive(Debug)]

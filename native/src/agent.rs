@@ -327,7 +327,7 @@ impl Agent {
         // Out-of-process readers (the OpenTelemetry eBPF profiler) learn who we are and how to
         // read our thread-context records from the process context (OTEP 4719).
         let payload =
-            otel_bridge::process_context::payload(&resource, crate::context::ATTRIBUTE_KEYS);
+            otelprof_profile::process_context::payload(&resource, crate::context::ATTRIBUTE_KEYS);
         if let Err(e) = crate::process_context::publish(&payload) {
             log_debug!("cannot publish the OpenTelemetry process context: {e}");
         }

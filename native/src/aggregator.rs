@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
-use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::{OtlpExporter, PprofFileSink};
+use otelprof_profile::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 
 use crate::class_names::CLASSES;
 use crate::context::{span_id_hex, SpanContext, ENDPOINTS};

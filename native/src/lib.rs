@@ -2,7 +2,7 @@
 //!
 //! Entry points: `Agent_OnLoad` (`-agentpath:`) and `Agent_OnAttach`. The crate stays thin:
 //! JVMTI glue, the signal handler and its buffers, the aggregator thread. Profile building,
-//! encoding and file writing live in the safe crates `otel-bridge` and `otelprof-exporter`.
+//! encoding and file writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
 //!
 //! How a sample travels: a per-thread CPU timer ([`timers`]) sends SIGPROF to the thread that
 //! burned the CPU; the handler ([`sampler`]) finds the thread in [`thread_table`], walks its

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use jni::sys::{jmethodID, JNIEnv};
-use otel_bridge::frame_name;
+use otelprof_profile::frame_name;
 
 use crate::jvmti::{delete_local_ref, Jvmti};
 

@@ -80,7 +80,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let profiles = match request.uri().path() {
-        otel_bridge::otlp::HTTP_PATH => true,
+        otelprof_profile::otlp::HTTP_PATH => true,
         "/v1/metrics" => false,
         other => {
             return reply(
@@ -88,7 +88,7 @@ where
                 NOT_FOUND,
                 &format!(
                     "no such path {other:?}: profiles go to {} (metrics to /v1/metrics)",
-                    otel_bridge::otlp::HTTP_PATH
+                    otelprof_profile::otlp::HTTP_PATH
                 ),
             )
         }

@@ -398,7 +398,7 @@ pub fn command(args: &ReceiveArgs) -> anyhow::Result<()> {
         if let Some(a) = running.http {
             eprintln!(
                 "  HTTP  {scheme}://{a}{}  (agent: endpoint={scheme}://{a})",
-                otel_bridge::otlp::HTTP_PATH
+                otelprof_profile::otlp::HTTP_PATH
             );
         }
         if config.token.is_some() {

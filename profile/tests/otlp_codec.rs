@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
-use otel_bridge::otlp::{
+use otelprof_profile::otlp::{
     self, proto as pb, EncodeOptions, ExportProfilesServiceRequest, ProfileId,
 };
-use otel_bridge::{FrameKind, LabelValue, Link, Profile, ProfileBuilder};
+use otelprof_profile::{FrameKind, LabelValue, Link, Profile, ProfileBuilder};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -503,7 +503,7 @@ fn several_sample_types_become_several_profiles() {
 }
 
 /// The encoding of [`agent_like`] is pinned: a change in bytes must be a deliberate one.
-/// Regenerate with `OTELPROF_UPDATE_GOLDEN=1 cargo test -p otel-bridge --test otlp_codec`.
+/// Regenerate with `OTELPROF_UPDATE_GOLDEN=1 cargo test -p otelprof-profile --test otlp_codec`.
 #[test]
 fn golden_encoding() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
