@@ -15,6 +15,7 @@ pub mod pprof;
 pub mod process_context;
 pub mod resource;
 pub mod select;
+pub mod units;
 
 pub use model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,

@@ -1,0 +1,103 @@
+//! The one grammar of quantities that people type: agent options (`cpu=10ms,queue=16m`), CLI
+//! flags (`--cpu 10ms`, `--max-request-size 32m`) and relative times (`--from now-15m`) all read
+//! durations and sizes here, so a form that works in one place works in all.
+//!
+//! Durations are jiff's "friendly" format (`10ms`, `1.5s`, `2m`, `1h30m`, `2 hours`; ISO 8601
+//! `PT15M` too), with days and weeks counted as 24 h and 7 days. Sizes are a whole number with
+//! an optional binary suffix (`512k`, `16m`, `1g`).
+
+use std::str::FromStr as _;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("{0:?}: give a unit, e.g. {0}ms")]
+    NoUnit(String),
+    #[error("{0:?} is not a duration (e.g. 10ms, 1.5s, 2m, 1h)")]
+    NotDuration(String),
+    #[error("{0:?} is negative")]
+    Negative(String),
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+    #[error("{0:?} is not a size (e.g. 512k, 16m, 1g, 65536)")]
+    NotSize(String),
+}
+
+/// A non-negative duration; a unit is required (a bare `10` is ambiguous: async-profiler
+/// reads nanoseconds, most people mean milliseconds). Callers add their own bounds.
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(UnitError::NoUnit(t.to_owned()));
+    }
+    let span = jiff::Span::from_str(t).map_err(|_| UnitError::NotDuration(text.to_owned()))?;
+    let signed = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .map_err(|_| UnitError::OutOfRange(text.to_owned()))?;
+    Duration::try_from(signed).map_err(|_| UnitError::Negative(text.to_owned()))
+}
+
+/// Bytes: `65536`, `512k`, `16m`, `1g` (binary units, either case).
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(UnitError::NotSize(text.to_owned()));
+    }
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| UnitError::OutOfRange(text.to_owned()))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| UnitError::OutOfRange(text.to_owned()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_share_one_grammar() {
+        let d = |t: &str| parse_duration(t).unwrap();
+        assert_eq!(d("10ms"), Duration::from_millis(10));
+        assert_eq!(d("250000ns"), Duration::from_micros(250));
+        assert_eq!(d("100us"), Duration::from_micros(100));
+        assert_eq!(d("1.5s"), Duration::from_millis(1500));
+        assert_eq!(d("2m"), Duration::from_secs(120));
+        assert_eq!(d("1h30m"), Duration::from_secs(5400));
+        assert_eq!(d("1d"), Duration::from_secs(86_400));
+        assert_eq!(d("PT15M"), Duration::from_secs(900));
+        assert_eq!(d("0s"), Duration::ZERO);
+        for bad in ["10", "ms", "", "1.2.3s", "-1s", "1e3s", "10 parsecs"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_duration("10").unwrap_err().to_string(),
+            "\"10\": give a unit, e.g. 10ms"
+        );
+    }
+
+    #[test]
+    fn sizes_are_binary() {
+        assert_eq!(parse_size("65536").unwrap(), 65536);
+        assert_eq!(parse_size("512k").unwrap(), 512 << 10);
+        assert_eq!(parse_size("16M").unwrap(), 16 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        for bad in [
+            "",
+            "m",
+            "-1",
+            "1x",
+            "1.5m",
+            "99999999999999999999g",
+            "99999999999g",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+}
