@@ -57,7 +57,6 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
