@@ -258,7 +258,7 @@ pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
                 "samples from {} to {} ({} apart)",
                 format_time(a),
                 format_time(b),
-                crate::units::format_value(b - a, "nanoseconds")
+                crate::table::format_value(b - a, "nanoseconds")
             );
         }
         (_, _, Some((a, b))) => {

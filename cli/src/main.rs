@@ -13,8 +13,8 @@ mod run;
 mod signals;
 mod source;
 mod store;
+mod table;
 mod top;
-mod units;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

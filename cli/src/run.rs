@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context as _};
 
 use crate::signals;
-use crate::units::{agent_duration, parse_duration};
+use crate::table::{agent_duration, parse_duration};
 
 /// Environment variable naming the agent library when `--agent` is not given.
 pub const AGENT_ENV: &str = "OTELPROF_AGENT";

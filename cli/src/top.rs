@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use otelprof_profile::merge::Merged;
 
-use crate::units::{format_value, percent};
+use crate::table::{format_value, percent};
 
 /// Self and total of every frame of a merged table, indexed by frame id.
 #[derive(Clone, Debug, Default, PartialEq)]
