@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 
-use crate::query::SelectArgs;
+use crate::cli::{DemoArgs, DiffArgs, DrilldownArgs, FlameArgs, SelectArgs, TopArgs};
+use crate::commands;
 use crate::receive::{self, ReceiveConfig};
 
 /// The demo service, compiled at run time.
@@ -44,22 +45,6 @@ const SOURCES: [(&str, &str); 5] = [
 
 /// The method version 2.0 made slower.
 pub const REGRESSED_METHOD: &str = "otelprof.demo.Catalog.findProduct";
-
-#[derive(Debug, clap::Args)]
-pub struct DemoArgs {
-    /// Directory for the store, the compiled service and the flame graphs (emptied first)
-    #[arg(long, value_name = "DIR", default_value = "otelprof-demo")]
-    pub dir: PathBuf,
-    /// Seconds of load per version
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=600))]
-    pub seconds: u32,
-    /// JDK home to use [default: $JAVA_HOME, else java and javac on the PATH]
-    #[arg(long, value_name = "DIR")]
-    pub jdk: Option<PathBuf>,
-    /// Agent library [default: libotelprof.so beside this executable]
-    #[arg(long, value_name = "PATH")]
-    pub agent: Option<PathBuf>,
-}
 
 fn jdk_tool(args: &DemoArgs, tool: &str) -> anyhow::Result<PathBuf> {
     let home = args
@@ -266,21 +251,13 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
 
     let paths = vec![store.clone()];
     let store_arg = store.display().to_string();
-    let select = |conditions: &[&str]| SelectArgs {
-        conditions: conditions.iter().map(|c| (*c).to_owned()).collect(),
-        trace_id: None,
-        span_id: Vec::new(),
-        from: None,
-        to: None,
-        ty: None,
-    };
 
     section(
         "CPU per endpoint, version 2.0",
         &format!("otelprof top --by span_name --where service.version=2.0 {store_arg}"),
     );
-    crate::top_command(&crate::TopArgs {
-        select: select(&["service.version=2.0"]),
+    commands::top::run(&TopArgs {
+        select: SelectArgs::conditions(&["service.version=2.0"]),
         by: Some("span_name".to_owned()),
         by_thread: false,
         limit: 10,
@@ -295,9 +272,11 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
                 &format!("otelprof drilldown --trace-id {trace} {store_arg}"),
             );
             let out = dir.join("slowest-trace.html");
-            let mut s = select(&[]);
-            s.trace_id = Some(trace.clone());
-            crate::drilldown_command(&crate::DrilldownArgs {
+            let s = SelectArgs {
+                trace_id: Some(trace.clone()),
+                ..SelectArgs::default()
+            };
+            commands::drilldown::run(&DrilldownArgs {
                 select: s,
                 children: false,
                 endpoint: None,
@@ -314,10 +293,10 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         &format!("otelprof diff --base service.version=1.0 --head service.version=2.0 {store_arg}"),
     );
     let diff_html = dir.join("diff-1.0-2.0.html");
-    let (_, headline) = crate::diff_report(&crate::DiffArgs {
+    let (_, headline) = commands::diff::run(&DiffArgs {
         base: "service.version=1.0".to_owned(),
         head: "service.version=2.0".to_owned(),
-        select: select(&[]),
+        select: SelectArgs::default(),
         by: "span_name".to_owned(),
         limit: 6,
         output: Some(diff_html.clone()),
@@ -348,8 +327,8 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         ("2.0", "flame-2.0.svg"),
     ] {
         let out = dir.join(name);
-        crate::write_flame(&crate::FlameArgs {
-            select: select(&[&format!("service.version={version}")]),
+        commands::flame::run(&FlameArgs {
+            select: SelectArgs::conditions(&[&format!("service.version={version}")]),
             output: out.clone(),
             title: Some(format!("shop {version}: CPU")),
             paths: paths.clone(),

@@ -1,4 +1,4 @@
-//! `otelprof diff`: what changed between two selections (two releases, two time ranges).
+//! What `diff` computes: what changed between two selections (two releases, two time ranges).
 //!
 //! Each side is normalised to its own total, so a release that served more traffic is not
 //! "slower everywhere": a function's change is the change of its share, in percentage points.
@@ -10,11 +10,10 @@
 //! flag noise as a regression.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use otelprof_profile::merge::Merged;
 
-use crate::top::{frame_totals, render_columns, value};
+use crate::top::frame_totals;
 
 /// |z| at or above this is significant (two-sided p < 0.001).
 pub const SIGNIFICANT_Z: f64 = 3.29;
@@ -127,73 +126,6 @@ fn share(part: f64, whole: f64) -> f64 {
     }
 }
 
-fn pp(x: f64) -> String {
-    format!("{:+.2}", x * 100.0)
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.2}%", x * 100.0)
-}
-
-fn z_text(z: f64) -> String {
-    if z.is_infinite() {
-        return if z > 0.0 {
-            "+inf".into()
-        } else {
-            "-inf".into()
-        };
-    }
-    let mark = if z.abs() >= SIGNIFICANT_Z { " *" } else { "" };
-    format!("{z:+.1}{mark}")
-}
-
-/// The ranking: functions that grew, then those that shrank, `limit` of each (0 = all).
-pub fn render(changes: &[Change], limit: usize) -> String {
-    let take = |it: &mut dyn Iterator<Item = &Change>| -> Vec<[String; 8]> {
-        it.take(if limit == 0 { usize::MAX } else { limit })
-            .map(|c| {
-                [
-                    pct(c.base_self),
-                    pct(c.head_self),
-                    pp(c.delta_self()),
-                    z_text(c.z_self),
-                    pct(c.base_total),
-                    pct(c.head_total),
-                    pp(c.delta_total()),
-                    c.name.clone(),
-                ]
-            })
-            .collect()
-    };
-    let header = [
-        "base self",
-        "head self",
-        "Δself pp",
-        "z",
-        "base total",
-        "head total",
-        "Δtotal pp",
-        "function",
-    ];
-    let mut out = String::new();
-    let grew = take(
-        &mut changes
-            .iter()
-            .filter(|c| c.delta_self() > 0.0 || (c.delta_self() == 0.0 && c.delta_total() > 0.0)),
-    );
-    let _ = writeln!(
-        out,
-        "Grew (share of own total; * = significant, |z| ≥ {SIGNIFICANT_Z}):"
-    );
-    out.push_str(&render_columns(&header, &grew));
-    let mut shrank_list: Vec<&Change> = changes.iter().filter(|c| c.delta_self() < 0.0).collect();
-    shrank_list.sort_by(|a, b| a.delta_self().total_cmp(&b.delta_self()));
-    let shrank = take(&mut shrank_list.into_iter());
-    let _ = writeln!(out, "\nShrank:");
-    out.push_str(&render_columns(&header, &shrank));
-    out
-}
-
 /// The function the change is most likely in: the largest significant growth of self share,
 /// or failing that of total share.
 pub fn headline(changes: &[Change]) -> Option<&Change> {
@@ -275,58 +207,7 @@ pub fn group_changes(
     v
 }
 
-pub fn render_groups(groups: &[GroupChange], key: &str, unit: &str) -> String {
-    let per_request = groups
-        .iter()
-        .any(|g| g.base_requests.is_some() && g.head_requests.is_some());
-    let cells: Vec<[String; 6]> = groups
-        .iter()
-        .map(|g| {
-            let per = |v: f64, n: Option<f64>| match n {
-                Some(n) if n > 0.0 => Some(v / n),
-                _ => None,
-            };
-            let (bp, hp) = (
-                per(g.base_value, g.base_requests),
-                per(g.head_value, g.head_requests),
-            );
-            let change = match (bp, hp) {
-                (Some(b), Some(h)) if b > 0.0 => format!("{:+.1}%", (h / b - 1.0) * 100.0),
-                _ => "-".into(),
-            };
-            [
-                pct(g.base_share),
-                pct(g.head_share),
-                pp(g.head_share - g.base_share),
-                bp.map_or("-".into(), |v| value(v, unit)),
-                hp.map_or("-".into(), |v| value(v, unit)),
-                if per_request {
-                    format!("{change:>8}  {}", g.name)
-                } else {
-                    g.name.clone()
-                },
-            ]
-        })
-        .collect();
-    render_columns(
-        &[
-            "base share",
-            "head share",
-            "Δ pp",
-            "base/request",
-            "head/request",
-            if per_request {
-                "Δ/request  endpoint"
-            } else {
-                key
-            },
-        ],
-        &cells,
-    )
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use otelprof_profile::merge::MergedStack;
@@ -371,8 +252,6 @@ mod tests {
         assert_eq!(headline(&c).unwrap().name, "slow");
         assert_eq!(regressions(&c, 25.0).len(), 1);
         assert!(regressions(&c, 31.0).is_empty());
-        let text = render(&c, 5);
-        assert!(text.contains("+30.00"), "{text}");
         // The root keeps its 100%: no change.
         let main = c.iter().find(|c| c.name == "main").unwrap();
         assert_eq!(main.delta_total(), 0.0);

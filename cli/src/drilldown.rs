@@ -1,20 +1,18 @@
-//! `otelprof drilldown`: the span-to-profile view. The samples of one trace, or one span (and,
-//! with `--children`, the spans it is the local root of), as a top table and a flame graph,
-//! with the endpoint and the time window they were taken in.
+//! What `drilldown` computes, the span-to-profile view: the samples of one trace, or one span
+//! (and, with `children`, the spans it is the local root of), with the endpoint and the time
+//! window they were taken in.
 //!
 //! Short spans often get no samples at all: a 2 ms request sampled every 10 ms of CPU is
 //! missed most of the time. Then the honest answer is "no samples", and the useful one is the
 //! profile of the span's endpoint, which aggregates every request like it.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use otelprof_profile::merge::{Merged, SpanStats};
-use otelprof_profile::select::{format_time, ProfileType, Selector};
+use otelprof_profile::select::{ProfileType, Selector};
 use otelprof_profile::Link;
 
 use crate::query::{self, Source, Spec};
-use crate::top::{render_columns, value};
 
 /// What to drill into.
 #[derive(Clone, Debug)]
@@ -23,7 +21,7 @@ pub struct Target {
     pub children: bool,
 }
 
-/// The result, ready to print.
+/// The result.
 pub struct Drilldown {
     pub merged: Merged,
     /// Spans whose samples are included, with their stats.
@@ -190,96 +188,4 @@ pub fn drill(
         },
         ty,
     ))
-}
-
-/// The span table: one row per span with samples.
-pub fn render_spans(d: &Drilldown, unit: &str) -> String {
-    let total = d.merged.total();
-    let cells: Vec<[String; 6]> = d
-        .spans
-        .iter()
-        .map(|(link, s)| {
-            let window = match (s.first, s.last, s.window) {
-                (Some(a), Some(b), _) => format!("{} .. {}", format_time(a), format_time(b)),
-                (_, _, Some((a, b))) => {
-                    format!("within profile {} .. {}", format_time(a), format_time(b))
-                }
-                _ => "-".into(),
-            };
-            [
-                link.span_id_hex(),
-                value(s.value, unit),
-                crate::top::share(s.value, total),
-                format!("{:.0}", s.count),
-                if s.endpoints.is_empty() {
-                    "-".to_owned()
-                } else {
-                    s.endpoints.join(", ")
-                },
-                window,
-            ]
-        })
-        .collect();
-    render_columns(
-        &[
-            "span",
-            "value",
-            "share",
-            "samples",
-            "endpoint",
-            "sampled between",
-        ],
-        &cells,
-    )
-}
-
-/// The header of a drilldown: trace, endpoint(s), time window, totals.
-pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
-    let mut out = String::new();
-    if let Some(t) = trace {
-        let _ = writeln!(out, "trace {}", otelprof_profile::model::hex(&t));
-    }
-    let mut endpoints: Vec<&str> = d
-        .spans
-        .iter()
-        .flat_map(|(_, s)| s.endpoints.iter().map(String::as_str))
-        .collect();
-    endpoints.sort_unstable();
-    endpoints.dedup();
-    if !endpoints.is_empty() {
-        let _ = writeln!(out, "endpoint {}", endpoints.join(", "));
-    }
-    let first = d.spans.iter().filter_map(|(_, s)| s.first).min();
-    let last = d.spans.iter().filter_map(|(_, s)| s.last).max();
-    match (first, last, d.merged.window) {
-        (Some(a), Some(b), _) => {
-            let _ = writeln!(
-                out,
-                "samples from {} to {} ({} apart)",
-                format_time(a),
-                format_time(b),
-                crate::table::format_value(b - a, "nanoseconds")
-            );
-        }
-        (_, _, Some((a, b))) => {
-            let _ = writeln!(
-                out,
-                "samples in the profiles of {} .. {} (no per-sample timestamps; the agent's timestamps=on adds them)",
-                format_time(a),
-                format_time(b)
-            );
-        }
-        _ => {}
-    }
-    if !d.merged.stacks.is_empty() {
-        let _ = writeln!(
-            out,
-            "{} on CPU in {:.0} samples, {} span{}",
-            value(d.merged.total(), &d.merged.unit),
-            d.merged.total_count(),
-            d.spans.len(),
-            if d.spans.len() == 1 { "" } else { "s" }
-        );
-    }
-    out
 }

@@ -3,7 +3,6 @@
 //! merge of what is selected.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
 
 use anyhow::{bail, Context as _};
 use std::collections::BTreeSet;
@@ -14,70 +13,6 @@ use otelprof_profile::merge::{Merged, Merger};
 use otelprof_profile::select::{self, ProfileType, Selector};
 
 use crate::source;
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct SelectArgs {
-    /// Keep samples whose resource or sample attribute KEY equals VALUE (`KEY!=VALUE`:
-    /// differs), e.g. service.version=1.5, span_name='GET /cart', thread.name=main; repeat
-    /// to require several
-    #[arg(long = "where", short = 'w', value_name = "KEY=VALUE")]
-    pub conditions: Vec<String>,
-    /// Keep samples taken in this trace (32 hex digits)
-    #[arg(long, value_name = "HEX")]
-    pub trace_id: Option<String>,
-    /// Keep samples taken in this span (16 hex digits); repeatable
-    #[arg(long, value_name = "HEX")]
-    pub span_id: Vec<String>,
-    /// Keep samples from this time on: RFC 3339, a date, Unix seconds, or now-15m
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub from: Option<String>,
-    /// Keep samples before this time (same forms as --from)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub to: Option<String>,
-    /// Profile type: cpu, wall, alloc or lock [default: cpu when present]
-    #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
-    pub ty: Option<ProfileType>,
-}
-
-fn parse_type(text: &str) -> Result<ProfileType, String> {
-    ProfileType::parse(text).map_err(|e| e.to_string())
-}
-
-pub fn now_unix_nanos() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-impl SelectArgs {
-    pub fn selector(&self) -> anyhow::Result<Selector> {
-        let now = now_unix_nanos();
-        let mut s = Selector::default();
-        for c in &self.conditions {
-            s.conditions
-                .push(select::Condition::parse(c).with_context(|| "--where".to_owned())?);
-        }
-        if let Some(t) = &self.trace_id {
-            s.trace_id = Some(select::parse_trace_id(t).context("--trace-id")?);
-        }
-        for span in &self.span_id {
-            s.span_ids
-                .push(select::parse_span_id(span).context("--span-id")?);
-        }
-        if let Some(t) = &self.from {
-            s.from = Some(select::parse_time(t, now).context("--from")?);
-        }
-        if let Some(t) = &self.to {
-            s.to = Some(select::parse_time(t, now).context("--to")?);
-        }
-        if let (Some(f), Some(t)) = (s.from, s.to) {
-            if f >= t {
-                bail!("--from must be before --to");
-            }
-        }
-        Ok(s)
-    }
-}
 
 /// The files a reading command reads; every pass over them decodes them again (streaming:
 /// memory does not grow with the store). Unreadable files are reported once.

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context as _};
 
+use crate::cli::{Clock, RunArgs};
 use crate::signals;
-use crate::table::{agent_duration, parse_duration};
 
 /// Environment variable naming the agent library when `--agent` is not given.
 pub const AGENT_ENV: &str = "OTELPROF_AGENT";
@@ -24,54 +24,11 @@ const JAVA_TOOL_OPTIONS: &str = "JAVA_TOOL_OPTIONS";
 /// The Java shim, built beside the agent library.
 const JAR: &str = "otelprof.jar";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Clock {
-    /// Per-thread CPU-time timers: samples land on the threads that burn CPU.
-    Cpu,
-    /// One process-wide setitimer(ITIMER_PROF).
-    Itimer,
-}
-
-impl Clock {
-    fn as_option(self) -> &'static str {
-        match self {
-            Clock::Cpu => "cpu",
-            Clock::Itimer => "itimer",
-        }
+fn clock_option(clock: Clock) -> &'static str {
+    match clock {
+        Clock::Cpu => "cpu",
+        Clock::Itimer => "itimer",
     }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// Directory the profiles are written to, created if missing [default: ./otelprof-profiles]
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// CPU sampling interval, e.g. 10ms
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub cpu: Option<Duration>,
-    /// How much time each profile covers, e.g. 10s
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub period: Option<Duration>,
-    /// Timer that drives CPU sampling
-    #[arg(long, value_enum)]
-    pub clock: Option<Clock>,
-    /// Deepest stack recorded, in frames
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub depth: Option<u32>,
-    /// Agent library [default: $OTELPROF_AGENT, else libotelprof.so beside this executable]
-    #[arg(long, value_name = "PATH")]
-    pub agent: Option<PathBuf>,
-    /// More agent options, `key=value` pairs joined by commas, appended verbatim
-    #[arg(long, value_name = "STR")]
-    pub agent_options: Option<String>,
-    /// The command to profile and its arguments, e.g. `java -jar app.jar`
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
-    pub command: Vec<OsString>,
 }
 
 /// Runs the command; returns the exit status to leave with (the child's, or 128 + signal).
@@ -198,6 +155,18 @@ pub fn locate_agent(
         .with_context(|| format!("cannot resolve agent library {}", candidate.display()))
 }
 
+/// `d` in the largest of `s`, `ms`, `us`, `ns` that represents it exactly, the form the
+/// agent's option parser is given (`1m` → `60s`, `1.5s` → `1500ms`).
+pub fn agent_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if (nanos / scale) * scale == nanos {
+            return format!("{}{unit}", nanos / scale);
+        }
+    }
+    format!("{nanos}ns")
+}
+
 /// Agent options as given on the command line, before they are joined.
 #[derive(Debug, Default)]
 pub struct AgentOptions<'a> {
@@ -223,7 +192,7 @@ pub fn option_string(o: &AgentOptions<'_>) -> anyhow::Result<String> {
         pairs.push(("out", out_option_value(dir)?.to_owned()));
     }
     if let Some(clock) = o.clock {
-        pairs.push(("clock", clock.as_option().to_owned()));
+        pairs.push(("clock", clock_option(clock).to_owned()));
     }
     if let Some(depth) = o.depth {
         pairs.push(("depth", depth.to_string()));
@@ -351,6 +320,14 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn agent_durations_are_exact() {
+        assert_eq!(agent_duration(Duration::from_secs(60)), "60s");
+        assert_eq!(agent_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(agent_duration(Duration::from_micros(250)), "250us");
+        assert_eq!(agent_duration(Duration::from_nanos(1001)), "1001ns");
     }
 
     #[test]

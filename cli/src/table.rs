@@ -1,57 +1,9 @@
-//! Reading and printing quantities: durations on the command line, sample values in tables.
+//! Tables for the terminal: right-aligned columns, and quantities (durations, bytes, shares) in
+//! the units a person reads.
 
-use std::time::Duration;
+use std::fmt::Write as _;
 
-const NANOS_PER_UNIT: [(&str, u64); 8] = [
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("min", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-];
-
-/// Parses `10ms`, `1.5s`, `2m`, `500us`. A unit is required: a bare `10` is ambiguous.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let units = "ns, us, ms, s, m or h";
-    if number.is_empty() {
-        return Err(format!("{text:?} is not a duration (e.g. 10ms, 1s)"));
-    }
-    if unit.is_empty() {
-        return Err(format!("{text:?} has no unit: add one of {units}"));
-    }
-    let Some(&(_, scale)) = NANOS_PER_UNIT.iter().find(|(u, _)| *u == unit) else {
-        return Err(format!(
-            "unknown unit {unit:?} in {text:?}: use one of {units}"
-        ));
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{number:?} is not a number"))?;
-    let nanos = (value * scale as f64).round();
-    if !(nanos >= 1.0 && nanos < u64::MAX as f64) {
-        return Err(format!("{text:?} is out of range"));
-    }
-    Ok(Duration::from_nanos(nanos as u64))
-}
-
-/// `d` in the largest of `s`, `ms`, `us`, `ns` that represents it exactly, the form the
-/// agent's option parser is given (`1m` → `60s`, `1.5s` → `1500ms`).
-pub fn agent_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if (nanos / scale) * scale == nanos {
-            return format!("{}{unit}", nanos / scale);
-        }
-    }
-    format!("{nanos}ns")
-}
+use otelprof_profile::merge::Merged;
 
 /// `value` in `unit` (a pprof sample-type unit) for a human: durations as `1.23s`, bytes as
 /// `1.5MiB`, anything else as a plain integer.
@@ -125,29 +77,84 @@ pub fn percent(part: i64, whole: i64) -> String {
     format!("{:.2}%", part as f64 * 100.0 / whole as f64)
 }
 
+pub fn value(v: f64, unit: &str) -> String {
+    format_value(v.round() as i64, unit)
+}
+
+pub fn share(part: f64, whole: f64) -> String {
+    percent(part.round() as i64, whole.round() as i64)
+}
+
+/// The line above the tables.
+pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
+    let mut h = format!(
+        "Type: {} ({}); {} profile{}",
+        m.sample_type,
+        m.unit,
+        m.profiles_used,
+        if m.profiles_used == 1 { "" } else { "s" }
+    );
+    if m.instances.len() > 1 {
+        let _ = write!(h, " from {} processes", m.instances.len());
+    }
+    if let Some((a, b)) = m.window {
+        let _ = write!(
+            h,
+            ", {} to {}",
+            otelprof_profile::select::format_time(a),
+            otelprof_profile::select::format_time(b)
+        );
+    }
+    let _ = write!(h, "; {:.0} samples, total {}", count, value(total, &m.unit));
+    h
+}
+
+/// Right-aligned columns, then the last one (a name) left-aligned and unpadded.
+pub fn render_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for (i, h) in header.iter().enumerate() {
+        widths[i] = h.chars().count();
+    }
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        for (i, cell) in cells.enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                let _ = write!(out, "{:>width$}  ", cell, width = widths[i]);
+            }
+        }
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["10", "ms", "", "0s", "1.2.3s", "10 ms", "-1s", "5d", "1e3s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn agent_durations_are_exact() {
-        assert_eq!(agent_duration(Duration::from_secs(60)), "60s");
-        assert_eq!(agent_duration(Duration::from_millis(1500)), "1500ms");
-        assert_eq!(agent_duration(Duration::from_micros(250)), "250us");
-        assert_eq!(agent_duration(Duration::from_nanos(1001)), "1001ns");
+    fn the_header_says_what_was_merged() {
+        let m = Merged {
+            sample_type: "cpu".into(),
+            unit: "nanoseconds".into(),
+            profiles_used: 2,
+            window: Some((0, 0)),
+            ..Merged::default()
+        };
+        assert_eq!(
+            render_header(&m, 32.0, 6.0),
+            "Type: cpu (nanoseconds); 2 profiles, 1970-01-01T00:00:00.000Z to 1970-01-01T00:00:00.000Z; 6 samples, total 32ns"
+        );
     }
 
     #[test]

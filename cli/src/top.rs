@@ -1,11 +1,7 @@
-//! `otelprof top`: functions ranked by self and total value, or the value broken down by a
-//! key (`--by span_name|service.version|thread.name|…`). Pure: a merged table in, tables out.
-
-use std::fmt::Write as _;
+//! What `top` computes: functions ranked by self and total value, or the value broken down by
+//! a key (`span_name`, `service.version`, `thread.name`, …). Pure: a merged table in, rows out.
 
 use otelprof_profile::merge::Merged;
-
-use crate::table::{format_value, percent};
 
 /// Self and total of every frame of a merged table, indexed by frame id.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -144,152 +140,7 @@ pub fn by_group(m: &Merged) -> Vec<GroupRow> {
     rows
 }
 
-pub fn value(v: f64, unit: &str) -> String {
-    format_value(v.round() as i64, unit)
-}
-
-pub fn share(part: f64, whole: f64) -> String {
-    percent(part.round() as i64, whole.round() as i64)
-}
-
-/// The line above the tables.
-pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
-    let mut h = format!(
-        "Type: {} ({}); {} profile{}",
-        m.sample_type,
-        m.unit,
-        m.profiles_used,
-        if m.profiles_used == 1 { "" } else { "s" }
-    );
-    if m.instances.len() > 1 {
-        let _ = write!(h, " from {} processes", m.instances.len());
-    }
-    if let Some((a, b)) = m.window {
-        let _ = write!(
-            h,
-            ", {} to {}",
-            otelprof_profile::select::format_time(a),
-            otelprof_profile::select::format_time(b)
-        );
-    }
-    let _ = write!(h, "; {:.0} samples, total {}", count, value(total, &m.unit));
-    h
-}
-
-/// The function table, at most `limit` rows (0 = all).
-pub fn render_top(table: &TopTable, unit: &str, limit: usize) -> String {
-    let shown = if limit == 0 {
-        table.rows.len()
-    } else {
-        limit.min(table.rows.len())
-    };
-    let cells: Vec<[String; 5]> = table.rows[..shown]
-        .iter()
-        .map(|r| {
-            [
-                value(r.self_value, unit),
-                share(r.self_value, table.total),
-                value(r.total_value, unit),
-                share(r.total_value, table.total),
-                r.name.clone(),
-            ]
-        })
-        .collect();
-    let mut out = render_columns(&["self", "self%", "total", "total%", "function"], &cells);
-    if shown < table.rows.len() {
-        let _ = writeln!(
-            out,
-            "({} more functions; --limit 0 shows all)",
-            table.rows.len() - shown
-        );
-    }
-    out
-}
-
-/// The per-group table, at most `limit` rows (0 = all).
-pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit: usize) -> String {
-    let shown = if limit == 0 {
-        rows.len()
-    } else {
-        limit.min(rows.len())
-    };
-    let per_request = rows.iter().any(|r| r.requests.is_some());
-    let mut out = String::new();
-    if per_request {
-        let cells: Vec<[String; 6]> = rows[..shown]
-            .iter()
-            .map(|r| {
-                [
-                    value(r.value, unit),
-                    share(r.value, total),
-                    r.requests.map_or("-".to_owned(), |n| format!("{n:.0}")),
-                    match r.requests {
-                        Some(n) if n > 0.0 => value(r.value / n, unit),
-                        _ => "-".to_owned(),
-                    },
-                    format!("{:.0}", r.count),
-                    format!("{}  (hottest: {})", r.name, r.hottest),
-                ]
-            })
-            .collect();
-        out.push_str(&render_columns(
-            &["total", "total%", "requests", "per request", "samples", key],
-            &cells,
-        ));
-    } else {
-        let cells: Vec<[String; 4]> = rows[..shown]
-            .iter()
-            .map(|r| {
-                [
-                    value(r.value, unit),
-                    share(r.value, total),
-                    format!("{:.0}", r.count),
-                    format!("{}  (hottest: {})", r.name, r.hottest),
-                ]
-            })
-            .collect();
-        out.push_str(&render_columns(
-            &["total", "total%", "samples", key],
-            &cells,
-        ));
-    }
-    if shown < rows.len() {
-        let _ = writeln!(out, "({} more; --limit 0 shows all)", rows.len() - shown);
-    }
-    out
-}
-
-/// Right-aligned columns, then the last one (a name) left-aligned and unpadded.
-pub fn render_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
-    let mut widths = [0usize; N];
-    for (i, h) in header.iter().enumerate() {
-        widths[i] = h.chars().count();
-    }
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
-        for (i, cell) in cells.enumerate() {
-            if i + 1 == N {
-                out.push_str(cell);
-            } else {
-                let _ = write!(out, "{:>width$}  ", cell, width = widths[i]);
-            }
-        }
-        out.push('\n');
-    };
-    line(&mut header.iter().copied());
-    for row in rows {
-        line(&mut row.iter().map(String::as_str));
-    }
-    out
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use otelprof_profile::merge::Merger;
@@ -363,34 +214,7 @@ mod tests {
                 ("<none>", 2.0, "app.Main.main")
             ]
         );
-        let text = render_groups(&rows, "thread.name", "nanoseconds", 32.0, 2);
-        assert_eq!(
-            text,
-            "\
-total  total%  samples  thread.name
- 20ns  62.50%        2  t1  (hottest: app.A.a)
- 10ns  31.25%        2  t2  (hottest: app.C.c)
-(1 more; --limit 0 shows all)
-"
-        );
-    }
-
-    #[test]
-    fn tables_render_aligned() {
-        let m = merged(None);
-        let table = top_functions(&m, None);
-        let text = render_top(&table, &m.unit, 3);
-        let expected = "\
-self   self%  total   total%  function
-20ns  62.50%   20ns   62.50%  app.A.a
-10ns  31.25%   10ns   31.25%  app.C.c
- 2ns   6.25%   32ns  100.00%  app.Main.main
-(1 more functions; --limit 0 shows all)
-";
-        assert_eq!(text, expected);
-        assert_eq!(
-            render_header(&m, table.total, table.count),
-            "Type: cpu (nanoseconds); 2 profiles, 1970-01-01T00:00:00.000Z to 1970-01-01T00:00:00.000Z; 6 samples, total 32ns"
-        );
+        let counts: Vec<f64> = rows.iter().map(|r| r.count).collect();
+        assert_eq!(counts, [2.0, 2.0, 2.0]);
     }
 }

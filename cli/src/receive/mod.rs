@@ -22,63 +22,12 @@ use tokio::sync::watch;
 use ingest::Counters;
 pub use ingest::Ingest;
 
+use crate::cli::ReceiveArgs;
 use crate::store::Store;
 
 /// Default listen addresses: the OTLP ports, on loopback.
 pub const DEFAULT_GRPC: &str = "127.0.0.1:4317";
 pub const DEFAULT_HTTP: &str = "127.0.0.1:4318";
-
-#[derive(Debug, clap::Args)]
-pub struct ReceiveArgs {
-    /// Directory the received profiles are stored in (created if missing)
-    #[arg(long, value_name = "DIR")]
-    pub store: PathBuf,
-    /// gRPC listen address, or `off`
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_GRPC)]
-    pub grpc: String,
-    /// HTTP listen address, or `off`
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_HTTP)]
-    pub http: String,
-    /// Require `Authorization: Bearer TOKEN` on every request (required, or TLS, to listen
-    /// beyond loopback)
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "OTELPROF_RECEIVE_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
-    /// Serve TLS with this PEM certificate chain (with --tls-key)
-    #[arg(long, value_name = "PEM", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// PEM private key of --tls-cert
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// Largest request accepted, compressed or inflated (`k`, `m` suffixes)
-    #[arg(long, value_name = "SIZE", default_value = "32m", value_parser = parse_size)]
-    pub max_request_size: usize,
-    /// Print nothing but errors
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let (num, shift) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 30),
-        _ => (t, 0),
-    };
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (e.g. 32m, 512k, 1000000)"))?;
-    let size = n
-        .checked_shl(shift)
-        .filter(|s| s >> shift == n && *s > 0)
-        .ok_or_else(|| format!("{text:?} is out of range"))?;
-    Ok(size)
-}
 
 /// Everything a receiver needs to start.
 #[derive(Clone, Debug)]
@@ -419,19 +368,8 @@ pub fn command(args: &ReceiveArgs) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("32m").unwrap(), 32 << 20);
-        assert_eq!(parse_size("512k").unwrap(), 512 << 10);
-        assert_eq!(parse_size("1000").unwrap(), 1000);
-        for bad in ["", "m", "0", "-1", "1x", "99999999999999999999g"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn open_binds_need_a_token_or_tls() {

@@ -1,0 +1,399 @@
+//! What `otelprof` accepts: every command, flag and value parser, and nothing else. The
+//! commands themselves are in [`crate::commands`], one module each.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::{Parser, Subcommand};
+use otelprof_profile::select::{self, ProfileType, Selector};
+
+use crate::receive::{DEFAULT_GRPC, DEFAULT_HTTP};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "otelprof",
+    version,
+    about = "Continuous profiler for JVM services",
+    after_help = "Reading commands take `otelprof receive` store directories, agent output directories, \
+                  OTLP files (*.otlp.pb[.gz]) or pprof files (*.pb.gz), and merge everything selected, \
+                  from any number of JVMs."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Run a command with the otelprof agent loaded, e.g. `otelprof run -- java -jar app.jar`
+    #[command(override_usage = "otelprof run [OPTIONS] -- <COMMAND>...")]
+    Run(RunArgs),
+    /// Receive OTLP profiles (gRPC and HTTP) and store them in a directory
+    Receive(ReceiveArgs),
+    /// The hottest functions, by self and total, or the total per endpoint/version/thread
+    Top(TopArgs),
+    /// Draw a flame graph: interactive HTML (zoom, search, tooltips; works offline) or SVG
+    Flame(FlameArgs),
+    /// Where one trace or span spent its time: its samples, endpoint and time window
+    Drilldown(DrilldownArgs),
+    /// Compare two selections (e.g. two releases): what grew, what shrank, and is it significant
+    Diff(DiffArgs),
+    /// Profile an example service as version 1 and 2 and show what otelprof answers
+    Demo(DemoArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Clock {
+    /// Per-thread CPU-time timers: samples land on the threads that burn CPU.
+    Cpu,
+    /// One process-wide setitimer(ITIMER_PROF).
+    Itimer,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Directory the profiles are written to, created if missing [default: ./otelprof-profiles]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// CPU sampling interval, e.g. 10ms
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub cpu: Option<Duration>,
+    /// How much time each profile covers, e.g. 10s
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub period: Option<Duration>,
+    /// Timer that drives CPU sampling
+    #[arg(long, value_enum)]
+    pub clock: Option<Clock>,
+    /// Deepest stack recorded, in frames
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub depth: Option<u32>,
+    /// Agent library [default: $OTELPROF_AGENT, else libotelprof.so beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub agent: Option<PathBuf>,
+    /// More agent options, `key=value` pairs joined by commas, appended verbatim
+    #[arg(long, value_name = "STR")]
+    pub agent_options: Option<String>,
+    /// The command to profile and its arguments, e.g. `java -jar app.jar`
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReceiveArgs {
+    /// Directory the received profiles are stored in (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    /// gRPC listen address, or `off`
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_GRPC)]
+    pub grpc: String,
+    /// HTTP listen address, or `off`
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_HTTP)]
+    pub http: String,
+    /// Require `Authorization: Bearer TOKEN` on every request (required, or TLS, to listen
+    /// beyond loopback)
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "OTELPROF_RECEIVE_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Serve TLS with this PEM certificate chain (with --tls-key)
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Largest request accepted, compressed or inflated (`k`, `m` suffixes)
+    #[arg(long, value_name = "SIZE", default_value = "32m", value_parser = parse_size)]
+    pub max_request_size: usize,
+    /// Print nothing but errors
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The selection every reading command shares: which of the profiles' samples count.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SelectArgs {
+    /// Keep samples whose resource or sample attribute KEY equals VALUE (`KEY!=VALUE`:
+    /// differs), e.g. service.version=1.5, span_name='GET /cart', thread.name=main; repeat
+    /// to require several
+    #[arg(long = "where", short = 'w', value_name = "KEY=VALUE")]
+    pub conditions: Vec<String>,
+    /// Keep samples taken in this trace (32 hex digits)
+    #[arg(long, value_name = "HEX")]
+    pub trace_id: Option<String>,
+    /// Keep samples taken in this span (16 hex digits); repeatable
+    #[arg(long, value_name = "HEX")]
+    pub span_id: Vec<String>,
+    /// Keep samples from this time on: RFC 3339, a date, Unix seconds, or now-15m
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// Keep samples before this time (same forms as --from)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Profile type: cpu, wall, alloc or lock [default: cpu when present]
+    #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
+    pub ty: Option<ProfileType>,
+}
+
+impl SelectArgs {
+    /// Only these `--where` conditions.
+    pub fn conditions(conditions: &[&str]) -> SelectArgs {
+        SelectArgs {
+            conditions: conditions.iter().map(|c| (*c).to_owned()).collect(),
+            ..SelectArgs::default()
+        }
+    }
+
+    pub fn selector(&self) -> anyhow::Result<Selector> {
+        let now = crate::commands::now_unix_nanos();
+        let mut s = Selector::default();
+        for c in &self.conditions {
+            s.conditions
+                .push(select::Condition::parse(c).with_context(|| "--where".to_owned())?);
+        }
+        if let Some(t) = &self.trace_id {
+            s.trace_id = Some(select::parse_trace_id(t).context("--trace-id")?);
+        }
+        for span in &self.span_id {
+            s.span_ids
+                .push(select::parse_span_id(span).context("--span-id")?);
+        }
+        if let Some(t) = &self.from {
+            s.from = Some(select::parse_time(t, now).context("--from")?);
+        }
+        if let Some(t) = &self.to {
+            s.to = Some(select::parse_time(t, now).context("--to")?);
+        }
+        if let (Some(f), Some(t)) = (s.from, s.to) {
+            if f >= t {
+                bail!("--from must be before --to");
+            }
+        }
+        Ok(s)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Break the total down by this resource or sample attribute, e.g. span_name (the
+    /// endpoint), service.version, thread.name
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
+    /// Same as --by thread.name
+    #[arg(long, hide = true, conflicts_with = "by")]
+    pub by_thread: bool,
+    /// Rows to print, 0 for all
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FlameArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Output file: *.html (interactive) or *.svg
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Title of the graph
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DrilldownArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// With --span-id: also the spans that have it as their local root
+    #[arg(long)]
+    pub children: bool,
+    /// The endpoint (span_name) to profile, alone or as the fallback when the span got no
+    /// samples
+    #[arg(long, value_name = "NAME")]
+    pub endpoint: Option<String>,
+    /// Rows of the function table, 0 for all
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub limit: usize,
+    /// Also write a flame graph of the samples: *.html or *.svg
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The baseline: comma-separated KEY=VALUE (KEY!=VALUE) terms, and from=TIME, to=TIME,
+    /// e.g. service.version=1.4
+    #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
+    pub base: String,
+    /// The selection compared to the baseline, e.g. service.version=1.5
+    #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
+    pub head: String,
+    /// Applies to both sides
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Key of the per-endpoint table
+    #[arg(long, value_name = "KEY", default_value = "span_name")]
+    pub by: String,
+    /// Rows per ranking, 0 for all
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub limit: usize,
+    /// Write a differential flame graph: *.html or *.svg
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit with code 3 when a function's share of the total (inclusive) grew by more than
+    /// PCT percentage points, significantly
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Directory for the store, the compiled service and the flame graphs (emptied first)
+    #[arg(long, value_name = "DIR", default_value = "otelprof-demo")]
+    pub dir: PathBuf,
+    /// Seconds of load per version
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=600))]
+    pub seconds: u32,
+    /// JDK home to use [default: $JAVA_HOME, else java and javac on the PATH]
+    #[arg(long, value_name = "DIR")]
+    pub jdk: Option<PathBuf>,
+    /// Agent library [default: libotelprof.so beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub agent: Option<PathBuf>,
+}
+
+fn parse_type(text: &str) -> Result<ProfileType, String> {
+    ProfileType::parse(text).map_err(|e| e.to_string())
+}
+
+/// A positive duration in the workspace's one grammar ([`otelprof_profile::units`]).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    match otelprof_profile::units::parse_duration(text) {
+        Ok(d) if d.is_zero() => Err(format!("{text:?} is zero: give a positive duration")),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A positive size in bytes, in the workspace's one grammar ([`otelprof_profile::units`]).
+fn parse_size(text: &str) -> Result<usize, String> {
+    let size = otelprof_profile::units::parse_size(text).map_err(|e| e.to_string())?;
+    match usize::try_from(size) {
+        Ok(0) => Err(format!("{text:?} is zero: give a positive size")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is out of range")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_everything_after_the_command_verbatim() {
+        let cli = Cli::try_parse_from([
+            "otelprof", "run", "--cpu", "10ms", "--", "java", "-Xmx1g", "--out", "x",
+        ])
+        .unwrap();
+        let Cmd::Run(args) = cli.command else {
+            panic!("expected run")
+        };
+        assert_eq!(args.cpu, Some(std::time::Duration::from_millis(10)));
+        assert_eq!(args.out, None);
+        assert_eq!(args.command, ["java", "-Xmx1g", "--out", "x"]);
+
+        let cli = Cli::try_parse_from(["otelprof", "run", "java", "-jar", "a.jar"]).unwrap();
+        let Cmd::Run(args) = cli.command else {
+            panic!("expected run")
+        };
+        assert_eq!(args.command, ["java", "-jar", "a.jar"]);
+        assert!(Cli::try_parse_from(["otelprof", "run", "--cpu", "10", "--", "java"]).is_err());
+    }
+
+    #[test]
+    fn reading_commands_parse_selectors() {
+        let cli = Cli::try_parse_from([
+            "otelprof",
+            "top",
+            "--where",
+            "service.version=1.5",
+            "--from",
+            "now-1h",
+            "--type",
+            "cpu",
+            "--by",
+            "span_name",
+            "store",
+        ])
+        .unwrap();
+        let Cmd::Top(args) = cli.command else {
+            unreachable!()
+        };
+        let s = args.select.selector().unwrap();
+        assert_eq!(s.conditions.len(), 1);
+        assert!(s.from.is_some());
+        assert!(Cli::try_parse_from(["otelprof", "top", "--type", "heap", "x"]).is_err());
+        let cli = Cli::try_parse_from(["otelprof", "top", "--trace-id", "xyz", "x"]).unwrap();
+        let Cmd::Top(args) = cli.command else {
+            unreachable!()
+        };
+        assert!(args.select.selector().is_err());
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        // One grammar with the agent's options and `now-15m`: `10 ms` and `5d` are durations
+        // now (they were rejected by the CLI's own parser before).
+        assert_eq!(parse_duration("10 ms").unwrap(), Duration::from_millis(10));
+        assert_eq!(
+            parse_duration("5d").unwrap(),
+            Duration::from_secs(5 * 86_400)
+        );
+        for bad in ["10", "ms", "", "0s", "1.2.3s", "-1s", "1e3s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("32m").unwrap(), 32 << 20);
+        assert_eq!(parse_size("512k").unwrap(), 512 << 10);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        for bad in ["", "m", "0", "-1", "1x", "99999999999999999999g"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+}

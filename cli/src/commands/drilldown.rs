@@ -1,0 +1,183 @@
+//! `otelprof drilldown`: where one trace or span spent its time. Short spans often get no
+//! samples; then the profile of the span's endpoint is offered instead.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use otelprof_profile::select::{format_time, Condition, Selector};
+
+use crate::cli::DrilldownArgs;
+use crate::drilldown::{self, Drilldown};
+use crate::flame;
+use crate::query::{self, Spec};
+use crate::table::{format_value, render_columns, render_header, share, value};
+use crate::top;
+
+pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
+    if let Some(o) = &args.output {
+        flame::format_of(o)?;
+    }
+    let mut selector = args.select.selector()?;
+    if selector.trace_id.is_none() && selector.span_ids.is_empty() && args.endpoint.is_none() {
+        bail!("say what to drill into: --trace-id T [--span-id S], or --endpoint NAME");
+    }
+    if args.children && selector.span_ids.is_empty() {
+        bail!("--children needs --span-id");
+    }
+    let endpoint_only = selector.trace_id.is_none() && selector.span_ids.is_empty();
+    if let (Some(e), true) = (&args.endpoint, endpoint_only) {
+        selector
+            .conditions
+            .push(Condition::parse(&format!("span_name={e}"))?);
+    }
+    let source = super::open_source(&args.paths)?;
+    let target = drilldown::Target {
+        selector: selector.clone(),
+        children: args.children,
+    };
+    let (mut d, ty) = drilldown::drill(&source, args.select.ty, &target)?;
+    if d.merged.stacks.is_empty() && d.fallback.is_none() {
+        if let Some(e) = &args.endpoint {
+            let mut by_endpoint = Selector::default();
+            by_endpoint
+                .conditions
+                .push(Condition::parse(&format!("span_name={e}"))?);
+            let (m, _) = query::merge(&source, Spec::new(Some(ty), &by_endpoint))?;
+            if !m.stacks.is_empty() {
+                d.notes.push(format!(
+                    "instead, the profile of the endpoint {e:?} follows"
+                ));
+                d.fallback = Some((e.clone(), m));
+            }
+        }
+    }
+    print!("{}", render_summary(&d, selector.trace_id));
+    for n in &d.notes {
+        println!("note: {n}");
+    }
+    let (shown, title) = match (&d.fallback, d.merged.stacks.is_empty()) {
+        (_, false) => (
+            &d.merged,
+            format!("otelprof drilldown: {}", super::describe(&selector, ty)),
+        ),
+        (Some((endpoint, m)), true) => (m, format!("otelprof: endpoint {endpoint} (fallback)")),
+        (None, true) => {
+            bail!("nothing to show for {}", super::describe(&selector, ty));
+        }
+    };
+    if !d.merged.stacks.is_empty() && !endpoint_only {
+        println!();
+        print!("{}", render_spans(&d, &d.merged.unit));
+    }
+    println!();
+    if d.merged.stacks.is_empty() {
+        println!(
+            "{}",
+            render_header(shown, shown.total(), shown.total_count())
+        );
+    }
+    let table = top::top_functions(shown, None);
+    print!(
+        "{}",
+        super::top::render_top(&table, &shown.unit, args.limit)
+    );
+    if let Some(o) = &args.output {
+        let subtitle = render_header(shown, shown.total(), shown.total_count());
+        let path = flame::write(&flame::Tree::of(shown, &title), &subtitle, o)?;
+        println!("\nflame graph: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The span table: one row per span with samples.
+pub fn render_spans(d: &Drilldown, unit: &str) -> String {
+    let total = d.merged.total();
+    let cells: Vec<[String; 6]> = d
+        .spans
+        .iter()
+        .map(|(link, s)| {
+            let window = match (s.first, s.last, s.window) {
+                (Some(a), Some(b), _) => format!("{} .. {}", format_time(a), format_time(b)),
+                (_, _, Some((a, b))) => {
+                    format!("within profile {} .. {}", format_time(a), format_time(b))
+                }
+                _ => "-".into(),
+            };
+            [
+                link.span_id_hex(),
+                value(s.value, unit),
+                share(s.value, total),
+                format!("{:.0}", s.count),
+                if s.endpoints.is_empty() {
+                    "-".to_owned()
+                } else {
+                    s.endpoints.join(", ")
+                },
+                window,
+            ]
+        })
+        .collect();
+    render_columns(
+        &[
+            "span",
+            "value",
+            "share",
+            "samples",
+            "endpoint",
+            "sampled between",
+        ],
+        &cells,
+    )
+}
+
+/// The header of a drilldown: trace, endpoint(s), time window, totals.
+pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
+    let mut out = String::new();
+    if let Some(t) = trace {
+        let _ = writeln!(out, "trace {}", otelprof_profile::model::hex(&t));
+    }
+    let mut endpoints: Vec<&str> = d
+        .spans
+        .iter()
+        .flat_map(|(_, s)| s.endpoints.iter().map(String::as_str))
+        .collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
+    if !endpoints.is_empty() {
+        let _ = writeln!(out, "endpoint {}", endpoints.join(", "));
+    }
+    let first = d.spans.iter().filter_map(|(_, s)| s.first).min();
+    let last = d.spans.iter().filter_map(|(_, s)| s.last).max();
+    match (first, last, d.merged.window) {
+        (Some(a), Some(b), _) => {
+            let _ = writeln!(
+                out,
+                "samples from {} to {} ({} apart)",
+                format_time(a),
+                format_time(b),
+                format_value(b - a, "nanoseconds")
+            );
+        }
+        (_, _, Some((a, b))) => {
+            let _ = writeln!(
+                out,
+                "samples in the profiles of {} .. {} (no per-sample timestamps; the agent's timestamps=on adds them)",
+                format_time(a),
+                format_time(b)
+            );
+        }
+        _ => {}
+    }
+    if !d.merged.stacks.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} on CPU in {:.0} samples, {} span{}",
+            value(d.merged.total(), &d.merged.unit),
+            d.merged.total_count(),
+            d.spans.len(),
+            if d.spans.len() == 1 { "" } else { "s" }
+        );
+    }
+    out
+}

@@ -1,0 +1,201 @@
+//! `otelprof top`: the hottest functions by self and total, or the total per endpoint,
+//! version or thread (`--by`).
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::bail;
+
+use crate::cli::TopArgs;
+use crate::query::{self, Spec};
+use crate::requests;
+use crate::table::{render_columns, render_header, share, value};
+use crate::top::{self, GroupRow, TopTable};
+
+pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
+    let selector = args.select.selector()?;
+    let source = super::open_source(&args.paths)?;
+    let by = if args.by_thread {
+        Some("thread.name")
+    } else {
+        args.by.as_deref()
+    };
+    let (merged, ty) = query::merge(&source, Spec::new(args.select.ty, &selector).by(by))?;
+    if merged.stacks.is_empty() {
+        bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
+    }
+    let (total, count) = (merged.total(), merged.total_count());
+    println!("{}", render_header(&merged, total, count));
+    match by {
+        Some(key) => {
+            let mut rows = top::by_group(&merged);
+            if key == "span_name" {
+                let counts = requests::endpoint_requests(&args.paths, &selector, &selector);
+                for r in &mut rows {
+                    r.requests = counts.get(false, &r.name);
+                }
+            }
+            print!(
+                "{}",
+                render_groups(&rows, key, &merged.unit, total, args.limit)
+            );
+        }
+        None => {
+            let table = top::top_functions(&merged, None);
+            print!("{}", render_top(&table, &merged.unit, args.limit));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The function table, at most `limit` rows (0 = all).
+pub fn render_top(table: &TopTable, unit: &str, limit: usize) -> String {
+    let shown = if limit == 0 {
+        table.rows.len()
+    } else {
+        limit.min(table.rows.len())
+    };
+    let cells: Vec<[String; 5]> = table.rows[..shown]
+        .iter()
+        .map(|r| {
+            [
+                value(r.self_value, unit),
+                share(r.self_value, table.total),
+                value(r.total_value, unit),
+                share(r.total_value, table.total),
+                r.name.clone(),
+            ]
+        })
+        .collect();
+    let mut out = render_columns(&["self", "self%", "total", "total%", "function"], &cells);
+    if shown < table.rows.len() {
+        let _ = writeln!(
+            out,
+            "({} more functions; --limit 0 shows all)",
+            table.rows.len() - shown
+        );
+    }
+    out
+}
+
+/// The per-group table, at most `limit` rows (0 = all).
+pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit: usize) -> String {
+    let shown = if limit == 0 {
+        rows.len()
+    } else {
+        limit.min(rows.len())
+    };
+    let per_request = rows.iter().any(|r| r.requests.is_some());
+    let mut out = String::new();
+    if per_request {
+        let cells: Vec<[String; 6]> = rows[..shown]
+            .iter()
+            .map(|r| {
+                [
+                    value(r.value, unit),
+                    share(r.value, total),
+                    r.requests.map_or("-".to_owned(), |n| format!("{n:.0}")),
+                    match r.requests {
+                        Some(n) if n > 0.0 => value(r.value / n, unit),
+                        _ => "-".to_owned(),
+                    },
+                    format!("{:.0}", r.count),
+                    format!("{}  (hottest: {})", r.name, r.hottest),
+                ]
+            })
+            .collect();
+        out.push_str(&render_columns(
+            &["total", "total%", "requests", "per request", "samples", key],
+            &cells,
+        ));
+    } else {
+        let cells: Vec<[String; 4]> = rows[..shown]
+            .iter()
+            .map(|r| {
+                [
+                    value(r.value, unit),
+                    share(r.value, total),
+                    format!("{:.0}", r.count),
+                    format!("{}  (hottest: {})", r.name, r.hottest),
+                ]
+            })
+            .collect();
+        out.push_str(&render_columns(
+            &["total", "total%", "samples", key],
+            &cells,
+        ));
+    }
+    if shown < rows.len() {
+        let _ = writeln!(out, "({} more; --limit 0 shows all)", rows.len() - shown);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::top::FunctionRow;
+
+    fn row(name: &str, self_value: f64, total_value: f64) -> FunctionRow {
+        FunctionRow {
+            name: name.to_owned(),
+            self_value,
+            total_value,
+        }
+    }
+
+    fn group(name: &str, value: f64, hottest: &str) -> GroupRow {
+        GroupRow {
+            name: name.to_owned(),
+            value,
+            count: 2.0,
+            hottest: hottest.to_owned(),
+            hottest_value: value,
+            requests: None,
+        }
+    }
+
+    #[test]
+    fn groups_render_aligned() {
+        // What `top::by_group` gives for its test profile (see its tests).
+        let rows = [
+            group("t1", 20.0, "app.A.a"),
+            group("t2", 10.0, "app.C.c"),
+            group("<none>", 2.0, "app.Main.main"),
+        ];
+        let text = render_groups(&rows, "thread.name", "nanoseconds", 32.0, 2);
+        assert_eq!(
+            text,
+            "\
+total  total%  samples  thread.name
+ 20ns  62.50%        2  t1  (hottest: app.A.a)
+ 10ns  31.25%        2  t2  (hottest: app.C.c)
+(1 more; --limit 0 shows all)
+"
+        );
+    }
+
+    #[test]
+    fn tables_render_aligned() {
+        // What `top::top_functions` gives for its test profile (see its tests).
+        let table = TopTable {
+            rows: vec![
+                row("app.A.a", 20.0, 20.0),
+                row("app.C.c", 10.0, 10.0),
+                row("app.Main.main", 2.0, 32.0),
+                row("app.B.b", 0.0, 20.0),
+            ],
+            total: 32.0,
+            count: 6.0,
+        };
+        let text = render_top(&table, "nanoseconds", 3);
+        let expected = "\
+self   self%  total   total%  function
+20ns  62.50%   20ns   62.50%  app.A.a
+10ns  31.25%   10ns   31.25%  app.C.c
+ 2ns   6.25%   32ns  100.00%  app.Main.main
+(1 more functions; --limit 0 shows all)
+";
+        assert_eq!(text, expected);
+    }
+}
