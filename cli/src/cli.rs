@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
-use otelprof_profile::select::{self, ProfileType, Selector};
+use otelprof_store::select::{self, ProfileType, Selector};
 
 use crate::receive::{DEFAULT_GRPC, DEFAULT_HTTP};
 

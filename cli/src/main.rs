@@ -8,18 +8,11 @@
 mod cli;
 mod commands;
 mod demo;
-mod diff;
-mod drilldown;
 mod flame;
-mod query;
 mod receive;
-mod requests;
 mod run;
 mod signals;
-mod source;
-mod store;
 mod table;
-mod top;
 
 use std::process::ExitCode;
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use otelprof_profile::merge::Merged;
+use otelprof_store::merge::Merged;
 
 /// `value` in `unit` (a pprof sample-type unit) for a human: durations as `1.23s`, bytes as
 /// `1.5MiB`, anything else as a plain integer.
@@ -101,8 +101,8 @@ pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
         let _ = write!(
             h,
             ", {} to {}",
-            otelprof_profile::select::format_time(a),
-            otelprof_profile::select::format_time(b)
+            otelprof_store::select::format_time(a),
+            otelprof_store::select::format_time(b)
         );
     }
     let _ = write!(h, "; {:.0} samples, total {}", count, value(total, &m.unit));

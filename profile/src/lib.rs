@@ -8,13 +8,11 @@
 
 pub mod fast_decode;
 pub mod frame_name;
-pub mod merge;
 pub mod model;
 pub mod otlp;
 pub mod pprof;
 pub mod process_context;
 pub mod resource;
-pub mod select;
 pub mod units;
 
 pub use model::{

@@ -5,14 +5,14 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use otelprof_profile::select::Selector;
+use otelprof_store::select::Selector;
 
 use crate::cli::DiffArgs;
-use crate::diff::{self, Change, GroupChange, SIGNIFICANT_Z};
 use crate::flame;
-use crate::query::{self, Spec};
-use crate::requests;
 use crate::table::{render_columns, render_header, value};
+use otelprof_store::query::diff::{self, Change, GroupChange, SIGNIFICANT_Z};
+use otelprof_store::query::requests;
+use otelprof_store::query::{self, Spec};
 
 /// Exit code of `diff --fail-above` when a regression exceeds the threshold.
 pub const EXIT_REGRESSION: u8 = 3;

@@ -5,14 +5,14 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use otelprof_profile::select::{format_time, Condition, Selector};
+use otelprof_store::select::{format_time, Condition, Selector};
 
 use crate::cli::DrilldownArgs;
-use crate::drilldown::{self, Drilldown};
 use crate::flame;
-use crate::query::{self, Spec};
 use crate::table::{format_value, render_columns, render_header, share, value};
-use crate::top;
+use otelprof_store::query::drilldown::{self, Drilldown};
+use otelprof_store::query::top;
+use otelprof_store::query::{self, Spec};
 
 pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
     if let Some(o) = &args.output {

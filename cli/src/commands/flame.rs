@@ -6,8 +6,8 @@ use anyhow::bail;
 
 use crate::cli::FlameArgs;
 use crate::flame;
-use crate::query::{self, Spec};
 use crate::table::render_header;
+use otelprof_store::query::{self, Spec};
 
 pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;

@@ -9,9 +9,9 @@ pub mod top;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use otelprof_profile::select::{format_time, Op, ProfileType, Selector};
+use otelprof_store::select::{format_time, Op, ProfileType, Selector};
 
-use crate::query::Source;
+use otelprof_store::query::Source;
 
 pub fn now_unix_nanos() -> i64 {
     SystemTime::now()

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use crate::cli::TopArgs;
-use crate::query::{self, Spec};
-use crate::requests;
 use crate::table::{render_columns, render_header, share, value};
-use crate::top::{self, GroupRow, TopTable};
+use otelprof_store::query::requests;
+use otelprof_store::query::top::{self, GroupRow, TopTable};
+use otelprof_store::query::{self, Spec};
 
 pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
     let selector = args.select.selector()?;
@@ -134,7 +134,7 @@ pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::top::FunctionRow;
+    use otelprof_store::query::top::FunctionRow;
 
     fn row(name: &str, self_value: f64, total_value: f64) -> FunctionRow {
         FunctionRow {

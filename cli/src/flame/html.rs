@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::tree::Tree;
+use super::Tree;
 
 const SCRIPT: &str = include_str!("flame.js");
 const STYLE: &str = include_str!("flame.css");

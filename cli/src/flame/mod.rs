@@ -1,15 +1,14 @@
-//! Flame graphs: the call tree ([`tree`]), the interactive HTML page ([`html`]) and SVG
-//! ([`svg`], drawn by inferno).
+//! Flame graphs of a call tree ([`Tree`], computed by the store's query engine): the
+//! interactive HTML page ([`html`]) and SVG ([`svg`], drawn by inferno).
 
 pub mod html;
 pub mod svg;
-pub mod tree;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-pub use tree::Tree;
+pub use otelprof_store::query::tree::Tree;
 
 /// Output format, from the file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

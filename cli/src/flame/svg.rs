@@ -2,7 +2,7 @@
 
 use anyhow::Context as _;
 
-use super::tree::Tree;
+use super::Tree;
 
 pub fn render(tree: &Tree, subtitle: &str) -> anyhow::Result<Vec<u8>> {
     let lines = tree.folded();

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use flate2::read::MultiGzDecoder;
 use prost::Message as _;
 
-use crate::store::{Signal, Store};
+use otelprof_store::writer::{Signal, Store};
 
 /// Why a request was not accepted, by what the client should do next.
 #[derive(Debug)]

@@ -23,7 +23,7 @@ use ingest::Counters;
 pub use ingest::Ingest;
 
 use crate::cli::ReceiveArgs;
-use crate::store::Store;
+use otelprof_store::writer::Store;
 
 /// Default listen addresses: the OTLP ports, on loopback.
 pub const DEFAULT_GRPC: &str = "127.0.0.1:4317";

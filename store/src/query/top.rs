@@ -1,7 +1,7 @@
 //! What `top` computes: functions ranked by self and total value, or the value broken down by
 //! a key (`span_name`, `service.version`, `thread.name`, …). Pure: a merged table in, rows out.
 
-use otelprof_profile::merge::Merged;
+use crate::merge::Merged;
 
 /// Self and total of every frame of a merged table, indexed by frame id.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -143,8 +143,8 @@ pub fn by_group(m: &Merged) -> Vec<GroupRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otelprof_profile::merge::Merger;
-    use otelprof_profile::select::{ProfileType, Selector};
+    use crate::merge::Merger;
+    use crate::select::{ProfileType, Selector};
     use otelprof_profile::{FrameKind, Profile, ProfileBuilder};
 
     /// main → a → b → a (recursion) with 10 units on `t1`, main → c with 5 on `t2`, and one

@@ -56,10 +56,10 @@ impl FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-use crate::model::{FunctionId, Link, Profile};
 use crate::select::{
     resource_value, sample_value, ProfileType, ProfileVerdict, SampleText, Selector,
 };
+use otelprof_profile::model::{FunctionId, Link, Profile};
 
 /// Name used for a group when the grouping key is missing.
 pub const NO_GROUP: &str = "<none>";
@@ -499,8 +499,8 @@ impl Merger {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::model::{FrameKind, ProfileBuilder};
     use opentelemetry::KeyValue;
+    use otelprof_profile::model::{FrameKind, ProfileBuilder};
 
     fn profile(endpoint: &str, leaf: &str, n: i64) -> Profile {
         let mut b = ProfileBuilder::new(
@@ -545,7 +545,7 @@ mod tests {
 
     #[test]
     fn multi_line_and_unsymbolized_locations_become_frames() {
-        use crate::model::{Line, Lines, Location};
+        use otelprof_profile::model::{Line, Lines, Location};
         let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
         let main = b.function("app.Main.main", "Main.java", 1);
         let inner = b.function("app.X.inlined", "X.java", 1);

@@ -105,7 +105,7 @@ impl Store {
         now_unix_nanos: i64,
     ) -> anyhow::Result<PathBuf> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let day = otelprof_profile::select::format_time(now_unix_nanos);
+        let day = crate::select::format_time(now_unix_nanos);
         let day = day.get(..10).unwrap_or("unknown-date");
         let dir = self.root.join(signal.dir()).join(day);
         if !dir.is_dir() {

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use otelprof_profile::merge::Merged;
+use crate::merge::Merged;
 
 /// One node of the call tree. Children are sorted by name, as flame graphs draw them, so that
 /// two graphs of the same code line up.
@@ -209,7 +209,7 @@ impl Tree {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use otelprof_profile::merge::MergedStack;
+    use crate::merge::MergedStack;
 
     fn merged(stacks: &[(&[u32], f64)]) -> Merged {
         Merged {

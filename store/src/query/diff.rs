@@ -11,9 +11,9 @@
 
 use std::collections::HashMap;
 
-use otelprof_profile::merge::Merged;
+use crate::merge::Merged;
 
-use crate::top::frame_totals;
+use crate::query::top::frame_totals;
 
 /// |z| at or above this is significant (two-sided p < 0.001).
 pub const SIGNIFICANT_Z: f64 = 3.29;
@@ -210,7 +210,7 @@ pub fn group_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otelprof_profile::merge::MergedStack;
+    use crate::merge::MergedStack;
 
     fn side(stacks: &[(&[u32], f64)]) -> Merged {
         Merged {

@@ -9,10 +9,16 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use otelprof_profile::merge::{Merged, Merger};
-use otelprof_profile::select::{self, ProfileType, Selector};
+use crate::merge::{Merged, Merger};
+use crate::select::{self, ProfileType, Selector};
 
-use crate::source;
+use crate::reader;
+
+pub mod diff;
+pub mod drilldown;
+pub mod requests;
+pub mod top;
+pub mod tree;
 
 /// The files a reading command reads; every pass over them decodes them again (streaming:
 /// memory does not grow with the store). Unreadable files are reported once.
@@ -24,7 +30,7 @@ pub struct Source {
 
 impl Source {
     pub fn open(paths: &[PathBuf]) -> anyhow::Result<Source> {
-        let (files, failures) = source::discover(paths);
+        let (files, failures) = reader::discover(paths);
         for (path, err) in &failures {
             eprintln!("otelprof: skipped {}: {err:#}", path.display());
         }
@@ -42,7 +48,7 @@ impl Source {
         self.pprof_files.load(Ordering::Relaxed)
     }
 
-    fn report(&self, stats: &source::ScanStats) -> anyhow::Result<()> {
+    fn report(&self, stats: &reader::ScanStats) -> anyhow::Result<()> {
         self.pprof_files.store(stats.pprof_files, Ordering::Relaxed);
         if let Ok(mut reported) = self.reported.lock() {
             for (path, err) in &stats.failures {
@@ -122,7 +128,7 @@ pub fn merge_many(source: &Source, specs: &[Spec]) -> anyhow::Result<Vec<(Merged
             })
             .collect()
     };
-    let (states, stats) = source::scan(&source.files, make, |state, d| {
+    let (states, stats) = reader::scan(&source.files, make, |state, d| {
         for mergers in state.iter_mut() {
             for (_, m) in mergers.iter_mut() {
                 m.add(&d.resource, &d.profile);
@@ -218,7 +224,7 @@ pub fn explain_empty(
 
 /// Up to `limit` distinct values of each key (resource first, then samples), in one pass.
 pub fn distinct_values(source: &Source, keys: &[String], limit: usize) -> Vec<Vec<String>> {
-    let (states, _) = source::scan(
+    let (states, _) = reader::scan(
         &source.files,
         || vec![BTreeSet::<String>::new(); keys.len()],
         |sets, d| {

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use opentelemetry::KeyValue;
 use otelprof_profile::Profile;
 
-use crate::store;
+use crate::writer;
 
 /// One decoded profile and the resource it came with (empty for pprof, which has none).
 #[derive(Debug)]
@@ -43,7 +43,7 @@ enum Format {
 
 fn format_of(path: &Path) -> Option<Format> {
     let name = path.file_name()?.to_str()?;
-    if name.starts_with('.') || store::is_metrics_file(name) {
+    if name.starts_with('.') || writer::is_metrics_file(name) {
         return None;
     }
     if name.ends_with(".otlp.pb") || name.ends_with(".otlp.pb.gz") || name.ends_with(".otlp") {

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use crate::select::{Op, Selector};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
-use otelprof_profile::select::{Op, Selector};
 use prost::Message as _;
 
-use crate::store;
+use crate::writer;
 
 pub const HTTP_SERVER_DURATION: &str = "http.server.request.duration";
 
@@ -50,7 +50,7 @@ fn metrics_files(paths: &[PathBuf]) -> Vec<PathBuf> {
             }
             if p.is_dir() {
                 walk(&p, out);
-            } else if store::is_metrics_file(name) {
+            } else if writer::is_metrics_file(name) {
                 out.push(p);
             }
         }

@@ -8,7 +8,7 @@
 //! matched in both spellings, the OTLP attribute key (`thread.name`) and the pprof label key
 //! (`thread_name`), because the same data arrives through both formats.
 
-use crate::model::{LabelValue, Link, Profile, Sample};
+use otelprof_profile::model::{LabelValue, Link, Profile, Sample};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -499,8 +499,8 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::model::{FrameKind, ProfileBuilder};
     use opentelemetry::KeyValue;
+    use otelprof_profile::model::{FrameKind, ProfileBuilder};
 
     fn profile() -> Profile {
         let mut b = ProfileBuilder::new(

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeSet;
 
-use otelprof_profile::merge::{Merged, SpanStats};
-use otelprof_profile::select::{ProfileType, Selector};
+use crate::merge::{Merged, SpanStats};
+use crate::select::{ProfileType, Selector};
 use otelprof_profile::Link;
 
 use crate::query::{self, Source, Spec};
@@ -166,7 +166,7 @@ pub fn drill(
                     .groups
                     .iter()
                     .map(String::as_str)
-                    .filter(|g| *g != otelprof_profile::merge::NO_GROUP)
+                    .filter(|g| *g != crate::merge::NO_GROUP)
                     .collect();
                 names.truncate(10);
                 if !names.is_empty() {
