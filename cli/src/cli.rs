@@ -9,7 +9,7 @@ use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
 use otelprof_store::select::{self, ProfileType, Selector};
 
-use crate::receive::{DEFAULT_GRPC, DEFAULT_HTTP};
+use crate::receiver::{DEFAULT_GRPC, DEFAULT_HTTP};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -1,9 +1,11 @@
 //! One module per command: each turns its parsed arguments into a question for the store's
 //! query engine (or the agent, or the receiver) and prints the answer.
 
+pub mod demo;
 pub mod diff;
 pub mod drilldown;
 pub mod flame;
+pub mod run;
 pub mod top;
 
 use std::path::PathBuf;

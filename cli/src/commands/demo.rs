@@ -17,29 +17,29 @@ use anyhow::{bail, Context as _};
 
 use crate::cli::{DemoArgs, DiffArgs, DrilldownArgs, FlameArgs, SelectArgs, TopArgs};
 use crate::commands;
-use crate::receive::{self, ReceiveConfig};
+use crate::receiver::{self, ReceiveConfig};
 
 /// The demo service, compiled at run time.
 const SOURCES: [(&str, &str); 5] = [
     (
         "Shop.java",
-        include_str!("../../examples/demo/otelprof/demo/Shop.java"),
+        include_str!("../../../examples/demo/otelprof/demo/Shop.java"),
     ),
     (
         "Catalog.java",
-        include_str!("../../examples/demo/otelprof/demo/Catalog.java"),
+        include_str!("../../../examples/demo/otelprof/demo/Catalog.java"),
     ),
     (
         "Pricing.java",
-        include_str!("../../examples/demo/otelprof/demo/Pricing.java"),
+        include_str!("../../../examples/demo/otelprof/demo/Pricing.java"),
     ),
     (
         "Tracer.java",
-        include_str!("../../examples/demo/otelprof/demo/Tracer.java"),
+        include_str!("../../../examples/demo/otelprof/demo/Tracer.java"),
     ),
     (
         "OtlpMetrics.java",
-        include_str!("../../examples/demo/otelprof/demo/OtlpMetrics.java"),
+        include_str!("../../../examples/demo/otelprof/demo/OtlpMetrics.java"),
     ),
 ];
 
@@ -165,9 +165,9 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let java = jdk_tool(args, "java")?;
     let javac = jdk_tool(args, "javac")?;
-    let agent = crate::run::locate_agent(
+    let agent = crate::commands::run::locate_agent(
         args.agent.as_deref(),
-        std::env::var_os(crate::run::AGENT_ENV).as_deref(),
+        std::env::var_os(crate::commands::run::AGENT_ENV).as_deref(),
         std::env::current_exe().ok().as_deref(),
     )?;
     let jar = agent.with_file_name("otelprof.jar");
@@ -218,7 +218,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
 
     let store = dir.join("store");
     let loopback = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let running = receive::start(&ReceiveConfig {
+    let running = receiver::start(&ReceiveConfig {
         store: store.clone(),
         grpc: Some(loopback(0)),
         http: Some(loopback(0)),
@@ -245,7 +245,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         eprintln!("  {} ({:.0} s)", run.served, t.elapsed().as_secs_f64());
         runs.push(run);
     }
-    let summary = receive::summary(running.counters());
+    let summary = receiver::summary(running.counters());
     running.stop();
     eprintln!("otelprof demo: receiver stopped; {summary}");
 

@@ -1,5 +1,5 @@
 //! `otelprof receive`: an OTLP profiles receiver (gRPC and HTTP, the Collector's wire) that
-//! stores every accepted request durably in a directory (see [`crate::store`]).
+//! stores every accepted request durably in a directory (see [`otelprof_store::writer`]).
 //!
 //! It binds to loopback by default. Any other address exposes it to the network, so it then
 //! needs `--token` (clients send `Authorization: Bearer <token>`) or TLS, and refuses to
