@@ -5,6 +5,7 @@ pub mod demo;
 pub mod diff;
 pub mod drilldown;
 pub mod flame;
+pub mod receive;
 pub mod run;
 pub mod top;
 

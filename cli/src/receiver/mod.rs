@@ -1,5 +1,6 @@
-//! `otelprof receive`: an OTLP profiles receiver (gRPC and HTTP, the Collector's wire) that
-//! stores every accepted request durably in a directory (see [`otelprof_store::writer`]).
+//! The OTLP profiles receiver (gRPC and HTTP, the Collector's wire) behind `otelprof receive`
+//! and `otelprof demo`: it stores every accepted request durably in a directory (see
+//! [`otelprof_store::writer`]).
 //!
 //! It binds to loopback by default. Any other address exposes it to the network, so it then
 //! needs `--token` (clients send `Authorization: Bearer <token>`) or TLS, and refuses to
@@ -9,7 +10,7 @@ mod grpc;
 mod http;
 mod ingest;
 
-use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs as _};
+use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -22,7 +23,6 @@ use tokio::sync::watch;
 use ingest::Counters;
 pub use ingest::Ingest;
 
-use crate::cli::ReceiveArgs;
 use otelprof_store::writer::Store;
 
 /// Default listen addresses: the OTLP ports, on loopback.
@@ -40,42 +40,15 @@ pub struct ReceiveConfig {
     pub max_bytes: usize,
 }
 
-fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
-    if text == "off" {
-        return Ok(None);
-    }
-    let addr = text
-        .to_socket_addrs()
-        .with_context(|| {
-            format!(
-                "--{what} {text:?} is not a listen address (e.g. {})",
-                if what == "grpc" {
-                    DEFAULT_GRPC
-                } else {
-                    DEFAULT_HTTP
-                }
-            )
-        })?
-        .next()
-        .with_context(|| format!("--{what} {text:?} resolves to no address"))?;
-    Ok(Some(addr))
-}
-
 impl ReceiveConfig {
-    pub fn from_args(args: &ReceiveArgs) -> anyhow::Result<ReceiveConfig> {
-        let config = ReceiveConfig {
-            store: args.store.clone(),
-            grpc: resolve(&args.grpc, "grpc")?,
-            http: resolve(&args.http, "http")?,
-            token: args.token.clone().filter(|t| !t.is_empty()),
-            tls: args.tls_cert.clone().zip(args.tls_key.clone()),
-            max_bytes: args.max_request_size,
-        };
-        if config.grpc.is_none() && config.http.is_none() {
+    /// The receiver's rules: something to listen on, and no unauthenticated listener beyond
+    /// loopback.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.grpc.is_none() && self.http.is_none() {
             bail!("both --grpc and --http are off: nothing would be received");
         }
-        for addr in [config.grpc, config.http].into_iter().flatten() {
-            if !addr.ip().is_loopback() && config.token.is_none() && config.tls.is_none() {
+        for addr in [self.grpc, self.http].into_iter().flatten() {
+            if !addr.ip().is_loopback() && self.token.is_none() && self.tls.is_none() {
                 bail!(
                     "listening on {addr} would accept profiles from other machines with no \
                      authentication: give --token TOKEN (clients then send the header \
@@ -84,7 +57,7 @@ impl ReceiveConfig {
                 );
             }
         }
-        Ok(config)
+        Ok(())
     }
 }
 
@@ -325,69 +298,4 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
         runtime,
         tasks,
     })
-}
-
-/// The `receive` command.
-pub fn command(args: &ReceiveArgs) -> anyhow::Result<()> {
-    let config = ReceiveConfig::from_args(args)?;
-    let running = start(&config)?;
-    if !args.quiet {
-        let scheme = if config.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        eprintln!(
-            "otelprof receive: storing OTLP profiles in {}",
-            config.store.display()
-        );
-        if let Some(a) = running.grpc {
-            eprintln!("  gRPC  {scheme}://{a}  (ProfilesService/Export; agent: endpoint={scheme}://{a},protocol=grpc)");
-        }
-        if let Some(a) = running.http {
-            eprintln!(
-                "  HTTP  {scheme}://{a}{}  (agent: endpoint={scheme}://{a})",
-                otelprof_profile::otlp::HTTP_PATH
-            );
-        }
-        if config.token.is_some() {
-            eprintln!("  every request needs the header Authorization: Bearer <token>");
-        }
-        eprintln!(
-            "  read it with: otelprof top {}   (Ctrl-C stops)",
-            config.store.display()
-        );
-    }
-    running.wait_for_signal(args.quiet)?;
-    let line = summary(running.counters());
-    running.stop();
-    if !args.quiet {
-        eprintln!("otelprof receive: stopped; {line}");
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn open_binds_need_a_token_or_tls() {
-        let args = |grpc: &str, token: Option<&str>| ReceiveArgs {
-            store: PathBuf::from("/tmp/x"),
-            grpc: grpc.to_owned(),
-            http: "off".to_owned(),
-            token: token.map(str::to_owned),
-            tls_cert: None,
-            tls_key: None,
-            max_request_size: 1 << 20,
-            quiet: true,
-        };
-        assert!(ReceiveConfig::from_args(&args("127.0.0.1:0", None)).is_ok());
-        let err = ReceiveConfig::from_args(&args("0.0.0.0:4317", None)).unwrap_err();
-        assert!(format!("{err}").contains("--token"), "{err}");
-        assert!(ReceiveConfig::from_args(&args("0.0.0.0:4317", Some("s3cret"))).is_ok());
-        assert!(ReceiveConfig::from_args(&args("nonsense", None)).is_err());
-        assert!(ReceiveConfig::from_args(&args("off", None)).is_err());
-    }
 }

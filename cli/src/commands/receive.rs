@@ -1,0 +1,108 @@
+//! `otelprof receive`: receive OTLP profiles and store them until Ctrl-C.
+
+use std::net::{SocketAddr, ToSocketAddrs as _};
+
+use anyhow::Context as _;
+
+use crate::cli::ReceiveArgs;
+use crate::receiver::{self, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
+
+fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if text == "off" {
+        return Ok(None);
+    }
+    let addr = text
+        .to_socket_addrs()
+        .with_context(|| {
+            format!(
+                "--{what} {text:?} is not a listen address (e.g. {})",
+                if what == "grpc" {
+                    DEFAULT_GRPC
+                } else {
+                    DEFAULT_HTTP
+                }
+            )
+        })?
+        .next()
+        .with_context(|| format!("--{what} {text:?} resolves to no address"))?;
+    Ok(Some(addr))
+}
+
+/// The receiver's configuration from the command line, checked.
+pub fn config(args: &ReceiveArgs) -> anyhow::Result<ReceiveConfig> {
+    let config = ReceiveConfig {
+        store: args.store.clone(),
+        grpc: resolve(&args.grpc, "grpc")?,
+        http: resolve(&args.http, "http")?,
+        token: args.token.clone().filter(|t| !t.is_empty()),
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+        max_bytes: args.max_request_size,
+    };
+    config.check()?;
+    Ok(config)
+}
+
+/// The `receive` command.
+pub fn run(args: &ReceiveArgs) -> anyhow::Result<()> {
+    let config = config(args)?;
+    let running = receiver::start(&config)?;
+    if !args.quiet {
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        eprintln!(
+            "otelprof receive: storing OTLP profiles in {}",
+            config.store.display()
+        );
+        if let Some(a) = running.grpc {
+            eprintln!("  gRPC  {scheme}://{a}  (ProfilesService/Export; agent: endpoint={scheme}://{a},protocol=grpc)");
+        }
+        if let Some(a) = running.http {
+            eprintln!(
+                "  HTTP  {scheme}://{a}{}  (agent: endpoint={scheme}://{a})",
+                otelprof_profile::otlp::HTTP_PATH
+            );
+        }
+        if config.token.is_some() {
+            eprintln!("  every request needs the header Authorization: Bearer <token>");
+        }
+        eprintln!(
+            "  read it with: otelprof top {}   (Ctrl-C stops)",
+            config.store.display()
+        );
+    }
+    running.wait_for_signal(args.quiet)?;
+    let line = receiver::summary(running.counters());
+    running.stop();
+    if !args.quiet {
+        eprintln!("otelprof receive: stopped; {line}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_binds_need_a_token_or_tls() {
+        let args = |grpc: &str, token: Option<&str>| ReceiveArgs {
+            store: std::path::PathBuf::from("/tmp/x"),
+            grpc: grpc.to_owned(),
+            http: "off".to_owned(),
+            token: token.map(str::to_owned),
+            tls_cert: None,
+            tls_key: None,
+            max_request_size: 1 << 20,
+            quiet: true,
+        };
+        assert!(config(&args("127.0.0.1:0", None)).is_ok());
+        let err = config(&args("0.0.0.0:4317", None)).unwrap_err();
+        assert!(format!("{err}").contains("--token"), "{err}");
+        assert!(config(&args("0.0.0.0:4317", Some("s3cret"))).is_ok());
+        assert!(config(&args("nonsense", None)).is_err());
+        assert!(config(&args("off", None)).is_err());
+    }
+}
