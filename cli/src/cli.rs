@@ -168,10 +168,10 @@ impl SelectArgs {
                 .push(select::parse_span_id(span).context("--span-id")?);
         }
         if let Some(t) = &self.from {
-            s.from = Some(select::parse_time(t, now).context("--from")?);
+            s.from = Some(otelprof_store::parse_time(t, now).context("--from")?);
         }
         if let Some(t) = &self.to {
-            s.to = Some(select::parse_time(t, now).context("--to")?);
+            s.to = Some(otelprof_store::parse_time(t, now).context("--to")?);
         }
         if let (Some(f), Some(t)) = (s.from, s.to) {
             if f >= t {

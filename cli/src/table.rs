@@ -101,8 +101,8 @@ pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
         let _ = write!(
             h,
             ", {} to {}",
-            otelprof_store::select::format_time(a),
-            otelprof_store::select::format_time(b)
+            otelprof_store::format_time(a),
+            otelprof_store::format_time(b)
         );
     }
     let _ = write!(h, "; {:.0} samples, total {}", count, value(total, &m.unit));

@@ -1,7 +1,30 @@
-//! The local profile store and its query engine.
+//! The local profile store and its query engine, shared by every reading command of the CLI
+//! and by the web UI, so that they give one answer.
+//!
+//! - [`layout`]: where things are in a store directory; [`Store`] writes requests there
+//!   durably.
+//! - [`Source`]: the profiles a command reads (store directories, agent output, OTLP and pprof
+//!   files), decoded on all cores, a bad file skipped and reported, never hiding the others.
+//! - [`select`]: which samples count ([`Selector`]: attributes, trace and span, time, type);
+//!   [`merge`]: the selected samples of many profiles as one table of stacks ([`Merged`]).
+//! - [`query`]: merges made in as few passes as possible, and the computations behind `top`,
+//!   `diff`, `drilldown` and flame graphs.
+#![forbid(unsafe_code)]
 
+mod error;
+pub mod layout;
 pub mod merge;
 pub mod query;
-pub mod reader;
+mod reader;
 pub mod select;
-pub mod writer;
+mod time;
+mod walk;
+mod writer;
+
+pub use error::{chain, Error, FileError, OtlpFileError};
+pub use layout::Signal;
+pub use merge::{Merged, Merger};
+pub use reader::{decode_file, discover, scan, Decoded, ScanStats, SkipReporter, Source};
+pub use select::{ProfileType, Selector};
+pub use time::{format_time, parse_time};
+pub use writer::Store;

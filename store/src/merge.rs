@@ -5,61 +5,16 @@
 //! [`Merged`] table that `top`, flame graphs, drilldown and diff all read.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// A fast, non-cryptographic hasher (the multiply-rotate of rustc's FxHash) for the merge's
-/// own keys: frame ids and names from local files, where SipHash's flood resistance buys
-/// nothing and costs a third of the merge.
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
+// The merge's own keys (frame names and ids from local files) need no flood resistance, and
+// SipHash cost a third of the merge: rustc's FxHash instead.
+use rustc_hash::FxHashMap as FxMap;
 
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(b));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+use otelprof_profile::model::{FunctionId, Link, Profile};
 
 use crate::select::{
     resource_value, sample_value, ProfileType, ProfileVerdict, SampleText, Selector,
 };
-use otelprof_profile::model::{FunctionId, Link, Profile};
 
 /// Name used for a group when the grouping key is missing.
 pub const NO_GROUP: &str = "<none>";
@@ -496,7 +451,6 @@ impl Merger {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use opentelemetry::KeyValue;

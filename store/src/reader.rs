@@ -1,19 +1,23 @@
-//! Finding and decoding the profiles named on the command line: `otelprof receive` store
-//! directories, directories of agent output, OTLP files (`*.otlp.pb`, `*.otlp.pb.gz`) and
-//! pprof files (`*.pb.gz`, `*.pb`, `*.pprof`).
+//! Reading profiles: `otelprof receive` store directories, directories of agent output, OTLP
+//! files (`*.otlp.pb`, `*.otlp.pb.gz`) and pprof files (`*.pb.gz`, `*.pb`, `*.pprof`).
 //!
-//! Files are decoded on all cores. A file that cannot be read or decoded is reported with
-//! its reason and the others are still used: one corrupt file must not hide an hour of data.
+//! A [`Source`] is the set of files named by the paths a command was given. Every pass over it
+//! ([`scan`]) decodes the files again on all cores and hands each profile to the caller, who
+//! folds it into its own state: memory does not grow with the store. A file that cannot be
+//! read or decoded is reported (once per source) with its reason, and the others are still
+//! used: one corrupt file must not hide an hour of data.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use anyhow::Context as _;
 use opentelemetry::KeyValue;
 use otelprof_profile::Profile;
 
-use crate::writer;
+use crate::error::{Error, FileError, OtlpFileError};
+use crate::layout::{is_hidden, is_metrics_file};
+use crate::walk::walk;
 
 /// One decoded profile and the resource it came with (empty for pprof, which has none).
 #[derive(Debug)]
@@ -22,15 +26,66 @@ pub struct Decoded {
     pub profile: Profile,
 }
 
-/// What the paths held (tests).
-#[cfg(test)]
-#[derive(Debug, Default)]
-pub struct Loaded {
-    pub profiles: Vec<Decoded>,
-    /// Files read (that held profiles or were empty requests).
-    pub files: usize,
-    pub pprof_files: usize,
-    pub failures: Vec<(PathBuf, anyhow::Error)>,
+/// Told about every path that is skipped, once per [`Source`].
+pub type SkipReporter = Box<dyn Fn(&Path, &FileError) + Send + Sync>;
+
+/// The files a reading command reads.
+pub struct Source {
+    pub files: Vec<PathBuf>,
+    report: SkipReporter,
+    reported: Mutex<BTreeSet<PathBuf>>,
+    pprof_files: AtomicUsize,
+}
+
+impl Source {
+    /// The profile files under `paths`; `report` hears of every path skipped, now and in later
+    /// passes. Fails when nothing at all can be read.
+    pub fn open(paths: &[PathBuf], report: SkipReporter) -> Result<Source, Error> {
+        let (files, failures) = discover(paths);
+        for (path, err) in &failures {
+            report(path, err);
+        }
+        if files.is_empty() {
+            return Err(Error::NothingReadable);
+        }
+        Ok(Source {
+            files,
+            report,
+            reported: Mutex::new(BTreeSet::new()),
+            pprof_files: AtomicUsize::new(0),
+        })
+    }
+
+    /// pprof files among those read in the last pass (they carry no resource attributes).
+    pub fn pprof_files(&self) -> usize {
+        self.pprof_files.load(Ordering::Relaxed)
+    }
+
+    /// Decodes every file on all cores and hands each profile to `visit` with the worker's own
+    /// state (made by `init`); returns the states, to be combined by the caller. Profiles are
+    /// dropped as soon as they are visited.
+    pub fn scan<S: Send>(
+        &self,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        let (states, stats) = scan(&self.files, init, visit);
+        self.pprof_files.store(stats.pprof_files, Ordering::Relaxed);
+        if let Ok(mut reported) = self.reported.lock() {
+            for (path, err) in &stats.failures {
+                if reported.insert(path.clone()) {
+                    (self.report)(path, err);
+                }
+            }
+        }
+        if stats.profiles == 0 {
+            if stats.files > 0 {
+                return Err(Error::OnlyEmptyRequests);
+            }
+            return Err(Error::NothingReadable);
+        }
+        Ok(states)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,9 +96,8 @@ enum Format {
     Unknown,
 }
 
-fn format_of(path: &Path) -> Option<Format> {
-    let name = path.file_name()?.to_str()?;
-    if name.starts_with('.') || writer::is_metrics_file(name) {
+fn format_of(name: &str) -> Option<Format> {
+    if is_hidden(name) || is_metrics_file(name) {
         return None;
     }
     if name.ends_with(".otlp.pb") || name.ends_with(".otlp.pb.gz") || name.ends_with(".otlp") {
@@ -55,59 +109,34 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
+fn path_format(path: &Path) -> Option<Format> {
+    format_of(path.file_name()?.to_str()?)
+}
+
 /// Every profile file under `paths`: files as given (any name), directories searched
 /// recursively for profile file names (hidden entries, such as the store's `.tmp`, skipped).
-pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, anyhow::Error)>) {
+pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, FileError)>) {
     let mut files = Vec::new();
     let mut failures = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let before = files.len();
-            if let Err(e) = walk(path, &mut files) {
-                failures.push((path.clone(), e));
-            } else if files.len() == before {
-                failures.push((
-                    path.clone(),
-                    anyhow::anyhow!(
-                        "no profiles here (looked for *.otlp.pb.gz, *.otlp.pb, *.pb.gz, *.pb)"
-                    ),
-                ));
+            let found = walk(path, |name| format_of(name).is_some());
+            if found.files.is_empty() && found.failures.is_empty() {
+                failures.push((path.clone(), FileError::NoProfiles));
             }
+            files.extend(found.files);
+            failures.extend(found.failures);
         } else if path.exists() {
             files.push(path.clone());
         } else {
-            failures.push((path.clone(), anyhow::anyhow!("no such file or directory")));
+            failures.push((path.clone(), FileError::Missing));
         }
     }
     (files, failures)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    // Sorted, so that output never depends on the order the file system lists entries in.
-    entries.sort();
-    for path in entries {
-        let hidden = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if hidden {
-            continue;
-        }
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else if format_of(&path).is_some() {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 /// A file's profiles, and whether it was pprof.
-type FileResult = anyhow::Result<(Vec<Decoded>, bool)>;
+type FileResult = Result<(Vec<Decoded>, bool), FileError>;
 
 /// Decodes one file into its profiles, reading it into `buf`: a worker that reuses one buffer
 /// for every file does not fault in fresh pages for each (the decoded profiles own copies of
@@ -117,32 +146,29 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
     buf.clear();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(buf))
-        .context("cannot read")?;
+        .map_err(FileError::Read)?;
     let bytes = &buf[..];
-    let format = format_of(path).unwrap_or(Format::Unknown);
-    let otlp = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
+    let otlp = |bytes: &[u8]| -> Result<Vec<Decoded>, OtlpFileError> {
         let raw = inflate(bytes)?;
         Ok(otelprof_profile::fast_decode::decode(&raw)?
             .into_iter()
             .map(|(resource, profile)| Decoded { resource, profile })
             .collect())
     };
-    let pprof = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
-        Ok(vec![Decoded {
-            resource: Vec::new(),
-            profile: otelprof_profile::pprof::decode(bytes)?,
-        }])
+    let pprof = |bytes: &[u8]| {
+        otelprof_profile::pprof::decode(bytes).map(|profile| {
+            vec![Decoded {
+                resource: Vec::new(),
+                profile,
+            }]
+        })
     };
-    match format {
-        Format::Otlp => otlp(bytes).map(|d| (d, false)).context("not OTLP profiles"),
-        Format::Pprof => pprof(bytes)
-            .map(|d| (d, true))
-            .context("not a pprof profile"),
+    match path_format(path).unwrap_or(Format::Unknown) {
+        Format::Otlp => otlp(bytes).map(|d| (d, false)).map_err(FileError::NotOtlp),
+        Format::Pprof => pprof(bytes).map(|d| (d, true)).map_err(FileError::NotPprof),
         Format::Unknown => match otlp(bytes) {
             Ok(d) if !d.is_empty() => Ok((d, false)),
-            _ => pprof(bytes)
-                .map(|d| (d, true))
-                .context("neither OTLP profiles nor pprof"),
+            _ => pprof(bytes).map(|d| (d, true)).map_err(FileError::Neither),
         },
     }
 }
@@ -151,7 +177,7 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
 const MAX_INFLATED: u64 = 512 << 20;
 
 /// The bytes of a gzip file, or the bytes as they are.
-fn inflate(bytes: &[u8]) -> anyhow::Result<std::borrow::Cow<'_, [u8]>> {
+fn inflate(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, OtlpFileError> {
     use std::io::Read as _;
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Ok(std::borrow::Cow::Borrowed(bytes));
@@ -160,35 +186,11 @@ fn inflate(bytes: &[u8]) -> anyhow::Result<std::borrow::Cow<'_, [u8]>> {
     flate2::read::MultiGzDecoder::new(bytes)
         .take(MAX_INFLATED + 1)
         .read_to_end(&mut raw)
-        .context("bad gzip stream")?;
+        .map_err(OtlpFileError::Gzip)?;
     if raw.len() as u64 > MAX_INFLATED {
-        anyhow::bail!("inflates to more than {MAX_INFLATED} bytes");
+        return Err(OtlpFileError::TooLarge(MAX_INFLATED));
     }
     Ok(std::borrow::Cow::Owned(raw))
-}
-
-/// Discovers and decodes everything under `paths`, on all cores, keeping it all in memory.
-/// For small inputs and tests; the reading commands stream with [`scan`].
-#[cfg(test)]
-pub fn load(paths: &[PathBuf]) -> Loaded {
-    let (files, failures) = discover(paths);
-    let mut loaded = Loaded {
-        failures,
-        ..Loaded::default()
-    };
-    for path in files {
-        match decode_file(&path, &mut Vec::new()) {
-            Ok((profiles, is_pprof)) => {
-                loaded.files += 1;
-                if is_pprof {
-                    loaded.pprof_files += 1;
-                }
-                loaded.profiles.extend(profiles);
-            }
-            Err(e) => loaded.failures.push((path, e)),
-        }
-    }
-    loaded
 }
 
 /// What a [`scan`] went through.
@@ -197,12 +199,13 @@ pub struct ScanStats {
     pub files: usize,
     pub pprof_files: usize,
     pub profiles: usize,
-    pub failures: Vec<(PathBuf, anyhow::Error)>,
+    pub failures: Vec<(PathBuf, FileError)>,
 }
 
 /// Decodes every file on all cores and hands each profile to `visit` with the worker's own
-/// state (made by `init`); returns the states, to be combined by the caller. Profiles are
-/// dropped as soon as they are visited, so memory does not grow with the store.
+/// state (made by `init`); returns the states, to be combined by the caller, and what was
+/// read. Profiles are dropped as soon as they are visited, so memory does not grow with the
+/// store.
 pub fn scan<S: Send>(
     files: &[PathBuf],
     init: impl Fn() -> S + Sync,
@@ -256,9 +259,9 @@ pub fn scan<S: Send>(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::error::chain;
     use otelprof_profile::otlp::{EncodeOptions, ProfileId};
     use otelprof_profile::{FrameKind, ProfileBuilder};
 
@@ -309,26 +312,60 @@ mod tests {
         let unnamed = dir.join("unnamed.bin");
         std::fs::write(&unnamed, &otlp).unwrap();
 
-        let loaded = load(&[dir.clone(), unnamed, dir.join("missing")]);
-        assert_eq!(loaded.files, 3);
-        assert_eq!(loaded.pprof_files, 1);
-        assert_eq!(loaded.profiles.len(), 3);
-        let with_resource = loaded
-            .profiles
+        let (files, mut failures) = discover(&[dir.clone(), unnamed, dir.join("missing")]);
+        let (profiles, stats) = scan(&files, Vec::new, |all, d| {
+            all.push(!d.resource.is_empty());
+        });
+        failures.extend(stats.failures);
+        assert_eq!(stats.files, 3);
+        assert_eq!(stats.pprof_files, 1);
+        let with_resource: Vec<bool> = profiles.into_iter().flatten().collect();
+        assert_eq!(with_resource.len(), 3);
+        assert_eq!(with_resource.iter().filter(|r| **r).count(), 2);
+        let failed: Vec<String> = failures
             .iter()
-            .filter(|d| !d.resource.is_empty())
-            .count();
-        assert_eq!(with_resource, 2);
-        let failed: Vec<String> = loaded
-            .failures
-            .iter()
-            .map(|(p, e)| format!("{}: {e:#}", p.file_name().unwrap().to_string_lossy()))
+            .map(|(p, e)| format!("{}: {}", p.file_name().unwrap().to_string_lossy(), chain(e)))
             .collect();
         assert_eq!(failed.len(), 2, "{failed:?}");
         assert!(failed[0].starts_with("missing: no such file"), "{failed:?}");
         assert!(
             failed[1].starts_with("broken.otlp.pb.gz: not OTLP profiles"),
             "{failed:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_source_reports_each_skipped_file_once() {
+        let dir = scratch_dir("once");
+        std::fs::write(
+            dir.join("a.pb.gz"),
+            otelprof_profile::pprof::encode_gzip(&profile()),
+        )
+        .unwrap();
+        std::fs::write(dir.join("b.pb.gz"), b"not gzip").unwrap();
+        let heard = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let log = heard.clone();
+        let source = Source::open(
+            &[dir.clone(), dir.join("missing")],
+            Box::new(move |p, e| {
+                if let Ok(mut l) = log.lock() {
+                    l.push(format!("{}: {e}", p.file_name().unwrap().to_string_lossy()));
+                }
+            }),
+        )
+        .unwrap();
+        for _ in 0..2 {
+            let states = source.scan(|| 0usize, |n, _| *n += 1).unwrap();
+            assert_eq!(states.iter().sum::<usize>(), 1);
+        }
+        assert_eq!(source.pprof_files(), 1);
+        assert_eq!(
+            *heard.lock().unwrap(),
+            [
+                "missing: no such file or directory",
+                "b.pb.gz: not a pprof profile"
+            ]
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

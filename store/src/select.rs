@@ -8,6 +8,7 @@
 //! matched in both spellings, the OTLP attribute key (`thread.name`) and the pprof label key
 //! (`thread_name`), because the same data arrives through both formats.
 
+use crate::time::parse_time;
 use otelprof_profile::model::{LabelValue, Link, Profile, Sample};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -348,155 +349,7 @@ impl Selector {
     }
 }
 
-/// Reads a time: RFC 3339 (`2025-01-31T12:00:00Z`, `…T12:00:00.5+01:00`, or a date
-/// `2025-01-31` meaning its midnight UTC), Unix seconds (`1738324800`, fractions allowed), `now`,
-/// or `now-DURATION` / `-DURATION` (`now-15m`, `-2h`; units s, m, h, d). Returns Unix
-/// nanoseconds.
-pub fn parse_time(text: &str, now: i64) -> Result<i64, SelectorError> {
-    let t = text.trim();
-    let bad = |why: &str| SelectorError::BadTime(format!("time {text:?}: {why}"));
-    if t == "now" {
-        return Ok(now);
-    }
-    if let Some(ago) = t.strip_prefix("now-").or_else(|| t.strip_prefix('-')) {
-        let split = ago
-            .find(|c: char| !c.is_ascii_digit())
-            .ok_or_else(|| bad("a relative time needs a unit, e.g. now-15m"))?;
-        let (n, unit) = ago.split_at(split);
-        let n: i64 = n
-            .parse()
-            .map_err(|_| bad("expected a number, e.g. now-15m"))?;
-        let scale: i64 = match unit {
-            "s" => 1_000_000_000,
-            "m" | "min" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "d" => 86_400_000_000_000,
-            _ => return Err(bad("unknown unit (use s, m, h or d)")),
-        };
-        return Ok(now.saturating_sub(n.saturating_mul(scale)));
-    }
-    if t.bytes().all(|c| c.is_ascii_digit() || c == b'.') && !t.is_empty() {
-        let secs: f64 = t.parse().map_err(|_| bad("not a number"))?;
-        return Ok((secs * 1e9) as i64);
-    }
-    parse_rfc3339(t).ok_or_else(|| {
-        bad("expected RFC 3339 (2025-01-31T12:00:00Z), a date, Unix seconds, or now-15m")
-    })
-}
-
-fn parse_rfc3339(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = t.get(r)?;
-        if s.bytes().all(|c| c.is_ascii_digit()) {
-            s.parse().ok()
-        } else {
-            None
-        }
-    };
-    if b.len() < 10 || b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let mut nanos = days.checked_mul(86_400_000_000_000)?;
-    if b.len() == 10 {
-        return Some(nanos);
-    }
-    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || b.get(13) != Some(&b':') {
-        return None;
-    }
-    let (h, m) = (num(11..13)?, num(14..16)?);
-    let mut i = 16;
-    let mut s = 0;
-    if b.get(16) == Some(&b':') {
-        s = num(17..19)?;
-        i = 19;
-    }
-    if h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    nanos += (h * 3600 + m * 60 + s) * 1_000_000_000;
-    if b.get(i) == Some(&b'.') {
-        let start = i + 1;
-        let mut end = start;
-        while b.get(end).is_some_and(u8::is_ascii_digit) {
-            end += 1;
-        }
-        let digits = t.get(start..end)?;
-        if digits.is_empty() {
-            return None;
-        }
-        let mut frac: i64 = 0;
-        for (k, c) in digits.bytes().take(9).enumerate() {
-            frac += i64::from(c - b'0') * 10i64.pow(8 - k as u32);
-        }
-        nanos += frac;
-        i = end;
-    }
-    let offset = match t.get(i..)? {
-        "" | "Z" | "z" => 0,
-        rest => {
-            let sign = match rest.as_bytes().first()? {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let rb = rest.as_bytes();
-            if rest.len() != 6 || rb.get(3) != Some(&b':') {
-                return None;
-            }
-            let oh: i64 = rest.get(1..3)?.parse().ok()?;
-            let om: i64 = rest.get(4..6)?.parse().ok()?;
-            sign * (oh * 3600 + om * 60) * 1_000_000_000
-        }
-    };
-    Some(nanos - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Unix nanoseconds as RFC 3339 UTC with milliseconds, e.g. `2025-01-31T12:00:00.250Z`.
-pub fn format_time(unix_nanos: i64) -> String {
-    let secs = unix_nanos.div_euclid(1_000_000_000);
-    let millis = unix_nanos.rem_euclid(1_000_000_000) / 1_000_000;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use opentelemetry::KeyValue;
@@ -584,42 +437,6 @@ mod tests {
         let mut late = Selector::default();
         late.add_terms("from=0.000002", 0).unwrap();
         assert_eq!(late.profile_verdict(&[], &p), ProfileVerdict::Excluded);
-    }
-
-    #[test]
-    fn times_parse_and_format() {
-        assert_eq!(parse_time("1970-01-02", 0).unwrap(), 86_400_000_000_000);
-        assert_eq!(
-            parse_time("2025-01-31T12:00:00Z", 0).unwrap(),
-            1_738_324_800_000_000_000
-        );
-        assert_eq!(
-            parse_time("2025-01-31T13:00:00.5+01:00", 0).unwrap(),
-            1_738_324_800_500_000_000
-        );
-        assert_eq!(
-            parse_time("1738324800", 0).unwrap(),
-            1_738_324_800_000_000_000
-        );
-        assert_eq!(
-            parse_time("now-2m", 200_000_000_000).unwrap(),
-            80_000_000_000
-        );
-        assert_eq!(parse_time("-1s", 5_000_000_000).unwrap(), 4_000_000_000);
-        for bad in [
-            "yesterday",
-            "2025-13-01",
-            "now-5",
-            "now-5y",
-            "2025-01-31T25:00Z",
-        ] {
-            assert!(parse_time(bad, 0).is_err(), "{bad}");
-        }
-        assert_eq!(
-            format_time(1_738_324_800_250_000_000),
-            "2025-01-31T12:00:00.250Z"
-        );
-        assert_eq!(format_time(0), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

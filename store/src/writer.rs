@@ -1,59 +1,20 @@
-//! The store `otelprof receive` writes: plain files in the OTLP format, one per accepted
-//! request, so that anything in it can be read by `otelprof top|flame|drilldown|diff` or
-//! replayed into any OTLP backend.
-//!
-//! ```text
-//! STORE/profiles/2025-01-31/1738324800123456789-04242-000001.otlp.pb      ExportProfilesServiceRequest
-//! STORE/metrics/2025-01-31/1738324800123456789-04242-000002.metrics.otlp.pb   ExportMetricsServiceRequest
-//! STORE/.tmp/                                                        writes in progress
-//! ```
+//! Writing the store: every accepted request durably, in the layout of [`crate::layout`], so
+//! that anything in it can be read by the query engine or replayed into any OTLP backend.
 //!
 //! A file is written under `.tmp/`, `fsync`ed, renamed into place and its directory
 //! `fsync`ed before the request is acknowledged: an acknowledged request survives a crash or
 //! power loss, and a crash mid-write leaves only a `.tmp/` file, which readers never look at
-//! and the next `receive` removes. The bytes are the request's protobuf as it arrived: a gzip
-//! body sent over HTTP is kept as is (`.otlp.pb.gz`), anything else is stored uncompressed,
-//! because compressing at request rate cost more CPU than checking the request (see
-//! BENCHMARKS.md). The name's first number is the time of receipt in Unix nanoseconds, so
-//! names sort by arrival.
+//! and the next open removes. A gzip body is kept as it came; anything else is stored
+//! uncompressed, because compressing at request rate cost more CPU than checking the request
+//! (BENCHMARKS.md, receiving speed).
 
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::Context as _;
-
-const TMP: &str = ".tmp";
-const METRICS_SUFFIX: &str = ".metrics.otlp.pb";
-const PROFILES_SUFFIX: &str = ".otlp.pb";
-
-/// Whether a file name is a stored metrics request (not a profile).
-pub fn is_metrics_file(name: &str) -> bool {
-    name.ends_with(METRICS_SUFFIX) || name.ends_with(".metrics.otlp.pb.gz")
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signal {
-    Profiles,
-    Metrics,
-}
-
-impl Signal {
-    fn dir(self) -> &'static str {
-        match self {
-            Signal::Profiles => "profiles",
-            Signal::Metrics => "metrics",
-        }
-    }
-
-    fn suffix(self) -> &'static str {
-        match self {
-            Signal::Profiles => PROFILES_SUFFIX,
-            Signal::Metrics => METRICS_SUFFIX,
-        }
-    }
-}
+use crate::error::Error;
+use crate::layout::{self, Signal, TMP};
 
 #[derive(Debug)]
 pub struct Store {
@@ -63,21 +24,18 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating) a store and removes writes a crash left behind.
-    pub fn open(root: &Path) -> anyhow::Result<Store> {
+    pub fn open(root: &Path) -> Result<Store, Error> {
         let tmp = root.join(TMP);
-        std::fs::create_dir_all(&tmp)
-            .with_context(|| format!("cannot create the store {}", root.display()))?;
-        for entry in
-            std::fs::read_dir(&tmp).with_context(|| format!("cannot list {}", tmp.display()))?
-        {
-            let entry = entry.with_context(|| format!("cannot list {}", tmp.display()))?;
+        std::fs::create_dir_all(&tmp).map_err(Error::io("create the store", root))?;
+        for entry in std::fs::read_dir(&tmp).map_err(Error::io("list", &tmp))? {
+            let entry = entry.map_err(Error::io("list", &tmp))?;
             let _ = std::fs::remove_file(entry.path());
         }
         // Probe now that files can be created and synced here, rather than at the first request.
         let probe = tmp.join("probe");
         File::create(&probe)
             .and_then(|f| f.sync_all())
-            .with_context(|| format!("cannot write into the store {}", root.display()))?;
+            .map_err(Error::io("write into the store", root))?;
         let _ = std::fs::remove_file(&probe);
         Ok(Store {
             root: root.to_path_buf(),
@@ -86,14 +44,14 @@ impl Store {
     }
 
     /// Stores `gzip` (a gzip stream of one OTLP request, as a client sent it) durably.
-    pub fn put_gzip(&self, signal: Signal, gzip: &[u8], now: i64) -> anyhow::Result<PathBuf> {
-        self.put(signal, gzip, ".gz", now)
+    pub fn put_gzip(&self, signal: Signal, gzip: &[u8], now: i64) -> Result<PathBuf, Error> {
+        self.put(signal, gzip, true, now)
     }
 
     /// Stores `raw` (protobuf) durably, as it is: compressing at request rate would cost the
     /// receiver more CPU than checking the request, and every reader an inflate.
-    pub fn put_raw(&self, signal: Signal, raw: &[u8], now: i64) -> anyhow::Result<PathBuf> {
-        self.put(signal, raw, "", now)
+    pub fn put_raw(&self, signal: Signal, raw: &[u8], now: i64) -> Result<PathBuf, Error> {
+        self.put(signal, raw, false, now)
     }
 
     /// Writes `bytes` under `.tmp/`, syncs it, renames it into place and syncs the directory.
@@ -101,52 +59,46 @@ impl Store {
         &self,
         signal: Signal,
         bytes: &[u8],
-        extension: &str,
+        gzip: bool,
         now_unix_nanos: i64,
-    ) -> anyhow::Result<PathBuf> {
+    ) -> Result<PathBuf, Error> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let day = crate::select::format_time(now_unix_nanos);
-        let day = day.get(..10).unwrap_or("unknown-date");
-        let dir = self.root.join(signal.dir()).join(day);
+        let dir = self
+            .root
+            .join(signal.dir())
+            .join(layout::day_dir(now_unix_nanos));
         if !dir.is_dir() {
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
             // The new directory entries must be durable too.
             sync_dir(&self.root.join(signal.dir()))?;
             sync_dir(&self.root)?;
         }
-        let name = format!(
-            "{now_unix_nanos}-{:05}-{seq:06}{}{extension}",
-            std::process::id() % 100_000,
-            signal.suffix()
-        );
+        let name = layout::file_name(signal, now_unix_nanos, std::process::id(), seq, gzip);
         let tmp = self.root.join(TMP).join(&name);
-        let mut file =
-            File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
         let written = file.write_all(bytes).and_then(|()| file.sync_all());
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
+            return Err(Error::io("write", &tmp)(e));
         }
         drop(file);
         let path = dir.join(&name);
         if let Err(e) = std::fs::rename(&tmp, &path) {
             let _ = std::fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("cannot move into {}", dir.display()));
+            return Err(Error::io("move into", &dir)(e));
         }
         sync_dir(&dir)?;
         Ok(path)
     }
 }
 
-fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+fn sync_dir(dir: &Path) -> Result<(), Error> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot sync {}", dir.display()))
+        .map_err(Error::io("sync", dir))
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -169,8 +121,19 @@ mod tests {
         let m = store
             .put_raw(Signal::Metrics, b"m", 1_738_324_800_000_000_001)
             .unwrap();
-        assert!(is_metrics_file(&m.file_name().unwrap().to_string_lossy()));
+        assert!(layout::is_metrics_file(
+            &m.file_name().unwrap().to_string_lossy()
+        ));
         assert_eq!(std::fs::read_dir(root.join(TMP)).unwrap().count(), 0);
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn an_unusable_directory_is_named() {
+        let file = std::env::temp_dir().join(format!("otelprof-notadir-{}", std::process::id()));
+        std::fs::write(&file, b"x").unwrap();
+        let err = Store::open(&file).unwrap_err().to_string();
+        assert_eq!(err, format!("cannot create the store {}", file.display()));
+        let _ = std::fs::remove_file(&file);
     }
 }

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use otelprof_store::select::{format_time, Condition, Selector};
+use otelprof_store::format_time;
+use otelprof_store::select::{Condition, Selector};
 
 use crate::cli::DrilldownArgs;
 use crate::flame;

@@ -9,12 +9,11 @@ pub mod receive;
 pub mod run;
 pub mod top;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use otelprof_store::select::{format_time, Op, ProfileType, Selector};
-
-use otelprof_store::query::Source;
+use otelprof_store::select::{Op, ProfileType, Selector};
+use otelprof_store::{chain, format_time, Source};
 
 pub fn now_unix_nanos() -> i64 {
     SystemTime::now()
@@ -24,7 +23,10 @@ pub fn now_unix_nanos() -> i64 {
 
 /// The files under `paths`, with every file that cannot be read reported once on stderr.
 pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<Source> {
-    Source::open(paths)
+    let report = |path: &Path, err: &otelprof_store::FileError| {
+        eprintln!("otelprof: skipped {}: {}", path.display(), chain(err));
+    };
+    Ok(Source::open(paths, Box::new(report))?)
 }
 
 /// The selection in words, for titles and subtitles.

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use flate2::read::MultiGzDecoder;
 use prost::Message as _;
 
-use otelprof_store::writer::{Signal, Store};
+use otelprof_store::{Signal, Store};
 
 /// Why a request was not accepted, by what the client should do next.
 #[derive(Debug)]
@@ -132,7 +132,7 @@ impl Ingest {
             Some(gz) => self.store.put_gzip(signal, gz, now),
             None => self.store.put_raw(signal, raw, now),
         }
-        .map_err(|e| Rejected::Storage(format!("{e:#}")))
+        .map_err(|e| Rejected::Storage(otelprof_store::chain(&e)))
     }
 
     /// Checks a profiles request and stores it. Returns how many profiles it held.

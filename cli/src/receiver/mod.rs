@@ -1,6 +1,6 @@
 //! The OTLP profiles receiver (gRPC and HTTP, the Collector's wire) behind `otelprof receive`
 //! and `otelprof demo`: it stores every accepted request durably in a directory (see
-//! [`otelprof_store::writer`]).
+//! [`otelprof_store::Store`]).
 //!
 //! It binds to loopback by default. Any other address exposes it to the network, so it then
 //! needs `--token` (clients send `Authorization: Bearer <token>`) or TLS, and refuses to
@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use ingest::Counters;
 pub use ingest::Ingest;
 
-use otelprof_store::writer::Store;
+use otelprof_store::Store;
 
 /// Default listen addresses: the OTLP ports, on loopback.
 pub const DEFAULT_GRPC: &str = "127.0.0.1:4317";

@@ -8,11 +8,13 @@
 
 use std::collections::BTreeSet;
 
-use crate::merge::{Merged, SpanStats};
-use crate::select::{ProfileType, Selector};
 use otelprof_profile::Link;
 
-use crate::query::{self, Source, Spec};
+use crate::error::Error;
+use crate::merge::{Merged, SpanStats};
+use crate::query::{self, Spec};
+use crate::reader::Source;
+use crate::select::{ProfileType, Selector};
 
 /// What to drill into.
 #[derive(Clone, Debug)]
@@ -38,7 +40,7 @@ fn children_of(
     ty: Option<ProfileType>,
     base: &Selector,
     roots: &[[u8; 8]],
-) -> anyhow::Result<(Vec<[u8; 8]>, bool)> {
+) -> Result<(Vec<[u8; 8]>, bool), Error> {
     let mut trace_only = base.clone();
     trace_only.span_ids.clear();
     let (all, _) = query::merge(source, Spec::new(ty, &trace_only).spans())?;
@@ -66,7 +68,7 @@ pub fn drill(
     source: &Source,
     ty: Option<ProfileType>,
     target: &Target,
-) -> anyhow::Result<(Drilldown, ProfileType)> {
+) -> Result<(Drilldown, ProfileType), Error> {
     let mut selector = target.selector.clone();
     let mut notes = Vec::new();
     if target.children && !selector.span_ids.is_empty() {
@@ -95,20 +97,14 @@ pub fn drill(
         to: target.selector.to,
         ..Selector::default()
     };
-    let mut results = query::merge_many(
+    let [(merged, ty), (trace, _), (by_endpoint, _)] = query::merge_many(
         source,
         &[
             Spec::new(ty, &selector).spans(),
             Spec::new(ty, &trace_only).spans(),
             Spec::new(ty, &endpoints).by(Some("span_name")),
         ],
-    )?
-    .into_iter();
-    let (Some((merged, ty)), Some((trace, _)), Some((by_endpoint, _))) =
-        (results.next(), results.next(), results.next())
-    else {
-        anyhow::bail!("internal error: a drilldown merge is missing");
-    };
+    )?;
     let mut spans: Vec<(Link, SpanStats)> =
         merged.spans.iter().map(|(l, s)| (*l, s.clone())).collect();
     spans.sort_by(|a, b| b.1.value.total_cmp(&a.1.value));

@@ -6,15 +6,16 @@
 
 use std::collections::HashMap;
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::select::{Op, Selector};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
 use prost::Message as _;
 
-use crate::writer;
+use crate::layout::is_metrics_file;
+use crate::select::{Op, Selector};
+use crate::walk::walk;
 
 pub const HTTP_SERVER_DURATION: &str = "http.server.request.duration";
 
@@ -36,30 +37,13 @@ impl EndpointCounts {
     }
 }
 
+/// The stored metrics requests under the store directories among `paths`.
 fn metrics_files(paths: &[PathBuf]) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        entries.sort();
-        for p in entries {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.starts_with('.') {
-                continue;
-            }
-            if p.is_dir() {
-                walk(&p, out);
-            } else if writer::is_metrics_file(name) {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for p in paths.iter().filter(|p| p.is_dir()) {
-        walk(p, &mut out);
-    }
-    out
+    paths
+        .iter()
+        .filter(|p| p.is_dir())
+        .flat_map(|p| walk(p, is_metrics_file).files)
+        .collect()
 }
 
 fn text(kv: &KeyValue) -> Option<String> {
@@ -194,7 +178,6 @@ pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) ->
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use opentelemetry_proto::tonic::common::v1::AnyValue;

@@ -206,7 +206,6 @@ impl Tree {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::merge::MergedStack;

@@ -1,0 +1,73 @@
+//! The store's errors, by what the caller does next: [`Error`] stops the command, a
+//! [`FileError`] skips one file and the others are still read (one corrupt file must not hide
+//! an hour of data).
+
+use std::path::{Path, PathBuf};
+
+/// The store, or everything a reader was given, cannot be used: stop and say why.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot {what} {}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no profile could be read")]
+    NothingReadable,
+    #[error("the files hold no profiles (empty requests only)")]
+    OnlyEmptyRequests,
+}
+
+impl Error {
+    /// `map_err` for an I/O failure: "cannot `what` `path`: cause".
+    pub(crate) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.to_path_buf();
+        move |source| Error::Io { what, path, source }
+    }
+}
+
+/// Why one path given to a reader was skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("no such file or directory")]
+    Missing,
+    #[error("no profiles here (looked for *.otlp.pb.gz, *.otlp.pb, *.pb.gz, *.pb)")]
+    NoProfiles,
+    #[error("cannot list")]
+    List(#[source] std::io::Error),
+    #[error("already read through another path (a symbolic link leads back to it)")]
+    SeenBefore,
+    #[error("cannot read")]
+    Read(#[source] std::io::Error),
+    #[error("not OTLP profiles")]
+    NotOtlp(#[source] OtlpFileError),
+    #[error("not a pprof profile")]
+    NotPprof(#[source] otelprof_profile::pprof::DecodeError),
+    #[error("neither OTLP profiles nor pprof")]
+    Neither(#[source] otelprof_profile::pprof::DecodeError),
+}
+
+/// Why a file read as OTLP is not.
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpFileError {
+    #[error("bad gzip stream")]
+    Gzip(#[source] std::io::Error),
+    #[error("inflates to more than {0} bytes")]
+    TooLarge(u64),
+    #[error(transparent)]
+    Decode(#[from] otelprof_profile::fast_decode::FastDecodeError),
+}
+
+/// An error and its causes on one line, `outer: inner: innermost`, as people read them.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
