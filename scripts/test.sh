@@ -42,9 +42,10 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.t
   cp "$requirements" "$venv/requirements.txt"
 fi
 
-echo "== format and lints"
+echo "== format, lints and module structure"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
+python3 scripts/module_cycles.py
 
 echo "== build"
 cargo build --release --workspace

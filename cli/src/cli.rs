@@ -5,9 +5,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
-use otelprof_store::select::{self, ProfileType, Selector};
+use otelprof_store::select::ProfileType;
 
 use crate::receiver::{DEFAULT_GRPC, DEFAULT_HTTP};
 
@@ -151,34 +150,6 @@ impl SelectArgs {
             conditions: conditions.iter().map(|c| (*c).to_owned()).collect(),
             ..SelectArgs::default()
         }
-    }
-
-    pub fn selector(&self) -> anyhow::Result<Selector> {
-        let now = crate::commands::now_unix_nanos();
-        let mut s = Selector::default();
-        for c in &self.conditions {
-            s.conditions
-                .push(select::Condition::parse(c).with_context(|| "--where".to_owned())?);
-        }
-        if let Some(t) = &self.trace_id {
-            s.trace_id = Some(select::parse_trace_id(t).context("--trace-id")?);
-        }
-        for span in &self.span_id {
-            s.span_ids
-                .push(select::parse_span_id(span).context("--span-id")?);
-        }
-        if let Some(t) = &self.from {
-            s.from = Some(otelprof_store::parse_time(t, now).context("--from")?);
-        }
-        if let Some(t) = &self.to {
-            s.to = Some(otelprof_store::parse_time(t, now).context("--to")?);
-        }
-        if let (Some(f), Some(t)) = (s.from, s.to) {
-            if f >= t {
-                bail!("--from must be before --to");
-            }
-        }
-        Ok(s)
     }
 }
 

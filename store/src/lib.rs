@@ -26,5 +26,5 @@ pub use layout::Signal;
 pub use merge::{Merged, Merger};
 pub use reader::{decode_file, discover, scan, Decoded, ScanStats, SkipReporter, Source};
 pub use select::{ProfileType, Selector};
-pub use time::{format_time, parse_time};
+pub use time::{format_time, parse_time, TimeError};
 pub use writer::Store;

@@ -35,8 +35,8 @@ pub enum SelectorError {
     BadTraceId(String),
     #[error("span id {0:?} is not 16 hex digits")]
     BadSpanId(String),
-    #[error("{0}")]
-    BadTime(String),
+    #[error(transparent)]
+    BadTime(#[from] crate::time::TimeError),
     #[error("unknown profile type {0:?} (use cpu, wall, alloc or lock)")]
     BadType(String),
 }

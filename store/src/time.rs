@@ -5,15 +5,24 @@ use std::str::FromStr as _;
 
 use jiff::{civil, tz::Offset, Timestamp};
 
-use crate::select::SelectorError;
+/// A time that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("time {text:?}: {why}")]
+pub struct TimeError {
+    text: String,
+    why: String,
+}
 
 /// Reads a time: RFC 3339 (`2025-01-31T12:00:00Z`, `…T12:00:00.5+01:00`; without an offset it
 /// is UTC; or a date `2025-01-31` meaning its midnight UTC), Unix seconds (`1738324800`,
 /// fractions allowed), `now`, or `now-DURATION` / `-DURATION` (`now-15m`, `-2h`, `now-1d`: the
 /// duration grammar of [`otelprof_profile::units`]). Returns Unix nanoseconds.
-pub fn parse_time(text: &str, now: i64) -> Result<i64, SelectorError> {
+pub fn parse_time(text: &str, now: i64) -> Result<i64, TimeError> {
     let t = text.trim();
-    let bad = |why: &str| SelectorError::BadTime(format!("time {text:?}: {why}"));
+    let bad = |why: &str| TimeError {
+        text: text.to_owned(),
+        why: why.to_owned(),
+    };
     if t == "now" {
         return Ok(now);
     }

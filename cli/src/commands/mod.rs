@@ -12,13 +12,47 @@ pub mod top;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use otelprof_store::select::{Op, ProfileType, Selector};
+use anyhow::{bail, Context as _};
+use otelprof_store::select::{self, Op, ProfileType, Selector};
 use otelprof_store::{chain, format_time, Source};
+
+use crate::cli::SelectArgs;
 
 pub fn now_unix_nanos() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+impl SelectArgs {
+    /// The selector the flags describe.
+    pub fn selector(&self) -> anyhow::Result<Selector> {
+        let now = now_unix_nanos();
+        let mut s = Selector::default();
+        for c in &self.conditions {
+            s.conditions
+                .push(select::Condition::parse(c).with_context(|| "--where".to_owned())?);
+        }
+        if let Some(t) = &self.trace_id {
+            s.trace_id = Some(select::parse_trace_id(t).context("--trace-id")?);
+        }
+        for span in &self.span_id {
+            s.span_ids
+                .push(select::parse_span_id(span).context("--span-id")?);
+        }
+        if let Some(t) = &self.from {
+            s.from = Some(otelprof_store::parse_time(t, now).context("--from")?);
+        }
+        if let Some(t) = &self.to {
+            s.to = Some(otelprof_store::parse_time(t, now).context("--to")?);
+        }
+        if let (Some(f), Some(t)) = (s.from, s.to) {
+            if f >= t {
+                bail!("--from must be before --to");
+            }
+        }
+        Ok(s)
+    }
 }
 
 /// The files under `paths`, with every file that cannot be read reported once on stderr.
