@@ -45,6 +45,7 @@ fi
 echo "== format, lints and module structure"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
+python3 scripts/module_cycles.py --self-test
 python3 scripts/module_cycles.py
 
 echo "== build"
