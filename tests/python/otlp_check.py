@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks OTLP profiles requests saved by otlp_receiver.py against the rules of DESIGN.md §5
-(proto v1.10) and summarises them as JSON for the Rust tests to assert on.
+"""Checks OTLP profiles requests saved by otlp_receiver.py against the rules of
+docs/output-format.md (proto v1.10) and summarises them as JSON for the Rust tests to assert on.
 
     otlp_check.py DIR      # reads DIR/profiles-*.pb and DIR/metrics-*.pb
 

@@ -9,7 +9,6 @@
 //! Prerequisites, installed by `scripts/test.sh`: `cargo build --release` (the agent and CLI),
 //! Debian `golang-go`, OpenJDK 17 and Temurin 25. A missing prerequisite fails the test with a
 //! message saying what to install; nothing is skipped.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -2,7 +2,6 @@
 //! iteration counts of one loop), on every supported JDK, with and without safepoint polls in
 //! the hot loop; and stack walks that recover where HotSpot alone gives up. Read back with
 //! `go tool pprof -top`.
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use otelprof_tests::{all_jdks, pprof_top, Jdk, JvmRun, NO_LOOP_SAFEPOINTS};
 

@@ -5,7 +5,6 @@
 //! `go tool pprof` on the `alloc-*` files, on every supported JDK: once with no bound on the
 //! samples per second (every sample HotSpot draws at 512 KiB), and once with the default
 //! bound (`alloc_rate=500`), which the workload's allocation rate exceeds several times.
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 

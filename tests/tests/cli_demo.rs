@@ -2,7 +2,6 @@
 //! reading commands on the store it leaves: `diff --fail-above` exit codes, flame graphs in
 //! SVG and HTML, and the HTML checked in headless Chromium (Debian `chromium`): it renders,
 //! and typing in the search box highlights a known frame.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,6 @@
 //! HTTP, an independent client (tests/cli/otlp_client.py on the official Python classes and
 //! grpcio, the wire a Collector's exporter speaks) sends it valid and malformed requests, and
 //! the reading commands read back what it stored.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,6 @@
 //! (parks: the rebound `Unsafe.park`), the agent loaded by the Java shim or at startup. Read
 //! back with `go tool pprof -traces` on the `lock-*` files, on every supported JDK, with
 //! `lock=10ms` (long waits exact, short ones sampled) and with `lock=0` (every wait).
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,6 @@
 //! collector-config/*.yaml: valid YAML whose pipelines reference only defined components, with
 //! a profiles pipeline the Collector accepts (memory_limiter first, no batch processor).
 //! Checked by tests/python/check_collector_config.py (PyYAML).
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,10 +1,9 @@
 //! OTLP export from a real JVM to independent receivers (tests/python: gRPC and HTTP servers
 //! built on the official generated classes of PyPI opentelemetry-proto), checked on the
-//! received bytes by tests/python/otlp_check.py: every DESIGN.md §5 rule, the resource from
+//! received bytes by tests/python/otlp_check.py: every rule of docs/output-format.md, the resource from
 //! OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, the hot methods with file and line, the
 //! agent's own metrics, trace links against the OTel SDK's ids, and the failure modes
 //! (receiver absent at start, 503 / 429 + Retry-After / 400, receiver down for a long run).
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::time::Duration;
 
@@ -43,7 +42,7 @@ fn num(v: &Value) -> f64 {
 
 fn assert_no_violations(summary: &Value) {
     let v = summary["violations"].as_array().unwrap();
-    assert!(v.is_empty(), "DESIGN.md §5 violations: {v:#?}");
+    assert!(v.is_empty(), "docs/output-format.md violations: {v:#?}");
 }
 
 /// Lines the agent printed that contain `needle`.

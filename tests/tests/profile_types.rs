@@ -1,8 +1,7 @@
 //! All four profile types together (cpu, wall, alloc, lock): one pprof file per type and
-//! period, named after the type and typed as DESIGN.md §5 says (read with `go tool pprof
+//! period, named after the type and typed as docs/output-format.md says (read with `go tool pprof
 //! -raw`); one OTLP profile per sample type, checked by the independent receiver
 //! (tests/python); strict options; and safety under thread churn with every type on.
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::path::Path;
 use std::process::Command;
@@ -63,7 +62,7 @@ fn every_type_gets_its_own_pprof_files_and_otlp_profiles() {
         assert!(c[key] > 0, "{key}: {c:?}");
     }
 
-    // Files: per type, one per period, typed as DESIGN.md §5 says.
+    // Files: per type, one per period, typed as docs/output-format.md says.
     let expected = [
         (
             "cpu",
@@ -98,10 +97,10 @@ fn every_type_gets_its_own_pprof_files_and_otlp_profiles() {
     assert_eq!(all.len(), per_type.iter().sum::<usize>(), "{all:?}");
 
     // OTLP: one request per type and period, one OTLP profile per sample type (the CPU's
-    // nanoseconds are derived from its count), every rule of DESIGN.md §5.
+    // nanoseconds are derived from its count), every rule of docs/output-format.md.
     let s = receiver.check();
     let v = s["violations"].as_array().unwrap();
-    assert!(v.is_empty(), "DESIGN.md §5 violations: {v:#?}");
+    assert!(v.is_empty(), "docs/output-format.md violations: {v:#?}");
     println!(
         "OTLP: {} requests, {} profiles, types {}",
         s["requests"], s["profiles"], s["types"]

@@ -1,6 +1,5 @@
 //! The agent inside a real JVM must never crash it, hang it or leak: thread churn, class
 //! unloading, exit in the middle of sampling, and bad options.
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::time::Duration;
 

@@ -5,7 +5,6 @@
 //! - precision: of the samples in some span's work method that carry a span id, the share
 //!   whose span is the one that owns that method;
 //! - recall: of the samples in a span's work method, the share that carry that span.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

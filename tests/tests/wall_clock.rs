@@ -4,7 +4,6 @@
 //! it inside spans (otelprof direct API). "Idle" threads compute 20% of the time and sleep the
 //! rest, long enough for the agent to thin their samples. Read back with `go tool pprof
 //! -traces` on the `wall-*` files, on every supported JDK.
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 
