@@ -13,7 +13,8 @@ made hotter in 2.0, or the benchmark fails.
     python3 bench/cli_speed.py                 # sizes 90,180,360 per side, ~4 min
     python3 bench/cli_speed.py --sizes 360 --runs 5
 
-Markdown goes to stdout, progress to stderr.
+Markdown goes to stdout, progress to stderr. Method, goals and current figures: BENCHMARKS.md,
+"Reading and receiving speed"; every run goes into a dated report in bench/reports/.
 """
 import argparse
 import json

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Cost of otelprof's span-context write path (issue: span context, point 7).
+"""Cost of otelprof's span-context write path (BENCHMARKS.md, "Span-context cost"; the
+protocol it measures: docs/context-protocol.md).
 
 Runs bench/context/ContextBench.java in fresh JVMs ("forks"), alternating configurations in
 every round so that machine drift hits them alike, and reports medians and differences:
@@ -27,7 +28,7 @@ Usage: python3 bench/context.py [--forks 5] [--span-forks 15] [--aa-forks 9] [--
 
 --work sets the span-heavy loop's work per activation (loop iterations of the root's and of
 each child's work; default 5000,7000: about 150k activations/s on this machine; 7000,10000
-gives about 105k/s, near the issue's floor of 100k/s).
+gives about 105k/s, near the goal's floor of 100k/s in BENCHMARKS.md).
 Needs: cargo build --release (agent + otelprof.jar) and the OpenTelemetry SDK jar
 (scripts/fetch-otel-java.sh, run automatically).
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bytes on the wire of otelprof's OTLP profiles (issue 4, point 7).
+"""Bytes on the wire of otelprof's OTLP profiles (BENCHMARKS.md, "OTLP profile size").
 
 Runs the 2-thread CPU workload (examples CpuSplit) at 100 Hz (cpu=10ms) with the agent
 exporting OTLP/HTTP (gzip) to the test receiver (tests/python/otlp_receiver.py, official
@@ -10,7 +10,7 @@ comparison. A "sample" is one sampling interval (what samples/count counts); a m
 workload is 2 busy threads x 100 Hz x 60 s = 12,000 samples.
 
 Reference: async-profiler's OTLP output spends about 2.9 bytes per sample uncompressed,
-without file names or line numbers (the figure in issue 4).
+without file names or line numbers (the reference figure of the goal in BENCHMARKS.md).
 
     target/otlp-venv/bin/python bench/otlp_size.py [--seconds 60]
 

@@ -25,8 +25,9 @@ runs; with the agent the `otelprof: stopped;` line and readable pprof files; wit
 recording file). A broken run stops the benchmark with an error: it never reports a ratio
 computed from a run that did not do what it claims.
 
-Progress goes to stderr; the results go to stdout as markdown, ready for BENCHMARKS.md.
-BENCHMARKS.md explains the method, the caveats and the numbers.
+Progress goes to stderr; the results go to stdout as markdown, ready for a dated report in
+bench/reports/. BENCHMARKS.md ("CPU sampler overhead") explains the method, the caveats, the
+goals and the current numbers.
 
     python3 bench/overhead.py                      # default java, 7 rounds
     python3 bench/overhead.py --jdk all --rounds 9 # every JDK under /usr/lib/jvm
@@ -84,9 +85,9 @@ RUN_TIMEOUT_S = 300
 
 QUICK_CAVEAT = " (a --quick run is too short and has too few rounds to judge this)"
 
-# Goals from the issue.
+# Goals, as BENCHMARKS.md states them ("CPU sampler overhead").
 GOAL_WALL_RATIO = 1.01
-GOAL_RSS_MB = 30.0  # decimal MB, as the issue says; the tables are in MiB
+GOAL_RSS_MB = 30.0  # decimal MB, as the goal says; the tables are in MiB
 GOAL_RSS_MIB = GOAL_RSS_MB * 1e6 / 2**20
 
 # Children must see exactly the flags we pass: these would add options behind our back.

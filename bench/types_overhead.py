@@ -20,6 +20,9 @@ workload exercises (lock: only the file, no workload contends; alloc on `cpu`: o
 file). A broken run stops the benchmark: no table is printed from runs that did not do what
 they claim.
 
+Method, goal and current figures: BENCHMARKS.md, "Overhead of each profile type"; every run
+goes into a dated report in bench/reports/.
+
     python3 bench/types_overhead.py                       # default java, 7 rounds, ~25 min
     python3 bench/types_overhead.py --jdk /usr/lib/jvm/temurin-25-jdk-amd64 --rounds 9
     python3 bench/types_overhead.py --quick               # smoke run: 2 short rounds

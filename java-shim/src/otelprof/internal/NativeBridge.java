@@ -13,13 +13,19 @@ public final class NativeBridge {
     /** Whether the agent is sampling; false when the library is not there at all. */
     static native boolean active0();
 
-    /** {@code size << 32 | localRootOffset << 16 | otepBytes}, to check the record layout. */
+    /**
+     * {@code size << 32 | localRootOffset << 16 | samplesOffset}, to check the record layout
+     * (docs/context-protocol.md, "Record layout").
+     */
     static native long layout0();
 
     /** This thread's context record, or null when it is not sampled. */
     static native ByteBuffer registerThread0();
 
-    /** The calling virtual thread's own record (it follows the thread across carriers). */
+    /**
+     * The calling virtual thread's own record (it follows the thread across carriers; see
+     * docs/context-protocol.md, "Virtual threads").
+     */
     static native ByteBuffer registerVirtualThread0();
 
     static native void reportEndpoint0(long localRootSpanId, String name);

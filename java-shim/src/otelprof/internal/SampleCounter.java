@@ -7,7 +7,8 @@ import java.nio.ByteOrder;
 
 /**
  * How many samples the agent has taken, process-wide: read with one memory load, so the shim
- * can tell "no sample was taken while this scope was open" (the common case) for free.
+ * can tell "no sample was taken while this scope was open" (the common case) for free. How
+ * that decides which endpoint names are reported: docs/context-protocol.md, "Endpoints".
  */
 public final class SampleCounter {
     private SampleCounter() {}

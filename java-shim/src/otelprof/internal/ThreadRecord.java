@@ -11,15 +11,14 @@ import java.nio.ByteOrder;
  * This thread's span context record: native memory owned by the agent, in the layout of the
  * OpenTelemetry thread-context record (OTEP 4947), written without JNI calls.
  *
- * <p>Write protocol (the agent's signal handler runs on this same thread, so only compiler
- * ordering matters): mark the record "being written" ({@code valid = 2}) and fence, unless it
- * holds no span already (then {@link #clear} fenced after its own store); store the ids;
- * store-store fence; publish {@code valid = 1}. A sample taken in between sees an invalid
- * record and carries no span. When only the span id changes (same trace, local root and
- * flags), the one aligned store of the new id is the whole write.
+ * <p>Layout: docs/context-protocol.md, "Record layout". Write protocol (mark, fields, fence,
+ * publish; one store for a span switch within a trace; the fences of {@link #clear}) and the
+ * access mode of each store on the Unsafe and VarHandle paths: docs/context-protocol.md,
+ * "Write protocol".
  */
 public final class ThreadRecord {
-    // Offsets agreed with native/src/context.rs (checked against layout0() at start).
+    // Offsets agreed with the agent's ContextRecord (docs/context-protocol.md, "Record
+    // layout"); size, local root and samples are checked against layout0() at start.
     static final int TRACE_ID = 0;
     static final int SPAN_ID = 16;
     static final int HEADER = 24; // valid u8, trace_flags u8, attrs_size u16
@@ -307,8 +306,8 @@ public final class ThreadRecord {
             writtenLocalRoot = localRootSpanId;
         }
         VarHandle.storeStoreFence();
-        // The reader is this thread's signal handler: program order plus the compiler fence
-        // above is all the ordering it needs (a release store, like the VarHandle path's).
+        // A release store here; the VarHandle path stores plainly after the same fence, which
+        // is all this thread's signal handler needs (docs/context-protocol.md, "Write protocol").
         putOrderedInt(a + HEADER, header(VALID, flags, ATTRS_SIZE));
         publishedFlags = flags & 0xff;
     }
@@ -322,7 +321,6 @@ public final class ThreadRecord {
     }
 
     /**
-     * Samples taken on this thread so far    /**
      * Samples taken on this thread so far (wraps around). Comparing two readings tells whether
      * the thread was sampled in between.
      */

@@ -6,7 +6,8 @@ import java.lang.invoke.MethodType;
 
 /**
  * {@code sun.misc.Unsafe}, reached by reflection (no compile-time reference), for the few plain
- * memory accesses on the per-context-switch path. On JDK 23 and earlier; on JDK 24 and later
+ * memory accesses on the per-context-switch path (the Unsafe path of docs/context-protocol.md,
+ * "Write protocol"). On JDK 23 and earlier; on JDK 24 and later
  * only when the JVM runs with {@code --sun-misc-unsafe-memory-access=allow}, since otherwise it
  * warns at the first Unsafe memory access (JEP 498). {@code -Dotelprof.unsafe=false} turns it
  * off. Methods are handed out as bound method handles, which the JIT inlines to single

@@ -4,7 +4,10 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 
-/** {@code Thread.isVirtual()} without compiling against JDK 21. */
+/**
+ * {@code Thread.isVirtual()} without compiling against JDK 21 (virtual threads get records of
+ * their own: docs/context-protocol.md, "Virtual threads").
+ */
 final class VirtualThreads {
     private VirtualThreads() {}
 

@@ -9,7 +9,8 @@ import otelprof.internal.NativeBridge;
 /**
  * Finds the local root of each span (the first span of its trace in this process: a span
  * whose parent is invalid or remote is its own local root, otherwise it inherits its
- * parent's) and reports the names of local roots, which are the endpoints.
+ * parent's) and reports the names of local roots, which are the endpoints, bound to samples
+ * when the profile is written (docs/context-protocol.md, "Endpoints").
  *
  * <p>The parent is known from the SDK span ({@code ReadableSpan}). It is usually the span
  * shown on this thread just before (nested spans, work under {@code Context.wrap}), which is

@@ -17,7 +17,8 @@ import otelprof.internal.ThreadRecord;
  * which happen on whatever thread created the span.
  *
  * <p>The hot path allocates the scope (which carries the parsed ids of its span) and writes the
- * thread's long-lived state once per attach and once per close.
+ * thread's long-lived state once per attach and once per close. What is written into the
+ * thread's record, and in which order: docs/context-protocol.md, "Write protocol".
  */
 public final class OtelprofContextStorage implements ContextStorage {
     private final ContextStorage delegate;
