@@ -15,17 +15,17 @@ use jni::sys::{JNIEnv, JavaVM};
 use otelprof_exporter::{OtlpExporter, PprofFileSink};
 use otelprof_profile::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 
-use crate::class_names::CLASSES;
-use crate::context::{span_id_hex, SpanContext, ENDPOINTS};
-use crate::event_sample::STACK_TRACE_FAILED;
-use crate::jvmti::{self, Jvmti};
+use crate::context::record::{span_id_hex, SpanContext, ENDPOINTS};
+use crate::jvm::class_names::CLASSES;
+use crate::jvm::jvmti::{self, Jvmti};
+use crate::jvm::symbols::Symbols;
 use crate::kinds::{SampleKind, ThreadState};
-use crate::sample_buffer::Record;
-use crate::sampler::{self, Sampler, NOT_A_JAVA_THREAD};
+use crate::sampling::event_sample::STACK_TRACE_FAILED;
+use crate::sampling::sample_buffer::Record;
+use crate::sampling::signal_handler::{self, Sampler, NOT_A_JAVA_THREAD};
+use crate::sampling::thread_registry;
 use crate::stats::{self, COUNTERS};
-use crate::symbols::Symbols;
 use crate::sys::ticks;
-use crate::threads;
 
 /// Set once a failed OTLP submission has been reported (one line per problem).
 static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
@@ -64,11 +64,11 @@ impl Aggregator {
         std::thread::Builder::new()
             .name("otelprof-aggregator".into())
             .spawn(move || {
-                threads::add_own_tid(sampler::gettid());
+                thread_registry::add_own_tid(signal_handler::gettid());
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
                 if result.is_err() {
-                    sampler::set_active(false);
+                    signal_handler::set_active(false);
                     log_error!("internal error in the aggregator thread; profiling stopped");
                 }
                 crate::worker::mark_done(&theirs);
@@ -93,7 +93,7 @@ fn run(config: Config, control: &crate::worker::Shared) {
     let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-aggregator") };
     let Some(jni) = jni else {
         log_error!("cannot attach the aggregator thread to the JVM; profiling stopped");
-        sampler::set_active(false);
+        signal_handler::set_active(false);
         return;
     };
     let mut period = Period::new(&config, jni);
@@ -296,7 +296,9 @@ impl Lane {
             return *l;
         }
         let name = {
-            let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+            let mut names = thread_registry::NAMES
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             match names.get_mut(serial) {
                 Some(info) => {
                     // Read the name now: threads are often renamed after they start.
@@ -445,14 +447,15 @@ impl Period {
             started: Instant::now(),
             started_unix: unix_nanos(SystemTime::now()),
             last_drain_ns: 0,
-            unix_minus_monotonic: unix_nanos(SystemTime::now()) - sampler::monotonic_ns() as i64,
+            unix_minus_monotonic: unix_nanos(SystemTime::now())
+                - signal_handler::monotonic_ns() as i64,
             jvmti: config.jvmti,
             jni,
         }
     }
 
     fn drain(&mut self, sampler: &Sampler) {
-        self.last_drain_ns = sampler::monotonic_ns();
+        self.last_drain_ns = signal_handler::monotonic_ns();
         let max_depth = sampler.max_depth;
         let offset = self.unix_minus_monotonic;
         let (lanes, lane_of, symbols) = (&mut self.lanes, &self.lane_of, &mut self.symbols);
@@ -500,7 +503,9 @@ impl Period {
         self.started_unix = now_unix;
         self.symbols.clear();
         ENDPOINTS.expire();
-        let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names = thread_registry::NAMES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         // SAFETY: `self.jni` is this aggregator thread's JNIEnv.
         unsafe { names.evict_ended_before(self.last_drain_ns, self.jni) };
     }

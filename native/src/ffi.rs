@@ -7,7 +7,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
-use crate::sampler;
+use crate::sampling::signal_handler;
 
 static HOOK: Once = Once::new();
 
@@ -27,7 +27,7 @@ pub fn guard<R>(what: &str, on_panic: R, f: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => {
-            sampler::set_active(false);
+            signal_handler::set_active(false);
             log_error!("internal error in {what}; profiling is off, the JVM continues");
             on_panic
         }

@@ -6,10 +6,10 @@
 
 use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
 
-use crate::context::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
+use crate::context::record::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
 use crate::ffi::guard;
-use crate::sampler::gettid;
-use crate::threads;
+use crate::sampling::signal_handler::gettid;
+use crate::sampling::thread_registry;
 
 extern "C" {
     /// Sets `otel_thread_ctx_v1` for the calling thread (c/otel_thread_ctx.c).
@@ -41,7 +41,7 @@ pub extern "system" fn Java_otelprof_internal_NativeBridge_active0(
     _cls: jclass,
 ) -> jboolean {
     guard("NativeBridge.active0", JNI_FALSE, || {
-        if crate::sampler::is_active() {
+        if crate::sampling::signal_handler::is_active() {
             JNI_TRUE
         } else {
             JNI_FALSE
@@ -77,17 +77,17 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerThread
 /// # Safety
 /// `env` is the calling thread's JNIEnv.
 unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
-    if !crate::sampler::is_active() {
+    if !crate::sampling::signal_handler::is_active() {
         return std::ptr::null_mut();
     }
     let tid = gettid();
-    if threads::TABLE.lookup(tid).is_none() {
+    if thread_registry::TABLE.lookup(tid).is_none() {
         // A thread that started before the agent (e.g. `main` when the agent was loaded by
         // `-javaagent`): register it now that we have its JNIEnv.
         // SAFETY: `env` is this thread's JNIEnv.
         unsafe { crate::agent::register_current_thread(env) };
     }
-    let Some(slot) = threads::TABLE.lookup(tid) else {
+    let Some(slot) = thread_registry::TABLE.lookup(tid) else {
         return std::ptr::null_mut();
     };
     let mut record = slot.own_context();
@@ -118,14 +118,16 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerVirtua
         "NativeBridge.registerVirtualThread0",
         std::ptr::null_mut(),
         || {
-            if !crate::sampler::is_active() || !crate::vthreads::enabled() {
+            if !crate::sampling::signal_handler::is_active()
+                || !crate::sampling::virtual_threads::enabled()
+            {
                 return std::ptr::null_mut();
             }
             let Some(jvmti) = crate::agent::jvmti() else {
                 return std::ptr::null_mut();
             };
             // SAFETY: called on the virtual thread itself.
-            let record = unsafe { crate::vthreads::register_current(&jvmti) };
+            let record = unsafe { crate::sampling::virtual_threads::register_current(&jvmti) };
             // SAFETY: `env` is this thread's JNIEnv; `record` is null or a pool record.
             unsafe { record_buffer(env, record) }
         },
@@ -202,7 +204,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_bufferAddress0
 }
 
 /// `void reportEndpoint0(long localRootSpanId, String name)`: the current name of a local
-/// root span (see [`context::Endpoints`]).
+/// root span (see [`crate::context::record::Endpoints`]).
 ///
 /// # Safety
 /// Called by the JVM with the calling thread's JNIEnv and a String (or null).

@@ -13,7 +13,7 @@
 //! | lock  | `lock-` | `contentions/count`, `delay/nanoseconds`        | `contentions/count` |
 //!
 //! Wall samples have no `samples/count`: their weights are measured wall time (see
-//! [`crate::wall`]), not a whole number of intervals, so a count times the period would not
+//! [`crate::engines::wall`]), not a whole number of intervals, so a count times the period would not
 //! give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
 #![forbid(unsafe_code)]
 

@@ -4,45 +4,32 @@
 //! JVMTI glue, the signal handler and its buffers, the aggregator thread. Profile building,
 //! encoding and file writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
 //!
-//! How a sample travels: a per-thread CPU timer ([`timers`]) sends SIGPROF to the thread that
-//! burned the CPU; the handler ([`sampler`]) finds the thread in [`thread_table`], walks its
-//! stack with AsyncGetCallTrace ([`agct`]) and appends the frames to [`sample_buffer`]; the
-//! [`aggregator`] thread names the frames ([`symbols`]) and writes a profile every period.
+//! How a sample travels: a per-thread CPU timer ([`sampling::timers`]) sends SIGPROF to the thread that
+//! burned the CPU; the handler ([`sampling::signal_handler`]) finds the thread in [`sampling::thread_table`], walks its
+//! stack with AsyncGetCallTrace ([`jvm::agct`]) and appends the frames to [`sampling::sample_buffer`]; the
+//! [`aggregator`] thread names the frames ([`jvm::symbols`]) and writes a profile every period.
 //!
 //! The other profile types ([`kinds`]) take the same road from different starts: the
-//! wall-clock thread ([`wall`]) signals threads in turn whatever they are doing; JVMTI
-//! callbacks record sampled allocations ([`alloc`]) and contended monitors ([`locks`]) through
-//! [`event_sample`], naming the leaf class with [`class_names`].
+//! wall-clock thread ([`engines::wall`]) signals threads in turn whatever they are doing; JVMTI
+//! callbacks record sampled allocations ([`engines::alloc`]) and contended monitors ([`engines::locks`]) through
+//! [`sampling::event_sample`], naming the leaf class with [`jvm::class_names`].
 
 #[macro_use]
 pub mod log;
 
-pub mod agct;
 pub mod agent;
 pub mod aggregator;
-pub mod alloc;
-pub mod class_names;
 pub mod context;
-pub mod event_sample;
+pub mod engines;
 pub mod ffi;
 pub mod jni_api;
-pub mod jvmti;
+pub mod jvm;
 pub mod kinds;
-pub mod locks;
 pub mod options;
 pub mod otlp_export;
-pub mod parks;
-pub mod process_context;
-pub mod sample_buffer;
-pub mod sampler;
+pub mod sampling;
 pub mod stats;
-pub mod symbols;
 pub mod sys;
-pub mod thread_table;
-pub mod threads;
-pub mod timers;
-pub mod vthreads;
-pub mod wall;
 pub mod worker;
 
 use std::ffi::CStr;

@@ -58,7 +58,7 @@ pub struct Counters {
     /// Failed stack walks by AsyncGetCallTrace code (index = -code).
     pub walk_failed: [AtomicU64; WALK_OUTCOMES],
     /// Walks AsyncGetCallTrace could only do from the interrupted code's caller
-    /// ([`crate::sampler`]'s recovery of `unknown_Java` / `not_walkable_Java`).
+    /// ([`crate::sampling::signal_handler`]'s recovery of `unknown_Java` / `not_walkable_Java`).
     pub walks_recovered: AtomicU64,
     /// Stacks cut at `depth=`.
     pub truncated: AtomicU64,

@@ -11,18 +11,18 @@ use jni::sys::{jclass, jobject, JNIEnv, JavaVM};
 use otelprof_exporter::OtlpExporter;
 
 use crate::aggregator::{self, Aggregator};
+use crate::engines::wall::{self, WallClock};
 use crate::ffi::guard;
-use crate::jvmti::{delete_local_ref, Jvmti};
+use crate::jvm::jvmti::{delete_local_ref, Jvmti};
 use crate::kinds::SampleKind;
 use crate::options::{Clock, Options};
 use crate::otlp_export::{self, ExportEnv};
-use crate::sample_buffer::SampleBuffer;
-use crate::sampler::{self, Sampler};
+use crate::sampling::sample_buffer::SampleBuffer;
+use crate::sampling::signal_handler::{self, Sampler};
+use crate::sampling::thread_registry::{self, Registration};
+use crate::sampling::timers::ProcessItimer;
 use crate::stats;
 use crate::sys::{self, capability, event, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks};
-use crate::threads::{self, Registration};
-use crate::timers::ProcessItimer;
-use crate::wall::{self, WallClock};
 
 pub struct Agent {
     vm: *mut JavaVM,
@@ -108,7 +108,7 @@ pub unsafe fn register_current_thread(env: *mut JNIEnv) {
     if agent.jvmti.current_thread(&mut thread).is_ok() {
         // SAFETY: the calling thread's JNIEnv and Thread.
         unsafe {
-            threads::on_thread_start(&agent.jvmti, env, thread, registration(agent));
+            thread_registry::on_thread_start(&agent.jvmti, env, thread, registration(agent));
             delete_local_ref(env, thread);
         }
     }
@@ -152,7 +152,7 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
 
     // SAFETY: per this function's contract.
     let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| format!("cannot get JVMTI: {e}"))?;
-    let walk = crate::agct::find(&jvmti).map_err(|e| e.to_string())?;
+    let walk = crate::jvm::agct::find(&jvmti).map_err(|e| e.to_string())?;
 
     let potential = jvmti
         .potential_capabilities()
@@ -210,7 +210,7 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         caps = caps.with(capability::CAN_TAG_OBJECTS);
     }
     // java.util.concurrent parks: the JDK binds Unsafe.park during startup; catching that
-    // binding needs the event from OnLoad on (see crate::parks).
+    // binding needs the event from OnLoad on (see crate::engines::parks).
     let park_bind =
         lock && !live && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     if park_bind {
@@ -234,10 +234,11 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         ClassPrepare: Some(class_prepare),
         CompiledMethodLoad: Some(compiled_method_load),
         VirtualThreadEnd: Some(virtual_thread_end),
-        SampledObjectAlloc: alloc.then_some(crate::alloc::sampled_object_alloc as _),
-        MonitorContendedEnter: lock.then_some(crate::locks::monitor_contended_enter as _),
-        MonitorContendedEntered: lock.then_some(crate::locks::monitor_contended_entered as _),
-        NativeMethodBind: park_bind.then_some(crate::parks::native_method_bind as _),
+        SampledObjectAlloc: alloc.then_some(crate::engines::alloc::sampled_object_alloc as _),
+        MonitorContendedEnter: lock.then_some(crate::engines::locks::monitor_contended_enter as _),
+        MonitorContendedEntered: lock
+            .then_some(crate::engines::locks::monitor_contended_entered as _),
+        NativeMethodBind: park_bind.then_some(crate::engines::parks::native_method_bind as _),
         ..Default::default()
     };
     jvmti
@@ -258,7 +259,9 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
     if park_bind {
         events.push(event::EVENT_NATIVE_METHOD_BIND);
     }
-    if caps.has(capability::CAN_SUPPORT_VIRTUAL_THREADS) && crate::vthreads::enable(&jvmti) {
+    if caps.has(capability::CAN_SUPPORT_VIRTUAL_THREADS)
+        && crate::sampling::virtual_threads::enable(&jvmti)
+    {
         events.push(event::EVENT_VIRTUAL_THREAD_END);
     }
     for e in events {
@@ -269,15 +272,15 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
 
     let max_depth = options.max_depth as usize;
     let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
-        table: &threads::TABLE,
+        table: &thread_registry::TABLE,
         buffer: SampleBuffer::new(SHARDS, max_depth, ARENA_BYTES),
         walk,
         max_depth: options.max_depth as i32,
     }));
-    if !sampler::install(sampler) {
+    if !signal_handler::install(sampler) {
         return Err("internal error: sampler installed twice".into());
     }
-    match sampler::install_handler(libc::SIGPROF) {
+    match signal_handler::install_handler(libc::SIGPROF) {
         Ok(Some(prev)) => {
             log_warn!("replaced another SIGPROF handler ({prev:#x}); is another profiler loaded?")
         }
@@ -321,14 +324,18 @@ impl Agent {
         }
         let preloaded = preload_loaded_classes(&self.jvmti, jni);
         // SAFETY: VMInit passes the main thread and its JNIEnv; this runs on that thread.
-        unsafe { threads::on_thread_start(&self.jvmti, jni, main_thread, registration(self)) };
+        unsafe {
+            thread_registry::on_thread_start(&self.jvmti, jni, main_thread, registration(self))
+        };
         // SAFETY: `jni` is this (VMInit or shim) thread's JNIEnv, in the live phase.
         let resource = unsafe { otlp_export::build_resource(jni, &self.export_env, &self.options) };
         // Out-of-process readers (the OpenTelemetry eBPF profiler) learn who we are and how to
         // read our thread-context records from the process context (OTEP 4719).
-        let payload =
-            otelprof_profile::process_context::payload(&resource, crate::context::ATTRIBUTE_KEYS);
-        if let Err(e) = crate::process_context::publish(&payload) {
+        let payload = otelprof_profile::process_context::payload(
+            &resource,
+            crate::context::record::ATTRIBUTE_KEYS,
+        );
+        if let Err(e) = crate::context::process_context::publish(&payload) {
             log_debug!("cannot publish the OpenTelemetry process context: {e}");
         }
         // The exporter's CPU-utilisation metric converts CPU intervals to time.
@@ -358,7 +365,7 @@ impl Agent {
                 return;
             }
         }
-        sampler::set_active(true);
+        signal_handler::set_active(true);
         let mut what = Vec::new();
         if let Some(interval) = self.cpu_interval {
             let engine = match self.options.clock {
@@ -366,7 +373,7 @@ impl Agent {
                 Clock::Itimer => match ProcessItimer::start(interval) {
                     Ok(()) => "setitimer(ITIMER_PROF)",
                     Err(e) => {
-                        sampler::set_active(false);
+                        signal_handler::set_active(false);
                         log_error!("cannot start ITIMER_PROF: {e}; profiling is off");
                         return;
                     }
@@ -395,7 +402,7 @@ impl Agent {
             }
         }
         if let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) {
-            crate::alloc::configure(bytes, self.options.alloc_rate);
+            crate::engines::alloc::configure(bytes, self.options.alloc_rate);
             let on = self
                 .jvmti
                 .set_heap_sampling_interval(bytes as i32)
@@ -419,7 +426,7 @@ impl Agent {
             }
         }
         if let (true, Some(threshold)) = (self.lock, self.options.lock_threshold) {
-            crate::locks::set_threshold(threshold);
+            crate::engines::locks::set_threshold(threshold);
             let on = self
                 .jvmti
                 .set_event(true, event::EVENT_MONITOR_CONTENDED_ENTER)
@@ -437,7 +444,7 @@ impl Agent {
                 Err(e) => log_error!("cannot start lock profiling: {e}; it stays off"),
             }
             // SAFETY: `jni` is this (VMInit or shim) thread's JNIEnv, in the live phase.
-            match unsafe { crate::parks::install(&self.jvmti, jni) } {
+            match unsafe { crate::engines::parks::install(&self.jvmti, jni) } {
                 Ok(()) => what.push("java.util.concurrent lock parks".to_owned()),
                 Err(e) => log_warn!(
                     "java.util.concurrent locks are not profiled: {e} (contended monitors are)"
@@ -473,7 +480,7 @@ impl Agent {
     }
 
     fn stop(&self) {
-        if !sampler::is_active() && self.aggregator.lock().map_or(true, |a| a.is_none()) {
+        if !signal_handler::is_active() && self.aggregator.lock().map_or(true, |a| a.is_none()) {
             return;
         }
         // The wall thread first: it sends signals and reads thread states, and must be gone
@@ -497,13 +504,13 @@ impl Agent {
                 .jvmti
                 .set_event(false, event::EVENT_MONITOR_CONTENDED_ENTERED);
         }
-        sampler::set_active(false);
-        threads::stop();
+        signal_handler::set_active(false);
+        thread_registry::stop();
         if self.cpu_interval.is_some() && self.options.clock == Clock::Itimer {
             let _ = ProcessItimer::stop();
         }
-        threads::delete_all_timers();
-        if !sampler::quiesce(Duration::from_secs(1)) {
+        thread_registry::delete_all_timers();
+        if !signal_handler::quiesce(Duration::from_secs(1)) {
             log_warn!("a sample was still being taken after 1s; continuing shutdown");
         }
         let aggregator = self
@@ -551,7 +558,7 @@ impl Agent {
                 s.metrics_exports,
             );
         }
-        let (registered, _) = threads::TABLE.occupancy();
+        let (registered, _) = thread_registry::TABLE.occupancy();
         log_info!(
             "stopped; {}; {} threads_registered_at_exit={registered}{export_summary}",
             self.destinations(),
@@ -605,7 +612,7 @@ unsafe extern "C" fn virtual_thread_end(
     guard("VirtualThreadEnd", (), || {
         if let Some(a) = agent() {
             // SAFETY: the event's own arguments.
-            unsafe { crate::vthreads::on_end(&a.jvmti, vthread) };
+            unsafe { crate::sampling::virtual_threads::on_end(&a.jvmti, vthread) };
         }
     })
 }
@@ -631,13 +638,13 @@ unsafe extern "C" fn thread_start(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, threa
     guard("ThreadStart", (), || {
         if let Some(a) = agent() {
             // SAFETY: ThreadStart runs on the new thread and passes its JNIEnv and Thread.
-            unsafe { threads::on_thread_start(&a.jvmti, jni, thread, registration(a)) };
+            unsafe { thread_registry::on_thread_start(&a.jvmti, jni, thread, registration(a)) };
         }
     })
 }
 
 unsafe extern "C" fn thread_end(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, _thread: jobject) {
-    guard("ThreadEnd", (), threads::on_thread_end)
+    guard("ThreadEnd", (), thread_registry::on_thread_end)
 }
 
 unsafe extern "C" fn class_load(_: *mut JvmtiEnv, _: *mut JNIEnv, _: jobject, _: jclass) {}

@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use jni::sys::{jobject, JNIEnv};
 
-use crate::context::{ContextRecord, RECORDS};
+use crate::context::record::{ContextRecord, RECORDS};
 use crate::jni_api::publish_tls;
-use crate::jvmti::Jvmti;
-use crate::sampler::gettid;
+use crate::jvm::jvmti::Jvmti;
+use crate::sampling::signal_handler::gettid;
+use crate::sampling::thread_registry;
 use crate::sys::JvmtiEnv;
-use crate::threads;
 
 const MOUNT: &str = "com.sun.hotspot.events.VirtualThreadMount";
 const UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
@@ -67,7 +67,7 @@ fn agent_jvmti() -> Option<Jvmti> {
 /// # Safety
 /// `record` is null or a pool record.
 unsafe fn show_on_carrier(record: *mut ContextRecord, own_if_null: bool) {
-    if let Some(slot) = threads::TABLE.lookup(gettid()) {
+    if let Some(slot) = thread_registry::TABLE.lookup(gettid()) {
         let shown = if record.is_null() && own_if_null {
             slot.own_context()
         } else {

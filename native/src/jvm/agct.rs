@@ -6,7 +6,7 @@
 
 use std::ffi::CStr;
 
-use crate::jvmti::Jvmti;
+use crate::jvm::jvmti::Jvmti;
 use crate::sys::AsyncGetCallTraceFn;
 
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@
 //!
 //! The callback records the stack (GetStackTrace), the allocated class as the leaf frame, and
 //! the span context of the allocating thread, into the common sample buffer
-//! ([`crate::event_sample`]).
+//! ([`crate::sampling::event_sample`]).
 //!
 //! A sample costs several microseconds, most of it in GetStackTrace, so its cost follows the
 //! allocation rate: at 1.8 GB/s and 512 KiB, 3,600 samples a second took 1.7 % of the CPU in
@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use jni::sys::{jclass, jlong, jobject, JNIEnv};
 
-use crate::event_sample::{self, EventSample};
 use crate::ffi::guard;
 use crate::kinds::SampleKind;
+use crate::sampling::event_sample::{self, EventSample};
 use crate::sys::JvmtiEnv;
 
 /// Mean bytes between samples, as given to `SetHeapSamplingInterval` last.
@@ -52,7 +52,10 @@ pub fn configure(bytes: u32, max_rate: u32) {
     BASE.store(u64::from(bytes), Ordering::Relaxed);
     MAX_RATE.store(u64::from(max_rate), Ordering::Relaxed);
     WINDOW_SAMPLES.store(0, Ordering::Relaxed);
-    WINDOW_START_NS.store(crate::sampler::monotonic_ns(), Ordering::Relaxed);
+    WINDOW_START_NS.store(
+        crate::sampling::signal_handler::monotonic_ns(),
+        Ordering::Relaxed,
+    );
 }
 
 /// The interval for the next window, after `samples` in `window_ns` at `current`: unchanged
@@ -74,14 +77,14 @@ pub fn next_interval(base: u64, current: u64, samples: u64, window_ns: u64, max_
 
 /// Counts a sample in the rate window and, if this sample closes the window, adjusts the
 /// interval. One thread per window adjusts (the one whose compare-exchange wins).
-fn throttle(jvmti: &crate::jvmti::Jvmti) {
+fn throttle(jvmti: &crate::jvm::jvmti::Jvmti) {
     let max_rate = MAX_RATE.load(Ordering::Relaxed);
     let base = BASE.load(Ordering::Relaxed);
     if max_rate == 0 || base == 0 {
         return;
     }
     WINDOW_SAMPLES.fetch_add(1, Ordering::Relaxed);
-    let now = crate::sampler::monotonic_ns();
+    let now = crate::sampling::signal_handler::monotonic_ns();
     let start = WINDOW_START_NS.load(Ordering::Relaxed);
     let elapsed = now.saturating_sub(start);
     if elapsed < WINDOW_NS
@@ -144,7 +147,7 @@ pub unsafe extern "C" fn sampled_object_alloc(
         };
         let (bytes, objects) = estimate(size.max(0) as u64, INTERVAL.load(Ordering::Relaxed));
         // SAFETY: `class` is the event's live class reference, on this attached thread.
-        let class_id = unsafe { crate::class_names::class_id(&jvmti, class) };
+        let class_id = unsafe { crate::jvm::class_names::class_id(&jvmti, class) };
         let sample = EventSample {
             kind: SampleKind::Alloc,
             weight: bytes,

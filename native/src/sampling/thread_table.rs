@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use jni::sys::JNIEnv;
 
-use crate::context::ContextRecord;
+use crate::context::record::ContextRecord;
 
 /// Slots in the table: the number of Java threads that can be profiled at once is about half
 /// of this (probing stays short below ~50% load).
@@ -43,7 +43,7 @@ pub struct ThreadSlot {
     context: AtomicPtr<ContextRecord>,
     /// The platform thread's own record, kept while a virtual thread's record is mounted.
     own_context: AtomicPtr<ContextRecord>,
-    /// Wall-clock bookkeeping ([`crate::wall`]), touched only by the wall thread and reset
+    /// Wall-clock bookkeeping ([`crate::engines::wall`]), touched only by the wall thread and reset
     /// by `insert`.
     pub wall: WallMarks,
 }
@@ -53,7 +53,7 @@ pub struct ThreadSlot {
 pub struct WallMarks {
     /// CLOCK_MONOTONIC time of the last visit (registration time before the first).
     pub last_visit_ns: AtomicU64,
-    /// Consecutive idle visits (see [`crate::wall`]).
+    /// Consecutive idle visits (see [`crate::engines::wall`]).
     pub idle_streak: AtomicU32,
     /// Wall time signalled but not yet taken by a sample: the wall thread adds to it before
     /// it signals, the handler takes all of it. A signal the kernel merges with one already
@@ -231,7 +231,8 @@ impl ThreadTable {
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.own_context
             .store(std::ptr::null_mut(), Ordering::Relaxed);
-        slot.wall.reset(crate::sampler::monotonic_ns());
+        slot.wall
+            .reset(crate::sampling::signal_handler::monotonic_ns());
         slot.tid.store(tid, Ordering::Release);
         Ok(())
     }

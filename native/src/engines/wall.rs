@@ -12,7 +12,7 @@
 //!   AsyncGetCallTrace wherever the thread is (no safepoint bias), its span context, its state.
 //! - **BLOCKED, WAITING, TIMED_WAITING**: sampled from here, with JVMTI GetStackTrace (a
 //!   handshake that the VM completes at once for a thread that waits, whose stack does not
-//!   move) and a double-read snapshot of its context record ([`crate::context::snapshot`]).
+//!   move) and a double-read snapshot of its context record ([`crate::context::record::snapshot`]).
 //!   AsyncGetCallTrace is not reliable on such threads: on a thread blocked on a monitor from
 //!   C2-compiled code it fails (`not_walkable_not_Java`) for about a third of the samples, on
 //!   JDK 17 and 25 alike, which would hide exactly the contention a wall profile is for. And
@@ -55,10 +55,10 @@
 //! the thread exits, so its tid cannot have been reused. A signal that still reaches a
 //! thread after it unregistered is recorded as an unknown thread; one to a thread that is
 //! gone fails with ESRCH (counted). Threads sampled with GetStackTrace are named by their
-//! `Thread` object (from the global reference kept in [`threads::NAMES`]), never by tid, and
+//! `Thread` object (from the global reference kept in [`thread_registry::NAMES`]), never by tid, and
 //! their sample is kept only if their slot shows the same thread life before and after.
 //!
-//! [`ThreadTable::hold_registrations`]: crate::thread_table::ThreadTable::hold_registrations
+//! [`ThreadTable::hold_registrations`]: crate::sampling::thread_table::ThreadTable::hold_registrations
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -66,14 +66,14 @@ use std::time::{Duration, Instant};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
 
-use crate::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
+use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
-use crate::sample_buffer::{RecordHeader, WriteError};
-use crate::sampler::{self, gettid, monotonic_ns, Sampler};
+use crate::sampling::sample_buffer::{RecordHeader, WriteError};
+use crate::sampling::signal_handler::{self, gettid, monotonic_ns, Sampler};
+use crate::sampling::thread_registry;
+use crate::sampling::thread_table::ThreadSlot;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo, QueueSigInfo, SI_QUEUE};
-use crate::thread_table::ThreadSlot;
-use crate::threads;
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
 pub const IDLE_AFTER: u32 = 8;
@@ -86,7 +86,7 @@ pub const IDLE_EVERY: u32 = 4;
 /// while another SIGPROF is pending on the thread (a CPU timer's, or an earlier wall signal to
 /// a thread that has been waiting for a CPU), so a weight in the signal could be lost.
 ///
-/// [`WallMarks::pending_ns`]: crate::thread_table::WallMarks::pending_ns
+/// [`WallMarks::pending_ns`]: crate::sampling::thread_table::WallMarks::pending_ns
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WallSignal {
     pub state: ThreadState,
@@ -184,7 +184,7 @@ impl WallClock {
         std::thread::Builder::new()
             .name("otelprof-wall".into())
             .spawn(move || {
-                threads::add_own_tid(gettid());
+                thread_registry::add_own_tid(gettid());
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
                 if result.is_err() {
@@ -242,7 +242,7 @@ fn tick_until_stopped(config: &Config, jni: *mut JNIEnv, control: &crate::worker
         // A fixed rate, not a fixed pause: the visits' weights measure real time anyway,
         // but a steady rate spreads the samples evenly. After a stall, do not catch up.
         next = (next + config.interval).max(Instant::now());
-        if sampler::is_active() {
+        if signal_handler::is_active() {
             wall.tick();
         }
     }
@@ -283,7 +283,7 @@ struct Rotation {
 
 impl Rotation {
     fn new(jvmti: Jvmti, jni: *mut JNIEnv, max_samples: usize) -> Rotation {
-        let depth = sampler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
+        let depth = signal_handler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
         Rotation {
             jvmti,
             jni,
@@ -303,7 +303,7 @@ impl Rotation {
     }
 
     fn tick(&mut self) {
-        let Some(sampler) = sampler::installed() else {
+        let Some(sampler) = signal_handler::installed() else {
             return;
         };
         self.planned.clear();
@@ -313,7 +313,9 @@ impl Rotation {
             // Thread objects are used under the names lock: their global references live
             // until the entry is evicted, which needs this lock. Only quick calls here
             // (GetThreadState, NewLocalRef); stack walks come after the lock is released.
-            let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+            let mut names = thread_registry::NAMES
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             let (jvmti, jni, started_ns, max_samples, max_visits) = (
                 self.jvmti,
                 self.jni,
@@ -322,9 +324,9 @@ impl Rotation {
                 self.max_visits,
             );
             let (planned, random) = (&mut self.planned, &mut self.random);
-            self.cursor = threads::TABLE.scan_from(self.cursor, |slot| {
+            self.cursor = thread_registry::TABLE.scan_from(self.cursor, |slot| {
                 let (tid, serial) = (slot.tid(), slot.serial());
-                if threads::is_own_tid(tid) {
+                if thread_registry::is_own_tid(tid) {
                     return true;
                 }
                 visits += 1;
@@ -375,7 +377,7 @@ impl Rotation {
         if !self.planned.iter().any(|p| matches!(p.how, How::Signal(_))) {
             return;
         }
-        let held = threads::TABLE.hold_registrations();
+        let held = thread_registry::TABLE.hold_registrations();
         for p in &self.planned {
             let How::Signal(signal) = p.how else {
                 continue;
@@ -427,7 +429,7 @@ unsafe fn sample_waiting(
         }
     };
     // SAFETY: slots only point to never-freed pool records.
-    let context = unsafe { crate::context::snapshot(slot.context()) };
+    let context = unsafe { crate::context::record::snapshot(slot.context()) };
     if !same_life() {
         stats::bump(&COUNTERS.wall_thread_gone);
         return;
@@ -498,7 +500,7 @@ fn visit(
     // A thread that is not alive (about to end) is not sampled.
     let state = ThreadState::from_jvmti(bits)?;
     // SAFETY: slots only point to never-freed pool records.
-    let has_span = unsafe { crate::context::has_span(slot.context()) };
+    let has_span = unsafe { crate::context::record::has_span(slot.context()) };
     let waiting = state != ThreadState::Runnable
         || bits & thread_state::IN_NATIVE != 0
         || marks.no_java.load(Ordering::Relaxed);
@@ -525,8 +527,8 @@ fn visit(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::sampling::thread_table::ThreadTable;
     use crate::sys::thread_state as s;
-    use crate::thread_table::ThreadTable;
 
     #[test]
     fn signals_round_trip_and_foreign_values_are_not_wall() {
@@ -592,7 +594,7 @@ mod tests {
         assert_eq!(visit(slot, None, t, 5_000, keep), None);
         // With a span, waiting is always sampled: that wait is the request's latency.
         slot.wall.idle_streak.store(100, Ordering::Relaxed);
-        let record = crate::context::RECORDS.take();
+        let record = crate::context::record::RECORDS.take();
         slot.set_own_context(record);
         // SAFETY: a pool record only this test uses.
         unsafe { (*record).valid = 1 };
@@ -601,7 +603,7 @@ mod tests {
         // SAFETY: as above; unpublished first.
         unsafe {
             slot.set_own_context(std::ptr::null_mut());
-            crate::context::RECORDS.give_back(record);
+            crate::context::record::RECORDS.give_back(record);
         }
     }
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use jni::sys::{jmethodID, JNIEnv};
 use otelprof_profile::frame_name;
 
-use crate::jvmti::{delete_local_ref, Jvmti};
+use crate::jvm::jvmti::{delete_local_ref, Jvmti};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MethodInfo {

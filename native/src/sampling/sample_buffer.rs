@@ -18,7 +18,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::context::SpanContext;
+use crate::context::record::SpanContext;
 use crate::sys::AsgctCallFrame;
 
 /// What a sampler records besides the frames: the signal handler (CPU and wall samples) and
@@ -46,7 +46,7 @@ pub struct RecordHeader {
     pub state: u8,
     /// Zero (explicit padding, so every byte of a record is initialised).
     pub reserved: u16,
-    /// Interned class name of the leaf frame ([`crate::class_names`]): the allocated class,
+    /// Interned class name of the leaf frame ([`crate::jvm::class_names`]): the allocated class,
     /// or the class of the contended monitor. 0 for none.
     pub class_id: u32,
     /// The span the thread was working for.

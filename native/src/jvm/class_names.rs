@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use jni::sys::jclass;
 use otelprof_profile::frame_name;
 
-use crate::jvmti::Jvmti;
+use crate::jvm::jvmti::Jvmti;
 
 pub const MAX_NAMES: usize = 1 << 16;
 /// Id of the shared entry for classes beyond [`MAX_NAMES`].

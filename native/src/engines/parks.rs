@@ -18,7 +18,7 @@
 //! the monitor events do not count either, and idle pool threads waiting for work would
 //! otherwise dominate the profile. Parks without a blocker (`LockSupport.park()`) are not
 //! attributable to a lock and are left out. Weighting is the monitors' (`lock=T`, see
-//! [`crate::locks::weigh`]); the leaf frame is the blocker's class (e.g.
+//! [`crate::engines::locks::weigh`]); the leaf frame is the blocker's class (e.g.
 //! `java.util.concurrent.locks.ReentrantLock$NonfairSync`), under the parking thread's stack,
 //! with its span context.
 //!
@@ -34,11 +34,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use jni::sys::{jboolean, jclass, jfieldID, jlong, jobject, JNIEnv, JNINativeMethod};
 
-use crate::event_sample::{self, EventSample};
 use crate::ffi::guard;
-use crate::jvmti::{delete_local_ref, object_class, Jvmti};
+use crate::jvm::jvmti::{delete_local_ref, object_class, Jvmti};
 use crate::kinds::SampleKind;
-use crate::sampler::monotonic_ns;
+use crate::sampling::event_sample::{self, EventSample};
+use crate::sampling::signal_handler::monotonic_ns;
 use crate::stats::{self, COUNTERS};
 
 /// HotSpot's `Unsafe_Park(JNIEnv*, jobject unsafe, jboolean isAbsolute, jlong time)`.
@@ -154,7 +154,7 @@ unsafe extern "C" fn park_hook(
     }
     // SAFETY: `original` is HotSpot's Unsafe_Park, whose signature is ParkFn.
     let park = unsafe { std::mem::transmute::<usize, ParkFn>(original) };
-    if !crate::sampler::is_active() {
+    if !crate::sampling::signal_handler::is_active() {
         // SAFETY: the JVM's own arguments, passed through.
         unsafe { park(env, unsafe_object, absolute, time) };
         return;
@@ -177,9 +177,11 @@ unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
     // Decide first, with no JNI call: parks can be very frequent (hand-offs between threads,
     // a few microseconds each), and most short ones are not picked. The choice does not
     // depend on the blocker, so filtering by blocker afterwards keeps the estimates unbiased.
-    let Some((delay, contentions)) =
-        crate::locks::weigh(waited, crate::locks::threshold(), crate::locks::uniform())
-    else {
+    let Some((delay, contentions)) = crate::engines::locks::weigh(
+        waited,
+        crate::engines::locks::threshold(),
+        crate::engines::locks::uniform(),
+    ) else {
         stats::bump(&COUNTERS.lock_short);
         return;
     };
@@ -218,7 +220,8 @@ unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
     // SAFETY: a live class reference.
     let condition = unsafe { jvmti.class_signature(class) }.is_ok_and(|s| is_condition(&s));
     // SAFETY: a live class reference, on this attached thread.
-    let class_id = (!condition).then(|| unsafe { crate::class_names::class_id(&jvmti, class) });
+    let class_id =
+        (!condition).then(|| unsafe { crate::jvm::class_names::class_id(&jvmti, class) });
     // SAFETY: deleted after its last use.
     unsafe { delete_local_ref(env, class) };
     let Some(class_id) = class_id else {

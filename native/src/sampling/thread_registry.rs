@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use jni::sys::{jobject, JNIEnv};
 
-use crate::jvmti::{delete_global_ref, new_global_ref, Jvmti};
-use crate::sampler::{gettid, monotonic_ns};
+use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
+use crate::sampling::signal_handler::{gettid, monotonic_ns};
+use crate::sampling::thread_table::{ThreadTable, NO_TIMER};
+use crate::sampling::timers::ThreadCpuTimer;
 use crate::stats::{self, COUNTERS};
-use crate::thread_table::{ThreadTable, NO_TIMER};
-use crate::timers::ThreadCpuTimer;
 
 pub static TABLE: ThreadTable = ThreadTable::new();
 
@@ -188,7 +188,7 @@ pub fn on_thread_end() {
     }
     // SAFETY: the thread is gone (this is its last callback) and its slot no longer points to
     // the record, so the record can serve another thread. Its TLS pointer dies with it.
-    unsafe { crate::context::RECORDS.give_back(removed.own_context) };
+    unsafe { crate::context::record::RECORDS.give_back(removed.own_context) };
     if let Some(info) = lock_names().get_mut(removed.serial) {
         info.ended_at = Some(monotonic_ns());
     }

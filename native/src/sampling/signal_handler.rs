@@ -1,19 +1,19 @@
 //! The SIGPROF handler: walk the interrupted thread's Java stack and store it.
 //!
 //! Two sources send SIGPROF: the per-thread CPU timers (`si_code == SI_TIMER`, or the kernel
-//! for `clock=itimer`) and the wall-clock thread ([`crate::wall`], `si_code == SI_QUEUE` with
+//! for `clock=itimer`) and the wall-clock thread ([`crate::engines::wall`], `si_code == SI_QUEUE` with
 //! a tagged `si_value` carrying the weight and the thread state). The handler tells them apart
 //! by the siginfo and records a CPU or a wall sample.
 //!
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
 //!   a vDSO read on Linux), reading and writing `errno`;
-//! - reads of the kernel's siginfo ([`crate::wall::WallSignal::decode`]: shifts and masks),
+//! - reads of the kernel's siginfo ([`crate::engines::wall::WallSignal::decode`]: shifts and masks),
 //!   and for wall signals an atomic swap and store in the thread's slot
-//!   ([`crate::thread_table::WallMarks::take_pending`], `no_java`);
+//!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
-//! - volatile loads of the thread's span context record ([`crate::context::read`]), memory
+//! - volatile loads of the thread's span context record ([`crate::context::record::read`]), memory
 //!   that is never freed.
 //!
 //! It never allocates, never blocks (the buffer uses try-locks), never touches thread-local
@@ -22,12 +22,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
+use crate::engines::wall::WallSignal;
 use crate::kinds::SampleKind;
-use crate::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::sampling::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::sampling::thread_table::ThreadTable;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
-use crate::thread_table::ThreadTable;
-use crate::wall::WallSignal;
 
 /// Bytes at the top of an interrupted thread's stack that [`walk_from_caller`] may read.
 const TOP_OF_STACK: u64 = 256;
@@ -242,7 +242,7 @@ impl Sampler {
             state,
             // SAFETY: slots only ever point to records from the never-freed pool, and this
             // thread's slot to a record this thread (or the virtual thread it runs) owns.
-            context: unsafe { crate::context::read(record) },
+            context: unsafe { crate::context::record::read(record) },
             ..Default::default()
         };
         let max_depth = self.max_depth;
@@ -445,7 +445,7 @@ mod tests {
     //! per-thread CPU timer). AsyncGetCallTrace is replaced by a stand-in that fills frames the
     //! way HotSpot does; the JVM's own walker is designed for signal handlers.
     use super::*;
-    use crate::timers::ThreadCpuTimer;
+    use crate::sampling::timers::ThreadCpuTimer;
     use jni::sys::{jint, JNIEnv};
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::sync::atomic::{AtomicI32, AtomicU64};
@@ -592,7 +592,7 @@ mod tests {
             ThreadCpuTimer::start(tid, libc::SIGPROF, std::time::Duration::from_millis(1)).unwrap();
         let (mut timer_samples, mut timer_weight) = (0u64, 0u64);
         while timer_weight < 300 && thread_cpu() - cpu_start < std::time::Duration::from_secs(5) {
-            crate::timers::burn_thread_cpu(std::time::Duration::from_millis(10));
+            crate::sampling::timers::burn_thread_cpu(std::time::Duration::from_millis(10));
             sampler.buffer.drain(|r| {
                 assert_eq!(r.header.serial, 7);
                 assert_eq!(r.frames.len(), FAKE_DEPTH);
@@ -608,10 +608,10 @@ mod tests {
         for i in 1..=20u64 {
             slot.wall.pending_ns.fetch_add(1_000 * i, Ordering::SeqCst);
             let state = crate::kinds::ThreadState::Blocked;
-            crate::wall::send(tid, WallSignal { state }).unwrap();
+            crate::engines::wall::send(tid, WallSignal { state }).unwrap();
         }
         // One with nothing pending records nothing.
-        crate::wall::send(
+        crate::engines::wall::send(
             tid,
             WallSignal {
                 state: crate::kinds::ThreadState::Runnable,

@@ -17,17 +17,17 @@
 //! monitor's class as the leaf frame, and the waiting thread's span context.
 //!
 //! `java.util.concurrent` locks (ReentrantLock and friends) park with `LockSupport.park`,
-//! which no JVMTI event reports: [`crate::parks`] times those.
+//! which no JVMTI event reports: [`crate::engines::parks`] times those.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use jni::sys::{jobject, JNIEnv};
 
-use crate::event_sample::{self, EventSample};
 use crate::ffi::guard;
-use crate::jvmti::{delete_local_ref, object_class};
+use crate::jvm::jvmti::{delete_local_ref, object_class};
 use crate::kinds::SampleKind;
-use crate::sampler::monotonic_ns;
+use crate::sampling::event_sample::{self, EventSample};
+use crate::sampling::signal_handler::monotonic_ns;
 use crate::stats::{self, COUNTERS};
 use crate::sys::JvmtiEnv;
 
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn monitor_contended_entered(
         // JNIEnv; the class reference is deleted after its last use.
         let class_id = unsafe {
             let class = object_class(jni, object);
-            let id = crate::class_names::class_id(&jvmti, class);
+            let id = crate::jvm::class_names::class_id(&jvmti, class);
             delete_local_ref(jni, class);
             id
         };

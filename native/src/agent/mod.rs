@@ -1,0 +1,2 @@
+pub mod setup;
+pub use setup::*;

@@ -1,0 +1,2 @@
+pub mod process_context;
+pub mod record;

@@ -1,0 +1,4 @@
+pub mod alloc;
+pub mod locks;
+pub mod parks;
+pub mod wall;

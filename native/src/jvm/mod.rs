@@ -1,0 +1,4 @@
+pub mod agct;
+pub mod class_names;
+pub mod jvmti;
+pub mod symbols;
