@@ -21,6 +21,7 @@ use crate::jvm::jvmti::{self, Jvmti};
 use crate::jvm::symbols::Symbols;
 use crate::kinds::{SampleKind, ThreadState};
 use crate::sampling::event_sample::STACK_TRACE_FAILED;
+use crate::sampling::os;
 use crate::sampling::sample_buffer::Record;
 use crate::sampling::signal_handler::{self, Sampler, NOT_A_JAVA_THREAD};
 use crate::sampling::thread_registry;
@@ -64,7 +65,7 @@ impl Aggregator {
         std::thread::Builder::new()
             .name("otelprof-aggregator".into())
             .spawn(move || {
-                thread_registry::add_own_tid(signal_handler::gettid());
+                thread_registry::add_own_tid(os::gettid());
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
                 if result.is_err() {
@@ -447,15 +448,14 @@ impl Period {
             started: Instant::now(),
             started_unix: unix_nanos(SystemTime::now()),
             last_drain_ns: 0,
-            unix_minus_monotonic: unix_nanos(SystemTime::now())
-                - signal_handler::monotonic_ns() as i64,
+            unix_minus_monotonic: unix_nanos(SystemTime::now()) - os::monotonic_ns() as i64,
             jvmti: config.jvmti,
             jni,
         }
     }
 
     fn drain(&mut self, sampler: &Sampler) {
-        self.last_drain_ns = signal_handler::monotonic_ns();
+        self.last_drain_ns = os::monotonic_ns();
         let max_depth = sampler.max_depth;
         let offset = self.unix_minus_monotonic;
         let (lanes, lane_of, symbols) = (&mut self.lanes, &self.lane_of, &mut self.symbols);

@@ -8,7 +8,7 @@ use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI
 
 use crate::context::record::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
 use crate::ffi::guard;
-use crate::sampling::signal_handler::gettid;
+use crate::sampling::os::gettid;
 use crate::sampling::thread_registry;
 
 extern "C" {

@@ -52,10 +52,7 @@ pub fn configure(bytes: u32, max_rate: u32) {
     BASE.store(u64::from(bytes), Ordering::Relaxed);
     MAX_RATE.store(u64::from(max_rate), Ordering::Relaxed);
     WINDOW_SAMPLES.store(0, Ordering::Relaxed);
-    WINDOW_START_NS.store(
-        crate::sampling::signal_handler::monotonic_ns(),
-        Ordering::Relaxed,
-    );
+    WINDOW_START_NS.store(crate::sampling::os::monotonic_ns(), Ordering::Relaxed);
 }
 
 /// The interval for the next window, after `samples` in `window_ns` at `current`: unchanged
@@ -84,7 +81,7 @@ fn throttle(jvmti: &crate::jvm::jvmti::Jvmti) {
         return;
     }
     WINDOW_SAMPLES.fetch_add(1, Ordering::Relaxed);
-    let now = crate::sampling::signal_handler::monotonic_ns();
+    let now = crate::sampling::os::monotonic_ns();
     let start = WINDOW_START_NS.load(Ordering::Relaxed);
     let elapsed = now.saturating_sub(start);
     if elapsed < WINDOW_NS

@@ -27,7 +27,7 @@ use crate::ffi::guard;
 use crate::jvm::jvmti::{delete_local_ref, object_class};
 use crate::kinds::SampleKind;
 use crate::sampling::event_sample::{self, EventSample};
-use crate::sampling::signal_handler::monotonic_ns;
+use crate::sampling::os::monotonic_ns;
 use crate::stats::{self, COUNTERS};
 use crate::sys::JvmtiEnv;
 

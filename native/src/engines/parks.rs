@@ -38,7 +38,7 @@ use crate::ffi::guard;
 use crate::jvm::jvmti::{delete_local_ref, object_class, Jvmti};
 use crate::kinds::SampleKind;
 use crate::sampling::event_sample::{self, EventSample};
-use crate::sampling::signal_handler::monotonic_ns;
+use crate::sampling::os::monotonic_ns;
 use crate::stats::{self, COUNTERS};
 
 /// HotSpot's `Unsafe_Park(JNIEnv*, jobject unsafe, jboolean isAbsolute, jlong time)`.

@@ -68,8 +68,9 @@ use jni::sys::{jobject, JNIEnv, JavaVM};
 
 use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
+use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::sample_buffer::{RecordHeader, WriteError};
-use crate::sampling::signal_handler::{self, gettid, monotonic_ns, Sampler};
+use crate::sampling::signal_handler::{self, Sampler};
 use crate::sampling::thread_registry;
 use crate::sampling::thread_table::ThreadSlot;
 use crate::stats::{self, COUNTERS};

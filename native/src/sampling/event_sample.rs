@@ -10,8 +10,9 @@
 
 use crate::jvm::jvmti::Jvmti;
 use crate::kinds::SampleKind;
+use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::sample_buffer::{RecordHeader, WriteError};
-use crate::sampling::signal_handler::{self, gettid, monotonic_ns};
+use crate::sampling::signal_handler;
 use crate::sampling::thread_registry;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, JvmtiFrameInfo};

@@ -1,4 +1,5 @@
 pub mod event_sample;
+pub mod os;
 pub mod sample_buffer;
 pub mod signal_handler;
 pub mod thread_registry;

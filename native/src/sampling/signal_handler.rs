@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use crate::engines::wall::WallSignal;
 use crate::kinds::SampleKind;
+use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
 use crate::sampling::thread_table::ThreadTable;
 use crate::stats::{self, COUNTERS};
@@ -173,33 +174,6 @@ pub unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
         1
     };
     Trigger::Cpu { intervals }
-}
-
-/// Current thread's kernel id.
-///
-/// # Signal safety
-/// A raw system call.
-#[inline]
-pub fn gettid() -> i32 {
-    // SAFETY: SYS_gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-///
-/// # Signal safety
-/// `clock_gettime` is async-signal-safe (POSIX.1-2008).
-#[inline]
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
 }
 
 impl Sampler {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use jni::sys::{jobject, JNIEnv};
 
 use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
-use crate::sampling::signal_handler::{gettid, monotonic_ns};
+use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::thread_table::{ThreadTable, NO_TIMER};
 use crate::sampling::timers::ThreadCpuTimer;
 use crate::stats::{self, COUNTERS};

@@ -231,8 +231,7 @@ impl ThreadTable {
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.own_context
             .store(std::ptr::null_mut(), Ordering::Relaxed);
-        slot.wall
-            .reset(crate::sampling::signal_handler::monotonic_ns());
+        slot.wall.reset(crate::sampling::os::monotonic_ns());
         slot.tid.store(tid, Ordering::Release);
         Ok(())
     }

@@ -17,7 +17,7 @@ use jni::sys::{jobject, JNIEnv};
 use crate::context::record::{ContextRecord, RECORDS};
 use crate::jni_api::publish_tls;
 use crate::jvm::jvmti::Jvmti;
-use crate::sampling::signal_handler::gettid;
+use crate::sampling::os::gettid;
 use crate::sampling::thread_registry;
 use crate::sys::JvmtiEnv;
 
