@@ -73,94 +73,14 @@ use crate::sampling::sample_buffer::{RecordHeader, WriteError};
 use crate::sampling::signal_handler::{self, Sampler};
 use crate::sampling::thread_registry;
 use crate::sampling::thread_table::ThreadSlot;
+use crate::sampling::wall_signal::{self, WallSignal};
 use crate::stats::{self, COUNTERS};
-use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo, QueueSigInfo, SI_QUEUE};
+use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo};
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
 pub const IDLE_AFTER: u32 = 8;
 /// A long-idle thread's visit is sampled with probability 1 / IDLE_EVERY.
 pub const IDLE_EVERY: u32 = 4;
-
-/// What a wall-clock signal carries in its `si_value`: a tag (so that the handler tells it
-/// from other SIGPROFs) and the thread state. The weight travels apart, in the thread's slot
-/// ([`WallMarks::pending_ns`]): SIGPROF is not a queued signal, and the kernel drops one sent
-/// while another SIGPROF is pending on the thread (a CPU timer's, or an earlier wall signal to
-/// a thread that has been waiting for a CPU), so a weight in the signal could be lost.
-///
-/// [`WallMarks::pending_ns`]: crate::sampling::thread_table::WallMarks::pending_ns
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WallSignal {
-    pub state: ThreadState,
-}
-
-const TAG: u64 = 0x6f74_656c_7770; // "otelwp"
-const TAG_SHIFT: u32 = 8;
-
-impl WallSignal {
-    pub fn encode(&self) -> u64 {
-        (TAG << TAG_SHIFT) | self.state as u64
-    }
-
-    /// # Signal safety
-    /// Shifts and masks.
-    pub fn decode(value: u64) -> Option<WallSignal> {
-        if value >> TAG_SHIFT != TAG {
-            return None;
-        }
-        Some(WallSignal {
-            state: ThreadState::from_u8((value & 0xff) as u8),
-        })
-    }
-
-    /// The wall signal in `info`, if it is one.
-    ///
-    /// # Safety
-    /// `info` points to a siginfo the kernel passed to a handler.
-    ///
-    /// # Signal safety
-    /// Reads two fields of the siginfo.
-    pub unsafe fn from_siginfo(info: *const libc::siginfo_t) -> Option<WallSignal> {
-        // SAFETY: QueueSigInfo is a prefix of siginfo_t (checked in sys tests).
-        let q = unsafe { &*(info as *const QueueSigInfo) };
-        if q.si_code != SI_QUEUE {
-            return None;
-        }
-        Self::decode(q.si_value)
-    }
-}
-
-/// Sends `signal` to thread `tid` of this process as SIGPROF.
-pub fn send(tid: i32, signal: WallSignal) -> std::io::Result<()> {
-    // SAFETY: an all-zero siginfo_t is valid; QueueSigInfo is its prefix (sys tests).
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    {
-        // SAFETY: as above.
-        let q = unsafe { &mut *(&mut info as *mut libc::siginfo_t as *mut QueueSigInfo) };
-        q.si_signo = libc::SIGPROF;
-        q.si_code = SI_QUEUE;
-        // SAFETY: getpid and getuid cannot fail.
-        q.si_pid = unsafe { libc::getpid() };
-        // SAFETY: as above.
-        q.si_uid = unsafe { libc::getuid() };
-        q.si_value = signal.encode();
-    }
-    // SAFETY: rt_tgsigqueueinfo(tgid, tid, sig, info) with our own tgid: the kernel accepts
-    // any si_code from the process itself, and fails with ESRCH if `tid` is not one of our
-    // threads (any more).
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            libc::getpid(),
-            tid,
-            libc::SIGPROF,
-            &info as *const libc::siginfo_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
 
 pub struct Config {
     pub vm: *mut JavaVM,
@@ -390,7 +310,7 @@ impl Rotation {
             slot.wall
                 .pending_ns
                 .fetch_add(p.weight_ns, Ordering::AcqRel);
-            match send(p.tid, signal) {
+            match wall_signal::send(p.tid, signal) {
                 Ok(()) => stats::bump(&COUNTERS.wall_signals),
                 Err(_) => stats::bump(&COUNTERS.wall_thread_gone),
             }
@@ -530,21 +450,6 @@ mod tests {
     use super::*;
     use crate::sampling::thread_table::ThreadTable;
     use crate::sys::thread_state as s;
-
-    #[test]
-    fn signals_round_trip_and_foreign_values_are_not_wall() {
-        for state in [
-            ThreadState::TimedWaiting,
-            ThreadState::Runnable,
-            ThreadState::Unknown,
-        ] {
-            let w = WallSignal { state };
-            assert_eq!(WallSignal::decode(w.encode()), Some(w));
-        }
-        assert_eq!(WallSignal::decode(0), None);
-        assert_eq!(WallSignal::decode(42), None);
-        assert_eq!(WallSignal::decode(u64::MAX), None);
-    }
 
     #[test]
     fn visits_weigh_elapsed_time_and_thin_long_idle_threads() {

@@ -6,3 +6,4 @@ pub mod thread_registry;
 pub mod thread_table;
 pub mod timers;
 pub mod virtual_threads;
+pub mod wall_signal;

@@ -8,7 +8,7 @@
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
 //!   a vDSO read on Linux), reading and writing `errno`;
-//! - reads of the kernel's siginfo ([`crate::engines::wall::WallSignal::decode`]: shifts and masks),
+//! - reads of the kernel's siginfo ([`crate::sampling::wall_signal::WallSignal::decode`]: shifts and masks),
 //!   and for wall signals an atomic swap and store in the thread's slot
 //!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
@@ -22,11 +22,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
-use crate::engines::wall::WallSignal;
 use crate::kinds::SampleKind;
 use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
 use crate::sampling::thread_table::ThreadTable;
+use crate::sampling::wall_signal::WallSignal;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
 
@@ -582,10 +582,10 @@ mod tests {
         for i in 1..=20u64 {
             slot.wall.pending_ns.fetch_add(1_000 * i, Ordering::SeqCst);
             let state = crate::kinds::ThreadState::Blocked;
-            crate::engines::wall::send(tid, WallSignal { state }).unwrap();
+            crate::sampling::wall_signal::send(tid, WallSignal { state }).unwrap();
         }
         // One with nothing pending records nothing.
-        crate::engines::wall::send(
+        crate::sampling::wall_signal::send(
             tid,
             WallSignal {
                 state: crate::kinds::ThreadState::Runnable,
