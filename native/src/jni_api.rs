@@ -123,7 +123,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerVirtua
             {
                 return std::ptr::null_mut();
             }
-            let Some(jvmti) = crate::agent::jvmti() else {
+            let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
                 return std::ptr::null_mut();
             };
             // SAFETY: called on the virtual thread itself.

@@ -13,7 +13,7 @@ use otelprof_exporter::OtlpExporter;
 use crate::aggregator::{self, Aggregator};
 use crate::engines::wall::{self, WallClock};
 use crate::ffi::guard;
-use crate::jvm::jvmti::{delete_local_ref, Jvmti};
+use crate::jvm::jvmti::{self, delete_local_ref, Jvmti};
 use crate::kinds::SampleKind;
 use crate::options::{Clock, Options};
 use crate::otlp_export::{self, ExportEnv};
@@ -302,9 +302,13 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         wall: Mutex::new(None),
         started: AtomicBool::new(false),
     };
+    let env = agent.jvmti;
     AGENT
         .set(agent)
-        .map_err(|_| "the agent is loaded twice; the second copy does nothing".to_string())
+        .map_err(|_| "the agent is loaded twice; the second copy does nothing".to_string())?;
+    // The callbacks and JNI methods that fetch the environment see it once the agent is complete.
+    jvmti::publish_agent_env(env);
+    Ok(())
 }
 
 fn registration(agent: &Agent) -> Registration {
@@ -597,11 +601,6 @@ fn human_bytes(n: u32) -> String {
 
 fn agent() -> Option<&'static Agent> {
     AGENT.get()
-}
-
-/// The agent's JVMTI environment, once it is set up.
-pub fn jvmti() -> Option<Jvmti> {
-    agent().map(|a| a.jvmti)
 }
 
 unsafe extern "C" fn virtual_thread_end(

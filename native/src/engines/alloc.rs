@@ -139,7 +139,7 @@ pub unsafe extern "C" fn sampled_object_alloc(
         let Some(tid) = event_sample::wanted() else {
             return;
         };
-        let Some(jvmti) = crate::agent::jvmti() else {
+        let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         let (bytes, objects) = estimate(size.max(0) as u64, INTERVAL.load(Ordering::Relaxed));

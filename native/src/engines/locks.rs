@@ -83,7 +83,7 @@ pub unsafe extern "C" fn monitor_contended_enter(
         if event_sample::wanted().is_none() {
             return;
         }
-        let Some(jvmti) = crate::agent::jvmti() else {
+        let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         // SAFETY: `thread` is the event's live thread reference. A monotonic time is far
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn monitor_contended_entered(
     object: jobject,
 ) {
     guard("MonitorContendedEntered", (), || {
-        let Some(jvmti) = crate::agent::jvmti() else {
+        let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         // SAFETY: `thread` is the event's live thread reference.

@@ -64,7 +64,7 @@ pub unsafe extern "C" fn native_method_bind(
     new_address: *mut *mut libc::c_void,
 ) {
     guard("NativeMethodBind", (), || {
-        let Some(agent_jvmti) = crate::agent::jvmti() else {
+        let Some(agent_jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         if jvmti != agent_jvmti.raw() || new_address.is_null() || address.is_null() {
@@ -188,7 +188,7 @@ unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
     let Some(tid) = event_sample::wanted() else {
         return;
     };
-    let Some(jvmti) = crate::agent::jvmti() else {
+    let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
         return;
     };
     let field = BLOCKER_FIELD.load(Ordering::Acquire) as jfieldID;

@@ -6,6 +6,7 @@
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};
+use std::sync::OnceLock;
 
 use jni::sys::{jclass, jint, jmethodID, jobject, JNIEnv, JavaVM, JNI_OK};
 
@@ -52,6 +53,21 @@ pub struct Jvmti {
 unsafe impl Send for Jvmti {}
 // SAFETY: as above.
 unsafe impl Sync for Jvmti {}
+
+/// The agent's own JVMTI environment, published once the agent is set up.
+static AGENT_ENV: OnceLock<Jvmti> = OnceLock::new();
+
+/// Publishes the agent's environment for [`agent_env`]. Called once, when the agent is complete;
+/// later calls change nothing.
+pub fn publish_agent_env(env: Jvmti) {
+    let _ = AGENT_ENV.set(env);
+}
+
+/// The agent's JVMTI environment, for the JVMTI callbacks and JNI methods that need it: `None`
+/// until the agent is set up, and for good if it never was (profiling off).
+pub fn agent_env() -> Option<Jvmti> {
+    AGENT_ENV.get().copied()
+}
 
 impl Jvmti {
     /// Obtains a JVMTI environment from the VM.

@@ -58,7 +58,7 @@ pub fn enable(jvmti: &Jvmti) -> bool {
 }
 
 fn agent_jvmti() -> Option<Jvmti> {
-    crate::agent::jvmti()
+    crate::jvm::jvmti::agent_env()
 }
 
 /// Makes the calling carrier's slot and `otel_thread_ctx_v1` show `record`, or the carrier's
