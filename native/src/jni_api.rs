@@ -7,24 +7,10 @@
 use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
 
 use crate::context::record::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
+use crate::context::tls;
 use crate::ffi::guard;
 use crate::sampling::os::gettid;
 use crate::sampling::thread_registry;
-
-extern "C" {
-    /// Sets `otel_thread_ctx_v1` for the calling thread (c/otel_thread_ctx.c).
-    fn otelprof_set_thread_ctx(record: *mut ContextRecord);
-}
-
-/// Publishes `record` in the calling thread's `otel_thread_ctx_v1`.
-///
-/// # Safety
-/// `record` is null or a pool record that outlives its publication (pool records are never
-/// freed). Not for signal handlers: the first TLS access of a thread may allocate.
-pub unsafe fn publish_tls(record: *mut ContextRecord) {
-    // SAFETY: a plain TLS store on the calling thread.
-    unsafe { otelprof_set_thread_ctx(record) };
-}
 
 /// Layout of the record, checked by the shim before it writes anything:
 /// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`.
@@ -98,7 +84,7 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
         }
         slot.set_own_context(record);
         // SAFETY: a pool record, published on its own thread.
-        unsafe { publish_tls(record) };
+        unsafe { tls::publish(record) };
     }
     // SAFETY: `env` is this thread's JNIEnv; the record comes from the pool.
     unsafe { record_buffer(env, record) }
@@ -288,10 +274,6 @@ fn new_string(env: *mut JNIEnv, s: &str) -> jstring {
     }
 }
 
-extern "C" {
-    fn otelprof_get_thread_ctx() -> *mut ContextRecord;
-}
-
 /// `long publishedRecordAddress0()`: what `otel_thread_ctx_v1` holds on this thread, for
 /// tests comparing it with the record the shim writes.
 #[no_mangle]
@@ -303,6 +285,6 @@ pub extern "system" fn Java_otelprof_internal_NativeBridge_publishedRecordAddres
     guard(
         "NativeBridge.publishedRecordAddress0",
         0,
-        || unsafe { otelprof_get_thread_ctx() } as jlong,
+        || unsafe { tls::published() } as jlong,
     )
 }

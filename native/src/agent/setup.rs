@@ -260,7 +260,11 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         events.push(event::EVENT_NATIVE_METHOD_BIND);
     }
     if caps.has(capability::CAN_SUPPORT_VIRTUAL_THREADS)
-        && crate::sampling::virtual_threads::enable(&jvmti)
+        && crate::sampling::virtual_threads::enable(
+            &jvmti,
+            virtual_thread_mount,
+            virtual_thread_unmount,
+        )
     {
         events.push(event::EVENT_VIRTUAL_THREAD_END);
     }
@@ -614,6 +618,33 @@ unsafe extern "C" fn virtual_thread_end(
             unsafe { crate::sampling::virtual_threads::on_end(&a.jvmti, vthread) };
         }
     })
+}
+
+/// HotSpot's VirtualThreadMount extension event, posted on the carrier.
+unsafe extern "C" fn virtual_thread_mount(
+    _jvmti: *mut JvmtiEnv,
+    _jni: *mut JNIEnv,
+    vthread: jobject,
+) {
+    guard("VirtualThreadMount", (), || {
+        if let Some(a) = agent() {
+            // SAFETY: the event's own arguments, on the carrier.
+            unsafe { crate::sampling::virtual_threads::mount(&a.jvmti, vthread) };
+        }
+    })
+}
+
+/// HotSpot's VirtualThreadUnmount extension event, posted on the carrier.
+unsafe extern "C" fn virtual_thread_unmount(
+    _jvmti: *mut JvmtiEnv,
+    _jni: *mut JNIEnv,
+    _vthread: jobject,
+) {
+    guard(
+        "VirtualThreadUnmount",
+        (),
+        crate::sampling::virtual_threads::unmount,
+    )
 }
 
 unsafe extern "C" fn vm_init(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, thread: jobject) {

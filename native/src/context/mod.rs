@@ -1,2 +1,3 @@
 pub mod process_context;
 pub mod record;
+pub mod tls;

@@ -12,14 +12,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use jni::sys::{jobject, JNIEnv};
+use jni::sys::jobject;
 
 use crate::context::record::{ContextRecord, RECORDS};
-use crate::jni_api::publish_tls;
-use crate::jvm::jvmti::Jvmti;
+use crate::context::tls;
+use crate::jvm::jvmti::{ExtensionEventFn, Jvmti};
 use crate::sampling::os::gettid;
 use crate::sampling::thread_registry;
-use crate::sys::JvmtiEnv;
 
 const MOUNT: &str = "com.sun.hotspot.events.VirtualThreadMount";
 const UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
@@ -31,8 +30,9 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Registers the mount/unmount callbacks. Returns false when this VM has no such events.
-pub fn enable(jvmti: &Jvmti) -> bool {
+/// Registers the mount/unmount callbacks (which call [`mount`] and [`unmount`]). Returns false
+/// when this VM has no such events.
+pub fn enable(jvmti: &Jvmti, on_mount: ExtensionEventFn, on_unmount: ExtensionEventFn) -> bool {
     let Ok(events) = jvmti.extension_events() else {
         return false;
     };
@@ -57,10 +57,6 @@ pub fn enable(jvmti: &Jvmti) -> bool {
     true
 }
 
-fn agent_jvmti() -> Option<Jvmti> {
-    crate::jvm::jvmti::agent_env()
-}
-
 /// Makes the calling carrier's slot and `otel_thread_ctx_v1` show `record`, or the carrier's
 /// own record when `record` is null and `own_if_null` is set.
 ///
@@ -75,28 +71,27 @@ unsafe fn show_on_carrier(record: *mut ContextRecord, own_if_null: bool) {
         };
         slot.set_current_context(shown);
         // SAFETY: null or a pool record, on the carrier itself.
-        unsafe { publish_tls(shown) };
+        unsafe { tls::publish(shown) };
     }
 }
 
 /// Mount: the carrier starts running `vthread`. A virtual thread that never published
 /// context shows "no span": the carrier's own record must not leak into it.
-unsafe extern "C" fn on_mount(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, vthread: jobject) {
-    crate::ffi::guard("VirtualThreadMount", (), || {
-        let Some(jvmti) = agent_jvmti() else { return };
-        // SAFETY: `vthread` is the event's live thread reference.
-        let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
-        // SAFETY: the storage only ever holds pool records (see `register_current`).
-        unsafe { show_on_carrier(record as *mut ContextRecord, false) };
-    })
+///
+/// # Safety
+/// HotSpot's VirtualThreadMount arguments: `vthread` is the event's live thread reference, and
+/// the caller is the carrier.
+pub unsafe fn mount(jvmti: &Jvmti, vthread: jobject) {
+    // SAFETY: `vthread` is the event's live thread reference.
+    let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
+    // SAFETY: the storage only ever holds pool records (see `register_current`).
+    unsafe { show_on_carrier(record as *mut ContextRecord, false) };
 }
 
-/// Unmount: the carrier goes back to its own record.
-unsafe extern "C" fn on_unmount(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, _vthread: jobject) {
+/// Unmount: the carrier goes back to its own record. Called on the carrier.
+pub fn unmount() {
     // SAFETY: null selects the carrier's own record.
-    crate::ffi::guard("VirtualThreadUnmount", (), || unsafe {
-        show_on_carrier(std::ptr::null_mut(), true)
-    })
+    unsafe { show_on_carrier(std::ptr::null_mut(), true) }
 }
 
 /// VirtualThreadEnd (posted on the carrier while the virtual thread is still mounted): give its
