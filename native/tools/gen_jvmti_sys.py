@@ -142,6 +142,9 @@ def main():
         w("    pub %s: Option<unsafe extern \"C\" fn(%s) -> JvmtiError>," % (name, params_to_rust(params, enums)))
     w("}")
     w("")
+    w("/// `jvmtiEnv` is a pointer to the function table; JVMTI functions take a `jvmtiEnv*`.")
+    w("pub type JvmtiEnv = *const JvmtiInterface;")
+    w("")
     w("// Every slot is one pointer wide: check the slot numbers the header gives.")
     for num, title, decl, name, params in entries:
         field = name or "reserved%s" % num

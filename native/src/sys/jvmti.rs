@@ -326,6 +326,9 @@ pub struct JvmtiInterface {
     pub SetHeapSamplingInterval: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint) -> JvmtiError>,
 }
 
+/// `jvmtiEnv` is a pointer to the function table; JVMTI functions take a `jvmtiEnv*`.
+pub type JvmtiEnv = *const JvmtiInterface;
+
 // Every slot is one pointer wide: check the slot numbers the header gives.
 const _: () = assert!(std::mem::offset_of!(JvmtiInterface, reserved1) == (1 - 1) * 8);
 const _: () = assert!(std::mem::offset_of!(JvmtiInterface, SetEventNotificationMode) == (2 - 1) * 8);

@@ -5,10 +5,6 @@ use std::os::raw::{c_char, c_void};
 
 use jni::sys::{jboolean, jint, jlong, jmethodID, jobject};
 
-use super::jvmti::JvmtiInterface;
-
-/// `jvmtiEnv` is a pointer to the function table; JVMTI functions take a `jvmtiEnv*`.
-pub type JvmtiEnv = *const JvmtiInterface;
 pub type jthread = jobject;
 pub type jthreadGroup = jobject;
 pub type jlocation = jlong;

@@ -8,7 +8,7 @@
 pub mod jvmti;
 pub mod jvmti_types;
 
-pub use jvmti::{capability, error, event, JvmtiEventCallbacks, JvmtiInterface};
+pub use jvmti::{capability, error, event, JvmtiEnv, JvmtiEventCallbacks, JvmtiInterface};
 pub use jvmti_types::*;
 
 use jni::sys::{jint, jmethodID, JNIEnv};
