@@ -6,7 +6,14 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::options::LogLevel;
+/// How much the agent says (`log=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Quiet,
+    Warn,
+    Info,
+    Debug,
+}
 
 static LEVEL: AtomicU8 = AtomicU8::new(level_rank(LogLevel::Info));
 
@@ -50,6 +57,6 @@ fn write_line(args: std::fmt::Arguments<'_>) {
 }
 
 macro_rules! log_error { ($($t:tt)*) => { $crate::log::error(format_args!($($t)*)) } }
-macro_rules! log_warn { ($($t:tt)*) => { $crate::log::line($crate::options::LogLevel::Warn, format_args!($($t)*)) } }
-macro_rules! log_info { ($($t:tt)*) => { $crate::log::line($crate::options::LogLevel::Info, format_args!($($t)*)) } }
-macro_rules! log_debug { ($($t:tt)*) => { $crate::log::line($crate::options::LogLevel::Debug, format_args!($($t)*)) } }
+macro_rules! log_warn { ($($t:tt)*) => { $crate::log::line($crate::log::LogLevel::Warn, format_args!($($t)*)) } }
+macro_rules! log_info { ($($t:tt)*) => { $crate::log::line($crate::log::LogLevel::Info, format_args!($($t)*)) } }
+macro_rules! log_debug { ($($t:tt)*) => { $crate::log::line($crate::log::LogLevel::Debug, format_args!($($t)*)) } }

@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::log::LogLevel;
+
 /// OTLP protocols, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
 pub use otelprof_exporter::Protocol;
 
@@ -20,14 +22,6 @@ pub enum Clock {
     /// One process-wide `setitimer(ITIMER_PROF)`: the kernel picks the thread. Fallback for
     /// systems where per-thread timers are unavailable.
     Itimer,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogLevel {
-    Quiet,
-    Warn,
-    Info,
-    Debug,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
