@@ -15,7 +15,8 @@ use jni::sys::{JNIEnv, JavaVM};
 use otelprof_exporter::{OtlpExporter, PprofFileSink};
 use otelprof_profile::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 
-use crate::context::record::{span_id_hex, SpanContext, ENDPOINTS};
+use crate::context::endpoints::{span_id_hex, ENDPOINTS};
+use crate::context::reader::SpanContext;
 use crate::jvm::class_names::CLASSES;
 use crate::jvm::jvmti::{self, Jvmti};
 use crate::jvm::symbols::Symbols;

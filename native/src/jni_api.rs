@@ -6,7 +6,8 @@
 
 use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
 
-use crate::context::record::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
+use crate::context::endpoints::ENDPOINTS;
+use crate::context::record::{ContextRecord, RECORDS, RECORD_SIZE};
 use crate::context::tls;
 use crate::ffi::guard;
 use crate::sampling::os::gettid;
@@ -190,7 +191,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_bufferAddress0
 }
 
 /// `void reportEndpoint0(long localRootSpanId, String name)`: the current name of a local
-/// root span (see [`crate::context::record::Endpoints`]).
+/// root span (see [`crate::context::endpoints::Endpoints`]).
 ///
 /// # Safety
 /// Called by the JVM with the calling thread's JNIEnv and a String (or null).

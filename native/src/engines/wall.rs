@@ -12,7 +12,7 @@
 //!   AsyncGetCallTrace wherever the thread is (no safepoint bias), its span context, its state.
 //! - **BLOCKED, WAITING, TIMED_WAITING**: sampled from here, with JVMTI GetStackTrace (a
 //!   handshake that the VM completes at once for a thread that waits, whose stack does not
-//!   move) and a double-read snapshot of its context record ([`crate::context::record::snapshot`]).
+//!   move) and a double-read snapshot of its context record ([`crate::context::reader::snapshot`]).
 //!   AsyncGetCallTrace is not reliable on such threads: on a thread blocked on a monitor from
 //!   C2-compiled code it fails (`not_walkable_not_Java`) for about a third of the samples, on
 //!   JDK 17 and 25 alike, which would hide exactly the contention a wall profile is for. And
@@ -350,7 +350,7 @@ unsafe fn sample_waiting(
         }
     };
     // SAFETY: slots only point to never-freed pool records.
-    let context = unsafe { crate::context::record::snapshot(slot.context()) };
+    let context = unsafe { crate::context::reader::snapshot(slot.context()) };
     if !same_life() {
         stats::bump(&COUNTERS.wall_thread_gone);
         return;
@@ -421,7 +421,7 @@ fn visit(
     // A thread that is not alive (about to end) is not sampled.
     let state = ThreadState::from_jvmti(bits)?;
     // SAFETY: slots only point to never-freed pool records.
-    let has_span = unsafe { crate::context::record::has_span(slot.context()) };
+    let has_span = unsafe { crate::context::reader::has_span(slot.context()) };
     let waiting = state != ThreadState::Runnable
         || bits & thread_state::IN_NATIVE != 0
         || marks.no_java.load(Ordering::Relaxed);

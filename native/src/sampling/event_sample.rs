@@ -67,7 +67,7 @@ pub unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
         // SAFETY: slots only point to never-freed pool records, and this thread's slot to the
         // record of this thread (or of the virtual thread it runs); we are on that thread, in
         // a callback, not inside one of its writes.
-        context: unsafe { crate::context::record::read(record) },
+        context: unsafe { crate::context::reader::read(record) },
         ..Default::default()
     };
     let max_depth = s.max_depth;

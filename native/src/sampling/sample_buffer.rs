@@ -18,7 +18,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::context::record::SpanContext;
+use crate::context::reader::SpanContext;
 use crate::sys::AsgctCallFrame;
 
 /// What a sampler records besides the frames: the signal handler (CPU and wall samples) and

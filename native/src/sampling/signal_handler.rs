@@ -13,7 +13,7 @@
 //!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
-//! - volatile loads of the thread's span context record ([`crate::context::record::read`]), memory
+//! - volatile loads of the thread's span context record ([`crate::context::reader::read`]), memory
 //!   that is never freed.
 //!
 //! It never allocates, never blocks (the buffer uses try-locks), never touches thread-local
@@ -216,7 +216,7 @@ impl Sampler {
             state,
             // SAFETY: slots only ever point to records from the never-freed pool, and this
             // thread's slot to a record this thread (or the virtual thread it runs) owns.
-            context: unsafe { crate::context::record::read(record) },
+            context: unsafe { crate::context::reader::read(record) },
             ..Default::default()
         };
         let max_depth = self.max_depth;
