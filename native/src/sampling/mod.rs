@@ -1,3 +1,4 @@
+pub mod caller_walk;
 pub mod event_sample;
 pub mod os;
 pub mod sample_buffer;
