@@ -1,2 +1,4 @@
-pub mod setup;
-pub use setup::*;
+mod setup;
+mod start_stop;
+
+pub use setup::{on_live_start, on_load, register_current_thread};
