@@ -37,30 +37,30 @@ static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
 /// sampling rate we accept, long enough to cost nothing.
 const DRAIN_EVERY: Duration = Duration::from_millis(50);
 
-pub struct Config {
-    pub vm: *mut JavaVM,
-    pub jvmti: Jvmti,
-    pub sampler: &'static Sampler,
+pub(crate) struct Config {
+    pub(crate) vm: *mut JavaVM,
+    pub(crate) jvmti: Jvmti,
+    pub(crate) sampler: &'static Sampler,
     /// The profile types to build, each with its pprof `period` (CPU and wall: the sampling
     /// interval in ns; allocations: the sampling interval in bytes; locks: 1).
-    pub kinds: Vec<(SampleKind, i64)>,
-    pub period: Duration,
+    pub(crate) kinds: Vec<(SampleKind, i64)>,
+    pub(crate) period: Duration,
     /// Directory for pprof files, when wanted (`out=`, or no OTLP endpoint).
-    pub out_dir: Option<PathBuf>,
+    pub(crate) out_dir: Option<PathBuf>,
     /// OTLP export, when an endpoint is configured.
-    pub exporter: Option<Arc<OtlpExporter>>,
+    pub(crate) exporter: Option<Arc<OtlpExporter>>,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
 
 /// Handle to the running aggregator thread.
-pub struct Aggregator {
+pub(crate) struct Aggregator {
     control: Arc<crate::worker::Shared>,
 }
 
 impl Aggregator {
-    pub fn start(config: Config) -> std::io::Result<Aggregator> {
+    pub(crate) fn start(config: Config) -> std::io::Result<Aggregator> {
         let control = crate::worker::shared();
         let theirs = control.clone();
         std::thread::Builder::new()
@@ -80,7 +80,7 @@ impl Aggregator {
 
     /// Asks for a final drain and write, and waits for it at most `timeout`. Returns false on
     /// timeout (the JVM must not hang at exit because of us).
-    pub fn stop(&self, timeout: Duration) -> bool {
+    pub(crate) fn stop(&self, timeout: Duration) -> bool {
         crate::worker::stop_and_wait(&self.control, timeout)
     }
 }
@@ -203,7 +203,7 @@ fn new_builder(kind: SampleKind, period_value: i64) -> ProfileBuilder {
 }
 
 /// Name of the pseudo-frame standing for a stack that could not be walked.
-pub fn pseudo_frame_name(code: i32) -> &'static str {
+pub(crate) fn pseudo_frame_name(code: i32) -> &'static str {
     match code {
         ticks::NO_JAVA_FRAME => "[no_Java_frame]",
         ticks::NO_CLASS_LOAD => "[no_class_load]",

@@ -14,7 +14,7 @@ static HOOK: Once = Once::new();
 /// Replaces the default panic message (a multi-line report on stderr of the user's JVM) with
 /// one `otelprof:` line. This library has its own copy of std, so the hook only sees the
 /// agent's own panics.
-pub fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
             log_error!("internal error: {info}");
@@ -23,7 +23,7 @@ pub fn install_panic_hook() {
 }
 
 /// Runs `f`, turning a panic into "profiling off" plus one log line.
-pub fn guard<R>(what: &str, on_panic: R, f: impl FnOnce() -> R) -> R {
+pub(crate) fn guard<R>(what: &str, on_panic: R, f: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => {

@@ -3,6 +3,10 @@
 //! They are called rarely: once per thread to obtain its context record (after that the shim
 //! writes the record directly, no JNI), and once per local root span to report its name.
 //! Every entry point is guarded: a panic turns into "no record" / "not active".
+//!
+//! The `#[no_mangle]` functions are exported from libotelprof.so whatever their Rust
+//! visibility; they are `pub` because the JVM calls them, while the rest of the crate is
+//! `pub(crate)`.
 
 use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
 
@@ -15,7 +19,7 @@ use crate::sampling::thread_registry;
 
 /// Layout of the record, checked by the shim before it writes anything:
 /// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`.
-pub fn layout() -> jlong {
+pub(crate) fn layout() -> jlong {
     ((RECORD_SIZE as i64) << 32)
         | ((std::mem::offset_of!(ContextRecord, local_root_span_id) as i64) << 16)
         | std::mem::offset_of!(ContextRecord, samples) as i64

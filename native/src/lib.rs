@@ -15,22 +15,22 @@
 //! [`sampling::event_sample`], naming the leaf class with [`jvm::class_names`].
 
 #[macro_use]
-pub mod log;
+mod log;
 
-pub mod agent;
-pub mod aggregator;
-pub mod context;
-pub mod engines;
-pub mod ffi;
-pub mod jni_api;
-pub mod jvm;
-pub mod kinds;
-pub mod options;
-pub mod otlp_export;
-pub mod sampling;
-pub mod stats;
-pub mod sys;
-pub mod worker;
+mod agent;
+mod aggregator;
+mod context;
+mod engines;
+mod ffi;
+mod jni_api;
+mod jvm;
+mod kinds;
+mod options;
+mod otlp_export;
+mod sampling;
+mod stats;
+mod sys;
+mod worker;
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// How much the agent says (`log=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     Quiet,
     Warn,
     Info,
@@ -26,25 +26,25 @@ const fn level_rank(l: LogLevel) -> u8 {
     }
 }
 
-pub fn set_level(l: LogLevel) {
+pub(crate) fn set_level(l: LogLevel) {
     LEVEL.store(level_rank(l), Ordering::Relaxed);
 }
 
-pub fn enabled(l: LogLevel) -> bool {
+pub(crate) fn enabled(l: LogLevel) -> bool {
     level_rank(l) <= LEVEL.load(Ordering::Relaxed) && l != LogLevel::Quiet
 }
 
 /// Writes `otelprof: <message>` as a single `write(2)` so lines from several threads do not
 /// interleave. Errors are always printed, whatever the level: a user who passed a bad option
 /// must learn why nothing was profiled.
-pub fn line(l: LogLevel, args: std::fmt::Arguments<'_>) {
+pub(crate) fn line(l: LogLevel, args: std::fmt::Arguments<'_>) {
     if !enabled(l) {
         return;
     }
     write_line(args);
 }
 
-pub fn error(args: std::fmt::Arguments<'_>) {
+pub(crate) fn error(args: std::fmt::Arguments<'_>) {
     write_line(args);
 }
 

@@ -11,11 +11,11 @@ use std::time::Duration;
 use crate::log::LogLevel;
 
 /// OTLP protocols, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
-pub use otelprof_exporter::Protocol;
+pub(crate) use otelprof_exporter::Protocol;
 
 /// How CPU samples are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clock {
+pub(crate) enum Clock {
     /// One POSIX timer per Java thread on that thread's CPU-time clock (`timer_create`),
     /// delivering SIGPROF to that thread: accurate per-thread CPU attribution.
     ThreadCpu,
@@ -25,44 +25,44 @@ pub enum Clock {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     /// CPU sampling interval; `None` when CPU profiling is off (`cpu=off`).
-    pub cpu_interval: Option<Duration>,
-    pub clock: Clock,
+    pub(crate) cpu_interval: Option<Duration>,
+    pub(crate) clock: Clock,
     /// Maximum frames per stack; deeper stacks are truncated at the root end.
-    pub max_depth: u32,
+    pub(crate) max_depth: u32,
     /// Directory for pprof files.
-    pub out_dir: Option<PathBuf>,
+    pub(crate) out_dir: Option<PathBuf>,
     /// How often a profile is cut and written.
-    pub period: Duration,
-    pub log: LogLevel,
+    pub(crate) period: Duration,
+    pub(crate) log: LogLevel,
     /// OTLP base endpoint (`endpoint=`), like `OTEL_EXPORTER_OTLP_ENDPOINT`.
-    pub endpoint: Option<String>,
+    pub(crate) endpoint: Option<String>,
     /// OTLP protocol (`protocol=`), like `OTEL_EXPORTER_OTLP_PROTOCOL`.
-    pub protocol: Option<Protocol>,
+    pub(crate) protocol: Option<Protocol>,
     /// `service.name` (`service=`); wins over `OTEL_SERVICE_NAME`.
-    pub service: Option<String>,
+    pub(crate) service: Option<String>,
     /// Send sample timestamps in OTLP (`timestamps=on`; Elastic needs them).
-    pub timestamps: bool,
+    pub(crate) timestamps: bool,
     /// Send `thread.id` as an OTLP sample attribute (`thread_id=on`). Off by default:
     /// Pyroscope makes sample attributes series labels, and thread ids multiply series.
-    pub thread_id: bool,
+    pub(crate) thread_id: bool,
     /// Bound of the OTLP export queue in bytes (`queue=`).
-    pub queue_bytes: usize,
+    pub(crate) queue_bytes: usize,
     /// Wall-clock sampling interval (`wall=`); `None` when off (the default).
-    pub wall_interval: Option<Duration>,
+    pub(crate) wall_interval: Option<Duration>,
     /// Most threads signalled per wall-clock interval (`wall_threads=`).
-    pub wall_threads: u32,
+    pub(crate) wall_threads: u32,
     /// Mean bytes between allocation samples (`alloc=`; 0 samples every object); `None`
     /// when off (the default).
-    pub alloc_interval: Option<u32>,
+    pub(crate) alloc_interval: Option<u32>,
     /// Most allocation samples per second (`alloc_rate=`; 0: no bound): above it the
     /// interval grows until the rate fits, and shrinks back when allocation slows down.
-    pub alloc_rate: u32,
+    pub(crate) alloc_rate: u32,
     /// Monitor waits at least this long are all recorded; shorter ones are sampled in
     /// proportion to their length (`lock=`; 0 records every contended wait). `None` when
     /// off (the default).
-    pub lock_threshold: Option<Duration>,
+    pub(crate) lock_threshold: Option<Duration>,
 }
 
 impl Default for Options {
@@ -90,7 +90,7 @@ impl Default for Options {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OptionError {
+pub(crate) enum OptionError {
     #[error(
         "unknown option '{0}' (known: cpu, wall, wall_threads, alloc, alloc_rate, lock, clock, depth, out, \
          period, log, endpoint, protocol, service, timestamps, thread_id, queue)"
@@ -114,17 +114,17 @@ const MAX_DEPTH_LIMIT: u32 = 8192;
 /// Shortest wall-clock interval: every interval the wall thread wakes, reads thread states
 /// and sends up to `wall_threads` signals.
 const MIN_WALL_INTERVAL: Duration = Duration::from_millis(1);
-pub const DEFAULT_WALL_THREADS: u32 = 16;
+pub(crate) const DEFAULT_WALL_THREADS: u32 = 16;
 const MAX_WALL_THREADS: u32 = 1024;
 /// Default bound of allocation samples per second: the cost of a sample is mostly HotSpot's
 /// GetStackTrace (several µs for a deep stack), so this caps allocation profiling near 0.5 %
 /// of one CPU however fast the application allocates. JFR bounds its allocation samples the
 /// same way (150/s in its default settings, 300/s in `profile`).
-pub const DEFAULT_ALLOC_RATE: u32 = 500;
+pub(crate) const DEFAULT_ALLOC_RATE: u32 = 500;
 const MAX_ALLOC_RATE: u32 = 1_000_000;
 
 impl Options {
-    pub fn parse(s: &str) -> Result<Options, OptionError> {
+    pub(crate) fn parse(s: &str) -> Result<Options, OptionError> {
         let mut o = Options::default();
         let mut seen: Vec<&str> = Vec::new();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -320,7 +320,7 @@ impl Options {
 const MIN_QUEUE_BYTES: usize = 64 << 10;
 
 /// `65536`, `512k`, `16m`, `1g` (binary units).
-pub fn parse_size(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let n: usize = num
@@ -339,7 +339,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// `10ms`, `500us`, `2s`, `1m`, `250000ns`. A unit is required: a bare `10` is ambiguous
 /// (async-profiler reads nanoseconds, most people mean milliseconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     if num.is_empty() {

@@ -1,4 +1,4 @@
 mod setup;
 mod start_stop;
 
-pub use setup::{on_live_start, on_load, register_current_thread};
+pub(crate) use setup::{on_live_start, on_load, register_current_thread};

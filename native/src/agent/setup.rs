@@ -29,7 +29,7 @@ const ARENA_BYTES: usize = 512 * 1024;
 ///
 /// # Safety
 /// `vm` is the JavaVM* the JVM passed to Agent_OnLoad.
-pub unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
+pub(crate) unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
     // SAFETY: per this function's contract.
     unsafe { setup(vm, options, false) }
 }
@@ -39,7 +39,7 @@ pub unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
 ///
 /// # Safety
 /// `vm` is the process's JavaVM*, `env` the calling thread's JNIEnv.
-pub unsafe fn on_live_start(
+pub(crate) unsafe fn on_live_start(
     vm: *mut JavaVM,
     env: *mut JNIEnv,
     options: &str,
@@ -69,7 +69,7 @@ pub unsafe fn on_live_start(
 ///
 /// # Safety
 /// `env` is the calling thread's JNIEnv.
-pub unsafe fn register_current_thread(env: *mut JNIEnv) {
+pub(crate) unsafe fn register_current_thread(env: *mut JNIEnv) {
     let Some(agent) = agent() else { return };
     let mut thread: jobject = std::ptr::null_mut();
     if agent.jvmti.current_thread(&mut thread).is_ok() {

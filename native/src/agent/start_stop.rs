@@ -24,7 +24,7 @@ use crate::stats;
 use crate::sys::event;
 
 /// The agent once set up: what was decided at load, and the threads it starts.
-pub struct Agent {
+pub(super) struct Agent {
     pub(super) vm: *mut JavaVM,
     pub(super) jvmti: Jvmti,
     pub(super) options: Options,

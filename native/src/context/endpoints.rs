@@ -15,7 +15,7 @@ use std::sync::Mutex;
 /// is written ([`Endpoints::expire`]) or the current generation is full, it becomes the
 /// previous one and the one before is dropped. A name therefore lives at least one profile
 /// period after its last report, which is all the aggregator needs.
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     inner: Mutex<EndpointMaps>,
 }
 
@@ -30,7 +30,7 @@ const GENERATION_LIMIT: usize = 1 << 18;
 const MAX_NAMES: usize = 1 << 16;
 
 impl Endpoints {
-    pub const fn new() -> Endpoints {
+    pub(crate) const fn new() -> Endpoints {
         Endpoints {
             inner: Mutex::new(EndpointMaps {
                 current: None,
@@ -45,7 +45,7 @@ impl Endpoints {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn report(&self, local_root: u64, name: &str) {
+    pub(crate) fn report(&self, local_root: u64, name: &str) {
         if local_root == 0 {
             return;
         }
@@ -76,7 +76,7 @@ impl Endpoints {
     }
 
     /// The latest name of `local_root`.
-    pub fn name(&self, local_root: u64) -> Option<String> {
+    pub(crate) fn name(&self, local_root: u64) -> Option<String> {
         let m = self.lock();
         let id = m
             .current
@@ -87,7 +87,7 @@ impl Endpoints {
     }
 
     /// Starts a new generation (called after each profile is written).
-    pub fn expire(&self) {
+    pub(crate) fn expire(&self) {
         self.lock().rotate();
     }
 }
@@ -104,11 +104,11 @@ impl Default for Endpoints {
     }
 }
 
-pub static ENDPOINTS: Endpoints = Endpoints::new();
+pub(crate) static ENDPOINTS: Endpoints = Endpoints::new();
 
 /// W3C span ids are 8 bytes; the shim passes them as the `long` whose big-endian bytes they
 /// are (what `Long.parseUnsignedLong(hex, 16)` gives).
-pub fn span_id_hex(id: u64) -> String {
+pub(crate) fn span_id_hex(id: u64) -> String {
     format!("{id:016x}")
 }
 

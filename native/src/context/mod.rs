@@ -1,5 +1,5 @@
-pub mod endpoints;
-pub mod process_context;
-pub mod reader;
-pub mod record;
-pub mod tls;
+pub(crate) mod endpoints;
+pub(crate) mod process_context;
+pub(crate) mod reader;
+pub(crate) mod record;
+pub(crate) mod tls;

@@ -103,7 +103,7 @@ fn name_mapping(addr: usize, len: usize) {
 }
 
 /// Publishes (or, if already published, updates) the process context with `payload`.
-pub fn publish(payload: &[u8]) -> io::Result<()> {
+pub(crate) fn publish(payload: &[u8]) -> io::Result<()> {
     let mut published = PUBLISHED.lock().unwrap_or_else(|p| p.into_inner());
     let page = 4096;
     let len = (HEADER_BYTES + payload.len()).div_ceil(page) * page;

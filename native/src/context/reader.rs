@@ -10,20 +10,20 @@ use crate::context::record::{ContextRecord, OTEP_BYTES};
 /// What the signal handler copies out of a record.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct SpanContext {
-    pub trace_id: [u8; 16],
-    pub span_id: [u8; 8],
-    pub local_root_span_id: u64,
-    pub trace_flags: u8,
+pub(crate) struct SpanContext {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: [u8; 8],
+    pub(crate) local_root_span_id: u64,
+    pub(crate) trace_flags: u8,
     /// 1 if a valid record was read; 0 if the thread has no record or it was invalid.
-    pub present: u8,
+    pub(crate) present: u8,
     /// 1 if the thread had a record but it was mid-write (`valid != 1`).
-    pub torn: u8,
+    pub(crate) torn: u8,
     _pad: [u8; 5],
 }
 
 impl SpanContext {
-    pub fn sampled(&self) -> bool {
+    pub(crate) fn sampled(&self) -> bool {
         self.trace_flags & 1 == 1
     }
 }
@@ -39,7 +39,7 @@ impl SpanContext {
 /// `valid` load before the field loads (the writer is the interrupted thread itself, so no
 /// CPU fence is needed: OTEP 4947 "signal handler-like semantics").
 #[inline]
-pub unsafe fn read(record: *mut ContextRecord) -> SpanContext {
+pub(crate) unsafe fn read(record: *mut ContextRecord) -> SpanContext {
     let mut out = SpanContext::default();
     if record.is_null() {
         return out;
@@ -92,7 +92,7 @@ unsafe fn count_sample(record: *mut ContextRecord) {
 ///
 /// # Safety
 /// `record` is null or points to a record from [`RecordPool`](crate::context::record::RecordPool) (never freed).
-pub unsafe fn snapshot(record: *mut ContextRecord) -> SpanContext {
+pub(crate) unsafe fn snapshot(record: *mut ContextRecord) -> SpanContext {
     if record.is_null() {
         return SpanContext::default();
     }
@@ -136,7 +136,7 @@ pub unsafe fn snapshot(record: *mut ContextRecord) -> SpanContext {
 ///
 /// # Safety
 /// `record` is null or points to a record from [`RecordPool`](crate::context::record::RecordPool) (never freed).
-pub unsafe fn has_span(record: *const ContextRecord) -> bool {
+pub(crate) unsafe fn has_span(record: *const ContextRecord) -> bool {
     if record.is_null() {
         return false;
     }

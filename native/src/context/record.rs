@@ -8,43 +8,42 @@
 //! reader following `otel_thread_ctx_v1`, can never touch freed memory. A thread's record goes
 //! back to a free list when the thread ends.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 /// Size of the OTEP part of the record (header + attribute bytes). OTEP 4947 recommends at
 /// most 640 bytes; 256 keeps a record in four cache lines.
-pub const OTEP_BYTES: usize = 256;
+pub(crate) const OTEP_BYTES: usize = 256;
 /// Attribute bytes available after the 28-byte OTEP header.
-pub const ATTRS_CAPACITY: usize = OTEP_BYTES - 28;
+pub(crate) const ATTRS_CAPACITY: usize = OTEP_BYTES - 28;
 
 /// `threadlocal.attribute_key_map` published in the process context: index -> key.
-pub const ATTRIBUTE_KEYS: &[&str] = &["local_root_span_id"];
+pub(crate) const ATTRIBUTE_KEYS: &[&str] = &["local_root_span_id"];
 
 /// One thread's context. Field offsets are part of the contract with the Java shim
 /// (`otelprof.internal.ContextRecordLayout`) and with out-of-process readers (OTEP 4947).
 #[repr(C, align(64))]
-pub struct ContextRecord {
-    pub trace_id: [u8; 16],
-    pub span_id: [u8; 8],
+pub(crate) struct ContextRecord {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: [u8; 8],
     /// 1 when the record holds a complete context; anything else means "no context".
-    pub valid: u8,
+    pub(crate) valid: u8,
     /// W3C trace flags; bit 0 = sampled.
-    pub trace_flags: u8,
-    pub attrs_size: u16,
-    pub attrs: [u8; ATTRS_CAPACITY],
+    pub(crate) trace_flags: u8,
+    pub(crate) attrs_size: u16,
+    pub(crate) attrs: [u8; ATTRS_CAPACITY],
     // ---- otelprof private (not part of OTEP 4947) ----
     /// Local root span id as a native-endian u64: the Java `long` whose big-endian bytes are
     /// the W3C span id (`Long.parseUnsignedLong(hex, 16)`).
-    pub local_root_span_id: u64,
+    pub(crate) local_root_span_id: u64,
     /// Samples taken on this record's thread, bumped by the signal handler. The shim compares
     /// it across a scope to learn whether the span was sampled, and only then reports its
     /// endpoint name (a JNI call per sampled root, not per root).
-    pub samples: u32,
+    pub(crate) samples: u32,
     _pad: u32,
     _reserved: [u8; 48],
 }
 
-pub const RECORD_SIZE: usize = std::mem::size_of::<ContextRecord>();
+pub(crate) const RECORD_SIZE: usize = std::mem::size_of::<ContextRecord>();
 const _: () = assert!(RECORD_SIZE == 320);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, trace_id) == 0);
 const _: () = assert!(std::mem::offset_of!(ContextRecord, span_id) == 16);
@@ -71,23 +70,21 @@ impl ContextRecord {
 }
 
 /// Records handed to threads. Chunks are leaked on purpose (see the module docs).
-pub struct RecordPool {
+pub(crate) struct RecordPool {
     free: Mutex<Vec<usize>>,
-    allocated: AtomicU32,
 }
 
 const CHUNK: usize = 64;
 
 impl RecordPool {
-    pub const fn new() -> RecordPool {
+    pub(crate) const fn new() -> RecordPool {
         RecordPool {
             free: Mutex::new(Vec::new()),
-            allocated: AtomicU32::new(0),
         }
     }
 
     /// A zeroed record (`valid == 0`).
-    pub fn take(&self) -> *mut ContextRecord {
+    pub(crate) fn take(&self) -> *mut ContextRecord {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         if free.is_empty() {
             let chunk: &'static mut [ContextRecord] = Box::leak(
@@ -101,7 +98,6 @@ impl RecordPool {
                     .rev()
                     .map(|r| r as *mut ContextRecord as usize),
             );
-            self.allocated.fetch_add(CHUNK as u32, Ordering::Relaxed);
         }
         let p = free.pop().unwrap_or(0) as *mut ContextRecord;
         if !p.is_null() {
@@ -115,7 +111,7 @@ impl RecordPool {
     ///
     /// # Safety
     /// `record` is null or came from [`RecordPool::take`] and no thread publishes it any more.
-    pub unsafe fn give_back(&self, record: *mut ContextRecord) {
+    pub(crate) unsafe fn give_back(&self, record: *mut ContextRecord) {
         if record.is_null() {
             return;
         }
@@ -126,10 +122,6 @@ impl RecordPool {
             .unwrap_or_else(|p| p.into_inner())
             .push(record as usize);
     }
-
-    pub fn allocated(&self) -> u32 {
-        self.allocated.load(Ordering::Relaxed)
-    }
 }
 
 impl Default for RecordPool {
@@ -138,4 +130,4 @@ impl Default for RecordPool {
     }
 }
 
-pub static RECORDS: RecordPool = RecordPool::new();
+pub(crate) static RECORDS: RecordPool = RecordPool::new();

@@ -19,7 +19,7 @@ extern "C" {
 /// # Safety
 /// `record` is null or a pool record that outlives its publication (pool records are never
 /// freed). Not for signal handlers: the first TLS access of a thread may allocate.
-pub unsafe fn publish(record: *mut ContextRecord) {
+pub(crate) unsafe fn publish(record: *mut ContextRecord) {
     // SAFETY: a plain TLS store on the calling thread.
     unsafe { otelprof_set_thread_ctx(record) };
 }
@@ -28,7 +28,7 @@ pub unsafe fn publish(record: *mut ContextRecord) {
 ///
 /// # Safety
 /// Not for signal handlers (see [`publish`]).
-pub unsafe fn published() -> *mut ContextRecord {
+pub(crate) unsafe fn published() -> *mut ContextRecord {
     // SAFETY: a plain TLS load on the calling thread.
     unsafe { otelprof_get_thread_ctx() }
 }

@@ -47,7 +47,7 @@ const MAX_INTERVAL: u64 = i32::MAX as u64;
 
 /// Sets the interval asked for and the bound of samples per second (0: none), before the
 /// first sample.
-pub fn configure(bytes: u32, max_rate: u32) {
+pub(crate) fn configure(bytes: u32, max_rate: u32) {
     INTERVAL.store(u64::from(bytes), Ordering::Relaxed);
     BASE.store(u64::from(bytes), Ordering::Relaxed);
     MAX_RATE.store(u64::from(max_rate), Ordering::Relaxed);
@@ -59,7 +59,13 @@ pub fn configure(bytes: u32, max_rate: u32) {
 /// while the rate is between 40 % and 100 % of `max_rate`, otherwise the interval that would
 /// have given 80 % of it, kept between `base` and the largest interval JVMTI takes. With no
 /// bound (`max_rate` 0), or with every allocation sampled (`base` 0), always `base`.
-pub fn next_interval(base: u64, current: u64, samples: u64, window_ns: u64, max_rate: u64) -> u64 {
+pub(crate) fn next_interval(
+    base: u64,
+    current: u64,
+    samples: u64,
+    window_ns: u64,
+    max_rate: u64,
+) -> u64 {
     if max_rate == 0 || base == 0 || window_ns == 0 {
         return base;
     }
@@ -108,7 +114,7 @@ fn throttle(jvmti: &crate::jvm::jvmti::Jvmti) {
 }
 
 /// Estimated `(bytes, objects x 1000)` that one sampled object of `size` bytes stands for.
-pub fn estimate(size: u64, interval: u64) -> (u64, u64) {
+pub(crate) fn estimate(size: u64, interval: u64) -> (u64, u64) {
     if interval == 0 || size == 0 {
         return (size, 1000);
     }
@@ -127,7 +133,7 @@ pub fn estimate(size: u64, interval: u64) -> (u64, u64) {
 ///
 /// # Safety
 /// Called by the JVM with the event's arguments, on the allocating thread.
-pub unsafe extern "C" fn sampled_object_alloc(
+pub(crate) unsafe extern "C" fn sampled_object_alloc(
     _jvmti: *mut JvmtiEnv,
     _jni: *mut JNIEnv,
     _thread: jobject,

@@ -1,4 +1,4 @@
-pub mod alloc;
-pub mod locks;
-pub mod parks;
-pub mod wall;
+pub(crate) mod alloc;
+pub(crate) mod locks;
+pub(crate) mod parks;
+pub(crate) mod wall;

@@ -55,7 +55,7 @@ static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
 ///
 /// # Safety
 /// Called by the JVM with the event's arguments.
-pub unsafe extern "C" fn native_method_bind(
+pub(crate) unsafe extern "C" fn native_method_bind(
     jvmti: *mut crate::sys::JvmtiEnv,
     _jni: *mut JNIEnv,
     _thread: jobject,
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn native_method_bind(
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv, in the live phase.
-pub unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), String> {
+pub(crate) unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), String> {
     // SAFETY: per this function's contract.
     let field = unsafe { blocker_field(jni) }.ok_or("java.lang.Thread has no parkBlocker field")?;
     BLOCKER_FIELD.store(field as usize, Ordering::Release);

@@ -78,28 +78,28 @@ use crate::stats::{self, COUNTERS};
 use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo};
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
-pub const IDLE_AFTER: u32 = 8;
+pub(crate) const IDLE_AFTER: u32 = 8;
 /// A long-idle thread's visit is sampled with probability 1 / IDLE_EVERY.
-pub const IDLE_EVERY: u32 = 4;
+pub(crate) const IDLE_EVERY: u32 = 4;
 
-pub struct Config {
-    pub vm: *mut JavaVM,
-    pub jvmti: Jvmti,
-    pub interval: Duration,
+pub(crate) struct Config {
+    pub(crate) vm: *mut JavaVM,
+    pub(crate) jvmti: Jvmti,
+    pub(crate) interval: Duration,
     /// Most samples per interval (`wall_threads=`).
-    pub max_samples: usize,
+    pub(crate) max_samples: usize,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
 
 /// Handle to the running `otelprof-wall` thread.
-pub struct WallClock {
+pub(crate) struct WallClock {
     control: Arc<crate::worker::Shared>,
 }
 
 impl WallClock {
-    pub fn start(config: Config) -> std::io::Result<WallClock> {
+    pub(crate) fn start(config: Config) -> std::io::Result<WallClock> {
         let control = crate::worker::shared();
         let theirs = control.clone();
         std::thread::Builder::new()
@@ -117,7 +117,7 @@ impl WallClock {
     }
 
     /// Stops the thread and waits for it at most `timeout`. Returns false on timeout.
-    pub fn stop(&self, timeout: Duration) -> bool {
+    pub(crate) fn stop(&self, timeout: Duration) -> bool {
         crate::worker::stop_and_wait(&self.control, timeout)
     }
 }

@@ -12,9 +12,9 @@ use crate::sys::AsyncGetCallTraceFn;
 
 #[derive(Debug, thiserror::Error)]
 #[error("AsyncGetCallTrace is not exported by this JVM (is it HotSpot?); profiling is off")]
-pub struct NotFound;
+pub(crate) struct NotFound;
 
-pub fn find(jvmti: &Jvmti) -> Result<AsyncGetCallTraceFn, NotFound> {
+pub(crate) fn find(jvmti: &Jvmti) -> Result<AsyncGetCallTraceFn, NotFound> {
     const NAME: &CStr = c"AsyncGetCallTrace";
     // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name has no other preconditions.
     let mut sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };

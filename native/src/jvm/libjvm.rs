@@ -8,15 +8,15 @@ use std::os::unix::fs::FileExt;
 use crate::jvm::jvmti::Jvmti;
 
 /// Where libjvm is loaded.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The file the dynamic linker loaded it from.
-    pub path: CString,
+    pub(crate) path: CString,
     /// Its load base: symbol values in the file are relative to it.
-    pub base: usize,
+    pub(crate) base: usize,
 }
 
 /// Finds libjvm with `dladdr` on a JVMTI function.
-pub fn locate(jvmti: &Jvmti) -> Option<Loaded> {
+pub(crate) fn locate(jvmti: &Jvmti) -> Option<Loaded> {
     let addr = jvmti.function_address();
     if addr.is_null() {
         return None;
@@ -39,7 +39,7 @@ pub fn locate(jvmti: &Jvmti) -> Option<Loaded> {
 /// does not export (such as HotSpot's `Unsafe_Park`). The load base is checked against a symbol
 /// the dynamic linker also knows (`AsyncGetCallTrace`), so that a file replaced on disk since
 /// it was loaded is not trusted.
-pub fn local_function(jvmti: &Jvmti, name: &str) -> Result<usize, String> {
+pub(crate) fn local_function(jvmti: &Jvmti, name: &str) -> Result<usize, String> {
     let Some(Loaded { path, base }) = locate(jvmti) else {
         return Err("cannot locate libjvm".to_owned());
     };

@@ -1,5 +1,5 @@
-pub mod agct;
-pub mod class_names;
-pub mod jvmti;
-pub mod libjvm;
-pub mod symbols;
+pub(crate) mod agct;
+pub(crate) mod class_names;
+pub(crate) mod jvmti;
+pub(crate) mod libjvm;
+pub(crate) mod symbols;

@@ -43,7 +43,7 @@ const TOP_OF_STACK: u64 = 256;
 /// `ucontext` is the context of the signal being handled on this thread; `trace.frames` has
 /// room for `depth` frames.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub unsafe fn walk_from_caller(
+pub(crate) unsafe fn walk_from_caller(
     walk: AsyncGetCallTraceFn,
     trace: &mut AsgctCallTrace,
     depth: i32,
@@ -135,7 +135,7 @@ pub unsafe fn walk_from_caller(
 
 /// Elsewhere the first walk's failure stands.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-pub unsafe fn walk_from_caller(
+pub(crate) unsafe fn walk_from_caller(
     _walk: AsyncGetCallTraceFn,
     _trace: &mut AsgctCallTrace,
     _depth: i32,

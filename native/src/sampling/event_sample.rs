@@ -18,7 +18,7 @@ use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, JvmtiFrameInfo};
 
 /// `num_frames` code for a JVMTI GetStackTrace that failed (outside AsyncGetCallTrace's codes).
-pub const STACK_TRACE_FAILED: i32 = -101;
+pub(crate) const STACK_TRACE_FAILED: i32 = -101;
 
 const _: () =
     assert!(std::mem::size_of::<JvmtiFrameInfo>() == std::mem::size_of::<AsgctCallFrame>());
@@ -27,15 +27,15 @@ const _: () =
 
 /// What a callback measured.
 #[derive(Clone, Copy, Debug)]
-pub struct EventSample {
-    pub kind: SampleKind,
-    pub weight: u64,
-    pub count_milli: u64,
-    pub class_id: u32,
+pub(crate) struct EventSample {
+    pub(crate) kind: SampleKind,
+    pub(crate) weight: u64,
+    pub(crate) count_milli: u64,
+    pub(crate) class_id: u32,
 }
 
 /// Whether callbacks should record at all (sampling on, the thread not one of ours).
-pub fn wanted() -> Option<i32> {
+pub(crate) fn wanted() -> Option<i32> {
     if !signal_handler::is_active() {
         return None;
     }
@@ -48,7 +48,7 @@ pub fn wanted() -> Option<i32> {
 /// # Safety
 /// Called from a JVMTI event callback on the Java thread the event is about (`tid` is its
 /// kernel id), with the agent's JVMTI environment.
-pub unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
+pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
     let Some(s) = signal_handler::installed() else {
         return;
     };

@@ -8,7 +8,7 @@
 /// # Signal safety
 /// A raw system call.
 #[inline]
-pub fn gettid() -> i32 {
+pub(crate) fn gettid() -> i32 {
     // SAFETY: SYS_gettid takes no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
@@ -18,7 +18,7 @@ pub fn gettid() -> i32 {
 /// # Signal safety
 /// `clock_gettime` is async-signal-safe (POSIX.1-2008).
 #[inline]
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -36,15 +36,15 @@ use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigIn
 
 /// `num_frames` code for a signal that landed on a thread the agent has not registered
 /// (a JVM-internal thread under `clock=itimer`). Outside AsyncGetCallTrace's own codes.
-pub const NOT_A_JAVA_THREAD: i32 = -100;
+pub(crate) const NOT_A_JAVA_THREAD: i32 = -100;
 
 /// What the handler needs, built once before the handler is installed and never freed, so a
 /// late signal can never see freed memory.
-pub struct Sampler {
-    pub table: &'static ThreadTable,
-    pub buffer: SampleBuffer,
-    pub walk: AsyncGetCallTraceFn,
-    pub max_depth: i32,
+pub(crate) struct Sampler {
+    pub(crate) table: &'static ThreadTable,
+    pub(crate) buffer: SampleBuffer,
+    pub(crate) walk: AsyncGetCallTraceFn,
+    pub(crate) max_depth: i32,
 }
 
 static SAMPLER: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
@@ -55,7 +55,7 @@ static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
 /// Publishes the sampler the handler uses. Called once; later calls are ignored (the first
 /// sampler stays, because a handler may be using it).
-pub fn install(sampler: &'static Sampler) -> bool {
+pub(crate) fn install(sampler: &'static Sampler) -> bool {
     SAMPLER
         .compare_exchange(
             std::ptr::null_mut(),
@@ -66,22 +66,22 @@ pub fn install(sampler: &'static Sampler) -> bool {
         .is_ok()
 }
 
-pub fn installed() -> Option<&'static Sampler> {
+pub(crate) fn installed() -> Option<&'static Sampler> {
     let p = SAMPLER.load(Ordering::Acquire);
     // SAFETY: the only non-null value ever stored is a `&'static Sampler` (see `install`).
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-pub fn set_active(on: bool) {
+pub(crate) fn set_active(on: bool) {
     ACTIVE.store(on, Ordering::SeqCst);
 }
 
-pub fn is_active() -> bool {
+pub(crate) fn is_active() -> bool {
     ACTIVE.load(Ordering::SeqCst)
 }
 
 /// Waits until no handler is running (after `set_active(false)`), at most `timeout`.
-pub fn quiesce(timeout: std::time::Duration) -> bool {
+pub(crate) fn quiesce(timeout: std::time::Duration) -> bool {
     let start = std::time::Instant::now();
     while IN_HANDLER.load(Ordering::SeqCst) != 0 {
         if start.elapsed() >= timeout {
@@ -93,7 +93,7 @@ pub fn quiesce(timeout: std::time::Duration) -> bool {
 }
 
 /// Installs [`on_signal`] for `signo`. Returns the previous handler if it was someone else's.
-pub fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
+pub(crate) fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
     // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; we fill the fields
     // sigaction(2) reads. `on_signal` has the SA_SIGINFO signature.
     unsafe {
@@ -119,7 +119,7 @@ pub fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
 /// # Signal safety
 /// This is the signal handler; see the module docs for every call it makes. It saves and
 /// restores `errno`, because the code it interrupted may be about to read it.
-pub unsafe extern "C" fn on_signal(
+pub(crate) unsafe extern "C" fn on_signal(
     _signo: libc::c_int,
     info: *mut libc::siginfo_t,
     ucontext: *mut libc::c_void,
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn on_signal(
 
 /// Why the handler runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// A CPU timer: the sample stands for this many intervals (1 plus the expirations the
     /// kernel merged into the signal when the thread could not take it in time).
     Cpu { intervals: u64 },
@@ -158,7 +158,7 @@ pub enum Trigger {
 ///
 /// # Signal safety
 /// Reads a few integers.
-pub unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
+pub(crate) unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     if info.is_null() {
         return Trigger::Cpu { intervals: 1 };
     }
@@ -185,7 +185,7 @@ impl Sampler {
     ///
     /// # Signal safety
     /// See the module docs. `ucontext` is passed to AsyncGetCallTrace unchanged.
-    pub unsafe fn sample(&self, trigger: Trigger, ucontext: *mut libc::c_void) {
+    pub(crate) unsafe fn sample(&self, trigger: Trigger, ucontext: *mut libc::c_void) {
         let tid = gettid();
         let slot = self.table.lookup(tid);
         let (env, serial, record) = match slot {

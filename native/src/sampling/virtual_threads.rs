@@ -26,13 +26,17 @@ const UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Whether virtual-thread context tracking is on (JDK 21+ with the capability granted).
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
 /// Registers the mount/unmount callbacks (which call [`mount`] and [`unmount`]). Returns false
 /// when this VM has no such events.
-pub fn enable(jvmti: &Jvmti, on_mount: ExtensionEventFn, on_unmount: ExtensionEventFn) -> bool {
+pub(crate) fn enable(
+    jvmti: &Jvmti,
+    on_mount: ExtensionEventFn,
+    on_unmount: ExtensionEventFn,
+) -> bool {
     let Ok(events) = jvmti.extension_events() else {
         return false;
     };
@@ -81,7 +85,7 @@ unsafe fn show_on_carrier(record: *mut ContextRecord, own_if_null: bool) {
 /// # Safety
 /// HotSpot's VirtualThreadMount arguments: `vthread` is the event's live thread reference, and
 /// the caller is the carrier.
-pub unsafe fn mount(jvmti: &Jvmti, vthread: jobject) {
+pub(crate) unsafe fn mount(jvmti: &Jvmti, vthread: jobject) {
     // SAFETY: `vthread` is the event's live thread reference.
     let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
     // SAFETY: the storage only ever holds pool records (see `register_current`).
@@ -89,7 +93,7 @@ pub unsafe fn mount(jvmti: &Jvmti, vthread: jobject) {
 }
 
 /// Unmount: the carrier goes back to its own record. Called on the carrier.
-pub fn unmount() {
+pub(crate) fn unmount() {
     // SAFETY: null selects the carrier's own record.
     unsafe { show_on_carrier(std::ptr::null_mut(), true) }
 }
@@ -99,7 +103,7 @@ pub fn unmount() {
 ///
 /// # Safety
 /// JVMTI's VirtualThreadEnd arguments.
-pub unsafe fn on_end(jvmti: &Jvmti, vthread: jobject) {
+pub(crate) unsafe fn on_end(jvmti: &Jvmti, vthread: jobject) {
     // SAFETY: the event's thread reference.
     let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
     if record.is_null() {
@@ -117,7 +121,7 @@ pub unsafe fn on_end(jvmti: &Jvmti, vthread: jobject) {
 ///
 /// # Safety
 /// Called on a virtual thread (the shim checks `Thread.isVirtual()`).
-pub unsafe fn register_current(jvmti: &Jvmti) -> *mut ContextRecord {
+pub(crate) unsafe fn register_current(jvmti: &Jvmti) -> *mut ContextRecord {
     // SAFETY: null = the current (virtual) thread.
     let existing =
         unsafe { jvmti.thread_local_storage(std::ptr::null_mut()) }.unwrap_or(std::ptr::null_mut());

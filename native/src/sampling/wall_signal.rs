@@ -14,21 +14,21 @@ use crate::sys::{QueueSigInfo, SI_QUEUE};
 ///
 /// [`WallMarks::pending_ns`]: crate::sampling::thread_table::WallMarks::pending_ns
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WallSignal {
-    pub state: ThreadState,
+pub(crate) struct WallSignal {
+    pub(crate) state: ThreadState,
 }
 
 const TAG: u64 = 0x6f74_656c_7770; // "otelwp"
 const TAG_SHIFT: u32 = 8;
 
 impl WallSignal {
-    pub fn encode(&self) -> u64 {
+    pub(crate) fn encode(&self) -> u64 {
         (TAG << TAG_SHIFT) | self.state as u64
     }
 
     /// # Signal safety
     /// Shifts and masks.
-    pub fn decode(value: u64) -> Option<WallSignal> {
+    pub(crate) fn decode(value: u64) -> Option<WallSignal> {
         if value >> TAG_SHIFT != TAG {
             return None;
         }
@@ -44,7 +44,7 @@ impl WallSignal {
     ///
     /// # Signal safety
     /// Reads two fields of the siginfo.
-    pub unsafe fn from_siginfo(info: *const libc::siginfo_t) -> Option<WallSignal> {
+    pub(crate) unsafe fn from_siginfo(info: *const libc::siginfo_t) -> Option<WallSignal> {
         // SAFETY: QueueSigInfo is a prefix of siginfo_t (checked in sys tests).
         let q = unsafe { &*(info as *const QueueSigInfo) };
         if q.si_code != SI_QUEUE {
@@ -55,7 +55,7 @@ impl WallSignal {
 }
 
 /// Sends `signal` to thread `tid` of this process as SIGPROF.
-pub fn send(tid: i32, signal: WallSignal) -> std::io::Result<()> {
+pub(crate) fn send(tid: i32, signal: WallSignal) -> std::io::Result<()> {
     // SAFETY: an all-zero siginfo_t is valid; QueueSigInfo is its prefix (sys tests).
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     {
