@@ -3,6 +3,7 @@
 //! Every `extern "C"` entry point runs its body through [`guard`]. A panic there is a bug in
 //! the agent; the JVM must not pay for it, so the guard stops profiling, logs one line and
 //! returns a harmless value.
+#![forbid(unsafe_code)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;

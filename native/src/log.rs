@@ -2,6 +2,7 @@
 //!
 //! The agent speaks rarely: one line when it starts, one when it stops, one per problem. Never
 //! called from the signal handler.
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};

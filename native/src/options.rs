@@ -359,7 +359,6 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -278,7 +278,6 @@ fn agent_counters(interval: Duration) -> AgentCounters {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::collections::HashMap;

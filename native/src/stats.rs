@@ -5,6 +5,7 @@
 //! # Signal safety
 //! Every counter here is a lock-free atomic (`AtomicU64` is lock-free on every target we
 //! build for); incrementing one is async-signal-safe.
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 

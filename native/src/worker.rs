@@ -1,6 +1,7 @@
 //! Start/stop handshake of the agent's own threads (the aggregator, the wall-clock thread):
 //! the owner asks for a stop and waits a bounded time for the thread to say it is done, so a
 //! JVM never hangs at exit because of us.
+#![forbid(unsafe_code)]
 
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};

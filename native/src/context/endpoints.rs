@@ -4,6 +4,7 @@
 //! `GET /owners/{id}` once routing is done). So the record carries only the local root span id;
 //! the shim reports `local root -> name` as it learns it (and again when the local root's scope
 //! closes), and the aggregator applies the latest name when it writes the profile.
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::sync::Mutex;

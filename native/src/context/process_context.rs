@@ -151,7 +151,6 @@ pub(crate) fn publish(payload: &[u8]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use std::io::{Read, Seek, SeekFrom};

@@ -296,7 +296,6 @@ unsafe fn clear_exception(jni: *mut JNIEnv) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -445,7 +445,6 @@ fn visit(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::sampling::thread_table::ThreadTable;

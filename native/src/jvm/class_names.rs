@@ -117,7 +117,6 @@ pub(crate) unsafe fn class_id(jvmti: &Jvmti, class: jclass) -> u32 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

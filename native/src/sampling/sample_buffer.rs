@@ -268,7 +268,7 @@ impl SampleBuffer {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

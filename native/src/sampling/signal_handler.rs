@@ -278,7 +278,6 @@ impl Sampler {
 
 #[cfg(test)]
 #[allow(
-    clippy::unwrap_used,
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects,
     clippy::undocumented_unsafe_blocks

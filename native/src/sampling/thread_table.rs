@@ -13,6 +13,7 @@
 //!
 //! Removal leaves a tombstone that later inserts reuse. Probing is bounded, so lookups cost at
 //! most `MAX_PROBE` loads even after heavy thread churn.
+#![forbid(unsafe_code)]
 #![deny(clippy::indexing_slicing)]
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -346,7 +347,7 @@ impl Default for ThreadTable {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

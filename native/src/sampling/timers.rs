@@ -121,7 +121,6 @@ pub(crate) fn burn_thread_cpu(cpu: Duration) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,5 @@
 //! The JVMTI types the generated function table refers to, written from `jvmti.h`.
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use std::os::raw::{c_char, c_void};
