@@ -2,11 +2,15 @@
 //!
 //! Parsing is strict: an unknown key or a malformed value is an error naming the option, and
 //! the agent then stays off (the JVM runs normally). A typo must never silently profile with
-//! defaults the user did not ask for.
+//! defaults the user did not ask for. Durations and sizes are read with the workspace's one
+//! grammar (`otelprof_profile::units`: `10ms`, `1.5s`, `2m`, `512k`, `16m`), the one the CLI's
+//! flags use; the bounds below are the agent's own.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use otelprof_profile::units::{parse_duration, parse_size};
 
 use crate::log::LogLevel;
 
@@ -157,7 +161,7 @@ impl Options {
                     o.cpu_interval = if value == "off" {
                         None
                     } else {
-                        let d = parse_duration(value).map_err(|r| bad(&r))?;
+                        let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
                         if d < MIN_INTERVAL {
                             return Err(bad("the shortest interval is 100us"));
                         }
@@ -169,7 +173,7 @@ impl Options {
                     o.wall_interval = if value == "off" {
                         None
                     } else {
-                        let d = parse_duration(value).map_err(|r| bad(&r))?;
+                        let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
                         if d < MIN_WALL_INTERVAL {
                             return Err(bad("the shortest wall-clock interval is 1ms"));
                         }
@@ -191,7 +195,7 @@ impl Options {
                     o.alloc_interval = if value == "off" {
                         None
                     } else {
-                        let n = parse_size(value).map_err(|r| bad(&r))?;
+                        let n = parse_size(value).map_err(|e| bad(&e.to_string()))?;
                         // JVMTI takes the interval as a jint.
                         Some(
                             u32::try_from(n)
@@ -217,7 +221,7 @@ impl Options {
                         "off" => None,
                         // Zero needs no unit: every contended wait.
                         "0" => Some(Duration::ZERO),
-                        _ => Some(parse_duration(value).map_err(|r| bad(&r))?),
+                        _ => Some(parse_duration(value).map_err(|e| bad(&e.to_string()))?),
                     };
                 }
                 "clock" => {
@@ -248,7 +252,7 @@ impl Options {
                 }
                 "period" => {
                     need("60s")?;
-                    let d = parse_duration(value).map_err(|r| bad(&r))?;
+                    let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
                     if d < Duration::from_secs(1) {
                         return Err(bad("the shortest period is 1s"));
                     }
@@ -303,7 +307,8 @@ impl Options {
                 }
                 "queue" => {
                     need("16m")?;
-                    let n = parse_size(value).map_err(|r| bad(&r))?;
+                    let n = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+                    let n = usize::try_from(n).map_err(|_| bad("size too large"))?;
                     if n < MIN_QUEUE_BYTES {
                         return Err(bad("the smallest queue is 64k"));
                     }
@@ -318,45 +323,6 @@ impl Options {
 
 /// Smallest OTLP queue: one typical profile must fit.
 const MIN_QUEUE_BYTES: usize = 64 << 10;
-
-/// `65536`, `512k`, `16m`, `1g` (binary units).
-pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| "expected a size, e.g. 16m".to_owned())?;
-    let shift = match unit {
-        "" => 0,
-        "k" | "K" => 10,
-        "m" | "M" => 20,
-        "g" | "G" => 30,
-        _ => return Err(format!("unknown unit '{unit}' (use k, m or g)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| "size too large".to_owned())
-}
-
-/// `10ms`, `500us`, `2s`, `1m`, `250000ns`. A unit is required: a bare `10` is ambiguous
-/// (async-profiler reads nanoseconds, most people mean milliseconds).
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    if num.is_empty() {
-        return Err("expected a number with a unit, e.g. 10ms".to_owned());
-    }
-    let n: u64 = num.parse().map_err(|_| "number too large".to_owned())?;
-    let d = match unit {
-        "ns" => Duration::from_nanos(n),
-        "us" => Duration::from_micros(n),
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "" => return Err(format!("give a unit, e.g. {n}ms")),
-        _ => return Err(format!("unknown unit '{unit}' (use ns, us, ms, s or m)")),
-    };
-    Ok(d)
-}
 
 #[cfg(test)]
 mod tests {
@@ -397,6 +363,20 @@ mod tests {
         assert!(!o.timestamps);
         assert_eq!(o.endpoint, None);
         assert_eq!(Options::default().queue_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn durations_and_sizes_share_the_workspace_grammar() {
+        let o = Options::parse("cpu=1.5ms,period=1m30s,wall=PT0.05S,queue=16M").unwrap();
+        assert_eq!(o.cpu_interval, Some(Duration::from_micros(1500)));
+        assert_eq!(o.period, Duration::from_secs(90));
+        assert_eq!(o.wall_interval, Some(Duration::from_millis(50)));
+        assert_eq!(o.queue_bytes, 16 << 20);
+        // The agent's bounds still apply to what the grammar accepts.
+        let e = Options::parse("period=0.5s").unwrap_err().to_string();
+        assert!(e.contains("period=0.5s") && e.contains("1s"), "{e}");
+        let e = Options::parse("cpu=-1ms").unwrap_err().to_string();
+        assert!(e.contains("cpu=-1ms"), "{e}");
     }
 
     #[test]
