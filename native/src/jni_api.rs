@@ -1,7 +1,8 @@
 //! Native methods of the Java shim (`otelprof.internal.NativeBridge`).
 //!
 //! They are called rarely: once per thread to obtain its context record (after that the shim
-//! writes the record directly, no JNI), and once per local root span to report its name.
+//! writes the record directly, no JNI: docs/context-protocol.md, Write protocol), and once per
+//! sampled local root span to report its name.
 //! Every entry point is guarded: a panic turns into "no record" / "not active".
 //!
 //! The `#[no_mangle]` functions are exported from libotelprof.so whatever their Rust
@@ -18,7 +19,8 @@ use crate::sampling::os::gettid;
 use crate::sampling::thread_registry;
 
 /// Layout of the record, checked by the shim before it writes anything:
-/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`.
+/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`
+/// (docs/context-protocol.md, Record layout).
 pub(crate) fn layout() -> jlong {
     ((RECORD_SIZE as i64) << 32)
         | ((std::mem::offset_of!(ContextRecord, local_root_span_id) as i64) << 16)

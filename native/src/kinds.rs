@@ -2,8 +2,8 @@
 //!
 //! Every sample record carries a [`SampleKind`]; the aggregator builds one profile per kind
 //! and period, written as its own pprof file (`<prefix>-<time>-pid<pid>-<seq>.pb.gz`) and sent
-//! as its own OTLP request. The sample and period types are the ones DESIGN.md §5 names and
-//! that pprof tools and profiling backends know (Go's runtime profiles use the same pairs):
+//! as its own OTLP request. The sample and period types are the ones docs/profile-types.md lists
+//! and that pprof tools and profiling backends know (Go's runtime profiles use the same pairs):
 //!
 //! | kind  | file    | sample types (model = pprof)                    | period type      |
 //! |-------|---------|-------------------------------------------------|------------------|

@@ -155,7 +155,7 @@ fn getrandom_fill(buf: &mut [u8]) -> bool {
 }
 
 /// Host, process and JVM facts for the resource. Nothing from the command line or the
-/// environment (DESIGN.md §3 invariant 6).
+/// environment (README.md, OTLP export: "What is sent").
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv, in the live phase.

@@ -1,12 +1,11 @@
-//! Publishes the OpenTelemetry process context (OTEP 4719) for out-of-process readers.
+//! Publishes the OpenTelemetry process context (OTEP 4719) for out-of-process readers
+//! (docs/context-protocol.md, Process context).
 //!
 //! A small mapping named `OTEL_CTX` (a memfd, or an anonymous mapping named with
 //! `PR_SET_VMA_ANON_NAME` when memfd is not allowed) holds a 32-byte header followed by the
-//! payload ([`otelprof_profile::process_context::payload`]). Readers find it in `/proc/<pid>/maps`,
-//! check the signature and version, and read the payload between two reads of
-//! `published_at_ns`. The signature is written last, after a fence, so a reader never sees a
-//! half-written header; the mapping is excluded from `fork` children, who would otherwise
-//! expose the parent's identity.
+//! payload ([`otelprof_profile::process_context::payload`]). The signature is written last,
+//! after a fence, so a reader never sees a half-written header; the mapping is excluded from
+//! `fork` children, who would otherwise expose the parent's identity.
 //!
 //! The mapping is never unmapped: readers may look at it until the process ends.
 

@@ -1,5 +1,5 @@
 //! `otel_thread_ctx_v1`, the thread-local pointer to the current thread's context record that
-//! out-of-process readers follow (OTEP 4947).
+//! out-of-process readers follow (OTEP 4947; docs/context-protocol.md, Readers).
 //!
 //! The variable is defined in C (c/otel_thread_ctx.c): stable Rust cannot define an exported ELF
 //! TLS symbol. Only the owning thread touches its pointer, and never from a signal handler: the

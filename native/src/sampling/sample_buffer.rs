@@ -9,7 +9,8 @@
 //! leisure. A signal that interrupts a callback holding a shard simply uses another shard.
 //!
 //! Memory is allocated once, before any signal can arrive, and never grows: when an arena is
-//! full or every shard is busy the sample is dropped and counted (DESIGN.md §3.5).
+//! full or every shard is busy the sample is dropped and counted, and the sampler never
+//! waits (README.md, How it works).
 //!
 //! A mutex would not do: if the handler interrupted a thread that holds the mutex and then
 //! waited for it, that thread would never run again to release it.

@@ -2,7 +2,7 @@
 //!
 //! Two sources send SIGPROF: the per-thread CPU timers (`si_code == SI_TIMER`, or the kernel
 //! for `clock=itimer`) and the wall-clock thread ([`crate::engines::wall`], `si_code == SI_QUEUE` with
-//! a tagged `si_value` carrying the weight and the thread state). The handler tells them apart
+//! a tagged `si_value` carrying the thread state; the weight waits in the thread's slot). The handler tells them apart
 //! by the siginfo and records a CPU or a wall sample.
 //!
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:

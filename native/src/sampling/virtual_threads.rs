@@ -1,14 +1,11 @@
 //! Virtual threads (JDK 21+): the context record belongs to the virtual thread, and follows it
-//! from carrier to carrier.
+//! from carrier to carrier (docs/context-protocol.md, Virtual threads).
 //!
-//! A virtual thread runs on a carrier (a platform thread, which has the CPU timer and the
-//! thread-table slot). Its record is kept in JVMTI thread-local storage of the virtual thread;
-//! HotSpot's mount and unmount extension events, posted on the carrier, point the carrier's
-//! slot (and `otel_thread_ctx_v1`) at the mounted virtual thread's record and back. A sample
-//! on a carrier therefore reads the context of the virtual thread it is running, and a virtual
-//! thread that moves to another carrier takes its context along: no misattribution, and no
-//! pointer into a carrier that may exit (the record is the virtual thread's own, returned to
-//! the pool at VirtualThreadEnd).
+//! The record is kept in the virtual thread's JVMTI thread-local storage; HotSpot's mount and
+//! unmount extension events, posted on the carrier, point the carrier's thread-table slot (and
+//! `otel_thread_ctx_v1`) at the mounted virtual thread's record and back. No slot ever points
+//! into a carrier that may exit: the record is the virtual thread's own, from the never-freed
+//! pool, and goes back to the pool at VirtualThreadEnd.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
