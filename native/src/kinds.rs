@@ -13,8 +13,8 @@
 //! | lock  | `lock-` | `contentions/count`, `delay/nanoseconds`        | `contentions/count` |
 //!
 //! Wall samples have no `samples/count`: their weights are measured wall time (see
-//! [`crate::engines::wall`]), not a whole number of intervals, so a count times the period would not
-//! give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
+//! [`crate::engines::wall`]), not a whole number of intervals, so a count times the period
+//! would not give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
 #![forbid(unsafe_code)]
 
 /// What a sample record measures.

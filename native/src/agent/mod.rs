@@ -1,3 +1,6 @@
+//! The agent's lifecycle: [`setup`] at load (options, JVMTI capabilities and events, the
+//! SIGPROF handler) with the JVMTI callbacks, [`start_stop`] at VMInit and VMDeath.
+
 mod setup;
 mod start_stop;
 

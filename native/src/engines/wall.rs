@@ -55,10 +55,12 @@
 //! the thread exits, so its tid cannot have been reused. A signal that still reaches a
 //! thread after it unregistered is recorded as an unknown thread; one to a thread that is
 //! gone fails with ESRCH (counted). Threads sampled with GetStackTrace are named by their
-//! `Thread` object (from the global reference kept in [`thread_registry::NAMES`]), never by tid, and
-//! their sample is kept only if their slot shows the same thread life before and after.
+//! `Thread` object (from the global reference kept in [`thread_registry::NAMES`]), never by
+//! tid, and their sample is kept only if their slot shows the same thread life before and
+//! after.
 //!
-//! [`ThreadTable::hold_registrations`]: crate::sampling::thread_table::ThreadTable::hold_registrations
+//! [`ThreadTable::hold_registrations`]:
+//!     crate::sampling::thread_table::ThreadTable::hold_registrations
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -1,20 +1,21 @@
 //! The SIGPROF handler: walk the interrupted thread's Java stack and store it.
 //!
 //! Two sources send SIGPROF: the per-thread CPU timers (`si_code == SI_TIMER`, or the kernel
-//! for `clock=itimer`) and the wall-clock thread ([`crate::engines::wall`], `si_code == SI_QUEUE` with
-//! a tagged `si_value` carrying the thread state; the weight waits in the thread's slot). The handler tells them apart
-//! by the siginfo and records a CPU or a wall sample.
+//! for `clock=itimer`) and the wall-clock thread ([`crate::engines::wall`],
+//! `si_code == SI_QUEUE` with a tagged `si_value` carrying the thread state; the weight waits
+//! in the thread's slot). The handler tells them apart by the siginfo and records a CPU or a
+//! wall sample.
 //!
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
 //!   a vDSO read on Linux), reading and writing `errno`;
-//! - reads of the kernel's siginfo ([`crate::sampling::wall_signal::WallSignal::decode`]: shifts and masks),
-//!   and for wall signals an atomic swap and store in the thread's slot
+//! - reads of the kernel's siginfo ([`WallSignal::decode`]: shifts and masks), and for wall
+//!   signals an atomic swap and store in the thread's slot
 //!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
-//! - volatile loads of the thread's span context record ([`crate::context::reader::read`]), memory
-//!   that is never freed;
+//! - volatile loads of the thread's span context record ([`crate::context::reader::read`]),
+//!   memory that is never freed;
 //! - when AsyncGetCallTrace cannot place the top frame, volatile reads of the top of the
 //!   interrupted thread's own stack and writes to the signal's ucontext, restored before the
 //!   handler returns ([`crate::sampling::caller_walk`]).
