@@ -98,7 +98,7 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
 }
 
 /// `ByteBuffer registerVirtualThread0()`: like `registerThread0`, for a virtual thread: the
-/// record is the virtual thread's own and follows it across carriers (see `vthreads`).
+/// record is the virtual thread's own and follows it across carriers (see `sampling::virtual_threads`).
 ///
 /// # Safety
 /// Called by the JVM on a virtual thread with its JNIEnv.

@@ -1,38 +1,38 @@
 //! The otelprof in-JVM agent (`libotelprof.so`).
 //!
 //! Entry points: `Agent_OnLoad` (`-agentpath:`), `Agent_OnAttach` and `JNI_OnLoad` here, and
-//! the native methods of the Java shim in [`jni_api`]. The crate stays thin: JVMTI glue, the
+//! the native methods of the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
 //! signal handler and its buffers, the aggregator thread. Profile building, encoding and file
 //! writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
 //!
 //! Where things are:
-//! - [`agent`]: the lifecycle (load, start, stop) and the JVMTI callbacks, with [`options`],
-//!   [`log`], [`ffi`] (no panic crosses into the JVM), [`stats`] (the agent's counters) and
-//!   [`worker`] (start and stop of the agent's own threads);
-//! - [`sampling`]: timers, the SIGPROF handler, the thread table, the sample buffer;
-//! - [`engines`]: wall clock, allocations, locks;
-//! - [`context`]: the thread-context records and the process context
+//! - `agent`: the lifecycle (load, start, stop) and the JVMTI callbacks, with `options`,
+//!   `log`, `ffi` (no panic crosses into the JVM), `stats` (the agent's counters) and
+//!   `worker` (start and stop of the agent's own threads);
+//! - `sampling`: timers, the SIGPROF handler, the thread table, the sample buffer;
+//! - `engines`: wall clock, allocations, locks;
+//! - `context`: the thread-context records and the process context
 //!   (docs/context-protocol.md);
-//! - [`jvm`]: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation; [`sys`]: every C
+//! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation; `sys`: every C
 //!   declaration;
-//! - the export path: [`aggregator`] builds one profile per type ([`kinds`]) and period, and
-//!   writes pprof files or hands it to the OTLP exporter that [`otlp_export`] sets up.
+//! - the export path: `aggregator` builds one profile per type (`kinds`) and period, and
+//!   writes pprof files or hands it to the OTLP exporter that `otlp_export` sets up.
 //!
-//! How a sample travels: a per-thread CPU timer ([`sampling::timers`]) sends SIGPROF to the
-//! thread that burned the CPU; the handler ([`sampling::signal_handler`]) finds the thread in
-//! [`sampling::thread_table`], walks its stack with AsyncGetCallTrace ([`jvm::agct`]) and
-//! appends the frames to [`sampling::sample_buffer`]; the [`aggregator`] thread names the frames
-//! ([`jvm::symbols`]) and writes a profile every period.
+//! How a sample travels: a per-thread CPU timer (`sampling::timers`) sends SIGPROF to the
+//! thread that burned the CPU; the handler (`sampling::signal_handler`) finds the thread in
+//! `sampling::thread_table`, walks its stack with AsyncGetCallTrace (`jvm::agct`) and
+//! appends the frames to `sampling::sample_buffer`; the `aggregator` thread names the frames
+//! (`jvm::symbols`) and writes a profile every period.
 //!
 //! The other profile types take the same road from different starts: the wall-clock thread
-//! ([`engines::wall`]) signals threads in turn whatever they are doing; JVMTI callbacks record
-//! sampled allocations ([`engines::alloc`]) and contended monitors ([`engines::locks`]) through
-//! [`sampling::event_sample`], naming the leaf class with [`jvm::class_names`].
+//! (`engines::wall`) signals threads in turn whatever they are doing; JVMTI callbacks record
+//! sampled allocations (`engines::alloc`) and contended monitors (`engines::locks`) through
+//! `sampling::event_sample`, naming the leaf class with `jvm::class_names`.
 //!
-//! Dependencies go one way, from the entry points down: `lib.rs` and [`jni_api`] -> [`agent`]
-//! -> [`otlp_export`], [`aggregator`], [`engines`] -> [`sampling`] -> [`jvm`], [`context`] ->
-//! [`sys`]; [`ffi`] sits above [`sampling`] (it turns sampling off), and [`log`], [`options`],
-//! [`stats`], [`worker`] and [`kinds`] are leaves any layer may use. No module imports one
+//! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
+//! -> `otlp_export`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
+//! `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`, `options`,
+//! `stats`, `worker` and `kinds` are leaves any layer may use. No module imports one
 //! that imports it.
 
 #[macro_use]

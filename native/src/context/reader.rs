@@ -2,8 +2,6 @@
 //! or from another one (the wall-clock thread: [`snapshot`], [`has_span`]). Who reads the
 //! record and what each reader may assume about the writer is in docs/context-protocol.md,
 //! Readers; the reasoning for each function's memory accesses is beside it.
-//!
-//! [`RecordPool`]: crate::context::record::RecordPool
 
 use std::sync::atomic::{compiler_fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -33,8 +31,9 @@ impl SpanContext {
 /// Reads `record` as the interrupted thread left it, and counts the sample in it.
 ///
 /// # Safety
-/// `record` is null or points to a record from [`RecordPool`] (never freed), and the caller
-/// runs on the thread that owns it (in its signal handler, or in a JVMTI callback on it).
+/// `record` is null or points to a pool record ([`crate::context::record::RecordPool`], never
+/// freed), and the caller runs on the thread that owns it (in its signal handler, or in a
+/// JVMTI callback on it).
 ///
 /// # Signal safety
 /// Plain loads and one store to memory that is never freed; a compiler fence orders the
@@ -93,7 +92,8 @@ unsafe fn count_sample(record: *mut ContextRecord) {
 /// carries no span and counts as torn. Counts the sample in the record.
 ///
 /// # Safety
-/// `record` is null or points to a record from [`RecordPool`] (never freed).
+/// `record` is null or points to a pool record ([`crate::context::record::RecordPool`], never
+/// freed).
 pub(crate) unsafe fn snapshot(record: *mut ContextRecord) -> SpanContext {
     if record.is_null() {
         return SpanContext::default();
@@ -137,7 +137,8 @@ pub(crate) unsafe fn snapshot(record: *mut ContextRecord) -> SpanContext {
 /// may change it at any moment, and the signal handler reads the record itself.
 ///
 /// # Safety
-/// `record` is null or points to a record from [`RecordPool`] (never freed).
+/// `record` is null or points to a pool record ([`crate::context::record::RecordPool`], never
+/// freed).
 pub(crate) unsafe fn has_span(record: *const ContextRecord) -> bool {
     if record.is_null() {
         return false;

@@ -7,6 +7,8 @@
 //! samples: the callback try-locks a shard and never waits for one (a full or busy buffer
 //! drops the sample and counts it), so the application thread is never blocked by the
 //! aggregator beyond the stack walk itself.
+//!
+//! [`SampleBuffer`]: crate::sampling::sample_buffer::SampleBuffer
 
 use crate::jvm::jvmti::Jvmti;
 use crate::kinds::SampleKind;
