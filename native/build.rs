@@ -37,17 +37,15 @@ fn java_tool(name: &str) -> PathBuf {
     }
 }
 
+/// The `.java` files under `dir` (following symbolic links), each also a rerun trigger, as
+/// every directory under it is.
 fn java_sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
+    let entries = walkdir::WalkDir::new(dir).min_depth(1).follow_links(true);
+    for e in entries.into_iter().flatten() {
         let p = e.path();
         println!("cargo:rerun-if-changed={}", p.display());
-        if p.is_dir() {
-            java_sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "java") {
-            out.push(p);
+        if !e.file_type().is_dir() && p.extension().is_some_and(|x| x == "java") {
+            out.push(p.to_path_buf());
         }
     }
 }

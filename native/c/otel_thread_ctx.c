@@ -9,7 +9,7 @@
  *
  * Only the owning thread writes its pointer, outside signal handlers (first touch of a
  * dynamic TLS block may allocate). otelprof's own signal handler never reads it: it finds the
- * record through the thread table instead.
+ * record through the thread table instead. See docs/context-protocol.md, Readers.
  */
 __attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1 = 0;
 

@@ -15,17 +15,19 @@ use jni::sys::{JNIEnv, JavaVM};
 use otelprof_exporter::{OtlpExporter, PprofFileSink};
 use otelprof_profile::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 
-use crate::class_names::CLASSES;
-use crate::context::{span_id_hex, SpanContext, ENDPOINTS};
-use crate::event_sample::STACK_TRACE_FAILED;
-use crate::jvmti::{self, Jvmti};
+use crate::context::endpoints::{span_id_hex, ENDPOINTS};
+use crate::context::reader::SpanContext;
+use crate::jvm::class_names::CLASSES;
+use crate::jvm::jvmti::{self, Jvmti};
+use crate::jvm::symbols::Symbols;
 use crate::kinds::{SampleKind, ThreadState};
-use crate::sample_buffer::Record;
-use crate::sampler::{self, Sampler, NOT_A_JAVA_THREAD};
+use crate::sampling::event_sample::STACK_TRACE_FAILED;
+use crate::sampling::os;
+use crate::sampling::sample_buffer::Record;
+use crate::sampling::signal_handler::{self, Sampler, NOT_A_JAVA_THREAD};
+use crate::sampling::thread_registry;
 use crate::stats::{self, COUNTERS};
-use crate::symbols::Symbols;
 use crate::sys::ticks;
-use crate::threads;
 
 /// Set once a failed OTLP submission has been reported (one line per problem).
 static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
@@ -35,40 +37,40 @@ static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
 /// sampling rate we accept, long enough to cost nothing.
 const DRAIN_EVERY: Duration = Duration::from_millis(50);
 
-pub struct Config {
-    pub vm: *mut JavaVM,
-    pub jvmti: Jvmti,
-    pub sampler: &'static Sampler,
+pub(crate) struct Config {
+    pub(crate) vm: *mut JavaVM,
+    pub(crate) jvmti: Jvmti,
+    pub(crate) sampler: &'static Sampler,
     /// The profile types to build, each with its pprof `period` (CPU and wall: the sampling
     /// interval in ns; allocations: the sampling interval in bytes; locks: 1).
-    pub kinds: Vec<(SampleKind, i64)>,
-    pub period: Duration,
+    pub(crate) kinds: Vec<(SampleKind, i64)>,
+    pub(crate) period: Duration,
     /// Directory for pprof files, when wanted (`out=`, or no OTLP endpoint).
-    pub out_dir: Option<PathBuf>,
+    pub(crate) out_dir: Option<PathBuf>,
     /// OTLP export, when an endpoint is configured.
-    pub exporter: Option<Arc<OtlpExporter>>,
+    pub(crate) exporter: Option<Arc<OtlpExporter>>,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
 
 /// Handle to the running aggregator thread.
-pub struct Aggregator {
+pub(crate) struct Aggregator {
     control: Arc<crate::worker::Shared>,
 }
 
 impl Aggregator {
-    pub fn start(config: Config) -> std::io::Result<Aggregator> {
+    pub(crate) fn start(config: Config) -> std::io::Result<Aggregator> {
         let control = crate::worker::shared();
         let theirs = control.clone();
         std::thread::Builder::new()
             .name("otelprof-aggregator".into())
             .spawn(move || {
-                threads::add_own_tid(sampler::gettid());
+                thread_registry::add_own_tid(os::gettid());
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
                 if result.is_err() {
-                    sampler::set_active(false);
+                    signal_handler::set_active(false);
                     log_error!("internal error in the aggregator thread; profiling stopped");
                 }
                 crate::worker::mark_done(&theirs);
@@ -78,7 +80,7 @@ impl Aggregator {
 
     /// Asks for a final drain and write, and waits for it at most `timeout`. Returns false on
     /// timeout (the JVM must not hang at exit because of us).
-    pub fn stop(&self, timeout: Duration) -> bool {
+    pub(crate) fn stop(&self, timeout: Duration) -> bool {
         crate::worker::stop_and_wait(&self.control, timeout)
     }
 }
@@ -93,7 +95,7 @@ fn run(config: Config, control: &crate::worker::Shared) {
     let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-aggregator") };
     let Some(jni) = jni else {
         log_error!("cannot attach the aggregator thread to the JVM; profiling stopped");
-        sampler::set_active(false);
+        signal_handler::set_active(false);
         return;
     };
     let mut period = Period::new(&config, jni);
@@ -201,7 +203,7 @@ fn new_builder(kind: SampleKind, period_value: i64) -> ProfileBuilder {
 }
 
 /// Name of the pseudo-frame standing for a stack that could not be walked.
-pub fn pseudo_frame_name(code: i32) -> &'static str {
+pub(crate) fn pseudo_frame_name(code: i32) -> &'static str {
     match code {
         ticks::NO_JAVA_FRAME => "[no_Java_frame]",
         ticks::NO_CLASS_LOAD => "[no_class_load]",
@@ -296,7 +298,9 @@ impl Lane {
             return *l;
         }
         let name = {
-            let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+            let mut names = thread_registry::NAMES
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             match names.get_mut(serial) {
                 Some(info) => {
                     // Read the name now: threads are often renamed after they start.
@@ -445,14 +449,14 @@ impl Period {
             started: Instant::now(),
             started_unix: unix_nanos(SystemTime::now()),
             last_drain_ns: 0,
-            unix_minus_monotonic: unix_nanos(SystemTime::now()) - sampler::monotonic_ns() as i64,
+            unix_minus_monotonic: unix_nanos(SystemTime::now()) - os::monotonic_ns() as i64,
             jvmti: config.jvmti,
             jni,
         }
     }
 
     fn drain(&mut self, sampler: &Sampler) {
-        self.last_drain_ns = sampler::monotonic_ns();
+        self.last_drain_ns = os::monotonic_ns();
         let max_depth = sampler.max_depth;
         let offset = self.unix_minus_monotonic;
         let (lanes, lane_of, symbols) = (&mut self.lanes, &self.lane_of, &mut self.symbols);
@@ -500,7 +504,9 @@ impl Period {
         self.started_unix = now_unix;
         self.symbols.clear();
         ENDPOINTS.expire();
-        let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names = thread_registry::NAMES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         // SAFETY: `self.jni` is this aggregator thread's JNIEnv.
         unsafe { names.evict_ended_before(self.last_drain_ns, self.jni) };
     }

@@ -1,34 +1,27 @@
 //! Native methods of the Java shim (`otelprof.internal.NativeBridge`).
 //!
 //! They are called rarely: once per thread to obtain its context record (after that the shim
-//! writes the record directly, no JNI), and once per local root span to report its name.
+//! writes the record directly, no JNI: docs/context-protocol.md, Write protocol), and once per
+//! sampled local root span to report its name.
 //! Every entry point is guarded: a panic turns into "no record" / "not active".
+//!
+//! The `#[no_mangle]` functions are exported from libotelprof.so whatever their Rust
+//! visibility; they are `pub` because the JVM calls them, while the rest of the crate is
+//! `pub(crate)`.
 
 use jni::sys::{jboolean, jclass, jlong, jobject, jstring, JNIEnv, JNI_FALSE, JNI_TRUE};
 
-use crate::context::{ContextRecord, ENDPOINTS, RECORDS, RECORD_SIZE};
+use crate::context::endpoints::ENDPOINTS;
+use crate::context::record::{ContextRecord, RECORDS, RECORD_SIZE};
+use crate::context::tls;
 use crate::ffi::guard;
-use crate::sampler::gettid;
-use crate::threads;
-
-extern "C" {
-    /// Sets `otel_thread_ctx_v1` for the calling thread (c/otel_thread_ctx.c).
-    fn otelprof_set_thread_ctx(record: *mut ContextRecord);
-}
-
-/// Publishes `record` in the calling thread's `otel_thread_ctx_v1`.
-///
-/// # Safety
-/// `record` is null or a pool record that outlives its publication (pool records are never
-/// freed). Not for signal handlers: the first TLS access of a thread may allocate.
-pub unsafe fn publish_tls(record: *mut ContextRecord) {
-    // SAFETY: a plain TLS store on the calling thread.
-    unsafe { otelprof_set_thread_ctx(record) };
-}
+use crate::sampling::os::gettid;
+use crate::sampling::thread_registry;
 
 /// Layout of the record, checked by the shim before it writes anything:
-/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`.
-pub fn layout() -> jlong {
+/// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`
+/// (docs/context-protocol.md, Record layout).
+pub(crate) fn layout() -> jlong {
     ((RECORD_SIZE as i64) << 32)
         | ((std::mem::offset_of!(ContextRecord, local_root_span_id) as i64) << 16)
         | std::mem::offset_of!(ContextRecord, samples) as i64
@@ -41,7 +34,7 @@ pub extern "system" fn Java_otelprof_internal_NativeBridge_active0(
     _cls: jclass,
 ) -> jboolean {
     guard("NativeBridge.active0", JNI_FALSE, || {
-        if crate::sampler::is_active() {
+        if crate::sampling::signal_handler::is_active() {
             JNI_TRUE
         } else {
             JNI_FALSE
@@ -77,17 +70,17 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerThread
 /// # Safety
 /// `env` is the calling thread's JNIEnv.
 unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
-    if !crate::sampler::is_active() {
+    if !crate::sampling::signal_handler::is_active() {
         return std::ptr::null_mut();
     }
     let tid = gettid();
-    if threads::TABLE.lookup(tid).is_none() {
+    if thread_registry::TABLE.lookup(tid).is_none() {
         // A thread that started before the agent (e.g. `main` when the agent was loaded by
         // `-javaagent`): register it now that we have its JNIEnv.
         // SAFETY: `env` is this thread's JNIEnv.
         unsafe { crate::agent::register_current_thread(env) };
     }
-    let Some(slot) = threads::TABLE.lookup(tid) else {
+    let Some(slot) = thread_registry::TABLE.lookup(tid) else {
         return std::ptr::null_mut();
     };
     let mut record = slot.own_context();
@@ -98,14 +91,14 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
         }
         slot.set_own_context(record);
         // SAFETY: a pool record, published on its own thread.
-        unsafe { publish_tls(record) };
+        unsafe { tls::publish(record) };
     }
     // SAFETY: `env` is this thread's JNIEnv; the record comes from the pool.
     unsafe { record_buffer(env, record) }
 }
 
 /// `ByteBuffer registerVirtualThread0()`: like `registerThread0`, for a virtual thread: the
-/// record is the virtual thread's own and follows it across carriers (see `vthreads`).
+/// record is the virtual thread's own and follows it across carriers (see `sampling::virtual_threads`).
 ///
 /// # Safety
 /// Called by the JVM on a virtual thread with its JNIEnv.
@@ -118,14 +111,16 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerVirtua
         "NativeBridge.registerVirtualThread0",
         std::ptr::null_mut(),
         || {
-            if !crate::sampler::is_active() || !crate::vthreads::enabled() {
+            if !crate::sampling::signal_handler::is_active()
+                || !crate::sampling::virtual_threads::enabled()
+            {
                 return std::ptr::null_mut();
             }
-            let Some(jvmti) = crate::agent::jvmti() else {
+            let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
                 return std::ptr::null_mut();
             };
             // SAFETY: called on the virtual thread itself.
-            let record = unsafe { crate::vthreads::register_current(&jvmti) };
+            let record = unsafe { crate::sampling::virtual_threads::register_current(&jvmti) };
             // SAFETY: `env` is this thread's JNIEnv; `record` is null or a pool record.
             unsafe { record_buffer(env, record) }
         },
@@ -202,7 +197,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_bufferAddress0
 }
 
 /// `void reportEndpoint0(long localRootSpanId, String name)`: the current name of a local
-/// root span (see [`context::Endpoints`]).
+/// root span (see [`crate::context::endpoints::Endpoints`]).
 ///
 /// # Safety
 /// Called by the JVM with the calling thread's JNIEnv and a String (or null).
@@ -286,10 +281,6 @@ fn new_string(env: *mut JNIEnv, s: &str) -> jstring {
     }
 }
 
-extern "C" {
-    fn otelprof_get_thread_ctx() -> *mut ContextRecord;
-}
-
 /// `long publishedRecordAddress0()`: what `otel_thread_ctx_v1` holds on this thread, for
 /// tests comparing it with the record the shim writes.
 #[no_mangle]
@@ -301,6 +292,6 @@ pub extern "system" fn Java_otelprof_internal_NativeBridge_publishedRecordAddres
     guard(
         "NativeBridge.publishedRecordAddress0",
         0,
-        || unsafe { otelprof_get_thread_ctx() } as jlong,
+        || unsafe { tls::published() } as jlong,
     )
 }

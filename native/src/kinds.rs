@@ -2,8 +2,8 @@
 //!
 //! Every sample record carries a [`SampleKind`]; the aggregator builds one profile per kind
 //! and period, written as its own pprof file (`<prefix>-<time>-pid<pid>-<seq>.pb.gz`) and sent
-//! as its own OTLP request. The sample and period types are the ones DESIGN.md §5 names and
-//! that pprof tools and profiling backends know (Go's runtime profiles use the same pairs):
+//! as its own OTLP request. The sample and period types are the ones docs/profile-types.md lists
+//! and that pprof tools and profiling backends know (Go's runtime profiles use the same pairs):
 //!
 //! | kind  | file    | sample types (model = pprof)                    | period type      |
 //! |-------|---------|-------------------------------------------------|------------------|
@@ -13,14 +13,14 @@
 //! | lock  | `lock-` | `contentions/count`, `delay/nanoseconds`        | `contentions/count` |
 //!
 //! Wall samples have no `samples/count`: their weights are measured wall time (see
-//! [`crate::wall`]), not a whole number of intervals, so a count times the period would not
-//! give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
+//! [`crate::engines::wall`]), not a whole number of intervals, so a count times the period
+//! would not give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
 #![forbid(unsafe_code)]
 
 /// What a sample record measures.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SampleKind {
+pub(crate) enum SampleKind {
     /// A CPU-timer signal; weight = sampling intervals (1 + overruns).
     Cpu = 0,
     /// A wall-clock signal; weight = wall nanoseconds the sample stands for.
@@ -33,24 +33,24 @@ pub enum SampleKind {
 }
 
 impl SampleKind {
-    pub const ALL: [SampleKind; 4] = [
+    pub(crate) const ALL: [SampleKind; 4] = [
         SampleKind::Cpu,
         SampleKind::Wall,
         SampleKind::Alloc,
         SampleKind::Lock,
     ];
 
-    pub fn from_u8(v: u8) -> Option<SampleKind> {
+    pub(crate) fn from_u8(v: u8) -> Option<SampleKind> {
         Self::ALL.into_iter().find(|k| *k as u8 == v)
     }
 
     /// Index into per-kind arrays.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
     /// File name prefix, and the name the CLI's `--type` uses.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SampleKind::Cpu => "cpu",
             SampleKind::Wall => "wall",
@@ -60,7 +60,7 @@ impl SampleKind {
     }
 
     /// `(type, unit)` of each value, in order.
-    pub fn sample_types(self) -> &'static [(&'static str, &'static str)] {
+    pub(crate) fn sample_types(self) -> &'static [(&'static str, &'static str)] {
         match self {
             SampleKind::Cpu => &[("samples", "count"), ("cpu", "nanoseconds")],
             SampleKind::Wall => &[("wall", "nanoseconds")],
@@ -69,7 +69,7 @@ impl SampleKind {
         }
     }
 
-    pub fn period_type(self) -> (&'static str, &'static str) {
+    pub(crate) fn period_type(self) -> (&'static str, &'static str) {
         match self {
             SampleKind::Cpu => ("cpu", "nanoseconds"),
             SampleKind::Wall => ("wall", "nanoseconds"),
@@ -83,7 +83,7 @@ impl SampleKind {
 /// GetThreadState by the wall-clock thread (never in the signal handler).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ThreadState {
+pub(crate) enum ThreadState {
     Unknown = 0,
     /// Running or ready to run, including in native code (a socket read, for instance).
     Runnable = 1,
@@ -98,7 +98,7 @@ pub enum ThreadState {
 impl ThreadState {
     /// From `jvmtiThreadState` bits, the way `Thread.getState()` maps them. `None` for a
     /// thread that is not alive (new or terminated): it is not sampled.
-    pub fn from_jvmti(bits: i32) -> Option<ThreadState> {
+    pub(crate) fn from_jvmti(bits: i32) -> Option<ThreadState> {
         use crate::sys::thread_state as s;
         if bits & s::ALIVE == 0 || bits & s::TERMINATED != 0 {
             return None;
@@ -126,7 +126,7 @@ impl ThreadState {
 
     /// # Signal safety
     /// A comparison chain, no allocation.
-    pub fn from_u8(v: u8) -> ThreadState {
+    pub(crate) fn from_u8(v: u8) -> ThreadState {
         match v {
             1 => ThreadState::Runnable,
             2 => ThreadState::Blocked,
@@ -137,7 +137,7 @@ impl ThreadState {
     }
 
     /// The `thread_state` label value.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ThreadState::Unknown => "UNKNOWN",
             ThreadState::Runnable => "RUNNABLE",

@@ -1,49 +1,57 @@
 //! The otelprof in-JVM agent (`libotelprof.so`).
 //!
-//! Entry points: `Agent_OnLoad` (`-agentpath:`) and `Agent_OnAttach`. The crate stays thin:
-//! JVMTI glue, the signal handler and its buffers, the aggregator thread. Profile building,
-//! encoding and file writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
+//! Entry points: `Agent_OnLoad` (`-agentpath:`), `Agent_OnAttach` and `JNI_OnLoad` here, and
+//! the native methods of the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
+//! signal handler and its buffers, the aggregator thread. Profile building, encoding and file
+//! writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
 //!
-//! How a sample travels: a per-thread CPU timer ([`timers`]) sends SIGPROF to the thread that
-//! burned the CPU; the handler ([`sampler`]) finds the thread in [`thread_table`], walks its
-//! stack with AsyncGetCallTrace ([`agct`]) and appends the frames to [`sample_buffer`]; the
-//! [`aggregator`] thread names the frames ([`symbols`]) and writes a profile every period.
+//! Where things are:
+//! - `agent`: the lifecycle (load, start, stop) and the JVMTI callbacks, with `options`,
+//!   `log`, `ffi` (no panic crosses into the JVM), `stats` (the agent's counters) and
+//!   `worker` (start and stop of the agent's own threads);
+//! - `sampling`: timers, the SIGPROF handler, the thread table, the sample buffer;
+//! - `engines`: wall clock, allocations, locks;
+//! - `context`: the thread-context records and the process context
+//!   (docs/context-protocol.md);
+//! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation; `sys`: every C
+//!   declaration;
+//! - the export path: `aggregator` builds one profile per type (`kinds`) and period, and
+//!   writes pprof files or hands it to the OTLP exporter that `otlp_export` sets up.
 //!
-//! The other profile types ([`kinds`]) take the same road from different starts: the
-//! wall-clock thread ([`wall`]) signals threads in turn whatever they are doing; JVMTI
-//! callbacks record sampled allocations ([`alloc`]) and contended monitors ([`locks`]) through
-//! [`event_sample`], naming the leaf class with [`class_names`].
+//! How a sample travels: a per-thread CPU timer (`sampling::timers`) sends SIGPROF to the
+//! thread that burned the CPU; the handler (`sampling::signal_handler`) finds the thread in
+//! `sampling::thread_table`, walks its stack with AsyncGetCallTrace (`jvm::agct`) and
+//! appends the frames to `sampling::sample_buffer`; the `aggregator` thread names the frames
+//! (`jvm::symbols`) and writes a profile every period.
+//!
+//! The other profile types take the same road from different starts: the wall-clock thread
+//! (`engines::wall`) signals threads in turn whatever they are doing; JVMTI callbacks record
+//! sampled allocations (`engines::alloc`) and contended monitors (`engines::locks`) through
+//! `sampling::event_sample`, naming the leaf class with `jvm::class_names`.
+//!
+//! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
+//! -> `otlp_export`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
+//! `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`, `options`,
+//! `stats`, `worker` and `kinds` are leaves any layer may use. No module imports one
+//! that imports it.
 
 #[macro_use]
-pub mod log;
+mod log;
 
-pub mod agct;
-pub mod agent;
-pub mod aggregator;
-pub mod alloc;
-pub mod class_names;
-pub mod context;
-pub mod event_sample;
-pub mod ffi;
-pub mod jni_api;
-pub mod jvmti;
-pub mod kinds;
-pub mod locks;
-pub mod options;
-pub mod otlp_export;
-pub mod parks;
-pub mod process_context;
-pub mod sample_buffer;
-pub mod sampler;
-pub mod stats;
-pub mod symbols;
-pub mod sys;
-pub mod thread_table;
-pub mod threads;
-pub mod timers;
-pub mod vthreads;
-pub mod wall;
-pub mod worker;
+mod agent;
+mod aggregator;
+mod context;
+mod engines;
+mod ffi;
+mod jni_api;
+mod jvm;
+mod kinds;
+mod options;
+mod otlp_export;
+mod sampling;
+mod stats;
+mod sys;
+mod worker;
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};

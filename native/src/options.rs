@@ -2,18 +2,24 @@
 //!
 //! Parsing is strict: an unknown key or a malformed value is an error naming the option, and
 //! the agent then stays off (the JVM runs normally). A typo must never silently profile with
-//! defaults the user did not ask for.
+//! defaults the user did not ask for. Durations and sizes are read with the workspace's one
+//! grammar (`otelprof_profile::units`: `10ms`, `1.5s`, `2m`, `512k`, `16m`), the one the CLI's
+//! flags use; the bounds below are the agent's own.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use otelprof_profile::units::{parse_duration, parse_size};
+
+use crate::log::LogLevel;
+
 /// OTLP protocols, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
-pub use otelprof_exporter::Protocol;
+pub(crate) use otelprof_exporter::Protocol;
 
 /// How CPU samples are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clock {
+pub(crate) enum Clock {
     /// One POSIX timer per Java thread on that thread's CPU-time clock (`timer_create`),
     /// delivering SIGPROF to that thread: accurate per-thread CPU attribution.
     ThreadCpu,
@@ -22,53 +28,45 @@ pub enum Clock {
     Itimer,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogLevel {
-    Quiet,
-    Warn,
-    Info,
-    Debug,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     /// CPU sampling interval; `None` when CPU profiling is off (`cpu=off`).
-    pub cpu_interval: Option<Duration>,
-    pub clock: Clock,
+    pub(crate) cpu_interval: Option<Duration>,
+    pub(crate) clock: Clock,
     /// Maximum frames per stack; deeper stacks are truncated at the root end.
-    pub max_depth: u32,
+    pub(crate) max_depth: u32,
     /// Directory for pprof files.
-    pub out_dir: Option<PathBuf>,
+    pub(crate) out_dir: Option<PathBuf>,
     /// How often a profile is cut and written.
-    pub period: Duration,
-    pub log: LogLevel,
+    pub(crate) period: Duration,
+    pub(crate) log: LogLevel,
     /// OTLP base endpoint (`endpoint=`), like `OTEL_EXPORTER_OTLP_ENDPOINT`.
-    pub endpoint: Option<String>,
+    pub(crate) endpoint: Option<String>,
     /// OTLP protocol (`protocol=`), like `OTEL_EXPORTER_OTLP_PROTOCOL`.
-    pub protocol: Option<Protocol>,
+    pub(crate) protocol: Option<Protocol>,
     /// `service.name` (`service=`); wins over `OTEL_SERVICE_NAME`.
-    pub service: Option<String>,
+    pub(crate) service: Option<String>,
     /// Send sample timestamps in OTLP (`timestamps=on`; Elastic needs them).
-    pub timestamps: bool,
+    pub(crate) timestamps: bool,
     /// Send `thread.id` as an OTLP sample attribute (`thread_id=on`). Off by default:
     /// Pyroscope makes sample attributes series labels, and thread ids multiply series.
-    pub thread_id: bool,
+    pub(crate) thread_id: bool,
     /// Bound of the OTLP export queue in bytes (`queue=`).
-    pub queue_bytes: usize,
+    pub(crate) queue_bytes: usize,
     /// Wall-clock sampling interval (`wall=`); `None` when off (the default).
-    pub wall_interval: Option<Duration>,
+    pub(crate) wall_interval: Option<Duration>,
     /// Most threads signalled per wall-clock interval (`wall_threads=`).
-    pub wall_threads: u32,
+    pub(crate) wall_threads: u32,
     /// Mean bytes between allocation samples (`alloc=`; 0 samples every object); `None`
     /// when off (the default).
-    pub alloc_interval: Option<u32>,
+    pub(crate) alloc_interval: Option<u32>,
     /// Most allocation samples per second (`alloc_rate=`; 0: no bound): above it the
     /// interval grows until the rate fits, and shrinks back when allocation slows down.
-    pub alloc_rate: u32,
+    pub(crate) alloc_rate: u32,
     /// Monitor waits at least this long are all recorded; shorter ones are sampled in
     /// proportion to their length (`lock=`; 0 records every contended wait). `None` when
     /// off (the default).
-    pub lock_threshold: Option<Duration>,
+    pub(crate) lock_threshold: Option<Duration>,
 }
 
 impl Default for Options {
@@ -96,7 +94,7 @@ impl Default for Options {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OptionError {
+pub(crate) enum OptionError {
     #[error(
         "unknown option '{0}' (known: cpu, wall, wall_threads, alloc, alloc_rate, lock, clock, depth, out, \
          period, log, endpoint, protocol, service, timestamps, thread_id, queue)"
@@ -120,17 +118,17 @@ const MAX_DEPTH_LIMIT: u32 = 8192;
 /// Shortest wall-clock interval: every interval the wall thread wakes, reads thread states
 /// and sends up to `wall_threads` signals.
 const MIN_WALL_INTERVAL: Duration = Duration::from_millis(1);
-pub const DEFAULT_WALL_THREADS: u32 = 16;
+pub(crate) const DEFAULT_WALL_THREADS: u32 = 16;
 const MAX_WALL_THREADS: u32 = 1024;
 /// Default bound of allocation samples per second: the cost of a sample is mostly HotSpot's
 /// GetStackTrace (several µs for a deep stack), so this caps allocation profiling near 0.5 %
 /// of one CPU however fast the application allocates. JFR bounds its allocation samples the
 /// same way (150/s in its default settings, 300/s in `profile`).
-pub const DEFAULT_ALLOC_RATE: u32 = 500;
+pub(crate) const DEFAULT_ALLOC_RATE: u32 = 500;
 const MAX_ALLOC_RATE: u32 = 1_000_000;
 
 impl Options {
-    pub fn parse(s: &str) -> Result<Options, OptionError> {
+    pub(crate) fn parse(s: &str) -> Result<Options, OptionError> {
         let mut o = Options::default();
         let mut seen: Vec<&str> = Vec::new();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -163,7 +161,7 @@ impl Options {
                     o.cpu_interval = if value == "off" {
                         None
                     } else {
-                        let d = parse_duration(value).map_err(|r| bad(&r))?;
+                        let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
                         if d < MIN_INTERVAL {
                             return Err(bad("the shortest interval is 100us"));
                         }
@@ -175,7 +173,7 @@ impl Options {
                     o.wall_interval = if value == "off" {
                         None
                     } else {
-                        let d = parse_duration(value).map_err(|r| bad(&r))?;
+                        let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
                         if d < MIN_WALL_INTERVAL {
                             return Err(bad("the shortest wall-clock interval is 1ms"));
                         }
@@ -197,7 +195,7 @@ impl Options {
                     o.alloc_interval = if value == "off" {
                         None
                     } else {
-                        let n = parse_size(value).map_err(|r| bad(&r))?;
+                        let n = parse_size(value).map_err(|e| bad(&e.to_string()))?;
                         // JVMTI takes the interval as a jint.
                         Some(
                             u32::try_from(n)
@@ -223,7 +221,7 @@ impl Options {
                         "off" => None,
                         // Zero needs no unit: every contended wait.
                         "0" => Some(Duration::ZERO),
-                        _ => Some(parse_duration(value).map_err(|r| bad(&r))?),
+                        _ => Some(parse_duration(value).map_err(|e| bad(&e.to_string()))?),
                     };
                 }
                 "clock" => {
@@ -254,7 +252,7 @@ impl Options {
                 }
                 "period" => {
                     need("60s")?;
-                    let d = parse_duration(value).map_err(|r| bad(&r))?;
+                    let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
                     if d < Duration::from_secs(1) {
                         return Err(bad("the shortest period is 1s"));
                     }
@@ -309,7 +307,8 @@ impl Options {
                 }
                 "queue" => {
                     need("16m")?;
-                    let n = parse_size(value).map_err(|r| bad(&r))?;
+                    let n = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+                    let n = usize::try_from(n).map_err(|_| bad("size too large"))?;
                     if n < MIN_QUEUE_BYTES {
                         return Err(bad("the smallest queue is 64k"));
                     }
@@ -325,47 +324,7 @@ impl Options {
 /// Smallest OTLP queue: one typical profile must fit.
 const MIN_QUEUE_BYTES: usize = 64 << 10;
 
-/// `65536`, `512k`, `16m`, `1g` (binary units).
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| "expected a size, e.g. 16m".to_owned())?;
-    let shift = match unit {
-        "" => 0,
-        "k" | "K" => 10,
-        "m" | "M" => 20,
-        "g" | "G" => 30,
-        _ => return Err(format!("unknown unit '{unit}' (use k, m or g)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| "size too large".to_owned())
-}
-
-/// `10ms`, `500us`, `2s`, `1m`, `250000ns`. A unit is required: a bare `10` is ambiguous
-/// (async-profiler reads nanoseconds, most people mean milliseconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    if num.is_empty() {
-        return Err("expected a number with a unit, e.g. 10ms".to_owned());
-    }
-    let n: u64 = num.parse().map_err(|_| "number too large".to_owned())?;
-    let d = match unit {
-        "ns" => Duration::from_nanos(n),
-        "us" => Duration::from_micros(n),
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "" => return Err(format!("give a unit, e.g. {n}ms")),
-        _ => return Err(format!("unknown unit '{unit}' (use ns, us, ms, s or m)")),
-    };
-    Ok(d)
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -404,6 +363,20 @@ mod tests {
         assert!(!o.timestamps);
         assert_eq!(o.endpoint, None);
         assert_eq!(Options::default().queue_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn durations_and_sizes_share_the_workspace_grammar() {
+        let o = Options::parse("cpu=1.5ms,period=1m30s,wall=PT0.05S,queue=16M").unwrap();
+        assert_eq!(o.cpu_interval, Some(Duration::from_micros(1500)));
+        assert_eq!(o.period, Duration::from_secs(90));
+        assert_eq!(o.wall_interval, Some(Duration::from_millis(50)));
+        assert_eq!(o.queue_bytes, 16 << 20);
+        // The agent's bounds still apply to what the grammar accepts.
+        let e = Options::parse("period=0.5s").unwrap_err().to_string();
+        assert!(e.contains("period=0.5s") && e.contains("1s"), "{e}");
+        let e = Options::parse("cpu=-1ms").unwrap_err().to_string();
+        assert!(e.contains("cpu=-1ms"), "{e}");
     }
 
     #[test]

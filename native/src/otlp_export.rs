@@ -20,7 +20,7 @@ use crate::options::Options;
 use crate::stats::{self, COUNTERS, WALK_OUTCOMES};
 
 /// How long the JVM's exit waits for queued profiles to be delivered.
-pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 
 /// How often the agent's own metrics are exported (`OTEL_METRIC_EXPORT_INTERVAL`, ms).
 const METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
@@ -28,22 +28,22 @@ const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The `OTEL_*` environment as read once at agent load.
 #[derive(Clone, Debug, Default)]
-pub struct ExportEnv {
+pub(crate) struct ExportEnv {
     /// `None`: no endpoint configured, OTLP export is off.
-    pub config: Option<OtlpConfig>,
-    pub service_name: Option<String>,
-    pub resource_attributes: Option<String>,
-    pub metric_interval: Option<Duration>,
+    pub(crate) config: Option<OtlpConfig>,
+    pub(crate) service_name: Option<String>,
+    pub(crate) resource_attributes: Option<String>,
+    pub(crate) metric_interval: Option<Duration>,
 }
 
 /// `OTEL_SDK_DISABLED=true` (case-insensitive, as the OTel spec says for booleans).
-pub fn sdk_disabled(lookup: &impl Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn sdk_disabled(lookup: &impl Fn(&str) -> Option<String>) -> bool {
     lookup(env::SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 /// Resolves the OTLP configuration from `lookup` (the process environment in the agent)
 /// and the agent options. An error names the setting and turns profiling off.
-pub fn read_env(
+pub(crate) fn read_env(
     options: &Options,
     lookup: &impl Fn(&str) -> Option<String>,
 ) -> Result<ExportEnv, String> {
@@ -81,7 +81,7 @@ pub fn read_env(
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv, in the live phase.
-pub unsafe fn build_resource(
+pub(crate) unsafe fn build_resource(
     jni: *mut JNIEnv,
     export_env: &ExportEnv,
     options: &Options,
@@ -105,7 +105,7 @@ pub unsafe fn build_resource(
 }
 
 /// Starts the exporter, if an endpoint is configured.
-pub fn start(
+pub(crate) fn start(
     resource: opentelemetry_sdk::Resource,
     export_env: &ExportEnv,
     options: &Options,
@@ -155,7 +155,7 @@ fn getrandom_fill(buf: &mut [u8]) -> bool {
 }
 
 /// Host, process and JVM facts for the resource. Nothing from the command line or the
-/// environment (DESIGN.md §3 invariant 6).
+/// environment (README.md, OTLP export: "What is sent").
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv, in the live phase.
@@ -278,7 +278,6 @@ fn agent_counters(interval: Duration) -> AgentCounters {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::collections::HashMap;

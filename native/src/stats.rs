@@ -5,82 +5,83 @@
 //! # Signal safety
 //! Every counter here is a lock-free atomic (`AtomicU64` is lock-free on every target we
 //! build for); incrementing one is async-signal-safe.
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Number of distinct AsyncGetCallTrace outcomes we count (codes 0 ..= -10).
-pub const WALK_OUTCOMES: usize = 11;
+pub(crate) const WALK_OUTCOMES: usize = 11;
 
-pub struct Counters {
+pub(crate) struct Counters {
     /// Sample records stored, of every kind (including failed walks, which are recorded as
     /// pseudo-frames). The Java shim reads this one to learn whether anything was sampled.
-    pub samples: AtomicU64,
+    pub(crate) samples: AtomicU64,
     /// CPU sample weight recorded (1 + timer overruns per signal).
-    pub weight: AtomicU64,
+    pub(crate) weight: AtomicU64,
     /// Wall-clock samples stored.
-    pub wall_samples: AtomicU64,
+    pub(crate) wall_samples: AtomicU64,
     /// Threads the wall-clock thread visited.
-    pub wall_visits: AtomicU64,
+    pub(crate) wall_visits: AtomicU64,
     /// Wall-clock signals sent (to RUNNABLE threads).
-    pub wall_signals: AtomicU64,
+    pub(crate) wall_signals: AtomicU64,
     /// Wall-clock samples taken with GetStackTrace (of waiting threads).
-    pub wall_stack_traces: AtomicU64,
+    pub(crate) wall_stack_traces: AtomicU64,
     /// Idle visits that owed their time to a later idle sample instead of a signal.
-    pub wall_thinned: AtomicU64,
+    pub(crate) wall_thinned: AtomicU64,
     /// Wall-clock samples not taken: the thread ended between its visit and its sample.
-    pub wall_thread_gone: AtomicU64,
+    pub(crate) wall_thread_gone: AtomicU64,
     /// Wall-clock signals that found no wall time to record (an earlier signal, merged with
     /// them by the kernel or handled first, took it).
-    pub wall_empty: AtomicU64,
+    pub(crate) wall_empty: AtomicU64,
     /// Allocation samples stored.
-    pub alloc_samples: AtomicU64,
+    pub(crate) alloc_samples: AtomicU64,
     /// Changes of the allocation sampling interval made to keep within `alloc_rate=`.
-    pub alloc_interval_changes: AtomicU64,
+    pub(crate) alloc_interval_changes: AtomicU64,
     /// The largest allocation sampling interval set to keep within `alloc_rate=` (bytes).
-    pub alloc_interval_max: AtomicU64,
+    pub(crate) alloc_interval_max: AtomicU64,
     /// Lock (contended monitor) samples stored.
-    pub lock_samples: AtomicU64,
+    pub(crate) lock_samples: AtomicU64,
     /// Waits below the lock threshold that the sampling did not pick.
-    pub lock_short: AtomicU64,
+    pub(crate) lock_short: AtomicU64,
     /// Contended waits whose start could not be recorded.
-    pub lock_untimed: AtomicU64,
+    pub(crate) lock_untimed: AtomicU64,
     /// JVMTI GetStackTrace failures in allocation and lock samples.
-    pub stack_trace_failed: AtomicU64,
+    pub(crate) stack_trace_failed: AtomicU64,
     /// Signals dropped because the sample buffer was full.
-    pub dropped_buffer_full: AtomicU64,
+    pub(crate) dropped_buffer_full: AtomicU64,
     /// Signals dropped because every buffer shard was busy.
-    pub dropped_contended: AtomicU64,
+    pub(crate) dropped_contended: AtomicU64,
     /// Records of a profile type that is off (never expected).
-    pub dropped_kind_off: AtomicU64,
+    pub(crate) dropped_kind_off: AtomicU64,
     /// Signals that arrived on a thread the agent does not know (thread ending, or a non-Java
     /// thread under `clock=itimer`).
-    pub unknown_thread: AtomicU64,
+    pub(crate) unknown_thread: AtomicU64,
     /// Failed stack walks by AsyncGetCallTrace code (index = -code).
-    pub walk_failed: [AtomicU64; WALK_OUTCOMES],
+    pub(crate) walk_failed: [AtomicU64; WALK_OUTCOMES],
     /// Walks AsyncGetCallTrace could only do from the interrupted code's caller
-    /// ([`crate::sampler`]'s recovery of `unknown_Java` / `not_walkable_Java`).
-    pub walks_recovered: AtomicU64,
+    /// ([`crate::sampling::signal_handler`]'s recovery of `unknown_Java` / `not_walkable_Java`).
+    pub(crate) walks_recovered: AtomicU64,
     /// Stacks cut at `depth=`.
-    pub truncated: AtomicU64,
+    pub(crate) truncated: AtomicU64,
     /// Samples taken while the thread was working for a span.
-    pub samples_with_span: AtomicU64,
+    pub(crate) samples_with_span: AtomicU64,
     /// Samples that found the thread's context record mid-write (taken without a span).
-    pub context_torn: AtomicU64,
-    pub threads_started: AtomicU64,
-    pub threads_ended: AtomicU64,
-    pub timers_created: AtomicU64,
-    pub timers_deleted: AtomicU64,
-    pub timer_errors: AtomicU64,
+    pub(crate) context_torn: AtomicU64,
+    pub(crate) threads_started: AtomicU64,
+    pub(crate) threads_ended: AtomicU64,
+    pub(crate) timers_created: AtomicU64,
+    pub(crate) timers_deleted: AtomicU64,
+    pub(crate) timer_errors: AtomicU64,
     /// Threads not profiled because the thread table was full.
-    pub table_full: AtomicU64,
-    pub profiles_written: AtomicU64,
-    pub write_errors: AtomicU64,
+    pub(crate) table_full: AtomicU64,
+    pub(crate) profiles_written: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const ZERO: AtomicU64 = AtomicU64::new(0);
 
-pub static COUNTERS: Counters = Counters {
+pub(crate) static COUNTERS: Counters = Counters {
     samples: ZERO,
     weight: ZERO,
     wall_samples: ZERO,
@@ -118,17 +119,17 @@ pub static COUNTERS: Counters = Counters {
 
 /// Adds one. Signal safety: a relaxed atomic add.
 #[inline]
-pub fn bump(c: &AtomicU64) {
+pub(crate) fn bump(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
 }
 
-pub fn get(c: &AtomicU64) -> u64 {
+pub(crate) fn get(c: &AtomicU64) -> u64 {
     c.load(Relaxed)
 }
 
 /// Counts a failed walk. Signal safety: a relaxed atomic add, no indexing panic (`get`).
 #[inline]
-pub fn walk_failed(code: i32) {
+pub(crate) fn walk_failed(code: i32) {
     let index = code.unsigned_abs() as usize;
     if let Some(c) = COUNTERS.walk_failed.get(index) {
         bump(c);
@@ -136,7 +137,7 @@ pub fn walk_failed(code: i32) {
 }
 
 /// One line summarising the counters, for the exit log and for pprof comments.
-pub fn summary() -> String {
+pub(crate) fn summary() -> String {
     let c = &COUNTERS;
     let failed: u64 = c.walk_failed.iter().map(get).sum();
     format!(

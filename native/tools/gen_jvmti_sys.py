@@ -127,7 +127,7 @@ def main():
         body, re.S)
     w("/// The JVMTI function table (`jvmtiInterface_1_`), one slot per function in header order.")
     w("#[repr(C)]")
-    w("pub struct JvmtiInterface {")
+    w("pub(crate) struct JvmtiInterface {")
     expected = 1
     for num, title, decl, name, params in entries:
         num = int(num)
@@ -135,12 +135,15 @@ def main():
         expected += 1
         if not name:
             w("    /// %d: reserved" % num)
-            w("    pub reserved%d: *const c_void," % num)
+            w("    pub(crate) reserved%d: *const c_void," % num)
             continue
         params = re.sub(r"\s+", " ", params)
         w("    /// %d: %s" % (num, title))
-        w("    pub %s: Option<unsafe extern \"C\" fn(%s) -> JvmtiError>," % (name, params_to_rust(params, enums)))
+        w("    pub(crate) %s: Option<unsafe extern \"C\" fn(%s) -> JvmtiError>," % (name, params_to_rust(params, enums)))
     w("}")
+    w("")
+    w("/// `jvmtiEnv` is a pointer to the function table; JVMTI functions take a `jvmtiEnv*`.")
+    w("pub(crate) type JvmtiEnv = *const JvmtiInterface;")
     w("")
     w("// Every slot is one pointer wide: check the slot numbers the header gives.")
     for num, title, decl, name, params in entries:
@@ -157,16 +160,16 @@ def main():
     w("/// The event-callback table (`jvmtiEventCallbacks`), events 50.. in header order.")
     w("#[repr(C)]")
     w("#[derive(Default)]")
-    w("pub struct JvmtiEventCallbacks {")
+    w("pub(crate) struct JvmtiEventCallbacks {")
     slots = re.findall(r"/\*\s*(\d+)(?:\s*:[^*]*)?\s*\*/\s*(\w+)\s+(\w+);", body)
     assert [int(n) for n, _, _ in slots] == list(range(50, 50 + len(slots))), "gap in event table"
     for num, typ, field in slots:
         if typ == "jvmtiEventReserved":
             w("    /// %s: reserved" % num)
-            w("    pub %s: Option<unsafe extern \"C\" fn()>," % field)
+            w("    pub(crate) %s: Option<unsafe extern \"C\" fn()>," % field)
             continue
         w("    /// %s" % num)
-        w("    pub %s: Option<unsafe extern \"C\" fn(%s)>," % (field, params_to_rust(sigs[typ], enums)))
+        w("    pub(crate) %s: Option<unsafe extern \"C\" fn(%s)>," % (field, params_to_rust(sigs[typ], enums)))
     w("}")
     w("")
     for num, typ, field in slots:
@@ -177,20 +180,20 @@ def main():
     caps = re.search(r"typedef struct \{(\s*unsigned int can_tag_objects.*?)\} jvmtiCapabilities;", text, re.S).group(1)
     names = re.findall(r"unsigned int (can_\w+) : 1;", caps)
     w("/// Bit positions in `jvmtiCapabilities` (bitfields are allocated from bit 0 of the first word).")
-    w("pub mod capability {")
+    w("pub(crate) mod capability {")
     for i, n in enumerate(names):
-        w("    pub const %s: u32 = %d;" % (n.upper(), i))
+        w("    pub(crate) const %s: u32 = %d;" % (n.upper(), i))
     w("}")
     w("")
 
     # Errors and events.
     for enum_name, prefix, mod in (("jvmtiError", "JVMTI_ERROR_", "error"), ("jvmtiEvent", "JVMTI_", "event")):
         block = re.search(r"typedef enum \{([^}]*)\}\s*%s;" % enum_name, text).group(1)
-        w("pub mod %s {" % mod)
+        w("pub(crate) mod %s {" % mod)
         w("    use super::*;")
         for n, v in re.findall(r"(%s\w+)\s*=\s*(\d+)" % prefix, block):
             rust_t = "JvmtiError" if mod == "error" else "JvmtiEvent"
-            w("    pub const %s: %s = %s;" % (n[len(prefix):] if mod == "error" else n[len("JVMTI_"):], rust_t, v))
+            w("    pub(crate) const %s: %s = %s;" % (n[len(prefix):] if mod == "error" else n[len("JVMTI_"):], rust_t, v))
         w("}")
         w("")
 

@@ -11,320 +11,323 @@ use super::jvmti_types::*;
 
 /// The JVMTI function table (`jvmtiInterface_1_`), one slot per function in header order.
 #[repr(C)]
-pub struct JvmtiInterface {
+pub(crate) struct JvmtiInterface {
     /// 1: reserved
-    pub reserved1: *const c_void,
+    pub(crate) reserved1: *const c_void,
     /// 2: Set Event Notification Mode
-    pub SetEventNotificationMode: Option<unsafe extern "C" fn(*mut JvmtiEnv, c_int, JvmtiEvent, jthread, ...) -> JvmtiError>,
+    pub(crate) SetEventNotificationMode: Option<unsafe extern "C" fn(*mut JvmtiEnv, c_int, JvmtiEvent, jthread, ...) -> JvmtiError>,
     /// 3: Get All Modules
-    pub GetAllModules: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jobject) -> JvmtiError>,
+    pub(crate) GetAllModules: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jobject) -> JvmtiError>,
     /// 4: Get All Threads
-    pub GetAllThreads: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jthread) -> JvmtiError>,
+    pub(crate) GetAllThreads: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jthread) -> JvmtiError>,
     /// 5: Suspend Thread
-    pub SuspendThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
+    pub(crate) SuspendThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
     /// 6: Resume Thread
-    pub ResumeThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
+    pub(crate) ResumeThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
     /// 7: Stop Thread
-    pub StopThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jobject) -> JvmtiError>,
+    pub(crate) StopThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jobject) -> JvmtiError>,
     /// 8: Interrupt Thread
-    pub InterruptThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
+    pub(crate) InterruptThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
     /// 9: Get Thread Info
-    pub GetThreadInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut JvmtiThreadInfo) -> JvmtiError>,
+    pub(crate) GetThreadInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut JvmtiThreadInfo) -> JvmtiError>,
     /// 10: Get Owned Monitor Info
-    pub GetOwnedMonitorInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint, *mut *mut jobject) -> JvmtiError>,
+    pub(crate) GetOwnedMonitorInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint, *mut *mut jobject) -> JvmtiError>,
     /// 11: Get Current Contended Monitor
-    pub GetCurrentContendedMonitor: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jobject) -> JvmtiError>,
+    pub(crate) GetCurrentContendedMonitor: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jobject) -> JvmtiError>,
     /// 12: Run Agent Thread
-    pub RunAgentThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut c_void, *const c_void, jint) -> JvmtiError>,
+    pub(crate) RunAgentThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut c_void, *const c_void, jint) -> JvmtiError>,
     /// 13: Get Top Thread Groups
-    pub GetTopThreadGroups: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jthreadGroup) -> JvmtiError>,
+    pub(crate) GetTopThreadGroups: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jthreadGroup) -> JvmtiError>,
     /// 14: Get Thread Group Info
-    pub GetThreadGroupInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthreadGroup, *mut c_void) -> JvmtiError>,
+    pub(crate) GetThreadGroupInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthreadGroup, *mut c_void) -> JvmtiError>,
     /// 15: Get Thread Group Children
-    pub GetThreadGroupChildren: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthreadGroup, *mut jint, *mut *mut jthread, *mut jint, *mut *mut jthreadGroup) -> JvmtiError>,
+    pub(crate) GetThreadGroupChildren: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthreadGroup, *mut jint, *mut *mut jthread, *mut jint, *mut *mut jthreadGroup) -> JvmtiError>,
     /// 16: Get Frame Count
-    pub GetFrameCount: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint) -> JvmtiError>,
+    pub(crate) GetFrameCount: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint) -> JvmtiError>,
     /// 17: Get Thread State
-    pub GetThreadState: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint) -> JvmtiError>,
+    pub(crate) GetThreadState: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint) -> JvmtiError>,
     /// 18: Get Current Thread
-    pub GetCurrentThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jthread) -> JvmtiError>,
+    pub(crate) GetCurrentThread: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jthread) -> JvmtiError>,
     /// 19: Get Frame Location
-    pub GetFrameLocation: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, *mut jmethodID, *mut jlocation) -> JvmtiError>,
+    pub(crate) GetFrameLocation: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, *mut jmethodID, *mut jlocation) -> JvmtiError>,
     /// 20: Notify Frame Pop
-    pub NotifyFramePop: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint) -> JvmtiError>,
+    pub(crate) NotifyFramePop: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint) -> JvmtiError>,
     /// 21: Get Local Variable - Object
-    pub GetLocalObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jobject) -> JvmtiError>,
+    pub(crate) GetLocalObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jobject) -> JvmtiError>,
     /// 22: Get Local Variable - Int
-    pub GetLocalInt: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jint) -> JvmtiError>,
+    pub(crate) GetLocalInt: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jint) -> JvmtiError>,
     /// 23: Get Local Variable - Long
-    pub GetLocalLong: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jlong) -> JvmtiError>,
+    pub(crate) GetLocalLong: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jlong) -> JvmtiError>,
     /// 24: Get Local Variable - Float
-    pub GetLocalFloat: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jfloat) -> JvmtiError>,
+    pub(crate) GetLocalFloat: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jfloat) -> JvmtiError>,
     /// 25: Get Local Variable - Double
-    pub GetLocalDouble: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jdouble) -> JvmtiError>,
+    pub(crate) GetLocalDouble: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut jdouble) -> JvmtiError>,
     /// 26: Set Local Variable - Object
-    pub SetLocalObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jobject) -> JvmtiError>,
+    pub(crate) SetLocalObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jobject) -> JvmtiError>,
     /// 27: Set Local Variable - Int
-    pub SetLocalInt: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jint) -> JvmtiError>,
+    pub(crate) SetLocalInt: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jint) -> JvmtiError>,
     /// 28: Set Local Variable - Long
-    pub SetLocalLong: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jlong) -> JvmtiError>,
+    pub(crate) SetLocalLong: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jlong) -> JvmtiError>,
     /// 29: Set Local Variable - Float
-    pub SetLocalFloat: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jfloat) -> JvmtiError>,
+    pub(crate) SetLocalFloat: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jfloat) -> JvmtiError>,
     /// 30: Set Local Variable - Double
-    pub SetLocalDouble: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jdouble) -> JvmtiError>,
+    pub(crate) SetLocalDouble: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, jdouble) -> JvmtiError>,
     /// 31: Create Raw Monitor
-    pub CreateRawMonitor: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *mut jrawMonitorID) -> JvmtiError>,
+    pub(crate) CreateRawMonitor: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *mut jrawMonitorID) -> JvmtiError>,
     /// 32: Destroy Raw Monitor
-    pub DestroyRawMonitor: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
+    pub(crate) DestroyRawMonitor: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
     /// 33: Raw Monitor Enter
-    pub RawMonitorEnter: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
+    pub(crate) RawMonitorEnter: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
     /// 34: Raw Monitor Exit
-    pub RawMonitorExit: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
+    pub(crate) RawMonitorExit: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
     /// 35: Raw Monitor Wait
-    pub RawMonitorWait: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID, jlong) -> JvmtiError>,
+    pub(crate) RawMonitorWait: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID, jlong) -> JvmtiError>,
     /// 36: Raw Monitor Notify
-    pub RawMonitorNotify: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
+    pub(crate) RawMonitorNotify: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
     /// 37: Raw Monitor Notify All
-    pub RawMonitorNotifyAll: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
+    pub(crate) RawMonitorNotifyAll: Option<unsafe extern "C" fn(*mut JvmtiEnv, jrawMonitorID) -> JvmtiError>,
     /// 38: Set Breakpoint
-    pub SetBreakpoint: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, jlocation) -> JvmtiError>,
+    pub(crate) SetBreakpoint: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, jlocation) -> JvmtiError>,
     /// 39: Clear Breakpoint
-    pub ClearBreakpoint: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, jlocation) -> JvmtiError>,
+    pub(crate) ClearBreakpoint: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, jlocation) -> JvmtiError>,
     /// 40: Get Named Module
-    pub GetNamedModule: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *const c_char, *mut jobject) -> JvmtiError>,
+    pub(crate) GetNamedModule: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *const c_char, *mut jobject) -> JvmtiError>,
     /// 41: Set Field Access Watch
-    pub SetFieldAccessWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
+    pub(crate) SetFieldAccessWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
     /// 42: Clear Field Access Watch
-    pub ClearFieldAccessWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
+    pub(crate) ClearFieldAccessWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
     /// 43: Set Field Modification Watch
-    pub SetFieldModificationWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
+    pub(crate) SetFieldModificationWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
     /// 44: Clear Field Modification Watch
-    pub ClearFieldModificationWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
+    pub(crate) ClearFieldModificationWatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID) -> JvmtiError>,
     /// 45: Is Modifiable Class
-    pub IsModifiableClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsModifiableClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jboolean) -> JvmtiError>,
     /// 46: Allocate
-    pub Allocate: Option<unsafe extern "C" fn(*mut JvmtiEnv, jlong, *mut *mut c_uchar) -> JvmtiError>,
+    pub(crate) Allocate: Option<unsafe extern "C" fn(*mut JvmtiEnv, jlong, *mut *mut c_uchar) -> JvmtiError>,
     /// 47: Deallocate
-    pub Deallocate: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_uchar) -> JvmtiError>,
+    pub(crate) Deallocate: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_uchar) -> JvmtiError>,
     /// 48: Get Class Signature
-    pub GetClassSignature: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut *mut c_char, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetClassSignature: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut *mut c_char, *mut *mut c_char) -> JvmtiError>,
     /// 49: Get Class Status
-    pub GetClassStatus: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint) -> JvmtiError>,
+    pub(crate) GetClassStatus: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint) -> JvmtiError>,
     /// 50: Get Source File Name
-    pub GetSourceFileName: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetSourceFileName: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut *mut c_char) -> JvmtiError>,
     /// 51: Get Class Modifiers
-    pub GetClassModifiers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint) -> JvmtiError>,
+    pub(crate) GetClassModifiers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint) -> JvmtiError>,
     /// 52: Get Class Methods
-    pub GetClassMethods: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut *mut jmethodID) -> JvmtiError>,
+    pub(crate) GetClassMethods: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut *mut jmethodID) -> JvmtiError>,
     /// 53: Get Class Fields
-    pub GetClassFields: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut *mut jfieldID) -> JvmtiError>,
+    pub(crate) GetClassFields: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut *mut jfieldID) -> JvmtiError>,
     /// 54: Get Implemented Interfaces
-    pub GetImplementedInterfaces: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut *mut jclass) -> JvmtiError>,
+    pub(crate) GetImplementedInterfaces: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut *mut jclass) -> JvmtiError>,
     /// 55: Is Interface
-    pub IsInterface: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsInterface: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jboolean) -> JvmtiError>,
     /// 56: Is Array Class
-    pub IsArrayClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsArrayClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jboolean) -> JvmtiError>,
     /// 57: Get Class Loader
-    pub GetClassLoader: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jobject) -> JvmtiError>,
+    pub(crate) GetClassLoader: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jobject) -> JvmtiError>,
     /// 58: Get Object Hash Code
-    pub GetObjectHashCode: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jint) -> JvmtiError>,
+    pub(crate) GetObjectHashCode: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jint) -> JvmtiError>,
     /// 59: Get Object Monitor Usage
-    pub GetObjectMonitorUsage: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut c_void) -> JvmtiError>,
+    pub(crate) GetObjectMonitorUsage: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut c_void) -> JvmtiError>,
     /// 60: Get Field Name (and Signature)
-    pub GetFieldName: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetFieldName: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char) -> JvmtiError>,
     /// 61: Get Field Declaring Class
-    pub GetFieldDeclaringClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut jclass) -> JvmtiError>,
+    pub(crate) GetFieldDeclaringClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut jclass) -> JvmtiError>,
     /// 62: Get Field Modifiers
-    pub GetFieldModifiers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut jint) -> JvmtiError>,
+    pub(crate) GetFieldModifiers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut jint) -> JvmtiError>,
     /// 63: Is Field Synthetic
-    pub IsFieldSynthetic: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsFieldSynthetic: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, jfieldID, *mut jboolean) -> JvmtiError>,
     /// 64: Get Method Name (and Signature)
-    pub GetMethodName: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetMethodName: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char) -> JvmtiError>,
     /// 65: Get Method Declaring Class
-    pub GetMethodDeclaringClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jclass) -> JvmtiError>,
+    pub(crate) GetMethodDeclaringClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jclass) -> JvmtiError>,
     /// 66: Get Method Modifiers
-    pub GetMethodModifiers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint) -> JvmtiError>,
+    pub(crate) GetMethodModifiers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint) -> JvmtiError>,
     /// 67: Clear Frame Pop
-    pub ClearAllFramePops: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
+    pub(crate) ClearAllFramePops: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
     /// 68: Get Max Locals
-    pub GetMaxLocals: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint) -> JvmtiError>,
+    pub(crate) GetMaxLocals: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint) -> JvmtiError>,
     /// 69: Get Arguments Size
-    pub GetArgumentsSize: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint) -> JvmtiError>,
+    pub(crate) GetArgumentsSize: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint) -> JvmtiError>,
     /// 70: Get Line Number Table
-    pub GetLineNumberTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint, *mut *mut JvmtiLineNumberEntry) -> JvmtiError>,
+    pub(crate) GetLineNumberTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint, *mut *mut JvmtiLineNumberEntry) -> JvmtiError>,
     /// 71: Get Method Location
-    pub GetMethodLocation: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jlocation, *mut jlocation) -> JvmtiError>,
+    pub(crate) GetMethodLocation: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jlocation, *mut jlocation) -> JvmtiError>,
     /// 72: Get Local Variable Table
-    pub GetLocalVariableTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint, *mut *mut c_void) -> JvmtiError>,
+    pub(crate) GetLocalVariableTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint, *mut *mut c_void) -> JvmtiError>,
     /// 73: Set Native Method Prefix
-    pub SetNativeMethodPrefix: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char) -> JvmtiError>,
+    pub(crate) SetNativeMethodPrefix: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char) -> JvmtiError>,
     /// 74: Set Native Method Prefixes
-    pub SetNativeMethodPrefixes: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) SetNativeMethodPrefixes: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *mut *mut c_char) -> JvmtiError>,
     /// 75: Get Bytecodes
-    pub GetBytecodes: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint, *mut *mut c_uchar) -> JvmtiError>,
+    pub(crate) GetBytecodes: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jint, *mut *mut c_uchar) -> JvmtiError>,
     /// 76: Is Method Native
-    pub IsMethodNative: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsMethodNative: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jboolean) -> JvmtiError>,
     /// 77: Is Method Synthetic
-    pub IsMethodSynthetic: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsMethodSynthetic: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jboolean) -> JvmtiError>,
     /// 78: Get Loaded Classes
-    pub GetLoadedClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jclass) -> JvmtiError>,
+    pub(crate) GetLoadedClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut jclass) -> JvmtiError>,
     /// 79: Get Classloader Classes
-    pub GetClassLoaderClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jint, *mut *mut jclass) -> JvmtiError>,
+    pub(crate) GetClassLoaderClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jint, *mut *mut jclass) -> JvmtiError>,
     /// 80: Pop Frame
-    pub PopFrame: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
+    pub(crate) PopFrame: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
     /// 81: Force Early Return - Object
-    pub ForceEarlyReturnObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jobject) -> JvmtiError>,
+    pub(crate) ForceEarlyReturnObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jobject) -> JvmtiError>,
     /// 82: Force Early Return - Int
-    pub ForceEarlyReturnInt: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint) -> JvmtiError>,
+    pub(crate) ForceEarlyReturnInt: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint) -> JvmtiError>,
     /// 83: Force Early Return - Long
-    pub ForceEarlyReturnLong: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jlong) -> JvmtiError>,
+    pub(crate) ForceEarlyReturnLong: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jlong) -> JvmtiError>,
     /// 84: Force Early Return - Float
-    pub ForceEarlyReturnFloat: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jfloat) -> JvmtiError>,
+    pub(crate) ForceEarlyReturnFloat: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jfloat) -> JvmtiError>,
     /// 85: Force Early Return - Double
-    pub ForceEarlyReturnDouble: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jdouble) -> JvmtiError>,
+    pub(crate) ForceEarlyReturnDouble: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jdouble) -> JvmtiError>,
     /// 86: Force Early Return - Void
-    pub ForceEarlyReturnVoid: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
+    pub(crate) ForceEarlyReturnVoid: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread) -> JvmtiError>,
     /// 87: Redefine Classes
-    pub RedefineClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const c_void) -> JvmtiError>,
+    pub(crate) RedefineClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const c_void) -> JvmtiError>,
     /// 88: Get Version Number
-    pub GetVersionNumber: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint) -> JvmtiError>,
+    pub(crate) GetVersionNumber: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint) -> JvmtiError>,
     /// 89: Get Capabilities
-    pub GetCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JvmtiCapabilities) -> JvmtiError>,
+    pub(crate) GetCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JvmtiCapabilities) -> JvmtiError>,
     /// 90: Get Source Debug Extension
-    pub GetSourceDebugExtension: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetSourceDebugExtension: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut *mut c_char) -> JvmtiError>,
     /// 91: Is Method Obsolete
-    pub IsMethodObsolete: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsMethodObsolete: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *mut jboolean) -> JvmtiError>,
     /// 92: Suspend Thread List
-    pub SuspendThreadList: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread, *mut JvmtiError) -> JvmtiError>,
+    pub(crate) SuspendThreadList: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread, *mut JvmtiError) -> JvmtiError>,
     /// 93: Resume Thread List
-    pub ResumeThreadList: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread, *mut JvmtiError) -> JvmtiError>,
+    pub(crate) ResumeThreadList: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread, *mut JvmtiError) -> JvmtiError>,
     /// 94: Add Module Reads
-    pub AddModuleReads: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jobject) -> JvmtiError>,
+    pub(crate) AddModuleReads: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jobject) -> JvmtiError>,
     /// 95: Add Module Exports
-    pub AddModuleExports: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *const c_char, jobject) -> JvmtiError>,
+    pub(crate) AddModuleExports: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *const c_char, jobject) -> JvmtiError>,
     /// 96: Add Module Opens
-    pub AddModuleOpens: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *const c_char, jobject) -> JvmtiError>,
+    pub(crate) AddModuleOpens: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *const c_char, jobject) -> JvmtiError>,
     /// 97: Add Module Uses
-    pub AddModuleUses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jclass) -> JvmtiError>,
+    pub(crate) AddModuleUses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jclass) -> JvmtiError>,
     /// 98: Add Module Provides
-    pub AddModuleProvides: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jclass, jclass) -> JvmtiError>,
+    pub(crate) AddModuleProvides: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jclass, jclass) -> JvmtiError>,
     /// 99: Is Modifiable Module
-    pub IsModifiableModule: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jboolean) -> JvmtiError>,
+    pub(crate) IsModifiableModule: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jboolean) -> JvmtiError>,
     /// 100: Get All Stack Traces
-    pub GetAllStackTraces: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *mut *mut JvmtiStackInfo, *mut jint) -> JvmtiError>,
+    pub(crate) GetAllStackTraces: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *mut *mut JvmtiStackInfo, *mut jint) -> JvmtiError>,
     /// 101: Get Thread List Stack Traces
-    pub GetThreadListStackTraces: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread, jint, *mut *mut JvmtiStackInfo) -> JvmtiError>,
+    pub(crate) GetThreadListStackTraces: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread, jint, *mut *mut JvmtiStackInfo) -> JvmtiError>,
     /// 102: Get Thread Local Storage
-    pub GetThreadLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut *mut c_void) -> JvmtiError>,
+    pub(crate) GetThreadLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut *mut c_void) -> JvmtiError>,
     /// 103: Set Thread Local Storage
-    pub SetThreadLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *const c_void) -> JvmtiError>,
+    pub(crate) SetThreadLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *const c_void) -> JvmtiError>,
     /// 104: Get Stack Trace
-    pub GetStackTrace: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut JvmtiFrameInfo, *mut jint) -> JvmtiError>,
+    pub(crate) GetStackTrace: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, jint, *mut JvmtiFrameInfo, *mut jint) -> JvmtiError>,
     /// 105: reserved
-    pub reserved105: *const c_void,
+    pub(crate) reserved105: *const c_void,
     /// 106: Get Tag
-    pub GetTag: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jlong) -> JvmtiError>,
+    pub(crate) GetTag: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jlong) -> JvmtiError>,
     /// 107: Set Tag
-    pub SetTag: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jlong) -> JvmtiError>,
+    pub(crate) SetTag: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, jlong) -> JvmtiError>,
     /// 108: Force Garbage Collection
-    pub ForceGarbageCollection: Option<unsafe extern "C" fn(*mut JvmtiEnv) -> JvmtiError>,
+    pub(crate) ForceGarbageCollection: Option<unsafe extern "C" fn(*mut JvmtiEnv) -> JvmtiError>,
     /// 109: Iterate Over Objects Reachable From Object
-    pub IterateOverObjectsReachableFromObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut c_void, *const c_void) -> JvmtiError>,
+    pub(crate) IterateOverObjectsReachableFromObject: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut c_void, *const c_void) -> JvmtiError>,
     /// 110: Iterate Over Reachable Objects
-    pub IterateOverReachableObjects: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void, *mut c_void, *mut c_void, *const c_void) -> JvmtiError>,
+    pub(crate) IterateOverReachableObjects: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void, *mut c_void, *mut c_void, *const c_void) -> JvmtiError>,
     /// 111: Iterate Over Heap
-    pub IterateOverHeap: Option<unsafe extern "C" fn(*mut JvmtiEnv, c_int, *mut c_void, *const c_void) -> JvmtiError>,
+    pub(crate) IterateOverHeap: Option<unsafe extern "C" fn(*mut JvmtiEnv, c_int, *mut c_void, *const c_void) -> JvmtiError>,
     /// 112: Iterate Over Instances Of Class
-    pub IterateOverInstancesOfClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, c_int, *mut c_void, *const c_void) -> JvmtiError>,
+    pub(crate) IterateOverInstancesOfClass: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, c_int, *mut c_void, *const c_void) -> JvmtiError>,
     /// 113: reserved
-    pub reserved113: *const c_void,
+    pub(crate) reserved113: *const c_void,
     /// 114: Get Objects With Tags
-    pub GetObjectsWithTags: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jlong, *mut jint, *mut *mut jobject, *mut *mut jlong) -> JvmtiError>,
+    pub(crate) GetObjectsWithTags: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jlong, *mut jint, *mut *mut jobject, *mut *mut jlong) -> JvmtiError>,
     /// 115: Follow References
-    pub FollowReferences: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, jclass, jobject, *const c_void, *const c_void) -> JvmtiError>,
+    pub(crate) FollowReferences: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, jclass, jobject, *const c_void, *const c_void) -> JvmtiError>,
     /// 116: Iterate Through Heap
-    pub IterateThroughHeap: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, jclass, *const c_void, *const c_void) -> JvmtiError>,
+    pub(crate) IterateThroughHeap: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, jclass, *const c_void, *const c_void) -> JvmtiError>,
     /// 117: reserved
-    pub reserved117: *const c_void,
+    pub(crate) reserved117: *const c_void,
     /// 118: Suspend All Virtual Threads
-    pub SuspendAllVirtualThreads: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread) -> JvmtiError>,
+    pub(crate) SuspendAllVirtualThreads: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread) -> JvmtiError>,
     /// 119: Resume All Virtual Threads
-    pub ResumeAllVirtualThreads: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread) -> JvmtiError>,
+    pub(crate) ResumeAllVirtualThreads: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jthread) -> JvmtiError>,
     /// 120: Set JNI Function Table
-    pub SetJNIFunctionTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JNINativeInterface_) -> JvmtiError>,
+    pub(crate) SetJNIFunctionTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JNINativeInterface_) -> JvmtiError>,
     /// 121: Get JNI Function Table
-    pub GetJNIFunctionTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut *mut JNINativeInterface_) -> JvmtiError>,
+    pub(crate) GetJNIFunctionTable: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut *mut JNINativeInterface_) -> JvmtiError>,
     /// 122: Set Event Callbacks
-    pub SetEventCallbacks: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JvmtiEventCallbacks, jint) -> JvmtiError>,
+    pub(crate) SetEventCallbacks: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JvmtiEventCallbacks, jint) -> JvmtiError>,
     /// 123: Generate Events
-    pub GenerateEvents: Option<unsafe extern "C" fn(*mut JvmtiEnv, JvmtiEvent) -> JvmtiError>,
+    pub(crate) GenerateEvents: Option<unsafe extern "C" fn(*mut JvmtiEnv, JvmtiEvent) -> JvmtiError>,
     /// 124: Get Extension Functions
-    pub GetExtensionFunctions: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut c_void) -> JvmtiError>,
+    pub(crate) GetExtensionFunctions: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut c_void) -> JvmtiError>,
     /// 125: Get Extension Events
-    pub GetExtensionEvents: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut c_void) -> JvmtiError>,
+    pub(crate) GetExtensionEvents: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut c_void) -> JvmtiError>,
     /// 126: Set Extension Event Callback
-    pub SetExtensionEventCallback: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *mut c_void) -> JvmtiError>,
+    pub(crate) SetExtensionEventCallback: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *mut c_void) -> JvmtiError>,
     /// 127: Dispose Environment
-    pub DisposeEnvironment: Option<unsafe extern "C" fn(*mut JvmtiEnv) -> JvmtiError>,
+    pub(crate) DisposeEnvironment: Option<unsafe extern "C" fn(*mut JvmtiEnv) -> JvmtiError>,
     /// 128: Get Error Name
-    pub GetErrorName: Option<unsafe extern "C" fn(*mut JvmtiEnv, JvmtiError, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetErrorName: Option<unsafe extern "C" fn(*mut JvmtiEnv, JvmtiError, *mut *mut c_char) -> JvmtiError>,
     /// 129: Get JLocation Format
-    pub GetJLocationFormat: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_int) -> JvmtiError>,
+    pub(crate) GetJLocationFormat: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_int) -> JvmtiError>,
     /// 130: Get System Properties
-    pub GetSystemProperties: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetSystemProperties: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint, *mut *mut *mut c_char) -> JvmtiError>,
     /// 131: Get System Property
-    pub GetSystemProperty: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *mut *mut c_char) -> JvmtiError>,
+    pub(crate) GetSystemProperty: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *mut *mut c_char) -> JvmtiError>,
     /// 132: Set System Property
-    pub SetSystemProperty: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *const c_char) -> JvmtiError>,
+    pub(crate) SetSystemProperty: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *const c_char) -> JvmtiError>,
     /// 133: Get Phase
-    pub GetPhase: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_int) -> JvmtiError>,
+    pub(crate) GetPhase: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_int) -> JvmtiError>,
     /// 134: Get Current Thread CPU Timer Information
-    pub GetCurrentThreadCpuTimerInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void) -> JvmtiError>,
+    pub(crate) GetCurrentThreadCpuTimerInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void) -> JvmtiError>,
     /// 135: Get Current Thread CPU Time
-    pub GetCurrentThreadCpuTime: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jlong) -> JvmtiError>,
+    pub(crate) GetCurrentThreadCpuTime: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jlong) -> JvmtiError>,
     /// 136: Get Thread CPU Timer Information
-    pub GetThreadCpuTimerInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void) -> JvmtiError>,
+    pub(crate) GetThreadCpuTimerInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void) -> JvmtiError>,
     /// 137: Get Thread CPU Time
-    pub GetThreadCpuTime: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jlong) -> JvmtiError>,
+    pub(crate) GetThreadCpuTime: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jlong) -> JvmtiError>,
     /// 138: Get Timer Information
-    pub GetTimerInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void) -> JvmtiError>,
+    pub(crate) GetTimerInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut c_void) -> JvmtiError>,
     /// 139: Get Time
-    pub GetTime: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jlong) -> JvmtiError>,
+    pub(crate) GetTime: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jlong) -> JvmtiError>,
     /// 140: Get Potential Capabilities
-    pub GetPotentialCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JvmtiCapabilities) -> JvmtiError>,
+    pub(crate) GetPotentialCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JvmtiCapabilities) -> JvmtiError>,
     /// 141: reserved
-    pub reserved141: *const c_void,
+    pub(crate) reserved141: *const c_void,
     /// 142: Add Capabilities
-    pub AddCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JvmtiCapabilities) -> JvmtiError>,
+    pub(crate) AddCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JvmtiCapabilities) -> JvmtiError>,
     /// 143: Relinquish Capabilities
-    pub RelinquishCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JvmtiCapabilities) -> JvmtiError>,
+    pub(crate) RelinquishCapabilities: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const JvmtiCapabilities) -> JvmtiError>,
     /// 144: Get Available Processors
-    pub GetAvailableProcessors: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint) -> JvmtiError>,
+    pub(crate) GetAvailableProcessors: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut jint) -> JvmtiError>,
     /// 145: Get Class Version Numbers
-    pub GetClassVersionNumbers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut jint) -> JvmtiError>,
+    pub(crate) GetClassVersionNumbers: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut jint) -> JvmtiError>,
     /// 146: Get Constant Pool
-    pub GetConstantPool: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut jint, *mut *mut c_uchar) -> JvmtiError>,
+    pub(crate) GetConstantPool: Option<unsafe extern "C" fn(*mut JvmtiEnv, jclass, *mut jint, *mut jint, *mut *mut c_uchar) -> JvmtiError>,
     /// 147: Get Environment Local Storage
-    pub GetEnvironmentLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut *mut c_void) -> JvmtiError>,
+    pub(crate) GetEnvironmentLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut *mut c_void) -> JvmtiError>,
     /// 148: Set Environment Local Storage
-    pub SetEnvironmentLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_void) -> JvmtiError>,
+    pub(crate) SetEnvironmentLocalStorage: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_void) -> JvmtiError>,
     /// 149: Add To Bootstrap Class Loader Search
-    pub AddToBootstrapClassLoaderSearch: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char) -> JvmtiError>,
+    pub(crate) AddToBootstrapClassLoaderSearch: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char) -> JvmtiError>,
     /// 150: Set Verbose Flag
-    pub SetVerboseFlag: Option<unsafe extern "C" fn(*mut JvmtiEnv, c_int, jboolean) -> JvmtiError>,
+    pub(crate) SetVerboseFlag: Option<unsafe extern "C" fn(*mut JvmtiEnv, c_int, jboolean) -> JvmtiError>,
     /// 151: Add To System Class Loader Search
-    pub AddToSystemClassLoaderSearch: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char) -> JvmtiError>,
+    pub(crate) AddToSystemClassLoaderSearch: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char) -> JvmtiError>,
     /// 152: Retransform Classes
-    pub RetransformClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jclass) -> JvmtiError>,
+    pub(crate) RetransformClasses: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint, *const jclass) -> JvmtiError>,
     /// 153: Get Owned Monitor Stack Depth Info
-    pub GetOwnedMonitorStackDepthInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint, *mut *mut c_void) -> JvmtiError>,
+    pub(crate) GetOwnedMonitorStackDepthInfo: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, *mut jint, *mut *mut c_void) -> JvmtiError>,
     /// 154: Get Object Size
-    pub GetObjectSize: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jlong) -> JvmtiError>,
+    pub(crate) GetObjectSize: Option<unsafe extern "C" fn(*mut JvmtiEnv, jobject, *mut jlong) -> JvmtiError>,
     /// 155: Get Local Instance
-    pub GetLocalInstance: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, *mut jobject) -> JvmtiError>,
+    pub(crate) GetLocalInstance: Option<unsafe extern "C" fn(*mut JvmtiEnv, jthread, jint, *mut jobject) -> JvmtiError>,
     /// 156: Set Heap Sampling Interval
-    pub SetHeapSamplingInterval: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint) -> JvmtiError>,
+    pub(crate) SetHeapSamplingInterval: Option<unsafe extern "C" fn(*mut JvmtiEnv, jint) -> JvmtiError>,
 }
+
+/// `jvmtiEnv` is a pointer to the function table; JVMTI functions take a `jvmtiEnv*`.
+pub(crate) type JvmtiEnv = *const JvmtiInterface;
 
 // Every slot is one pointer wide: check the slot numbers the header gives.
 const _: () = assert!(std::mem::offset_of!(JvmtiInterface, reserved1) == (1 - 1) * 8);
@@ -487,85 +490,85 @@ const _: () = assert!(std::mem::offset_of!(JvmtiInterface, SetHeapSamplingInterv
 /// The event-callback table (`jvmtiEventCallbacks`), events 50.. in header order.
 #[repr(C)]
 #[derive(Default)]
-pub struct JvmtiEventCallbacks {
+pub(crate) struct JvmtiEventCallbacks {
     /// 50
-    pub VMInit: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
+    pub(crate) VMInit: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
     /// 51
-    pub VMDeath: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv)>,
+    pub(crate) VMDeath: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv)>,
     /// 52
-    pub ThreadStart: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
+    pub(crate) ThreadStart: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
     /// 53
-    pub ThreadEnd: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
+    pub(crate) ThreadEnd: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
     /// 54
-    pub ClassFileLoadHook: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jclass, jobject, *const c_char, jobject, jint, *const c_uchar, *mut jint, *mut *mut c_uchar)>,
+    pub(crate) ClassFileLoadHook: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jclass, jobject, *const c_char, jobject, jint, *const c_uchar, *mut jint, *mut *mut c_uchar)>,
     /// 55
-    pub ClassLoad: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jclass)>,
+    pub(crate) ClassLoad: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jclass)>,
     /// 56
-    pub ClassPrepare: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jclass)>,
+    pub(crate) ClassPrepare: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jclass)>,
     /// 57
-    pub VMStart: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv)>,
+    pub(crate) VMStart: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv)>,
     /// 58
-    pub Exception: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jobject, jmethodID, jlocation)>,
+    pub(crate) Exception: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jobject, jmethodID, jlocation)>,
     /// 59
-    pub ExceptionCatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jobject)>,
+    pub(crate) ExceptionCatch: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jobject)>,
     /// 60
-    pub SingleStep: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation)>,
+    pub(crate) SingleStep: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation)>,
     /// 61
-    pub FramePop: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jboolean)>,
+    pub(crate) FramePop: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jboolean)>,
     /// 62
-    pub Breakpoint: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation)>,
+    pub(crate) Breakpoint: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation)>,
     /// 63
-    pub FieldAccess: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jclass, jobject, jfieldID)>,
+    pub(crate) FieldAccess: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jclass, jobject, jfieldID)>,
     /// 64
-    pub FieldModification: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jclass, jobject, jfieldID, c_char, jvalue)>,
+    pub(crate) FieldModification: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jlocation, jclass, jobject, jfieldID, c_char, jvalue)>,
     /// 65
-    pub MethodEntry: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID)>,
+    pub(crate) MethodEntry: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID)>,
     /// 66
-    pub MethodExit: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jboolean, jvalue)>,
+    pub(crate) MethodExit: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, jboolean, jvalue)>,
     /// 67
-    pub NativeMethodBind: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, *mut c_void, *mut *mut c_void)>,
+    pub(crate) NativeMethodBind: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jmethodID, *mut c_void, *mut *mut c_void)>,
     /// 68
-    pub CompiledMethodLoad: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, jint, *const c_void, jint, *const JvmtiAddrLocationMap, *const c_void)>,
+    pub(crate) CompiledMethodLoad: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, jint, *const c_void, jint, *const JvmtiAddrLocationMap, *const c_void)>,
     /// 69
-    pub CompiledMethodUnload: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *const c_void)>,
+    pub(crate) CompiledMethodUnload: Option<unsafe extern "C" fn(*mut JvmtiEnv, jmethodID, *const c_void)>,
     /// 70
-    pub DynamicCodeGenerated: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *const c_void, jint)>,
+    pub(crate) DynamicCodeGenerated: Option<unsafe extern "C" fn(*mut JvmtiEnv, *const c_char, *const c_void, jint)>,
     /// 71
-    pub DataDumpRequest: Option<unsafe extern "C" fn(*mut JvmtiEnv)>,
+    pub(crate) DataDumpRequest: Option<unsafe extern "C" fn(*mut JvmtiEnv)>,
     /// 72: reserved
-    pub reserved72: Option<unsafe extern "C" fn()>,
+    pub(crate) reserved72: Option<unsafe extern "C" fn()>,
     /// 73
-    pub MonitorWait: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jlong)>,
+    pub(crate) MonitorWait: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jlong)>,
     /// 74
-    pub MonitorWaited: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jboolean)>,
+    pub(crate) MonitorWaited: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jboolean)>,
     /// 75
-    pub MonitorContendedEnter: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject)>,
+    pub(crate) MonitorContendedEnter: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject)>,
     /// 76
-    pub MonitorContendedEntered: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject)>,
+    pub(crate) MonitorContendedEntered: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject)>,
     /// 77: reserved
-    pub reserved77: Option<unsafe extern "C" fn()>,
+    pub(crate) reserved77: Option<unsafe extern "C" fn()>,
     /// 78: reserved
-    pub reserved78: Option<unsafe extern "C" fn()>,
+    pub(crate) reserved78: Option<unsafe extern "C" fn()>,
     /// 79: reserved
-    pub reserved79: Option<unsafe extern "C" fn()>,
+    pub(crate) reserved79: Option<unsafe extern "C" fn()>,
     /// 80
-    pub ResourceExhausted: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jint, *const c_void, *const c_char)>,
+    pub(crate) ResourceExhausted: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jint, *const c_void, *const c_char)>,
     /// 81
-    pub GarbageCollectionStart: Option<unsafe extern "C" fn(*mut JvmtiEnv)>,
+    pub(crate) GarbageCollectionStart: Option<unsafe extern "C" fn(*mut JvmtiEnv)>,
     /// 82
-    pub GarbageCollectionFinish: Option<unsafe extern "C" fn(*mut JvmtiEnv)>,
+    pub(crate) GarbageCollectionFinish: Option<unsafe extern "C" fn(*mut JvmtiEnv)>,
     /// 83
-    pub ObjectFree: Option<unsafe extern "C" fn(*mut JvmtiEnv, jlong)>,
+    pub(crate) ObjectFree: Option<unsafe extern "C" fn(*mut JvmtiEnv, jlong)>,
     /// 84
-    pub VMObjectAlloc: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jclass, jlong)>,
+    pub(crate) VMObjectAlloc: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jclass, jlong)>,
     /// 85: reserved
-    pub reserved85: Option<unsafe extern "C" fn()>,
+    pub(crate) reserved85: Option<unsafe extern "C" fn()>,
     /// 86
-    pub SampledObjectAlloc: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jclass, jlong)>,
+    pub(crate) SampledObjectAlloc: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread, jobject, jclass, jlong)>,
     /// 87
-    pub VirtualThreadStart: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
+    pub(crate) VirtualThreadStart: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
     /// 88
-    pub VirtualThreadEnd: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
+    pub(crate) VirtualThreadEnd: Option<unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jthread)>,
 }
 
 const _: () = assert!(std::mem::offset_of!(JvmtiEventCallbacks, VMInit) == (50 - 50) * 8);
@@ -609,148 +612,148 @@ const _: () = assert!(std::mem::offset_of!(JvmtiEventCallbacks, VirtualThreadSta
 const _: () = assert!(std::mem::offset_of!(JvmtiEventCallbacks, VirtualThreadEnd) == (88 - 50) * 8);
 
 /// Bit positions in `jvmtiCapabilities` (bitfields are allocated from bit 0 of the first word).
-pub mod capability {
-    pub const CAN_TAG_OBJECTS: u32 = 0;
-    pub const CAN_GENERATE_FIELD_MODIFICATION_EVENTS: u32 = 1;
-    pub const CAN_GENERATE_FIELD_ACCESS_EVENTS: u32 = 2;
-    pub const CAN_GET_BYTECODES: u32 = 3;
-    pub const CAN_GET_SYNTHETIC_ATTRIBUTE: u32 = 4;
-    pub const CAN_GET_OWNED_MONITOR_INFO: u32 = 5;
-    pub const CAN_GET_CURRENT_CONTENDED_MONITOR: u32 = 6;
-    pub const CAN_GET_MONITOR_INFO: u32 = 7;
-    pub const CAN_POP_FRAME: u32 = 8;
-    pub const CAN_REDEFINE_CLASSES: u32 = 9;
-    pub const CAN_SIGNAL_THREAD: u32 = 10;
-    pub const CAN_GET_SOURCE_FILE_NAME: u32 = 11;
-    pub const CAN_GET_LINE_NUMBERS: u32 = 12;
-    pub const CAN_GET_SOURCE_DEBUG_EXTENSION: u32 = 13;
-    pub const CAN_ACCESS_LOCAL_VARIABLES: u32 = 14;
-    pub const CAN_MAINTAIN_ORIGINAL_METHOD_ORDER: u32 = 15;
-    pub const CAN_GENERATE_SINGLE_STEP_EVENTS: u32 = 16;
-    pub const CAN_GENERATE_EXCEPTION_EVENTS: u32 = 17;
-    pub const CAN_GENERATE_FRAME_POP_EVENTS: u32 = 18;
-    pub const CAN_GENERATE_BREAKPOINT_EVENTS: u32 = 19;
-    pub const CAN_SUSPEND: u32 = 20;
-    pub const CAN_REDEFINE_ANY_CLASS: u32 = 21;
-    pub const CAN_GET_CURRENT_THREAD_CPU_TIME: u32 = 22;
-    pub const CAN_GET_THREAD_CPU_TIME: u32 = 23;
-    pub const CAN_GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
-    pub const CAN_GENERATE_METHOD_EXIT_EVENTS: u32 = 25;
-    pub const CAN_GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
-    pub const CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
-    pub const CAN_GENERATE_MONITOR_EVENTS: u32 = 28;
-    pub const CAN_GENERATE_VM_OBJECT_ALLOC_EVENTS: u32 = 29;
-    pub const CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS: u32 = 30;
-    pub const CAN_GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
-    pub const CAN_GENERATE_OBJECT_FREE_EVENTS: u32 = 32;
-    pub const CAN_FORCE_EARLY_RETURN: u32 = 33;
-    pub const CAN_GET_OWNED_MONITOR_STACK_DEPTH_INFO: u32 = 34;
-    pub const CAN_GET_CONSTANT_POOL: u32 = 35;
-    pub const CAN_SET_NATIVE_METHOD_PREFIX: u32 = 36;
-    pub const CAN_RETRANSFORM_CLASSES: u32 = 37;
-    pub const CAN_RETRANSFORM_ANY_CLASS: u32 = 38;
-    pub const CAN_GENERATE_RESOURCE_EXHAUSTION_HEAP_EVENTS: u32 = 39;
-    pub const CAN_GENERATE_RESOURCE_EXHAUSTION_THREADS_EVENTS: u32 = 40;
-    pub const CAN_GENERATE_EARLY_VMSTART: u32 = 41;
-    pub const CAN_GENERATE_EARLY_CLASS_HOOK_EVENTS: u32 = 42;
-    pub const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
-    pub const CAN_SUPPORT_VIRTUAL_THREADS: u32 = 44;
+pub(crate) mod capability {
+    pub(crate) const CAN_TAG_OBJECTS: u32 = 0;
+    pub(crate) const CAN_GENERATE_FIELD_MODIFICATION_EVENTS: u32 = 1;
+    pub(crate) const CAN_GENERATE_FIELD_ACCESS_EVENTS: u32 = 2;
+    pub(crate) const CAN_GET_BYTECODES: u32 = 3;
+    pub(crate) const CAN_GET_SYNTHETIC_ATTRIBUTE: u32 = 4;
+    pub(crate) const CAN_GET_OWNED_MONITOR_INFO: u32 = 5;
+    pub(crate) const CAN_GET_CURRENT_CONTENDED_MONITOR: u32 = 6;
+    pub(crate) const CAN_GET_MONITOR_INFO: u32 = 7;
+    pub(crate) const CAN_POP_FRAME: u32 = 8;
+    pub(crate) const CAN_REDEFINE_CLASSES: u32 = 9;
+    pub(crate) const CAN_SIGNAL_THREAD: u32 = 10;
+    pub(crate) const CAN_GET_SOURCE_FILE_NAME: u32 = 11;
+    pub(crate) const CAN_GET_LINE_NUMBERS: u32 = 12;
+    pub(crate) const CAN_GET_SOURCE_DEBUG_EXTENSION: u32 = 13;
+    pub(crate) const CAN_ACCESS_LOCAL_VARIABLES: u32 = 14;
+    pub(crate) const CAN_MAINTAIN_ORIGINAL_METHOD_ORDER: u32 = 15;
+    pub(crate) const CAN_GENERATE_SINGLE_STEP_EVENTS: u32 = 16;
+    pub(crate) const CAN_GENERATE_EXCEPTION_EVENTS: u32 = 17;
+    pub(crate) const CAN_GENERATE_FRAME_POP_EVENTS: u32 = 18;
+    pub(crate) const CAN_GENERATE_BREAKPOINT_EVENTS: u32 = 19;
+    pub(crate) const CAN_SUSPEND: u32 = 20;
+    pub(crate) const CAN_REDEFINE_ANY_CLASS: u32 = 21;
+    pub(crate) const CAN_GET_CURRENT_THREAD_CPU_TIME: u32 = 22;
+    pub(crate) const CAN_GET_THREAD_CPU_TIME: u32 = 23;
+    pub(crate) const CAN_GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
+    pub(crate) const CAN_GENERATE_METHOD_EXIT_EVENTS: u32 = 25;
+    pub(crate) const CAN_GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub(crate) const CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
+    pub(crate) const CAN_GENERATE_MONITOR_EVENTS: u32 = 28;
+    pub(crate) const CAN_GENERATE_VM_OBJECT_ALLOC_EVENTS: u32 = 29;
+    pub(crate) const CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS: u32 = 30;
+    pub(crate) const CAN_GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
+    pub(crate) const CAN_GENERATE_OBJECT_FREE_EVENTS: u32 = 32;
+    pub(crate) const CAN_FORCE_EARLY_RETURN: u32 = 33;
+    pub(crate) const CAN_GET_OWNED_MONITOR_STACK_DEPTH_INFO: u32 = 34;
+    pub(crate) const CAN_GET_CONSTANT_POOL: u32 = 35;
+    pub(crate) const CAN_SET_NATIVE_METHOD_PREFIX: u32 = 36;
+    pub(crate) const CAN_RETRANSFORM_CLASSES: u32 = 37;
+    pub(crate) const CAN_RETRANSFORM_ANY_CLASS: u32 = 38;
+    pub(crate) const CAN_GENERATE_RESOURCE_EXHAUSTION_HEAP_EVENTS: u32 = 39;
+    pub(crate) const CAN_GENERATE_RESOURCE_EXHAUSTION_THREADS_EVENTS: u32 = 40;
+    pub(crate) const CAN_GENERATE_EARLY_VMSTART: u32 = 41;
+    pub(crate) const CAN_GENERATE_EARLY_CLASS_HOOK_EVENTS: u32 = 42;
+    pub(crate) const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
+    pub(crate) const CAN_SUPPORT_VIRTUAL_THREADS: u32 = 44;
 }
 
-pub mod error {
+pub(crate) mod error {
     use super::*;
-    pub const NONE: JvmtiError = 0;
-    pub const INVALID_THREAD: JvmtiError = 10;
-    pub const INVALID_THREAD_GROUP: JvmtiError = 11;
-    pub const INVALID_PRIORITY: JvmtiError = 12;
-    pub const THREAD_NOT_SUSPENDED: JvmtiError = 13;
-    pub const THREAD_SUSPENDED: JvmtiError = 14;
-    pub const THREAD_NOT_ALIVE: JvmtiError = 15;
-    pub const INVALID_OBJECT: JvmtiError = 20;
-    pub const INVALID_CLASS: JvmtiError = 21;
-    pub const CLASS_NOT_PREPARED: JvmtiError = 22;
-    pub const INVALID_METHODID: JvmtiError = 23;
-    pub const INVALID_LOCATION: JvmtiError = 24;
-    pub const INVALID_FIELDID: JvmtiError = 25;
-    pub const INVALID_MODULE: JvmtiError = 26;
-    pub const NO_MORE_FRAMES: JvmtiError = 31;
-    pub const OPAQUE_FRAME: JvmtiError = 32;
-    pub const TYPE_MISMATCH: JvmtiError = 34;
-    pub const INVALID_SLOT: JvmtiError = 35;
-    pub const DUPLICATE: JvmtiError = 40;
-    pub const NOT_FOUND: JvmtiError = 41;
-    pub const INVALID_MONITOR: JvmtiError = 50;
-    pub const NOT_MONITOR_OWNER: JvmtiError = 51;
-    pub const INTERRUPT: JvmtiError = 52;
-    pub const INVALID_CLASS_FORMAT: JvmtiError = 60;
-    pub const CIRCULAR_CLASS_DEFINITION: JvmtiError = 61;
-    pub const FAILS_VERIFICATION: JvmtiError = 62;
-    pub const UNSUPPORTED_REDEFINITION_METHOD_ADDED: JvmtiError = 63;
-    pub const UNSUPPORTED_REDEFINITION_SCHEMA_CHANGED: JvmtiError = 64;
-    pub const INVALID_TYPESTATE: JvmtiError = 65;
-    pub const UNSUPPORTED_REDEFINITION_HIERARCHY_CHANGED: JvmtiError = 66;
-    pub const UNSUPPORTED_REDEFINITION_METHOD_DELETED: JvmtiError = 67;
-    pub const UNSUPPORTED_VERSION: JvmtiError = 68;
-    pub const NAMES_DONT_MATCH: JvmtiError = 69;
-    pub const UNSUPPORTED_REDEFINITION_CLASS_MODIFIERS_CHANGED: JvmtiError = 70;
-    pub const UNSUPPORTED_REDEFINITION_METHOD_MODIFIERS_CHANGED: JvmtiError = 71;
-    pub const UNSUPPORTED_REDEFINITION_CLASS_ATTRIBUTE_CHANGED: JvmtiError = 72;
-    pub const UNSUPPORTED_OPERATION: JvmtiError = 73;
-    pub const UNMODIFIABLE_CLASS: JvmtiError = 79;
-    pub const UNMODIFIABLE_MODULE: JvmtiError = 80;
-    pub const NOT_AVAILABLE: JvmtiError = 98;
-    pub const MUST_POSSESS_CAPABILITY: JvmtiError = 99;
-    pub const NULL_POINTER: JvmtiError = 100;
-    pub const ABSENT_INFORMATION: JvmtiError = 101;
-    pub const INVALID_EVENT_TYPE: JvmtiError = 102;
-    pub const ILLEGAL_ARGUMENT: JvmtiError = 103;
-    pub const NATIVE_METHOD: JvmtiError = 104;
-    pub const CLASS_LOADER_UNSUPPORTED: JvmtiError = 106;
-    pub const OUT_OF_MEMORY: JvmtiError = 110;
-    pub const ACCESS_DENIED: JvmtiError = 111;
-    pub const WRONG_PHASE: JvmtiError = 112;
-    pub const INTERNAL: JvmtiError = 113;
-    pub const UNATTACHED_THREAD: JvmtiError = 115;
-    pub const INVALID_ENVIRONMENT: JvmtiError = 116;
-    pub const MAX: JvmtiError = 116;
+    pub(crate) const NONE: JvmtiError = 0;
+    pub(crate) const INVALID_THREAD: JvmtiError = 10;
+    pub(crate) const INVALID_THREAD_GROUP: JvmtiError = 11;
+    pub(crate) const INVALID_PRIORITY: JvmtiError = 12;
+    pub(crate) const THREAD_NOT_SUSPENDED: JvmtiError = 13;
+    pub(crate) const THREAD_SUSPENDED: JvmtiError = 14;
+    pub(crate) const THREAD_NOT_ALIVE: JvmtiError = 15;
+    pub(crate) const INVALID_OBJECT: JvmtiError = 20;
+    pub(crate) const INVALID_CLASS: JvmtiError = 21;
+    pub(crate) const CLASS_NOT_PREPARED: JvmtiError = 22;
+    pub(crate) const INVALID_METHODID: JvmtiError = 23;
+    pub(crate) const INVALID_LOCATION: JvmtiError = 24;
+    pub(crate) const INVALID_FIELDID: JvmtiError = 25;
+    pub(crate) const INVALID_MODULE: JvmtiError = 26;
+    pub(crate) const NO_MORE_FRAMES: JvmtiError = 31;
+    pub(crate) const OPAQUE_FRAME: JvmtiError = 32;
+    pub(crate) const TYPE_MISMATCH: JvmtiError = 34;
+    pub(crate) const INVALID_SLOT: JvmtiError = 35;
+    pub(crate) const DUPLICATE: JvmtiError = 40;
+    pub(crate) const NOT_FOUND: JvmtiError = 41;
+    pub(crate) const INVALID_MONITOR: JvmtiError = 50;
+    pub(crate) const NOT_MONITOR_OWNER: JvmtiError = 51;
+    pub(crate) const INTERRUPT: JvmtiError = 52;
+    pub(crate) const INVALID_CLASS_FORMAT: JvmtiError = 60;
+    pub(crate) const CIRCULAR_CLASS_DEFINITION: JvmtiError = 61;
+    pub(crate) const FAILS_VERIFICATION: JvmtiError = 62;
+    pub(crate) const UNSUPPORTED_REDEFINITION_METHOD_ADDED: JvmtiError = 63;
+    pub(crate) const UNSUPPORTED_REDEFINITION_SCHEMA_CHANGED: JvmtiError = 64;
+    pub(crate) const INVALID_TYPESTATE: JvmtiError = 65;
+    pub(crate) const UNSUPPORTED_REDEFINITION_HIERARCHY_CHANGED: JvmtiError = 66;
+    pub(crate) const UNSUPPORTED_REDEFINITION_METHOD_DELETED: JvmtiError = 67;
+    pub(crate) const UNSUPPORTED_VERSION: JvmtiError = 68;
+    pub(crate) const NAMES_DONT_MATCH: JvmtiError = 69;
+    pub(crate) const UNSUPPORTED_REDEFINITION_CLASS_MODIFIERS_CHANGED: JvmtiError = 70;
+    pub(crate) const UNSUPPORTED_REDEFINITION_METHOD_MODIFIERS_CHANGED: JvmtiError = 71;
+    pub(crate) const UNSUPPORTED_REDEFINITION_CLASS_ATTRIBUTE_CHANGED: JvmtiError = 72;
+    pub(crate) const UNSUPPORTED_OPERATION: JvmtiError = 73;
+    pub(crate) const UNMODIFIABLE_CLASS: JvmtiError = 79;
+    pub(crate) const UNMODIFIABLE_MODULE: JvmtiError = 80;
+    pub(crate) const NOT_AVAILABLE: JvmtiError = 98;
+    pub(crate) const MUST_POSSESS_CAPABILITY: JvmtiError = 99;
+    pub(crate) const NULL_POINTER: JvmtiError = 100;
+    pub(crate) const ABSENT_INFORMATION: JvmtiError = 101;
+    pub(crate) const INVALID_EVENT_TYPE: JvmtiError = 102;
+    pub(crate) const ILLEGAL_ARGUMENT: JvmtiError = 103;
+    pub(crate) const NATIVE_METHOD: JvmtiError = 104;
+    pub(crate) const CLASS_LOADER_UNSUPPORTED: JvmtiError = 106;
+    pub(crate) const OUT_OF_MEMORY: JvmtiError = 110;
+    pub(crate) const ACCESS_DENIED: JvmtiError = 111;
+    pub(crate) const WRONG_PHASE: JvmtiError = 112;
+    pub(crate) const INTERNAL: JvmtiError = 113;
+    pub(crate) const UNATTACHED_THREAD: JvmtiError = 115;
+    pub(crate) const INVALID_ENVIRONMENT: JvmtiError = 116;
+    pub(crate) const MAX: JvmtiError = 116;
 }
 
-pub mod event {
+pub(crate) mod event {
     use super::*;
-    pub const MIN_EVENT_TYPE_VAL: JvmtiEvent = 50;
-    pub const EVENT_VM_INIT: JvmtiEvent = 50;
-    pub const EVENT_VM_DEATH: JvmtiEvent = 51;
-    pub const EVENT_THREAD_START: JvmtiEvent = 52;
-    pub const EVENT_THREAD_END: JvmtiEvent = 53;
-    pub const EVENT_CLASS_FILE_LOAD_HOOK: JvmtiEvent = 54;
-    pub const EVENT_CLASS_LOAD: JvmtiEvent = 55;
-    pub const EVENT_CLASS_PREPARE: JvmtiEvent = 56;
-    pub const EVENT_VM_START: JvmtiEvent = 57;
-    pub const EVENT_EXCEPTION: JvmtiEvent = 58;
-    pub const EVENT_EXCEPTION_CATCH: JvmtiEvent = 59;
-    pub const EVENT_SINGLE_STEP: JvmtiEvent = 60;
-    pub const EVENT_FRAME_POP: JvmtiEvent = 61;
-    pub const EVENT_BREAKPOINT: JvmtiEvent = 62;
-    pub const EVENT_FIELD_ACCESS: JvmtiEvent = 63;
-    pub const EVENT_FIELD_MODIFICATION: JvmtiEvent = 64;
-    pub const EVENT_METHOD_ENTRY: JvmtiEvent = 65;
-    pub const EVENT_METHOD_EXIT: JvmtiEvent = 66;
-    pub const EVENT_NATIVE_METHOD_BIND: JvmtiEvent = 67;
-    pub const EVENT_COMPILED_METHOD_LOAD: JvmtiEvent = 68;
-    pub const EVENT_COMPILED_METHOD_UNLOAD: JvmtiEvent = 69;
-    pub const EVENT_DYNAMIC_CODE_GENERATED: JvmtiEvent = 70;
-    pub const EVENT_DATA_DUMP_REQUEST: JvmtiEvent = 71;
-    pub const EVENT_MONITOR_WAIT: JvmtiEvent = 73;
-    pub const EVENT_MONITOR_WAITED: JvmtiEvent = 74;
-    pub const EVENT_MONITOR_CONTENDED_ENTER: JvmtiEvent = 75;
-    pub const EVENT_MONITOR_CONTENDED_ENTERED: JvmtiEvent = 76;
-    pub const EVENT_RESOURCE_EXHAUSTED: JvmtiEvent = 80;
-    pub const EVENT_GARBAGE_COLLECTION_START: JvmtiEvent = 81;
-    pub const EVENT_GARBAGE_COLLECTION_FINISH: JvmtiEvent = 82;
-    pub const EVENT_OBJECT_FREE: JvmtiEvent = 83;
-    pub const EVENT_VM_OBJECT_ALLOC: JvmtiEvent = 84;
-    pub const EVENT_SAMPLED_OBJECT_ALLOC: JvmtiEvent = 86;
-    pub const EVENT_VIRTUAL_THREAD_START: JvmtiEvent = 87;
-    pub const EVENT_VIRTUAL_THREAD_END: JvmtiEvent = 88;
-    pub const MAX_EVENT_TYPE_VAL: JvmtiEvent = 88;
+    pub(crate) const MIN_EVENT_TYPE_VAL: JvmtiEvent = 50;
+    pub(crate) const EVENT_VM_INIT: JvmtiEvent = 50;
+    pub(crate) const EVENT_VM_DEATH: JvmtiEvent = 51;
+    pub(crate) const EVENT_THREAD_START: JvmtiEvent = 52;
+    pub(crate) const EVENT_THREAD_END: JvmtiEvent = 53;
+    pub(crate) const EVENT_CLASS_FILE_LOAD_HOOK: JvmtiEvent = 54;
+    pub(crate) const EVENT_CLASS_LOAD: JvmtiEvent = 55;
+    pub(crate) const EVENT_CLASS_PREPARE: JvmtiEvent = 56;
+    pub(crate) const EVENT_VM_START: JvmtiEvent = 57;
+    pub(crate) const EVENT_EXCEPTION: JvmtiEvent = 58;
+    pub(crate) const EVENT_EXCEPTION_CATCH: JvmtiEvent = 59;
+    pub(crate) const EVENT_SINGLE_STEP: JvmtiEvent = 60;
+    pub(crate) const EVENT_FRAME_POP: JvmtiEvent = 61;
+    pub(crate) const EVENT_BREAKPOINT: JvmtiEvent = 62;
+    pub(crate) const EVENT_FIELD_ACCESS: JvmtiEvent = 63;
+    pub(crate) const EVENT_FIELD_MODIFICATION: JvmtiEvent = 64;
+    pub(crate) const EVENT_METHOD_ENTRY: JvmtiEvent = 65;
+    pub(crate) const EVENT_METHOD_EXIT: JvmtiEvent = 66;
+    pub(crate) const EVENT_NATIVE_METHOD_BIND: JvmtiEvent = 67;
+    pub(crate) const EVENT_COMPILED_METHOD_LOAD: JvmtiEvent = 68;
+    pub(crate) const EVENT_COMPILED_METHOD_UNLOAD: JvmtiEvent = 69;
+    pub(crate) const EVENT_DYNAMIC_CODE_GENERATED: JvmtiEvent = 70;
+    pub(crate) const EVENT_DATA_DUMP_REQUEST: JvmtiEvent = 71;
+    pub(crate) const EVENT_MONITOR_WAIT: JvmtiEvent = 73;
+    pub(crate) const EVENT_MONITOR_WAITED: JvmtiEvent = 74;
+    pub(crate) const EVENT_MONITOR_CONTENDED_ENTER: JvmtiEvent = 75;
+    pub(crate) const EVENT_MONITOR_CONTENDED_ENTERED: JvmtiEvent = 76;
+    pub(crate) const EVENT_RESOURCE_EXHAUSTED: JvmtiEvent = 80;
+    pub(crate) const EVENT_GARBAGE_COLLECTION_START: JvmtiEvent = 81;
+    pub(crate) const EVENT_GARBAGE_COLLECTION_FINISH: JvmtiEvent = 82;
+    pub(crate) const EVENT_OBJECT_FREE: JvmtiEvent = 83;
+    pub(crate) const EVENT_VM_OBJECT_ALLOC: JvmtiEvent = 84;
+    pub(crate) const EVENT_SAMPLED_OBJECT_ALLOC: JvmtiEvent = 86;
+    pub(crate) const EVENT_VIRTUAL_THREAD_START: JvmtiEvent = 87;
+    pub(crate) const EVENT_VIRTUAL_THREAD_END: JvmtiEvent = 88;
+    pub(crate) const MAX_EVENT_TYPE_VAL: JvmtiEvent = 88;
 }

@@ -1,41 +1,38 @@
 //! The JVMTI types the generated function table refers to, written from `jvmti.h`.
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use std::os::raw::{c_char, c_void};
 
 use jni::sys::{jboolean, jint, jlong, jmethodID, jobject};
 
-use super::jvmti::JvmtiInterface;
+pub(crate) type jthread = jobject;
+pub(crate) type jthreadGroup = jobject;
+pub(crate) type jlocation = jlong;
+pub(crate) type jrawMonitorID = *mut c_void;
+pub(crate) type JvmtiError = u32;
+pub(crate) type JvmtiEvent = u32;
 
-/// `jvmtiEnv` is a pointer to the function table; JVMTI functions take a `jvmtiEnv*`.
-pub type JvmtiEnv = *const JvmtiInterface;
-pub type jthread = jobject;
-pub type jthreadGroup = jobject;
-pub type jlocation = jlong;
-pub type jrawMonitorID = *mut c_void;
-pub type JvmtiError = u32;
-pub type JvmtiEvent = u32;
-
-pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
-pub const JVMTI_ENABLE: std::os::raw::c_int = 1;
-pub const JVMTI_DISABLE: std::os::raw::c_int = 0;
+pub(crate) const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+pub(crate) const JVMTI_ENABLE: std::os::raw::c_int = 1;
+pub(crate) const JVMTI_DISABLE: std::os::raw::c_int = 0;
 
 /// `jvmtiCapabilities`: 128 one-bit fields, numbered by [`super::capability`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct JvmtiCapabilities {
+pub(crate) struct JvmtiCapabilities {
     words: [u32; 4],
 }
 
 impl JvmtiCapabilities {
-    pub fn with(mut self, bit: u32) -> Self {
+    pub(crate) fn with(mut self, bit: u32) -> Self {
         if let Some(w) = self.words.get_mut((bit / 32) as usize) {
             *w |= 1 << (bit % 32);
         }
         self
     }
 
-    pub fn has(&self, bit: u32) -> bool {
+    pub(crate) fn has(&self, bit: u32) -> bool {
         self.words
             .get((bit / 32) as usize)
             .is_some_and(|w| w & (1 << (bit % 32)) != 0)
@@ -43,56 +40,56 @@ impl JvmtiCapabilities {
 }
 
 #[repr(C)]
-pub struct JvmtiThreadInfo {
-    pub name: *mut c_char,
-    pub priority: jint,
-    pub is_daemon: jboolean,
-    pub thread_group: jthreadGroup,
-    pub context_class_loader: jobject,
+pub(crate) struct JvmtiThreadInfo {
+    pub(crate) name: *mut c_char,
+    pub(crate) priority: jint,
+    pub(crate) is_daemon: jboolean,
+    pub(crate) thread_group: jthreadGroup,
+    pub(crate) context_class_loader: jobject,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct JvmtiLineNumberEntry {
-    pub start_location: jlocation,
-    pub line_number: jint,
+pub(crate) struct JvmtiLineNumberEntry {
+    pub(crate) start_location: jlocation,
+    pub(crate) line_number: jint,
 }
 
 #[repr(C)]
-pub struct JvmtiFrameInfo {
-    pub method: jmethodID,
-    pub location: jlocation,
+pub(crate) struct JvmtiFrameInfo {
+    pub(crate) method: jmethodID,
+    pub(crate) location: jlocation,
 }
 
 #[repr(C)]
-pub struct JvmtiStackInfo {
-    pub thread: jthread,
-    pub state: jint,
-    pub frame_buffer: *mut JvmtiFrameInfo,
-    pub frame_count: jint,
+pub(crate) struct JvmtiStackInfo {
+    pub(crate) thread: jthread,
+    pub(crate) state: jint,
+    pub(crate) frame_buffer: *mut JvmtiFrameInfo,
+    pub(crate) frame_count: jint,
 }
 
 #[repr(C)]
-pub struct JvmtiAddrLocationMap {
-    pub start_address: *const c_void,
-    pub location: jlocation,
+pub(crate) struct JvmtiAddrLocationMap {
+    pub(crate) start_address: *const c_void,
+    pub(crate) location: jlocation,
 }
 
 /// `jvmtiParamInfo`.
 #[repr(C)]
-pub struct JvmtiParamInfo {
-    pub name: *mut c_char,
-    pub kind: std::os::raw::c_int,
-    pub base_type: std::os::raw::c_int,
-    pub null_ok: jboolean,
+pub(crate) struct JvmtiParamInfo {
+    pub(crate) name: *mut c_char,
+    pub(crate) kind: std::os::raw::c_int,
+    pub(crate) base_type: std::os::raw::c_int,
+    pub(crate) null_ok: jboolean,
 }
 
 /// `jvmtiExtensionEventInfo`.
 #[repr(C)]
-pub struct JvmtiExtensionEventInfo {
-    pub extension_event_index: jint,
-    pub id: *mut c_char,
-    pub short_description: *mut c_char,
-    pub param_count: jint,
-    pub params: *mut JvmtiParamInfo,
+pub(crate) struct JvmtiExtensionEventInfo {
+    pub(crate) extension_event_index: jint,
+    pub(crate) id: *mut c_char,
+    pub(crate) short_description: *mut c_char,
+    pub(crate) param_count: jint,
+    pub(crate) params: *mut JvmtiParamInfo,
 }

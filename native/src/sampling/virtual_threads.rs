@@ -1,25 +1,21 @@
 //! Virtual threads (JDK 21+): the context record belongs to the virtual thread, and follows it
-//! from carrier to carrier.
+//! from carrier to carrier (docs/context-protocol.md, Virtual threads).
 //!
-//! A virtual thread runs on a carrier (a platform thread, which has the CPU timer and the
-//! thread-table slot). Its record is kept in JVMTI thread-local storage of the virtual thread;
-//! HotSpot's mount and unmount extension events, posted on the carrier, point the carrier's
-//! slot (and `otel_thread_ctx_v1`) at the mounted virtual thread's record and back. A sample
-//! on a carrier therefore reads the context of the virtual thread it is running, and a virtual
-//! thread that moves to another carrier takes its context along: no misattribution, and no
-//! pointer into a carrier that may exit (the record is the virtual thread's own, returned to
-//! the pool at VirtualThreadEnd).
+//! The record is kept in the virtual thread's JVMTI thread-local storage; HotSpot's mount and
+//! unmount extension events, posted on the carrier, point the carrier's thread-table slot (and
+//! `otel_thread_ctx_v1`) at the mounted virtual thread's record and back. No slot ever points
+//! into a carrier that may exit: the record is the virtual thread's own, from the never-freed
+//! pool, and goes back to the pool at VirtualThreadEnd.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use jni::sys::{jobject, JNIEnv};
+use jni::sys::jobject;
 
-use crate::context::{ContextRecord, RECORDS};
-use crate::jni_api::publish_tls;
-use crate::jvmti::Jvmti;
-use crate::sampler::gettid;
-use crate::sys::JvmtiEnv;
-use crate::threads;
+use crate::context::record::{ContextRecord, RECORDS};
+use crate::context::tls;
+use crate::jvm::jvmti::{ExtensionEventFn, Jvmti};
+use crate::sampling::os::gettid;
+use crate::sampling::thread_registry;
 
 const MOUNT: &str = "com.sun.hotspot.events.VirtualThreadMount";
 const UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
@@ -27,12 +23,17 @@ const UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Whether virtual-thread context tracking is on (JDK 21+ with the capability granted).
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Registers the mount/unmount callbacks. Returns false when this VM has no such events.
-pub fn enable(jvmti: &Jvmti) -> bool {
+/// Registers the mount/unmount callbacks (which call [`mount`] and [`unmount`]). Returns false
+/// when this VM has no such events.
+pub(crate) fn enable(
+    jvmti: &Jvmti,
+    on_mount: ExtensionEventFn,
+    on_unmount: ExtensionEventFn,
+) -> bool {
     let Ok(events) = jvmti.extension_events() else {
         return false;
     };
@@ -57,17 +58,13 @@ pub fn enable(jvmti: &Jvmti) -> bool {
     true
 }
 
-fn agent_jvmti() -> Option<Jvmti> {
-    crate::agent::jvmti()
-}
-
 /// Makes the calling carrier's slot and `otel_thread_ctx_v1` show `record`, or the carrier's
 /// own record when `record` is null and `own_if_null` is set.
 ///
 /// # Safety
 /// `record` is null or a pool record.
 unsafe fn show_on_carrier(record: *mut ContextRecord, own_if_null: bool) {
-    if let Some(slot) = threads::TABLE.lookup(gettid()) {
+    if let Some(slot) = thread_registry::TABLE.lookup(gettid()) {
         let shown = if record.is_null() && own_if_null {
             slot.own_context()
         } else {
@@ -75,28 +72,27 @@ unsafe fn show_on_carrier(record: *mut ContextRecord, own_if_null: bool) {
         };
         slot.set_current_context(shown);
         // SAFETY: null or a pool record, on the carrier itself.
-        unsafe { publish_tls(shown) };
+        unsafe { tls::publish(shown) };
     }
 }
 
 /// Mount: the carrier starts running `vthread`. A virtual thread that never published
 /// context shows "no span": the carrier's own record must not leak into it.
-unsafe extern "C" fn on_mount(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, vthread: jobject) {
-    crate::ffi::guard("VirtualThreadMount", (), || {
-        let Some(jvmti) = agent_jvmti() else { return };
-        // SAFETY: `vthread` is the event's live thread reference.
-        let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
-        // SAFETY: the storage only ever holds pool records (see `register_current`).
-        unsafe { show_on_carrier(record as *mut ContextRecord, false) };
-    })
+///
+/// # Safety
+/// HotSpot's VirtualThreadMount arguments: `vthread` is the event's live thread reference, and
+/// the caller is the carrier.
+pub(crate) unsafe fn mount(jvmti: &Jvmti, vthread: jobject) {
+    // SAFETY: `vthread` is the event's live thread reference.
+    let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
+    // SAFETY: the storage only ever holds pool records (see `register_current`).
+    unsafe { show_on_carrier(record as *mut ContextRecord, false) };
 }
 
-/// Unmount: the carrier goes back to its own record.
-unsafe extern "C" fn on_unmount(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, _vthread: jobject) {
+/// Unmount: the carrier goes back to its own record. Called on the carrier.
+pub(crate) fn unmount() {
     // SAFETY: null selects the carrier's own record.
-    crate::ffi::guard("VirtualThreadUnmount", (), || unsafe {
-        show_on_carrier(std::ptr::null_mut(), true)
-    })
+    unsafe { show_on_carrier(std::ptr::null_mut(), true) }
 }
 
 /// VirtualThreadEnd (posted on the carrier while the virtual thread is still mounted): give its
@@ -104,7 +100,7 @@ unsafe extern "C" fn on_unmount(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv, _vthre
 ///
 /// # Safety
 /// JVMTI's VirtualThreadEnd arguments.
-pub unsafe fn on_end(jvmti: &Jvmti, vthread: jobject) {
+pub(crate) unsafe fn on_end(jvmti: &Jvmti, vthread: jobject) {
     // SAFETY: the event's thread reference.
     let record = unsafe { jvmti.thread_local_storage(vthread) }.unwrap_or(std::ptr::null_mut());
     if record.is_null() {
@@ -122,7 +118,7 @@ pub unsafe fn on_end(jvmti: &Jvmti, vthread: jobject) {
 ///
 /// # Safety
 /// Called on a virtual thread (the shim checks `Thread.isVirtual()`).
-pub unsafe fn register_current(jvmti: &Jvmti) -> *mut ContextRecord {
+pub(crate) unsafe fn register_current(jvmti: &Jvmti) -> *mut ContextRecord {
     // SAFETY: null = the current (virtual) thread.
     let existing =
         unsafe { jvmti.thread_local_storage(std::ptr::null_mut()) }.unwrap_or(std::ptr::null_mut());

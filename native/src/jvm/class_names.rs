@@ -16,15 +16,15 @@ use std::sync::{Arc, Mutex};
 use jni::sys::jclass;
 use otelprof_profile::frame_name;
 
-use crate::jvmti::Jvmti;
+use crate::jvm::jvmti::Jvmti;
 
-pub const MAX_NAMES: usize = 1 << 16;
+pub(crate) const MAX_NAMES: usize = 1 << 16;
 /// Id of the shared entry for classes beyond [`MAX_NAMES`].
-pub const OTHER: u32 = 1;
+pub(crate) const OTHER: u32 = 1;
 /// Id of classes whose name could not be read.
-pub const UNKNOWN: u32 = 2;
+pub(crate) const UNKNOWN: u32 = 2;
 
-pub struct ClassNames {
+pub(crate) struct ClassNames {
     inner: Mutex<Names>,
 }
 
@@ -34,7 +34,7 @@ struct Names {
 }
 
 impl ClassNames {
-    pub const fn new() -> ClassNames {
+    pub(crate) const fn new() -> ClassNames {
         ClassNames {
             inner: Mutex::new(Names {
                 ids: None,
@@ -48,7 +48,7 @@ impl ClassNames {
     }
 
     /// The id of `name` (a Java class name), interning it. Ids start at 3; see [`OTHER`].
-    pub fn intern(&self, name: &str) -> u32 {
+    pub(crate) fn intern(&self, name: &str) -> u32 {
         let mut n = self.lock();
         if n.names.is_empty() {
             n.names = vec!["".into(), "[other class]".into(), "[unknown class]".into()];
@@ -67,7 +67,7 @@ impl ClassNames {
     }
 
     /// The name behind `id` (None for 0 and unknown ids).
-    pub fn name(&self, id: u32) -> Option<Arc<str>> {
+    pub(crate) fn name(&self, id: u32) -> Option<Arc<str>> {
         if id == 0 {
             return None;
         }
@@ -87,13 +87,13 @@ impl Default for ClassNames {
     }
 }
 
-pub static CLASSES: ClassNames = ClassNames::new();
+pub(crate) static CLASSES: ClassNames = ClassNames::new();
 
 /// The id of `class`'s name. Not for signal handlers (JVMTI calls, a mutex on first sight).
 ///
 /// # Safety
 /// `class` is a live JNI reference to a class, on a thread attached to the VM.
-pub unsafe fn class_id(jvmti: &Jvmti, class: jclass) -> u32 {
+pub(crate) unsafe fn class_id(jvmti: &Jvmti, class: jclass) -> u32 {
     if class.is_null() {
         return UNKNOWN;
     }
@@ -117,7 +117,6 @@ pub unsafe fn class_id(jvmti: &Jvmti, class: jclass) -> u32 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -6,6 +6,7 @@
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};
+use std::sync::OnceLock;
 
 use jni::sys::{jclass, jint, jmethodID, jobject, JNIEnv, JavaVM, JNI_OK};
 
@@ -14,9 +15,9 @@ use crate::sys::{self, error, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks, 
 /// A failed JVMTI or JNI call: which function, and the code it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{call} failed with error {code}")]
-pub struct JvmtiErr {
-    pub call: &'static str,
-    pub code: u32,
+pub(crate) struct JvmtiErr {
+    pub(crate) call: &'static str,
+    pub(crate) code: u32,
 }
 
 /// Calls slot `$f` of the JVMTI function table.
@@ -44,7 +45,7 @@ fn check(call: &'static str, code: u32) -> Result<(), JvmtiErr> {
 
 /// A jvmtiEnv*. Copyable: JVMTI environments are valid on every thread until the VM dies.
 #[derive(Clone, Copy)]
-pub struct Jvmti {
+pub(crate) struct Jvmti {
     env: *mut JvmtiEnv,
 }
 
@@ -53,12 +54,27 @@ unsafe impl Send for Jvmti {}
 // SAFETY: as above.
 unsafe impl Sync for Jvmti {}
 
+/// The agent's own JVMTI environment, published once the agent is set up.
+static AGENT_ENV: OnceLock<Jvmti> = OnceLock::new();
+
+/// Publishes the agent's environment for [`agent_env`]. Called once, when the agent is complete;
+/// later calls change nothing.
+pub(crate) fn publish_agent_env(env: Jvmti) {
+    let _ = AGENT_ENV.set(env);
+}
+
+/// The agent's JVMTI environment, for the JVMTI callbacks and JNI methods that need it: `None`
+/// until the agent is set up, and for good if it never was (profiling off).
+pub(crate) fn agent_env() -> Option<Jvmti> {
+    AGENT_ENV.get().copied()
+}
+
 impl Jvmti {
     /// Obtains a JVMTI environment from the VM.
     ///
     /// # Safety
     /// `vm` must be the JavaVM* passed to Agent_OnLoad / Agent_OnAttach.
-    pub unsafe fn from_vm(vm: *mut JavaVM) -> Result<Jvmti, JvmtiErr> {
+    pub(crate) unsafe fn from_vm(vm: *mut JavaVM) -> Result<Jvmti, JvmtiErr> {
         let mut env: *mut c_void = std::ptr::null_mut();
         // SAFETY: `vm` is valid per the caller; GetEnv is always present in the invoke table.
         let rc = unsafe {
@@ -78,12 +94,12 @@ impl Jvmti {
         })
     }
 
-    pub fn raw(&self) -> *mut JvmtiEnv {
+    pub(crate) fn raw(&self) -> *mut JvmtiEnv {
         self.env
     }
 
     /// Address of a JVMTI function inside libjvm, to find libjvm itself with `dladdr`.
-    pub fn function_address(&self) -> *const c_void {
+    pub(crate) fn function_address(&self) -> *const c_void {
         // SAFETY: see `jvmti_call!`.
         let table = unsafe { &**self.env };
         table
@@ -91,7 +107,7 @@ impl Jvmti {
             .map_or(std::ptr::null(), |f| f as *const c_void)
     }
 
-    pub fn potential_capabilities(&self) -> Result<JvmtiCapabilities, JvmtiErr> {
+    pub(crate) fn potential_capabilities(&self) -> Result<JvmtiCapabilities, JvmtiErr> {
         let mut caps = JvmtiCapabilities::default();
         check(
             "GetPotentialCapabilities",
@@ -100,11 +116,14 @@ impl Jvmti {
         Ok(caps)
     }
 
-    pub fn add_capabilities(&self, caps: &JvmtiCapabilities) -> Result<(), JvmtiErr> {
+    pub(crate) fn add_capabilities(&self, caps: &JvmtiCapabilities) -> Result<(), JvmtiErr> {
         check("AddCapabilities", jvmti_call!(self, AddCapabilities, caps))
     }
 
-    pub fn set_event_callbacks(&self, callbacks: &JvmtiEventCallbacks) -> Result<(), JvmtiErr> {
+    pub(crate) fn set_event_callbacks(
+        &self,
+        callbacks: &JvmtiEventCallbacks,
+    ) -> Result<(), JvmtiErr> {
         let size = std::mem::size_of::<JvmtiEventCallbacks>() as jint;
         check(
             "SetEventCallbacks",
@@ -112,7 +131,7 @@ impl Jvmti {
         )
     }
 
-    pub fn set_event(&self, enable: bool, event: u32) -> Result<(), JvmtiErr> {
+    pub(crate) fn set_event(&self, enable: bool, event: u32) -> Result<(), JvmtiErr> {
         let mode = if enable {
             sys::JVMTI_ENABLE
         } else {
@@ -155,7 +174,7 @@ impl Jvmti {
 
     /// Ids of the extension events this VM offers, by name (e.g.
     /// `com.sun.hotspot.events.VirtualThreadMount`). Frees what JVMTI allocated.
-    pub fn extension_events(&self) -> Result<Vec<(String, jint)>, JvmtiErr> {
+    pub(crate) fn extension_events(&self) -> Result<Vec<(String, jint)>, JvmtiErr> {
         let mut n: jint = 0;
         let mut p: *mut c_void = std::ptr::null_mut();
         check(
@@ -182,7 +201,7 @@ impl Jvmti {
     }
 
     /// Sets (or, with `None`, clears) an extension event's callback; a callback enables it.
-    pub fn set_extension_event_callback(
+    pub(crate) fn set_extension_event_callback(
         &self,
         index: jint,
         callback: Option<ExtensionEventFn>,
@@ -198,7 +217,10 @@ impl Jvmti {
     ///
     /// # Safety
     /// `thread` is null or a live reference to a Thread.
-    pub unsafe fn thread_local_storage(&self, thread: jobject) -> Result<*mut c_void, JvmtiErr> {
+    pub(crate) unsafe fn thread_local_storage(
+        &self,
+        thread: jobject,
+    ) -> Result<*mut c_void, JvmtiErr> {
         let mut p: *mut c_void = std::ptr::null_mut();
         check(
             "GetThreadLocalStorage",
@@ -209,7 +231,7 @@ impl Jvmti {
 
     /// # Safety
     /// As for [`Jvmti::thread_local_storage`].
-    pub unsafe fn set_thread_local_storage(
+    pub(crate) unsafe fn set_thread_local_storage(
         &self,
         thread: jobject,
         value: *const c_void,
@@ -221,7 +243,7 @@ impl Jvmti {
     }
 
     /// The calling thread's java.lang.Thread, as a local reference (the caller deletes it).
-    pub fn current_thread(&self, thread: &mut jobject) -> Result<(), JvmtiErr> {
+    pub(crate) fn current_thread(&self, thread: &mut jobject) -> Result<(), JvmtiErr> {
         check(
             "GetCurrentThread",
             jvmti_call!(self, GetCurrentThread, thread),
@@ -229,7 +251,7 @@ impl Jvmti {
     }
 
     /// All loaded classes, as JNI local references (the caller deletes them).
-    pub fn loaded_classes(&self) -> Result<Vec<jclass>, JvmtiErr> {
+    pub(crate) fn loaded_classes(&self) -> Result<Vec<jclass>, JvmtiErr> {
         let mut n: jint = 0;
         let mut p: *mut jclass = std::ptr::null_mut();
         check(
@@ -244,7 +266,7 @@ impl Jvmti {
     ///
     /// # Safety
     /// `class` must be a live JNI reference to a class.
-    pub unsafe fn preload_method_ids(&self, class: jclass) -> Result<usize, JvmtiErr> {
+    pub(crate) unsafe fn preload_method_ids(&self, class: jclass) -> Result<usize, JvmtiErr> {
         let mut n: jint = 0;
         let mut p: *mut jmethodID = std::ptr::null_mut();
         check(
@@ -257,7 +279,7 @@ impl Jvmti {
 
     /// # Safety
     /// `class` must be a live JNI reference to a class.
-    pub unsafe fn class_signature(&self, class: jclass) -> Result<String, JvmtiErr> {
+    pub(crate) unsafe fn class_signature(&self, class: jclass) -> Result<String, JvmtiErr> {
         let mut sig: *mut c_char = std::ptr::null_mut();
         let mut generic: *mut c_char = std::ptr::null_mut();
         check(
@@ -270,7 +292,7 @@ impl Jvmti {
 
     /// # Safety
     /// `class` must be a live JNI reference to a class.
-    pub unsafe fn source_file_name(&self, class: jclass) -> Result<String, JvmtiErr> {
+    pub(crate) unsafe fn source_file_name(&self, class: jclass) -> Result<String, JvmtiErr> {
         let mut name: *mut c_char = std::ptr::null_mut();
         check(
             "GetSourceFileName",
@@ -281,7 +303,7 @@ impl Jvmti {
 
     /// # Safety
     /// `method` must be a jmethodID the VM handed out (it may belong to an unloaded class: JVMTI then returns an error).
-    pub unsafe fn method_name(&self, method: jmethodID) -> Result<String, JvmtiErr> {
+    pub(crate) unsafe fn method_name(&self, method: jmethodID) -> Result<String, JvmtiErr> {
         let mut name: *mut c_char = std::ptr::null_mut();
         let mut sig: *mut c_char = std::ptr::null_mut();
         let mut generic: *mut c_char = std::ptr::null_mut();
@@ -305,7 +327,10 @@ impl Jvmti {
     ///
     /// # Safety
     /// `method` must be a jmethodID the VM handed out.
-    pub unsafe fn method_declaring_class(&self, method: jmethodID) -> Result<jclass, JvmtiErr> {
+    pub(crate) unsafe fn method_declaring_class(
+        &self,
+        method: jmethodID,
+    ) -> Result<jclass, JvmtiErr> {
         let mut class: jclass = std::ptr::null_mut();
         check(
             "GetMethodDeclaringClass",
@@ -318,7 +343,10 @@ impl Jvmti {
     ///
     /// # Safety
     /// `method` must be a jmethodID the VM handed out.
-    pub unsafe fn line_number_table(&self, method: jmethodID) -> Result<Vec<(i64, i32)>, JvmtiErr> {
+    pub(crate) unsafe fn line_number_table(
+        &self,
+        method: jmethodID,
+    ) -> Result<Vec<(i64, i32)>, JvmtiErr> {
         let mut n: jint = 0;
         let mut p: *mut sys::JvmtiLineNumberEntry = std::ptr::null_mut();
         check(
@@ -336,7 +364,7 @@ impl Jvmti {
     ///
     /// # Safety
     /// `thread` is a live reference to a java.lang.Thread.
-    pub unsafe fn thread_state(&self, thread: jobject) -> Result<jint, JvmtiErr> {
+    pub(crate) unsafe fn thread_state(&self, thread: jobject) -> Result<jint, JvmtiErr> {
         let mut state: jint = 0;
         check(
             "GetThreadState",
@@ -353,7 +381,7 @@ impl Jvmti {
     /// # Safety
     /// `frames` is valid for writes of `max` entries; `thread` is null (then the caller is a
     /// live Java thread, in a JVMTI event callback) or a live reference to a Thread.
-    pub unsafe fn stack_trace(
+    pub(crate) unsafe fn stack_trace(
         &self,
         thread: jobject,
         frames: *mut sys::JvmtiFrameInfo,
@@ -371,7 +399,7 @@ impl Jvmti {
     ///
     /// # Safety
     /// `object` is a live JNI reference.
-    pub unsafe fn tag(&self, object: jobject) -> Result<i64, JvmtiErr> {
+    pub(crate) unsafe fn tag(&self, object: jobject) -> Result<i64, JvmtiErr> {
         let mut tag: i64 = 0;
         check("GetTag", jvmti_call!(self, GetTag, object, &mut tag))?;
         Ok(tag)
@@ -381,12 +409,12 @@ impl Jvmti {
     ///
     /// # Safety
     /// `object` is a live JNI reference.
-    pub unsafe fn set_tag(&self, object: jobject, tag: i64) -> Result<(), JvmtiErr> {
+    pub(crate) unsafe fn set_tag(&self, object: jobject, tag: i64) -> Result<(), JvmtiErr> {
         check("SetTag", jvmti_call!(self, SetTag, object, tag))
     }
 
     /// Mean bytes between SampledObjectAlloc events (0: every allocation).
-    pub fn set_heap_sampling_interval(&self, bytes: jint) -> Result<(), JvmtiErr> {
+    pub(crate) fn set_heap_sampling_interval(&self, bytes: jint) -> Result<(), JvmtiErr> {
         check(
             "SetHeapSamplingInterval",
             jvmti_call!(self, SetHeapSamplingInterval, bytes),
@@ -397,7 +425,7 @@ impl Jvmti {
     ///
     /// # Safety
     /// `jni` must be the calling thread's JNIEnv and `thread` a live reference to a java.lang.Thread.
-    pub unsafe fn thread_name(
+    pub(crate) unsafe fn thread_name(
         &self,
         jni: *mut JNIEnv,
         thread: jobject,
@@ -418,13 +446,13 @@ impl Jvmti {
 }
 
 /// HotSpot's virtual-thread mount/unmount extension events: `(jvmtiEnv*, JNIEnv*, jthread)`.
-pub type ExtensionEventFn = unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jobject);
+pub(crate) type ExtensionEventFn = unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jobject);
 
 /// Deletes a JNI local reference (no-op for null).
 ///
 /// # Safety
 /// `jni` must be the calling thread's JNIEnv (or null) and `obj` a local reference it owns (or null).
-pub unsafe fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
+pub(crate) unsafe fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
     if jni.is_null() || obj.is_null() {
         return;
     }
@@ -440,7 +468,7 @@ pub unsafe fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
 ///
 /// # Safety
 /// `jni` must be the calling thread's JNIEnv (or null) and `obj` a live reference (or null).
-pub unsafe fn new_local_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
+pub(crate) unsafe fn new_local_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
     if jni.is_null() || obj.is_null() {
         return std::ptr::null_mut();
     }
@@ -456,7 +484,7 @@ pub unsafe fn new_local_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
 ///
 /// # Safety
 /// `jni` must be the calling thread's JNIEnv (or null) and `obj` a live reference (or null).
-pub unsafe fn object_class(jni: *mut JNIEnv, obj: jobject) -> jclass {
+pub(crate) unsafe fn object_class(jni: *mut JNIEnv, obj: jobject) -> jclass {
     if jni.is_null() || obj.is_null() {
         return std::ptr::null_mut();
     }
@@ -470,7 +498,7 @@ pub unsafe fn object_class(jni: *mut JNIEnv, obj: jobject) -> jclass {
 
 /// # Safety
 /// `jni` must be the calling thread's JNIEnv (or null) and `obj` a live reference (or null).
-pub unsafe fn new_global_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
+pub(crate) unsafe fn new_global_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
     if jni.is_null() || obj.is_null() {
         return std::ptr::null_mut();
     }
@@ -484,7 +512,7 @@ pub unsafe fn new_global_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
 
 /// # Safety
 /// `jni` must be the calling thread's JNIEnv (or null) and `obj` a global reference from `new_global_ref` (or null), deleted once.
-pub unsafe fn delete_global_ref(jni: *mut JNIEnv, obj: jobject) {
+pub(crate) unsafe fn delete_global_ref(jni: *mut JNIEnv, obj: jobject) {
     if jni.is_null() || obj.is_null() {
         return;
     }
@@ -500,7 +528,10 @@ pub unsafe fn delete_global_ref(jni: *mut JNIEnv, obj: jobject) {
 ///
 /// # Safety
 /// `vm` must be a live JavaVM*.
-pub unsafe fn attach_current_thread_as_daemon(vm: *mut JavaVM, name: &CStr) -> Option<*mut JNIEnv> {
+pub(crate) unsafe fn attach_current_thread_as_daemon(
+    vm: *mut JavaVM,
+    name: &CStr,
+) -> Option<*mut JNIEnv> {
     #[repr(C)]
     struct AttachArgs {
         version: jint,
@@ -526,7 +557,7 @@ pub unsafe fn attach_current_thread_as_daemon(vm: *mut JavaVM, name: &CStr) -> O
 ///
 /// # Safety
 /// `vm` must be a live JavaVM* and the calling thread attached.
-pub unsafe fn detach_current_thread(vm: *mut JavaVM) {
+pub(crate) unsafe fn detach_current_thread(vm: *mut JavaVM) {
     // SAFETY: per the caller.
     unsafe {
         if let Some(f) = (**vm).DetachCurrentThread {

@@ -7,17 +7,20 @@
 //! samples: the callback try-locks a shard and never waits for one (a full or busy buffer
 //! drops the sample and counts it), so the application thread is never blocked by the
 //! aggregator beyond the stack walk itself.
+//!
+//! [`SampleBuffer`]: crate::sampling::sample_buffer::SampleBuffer
 
-use crate::jvmti::Jvmti;
+use crate::jvm::jvmti::Jvmti;
 use crate::kinds::SampleKind;
-use crate::sample_buffer::{RecordHeader, WriteError};
-use crate::sampler::{self, gettid, monotonic_ns};
+use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::sample_buffer::{RecordHeader, WriteError};
+use crate::sampling::signal_handler;
+use crate::sampling::thread_registry;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, JvmtiFrameInfo};
-use crate::threads;
 
 /// `num_frames` code for a JVMTI GetStackTrace that failed (outside AsyncGetCallTrace's codes).
-pub const STACK_TRACE_FAILED: i32 = -101;
+pub(crate) const STACK_TRACE_FAILED: i32 = -101;
 
 const _: () =
     assert!(std::mem::size_of::<JvmtiFrameInfo>() == std::mem::size_of::<AsgctCallFrame>());
@@ -26,20 +29,20 @@ const _: () =
 
 /// What a callback measured.
 #[derive(Clone, Copy, Debug)]
-pub struct EventSample {
-    pub kind: SampleKind,
-    pub weight: u64,
-    pub count_milli: u64,
-    pub class_id: u32,
+pub(crate) struct EventSample {
+    pub(crate) kind: SampleKind,
+    pub(crate) weight: u64,
+    pub(crate) count_milli: u64,
+    pub(crate) class_id: u32,
 }
 
 /// Whether callbacks should record at all (sampling on, the thread not one of ours).
-pub fn wanted() -> Option<i32> {
-    if !sampler::is_active() {
+pub(crate) fn wanted() -> Option<i32> {
+    if !signal_handler::is_active() {
         return None;
     }
     let tid = gettid();
-    (!threads::is_own_tid(tid)).then_some(tid)
+    (!thread_registry::is_own_tid(tid)).then_some(tid)
 }
 
 /// Records `sample` for the calling thread `tid`, with its stack and span context.
@@ -47,8 +50,8 @@ pub fn wanted() -> Option<i32> {
 /// # Safety
 /// Called from a JVMTI event callback on the Java thread the event is about (`tid` is its
 /// kernel id), with the agent's JVMTI environment.
-pub unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
-    let Some(s) = sampler::installed() else {
+pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
+    let Some(s) = signal_handler::installed() else {
         return;
     };
     let (serial, record) = match s.table.lookup(tid) {
@@ -66,7 +69,7 @@ pub unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
         // SAFETY: slots only point to never-freed pool records, and this thread's slot to the
         // record of this thread (or of the virtual thread it runs); we are on that thread, in
         // a callback, not inside one of its writes.
-        context: unsafe { crate::context::read(record) },
+        context: unsafe { crate::context::reader::read(record) },
         ..Default::default()
     };
     let max_depth = s.max_depth;

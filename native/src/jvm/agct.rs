@@ -2,18 +2,19 @@
 //!
 //! The `java` launcher loads libjvm with RTLD_GLOBAL, so the symbol is usually visible to
 //! `dlsym(RTLD_DEFAULT)`. Embedders may load it privately; then we find libjvm through the
-//! address of a JVMTI function (which lives in libjvm) and look the symbol up there.
+//! address of a JVMTI function ([`crate::jvm::libjvm::locate`]) and look the symbol up there.
 
 use std::ffi::CStr;
 
-use crate::jvmti::Jvmti;
+use crate::jvm::jvmti::Jvmti;
+use crate::jvm::libjvm;
 use crate::sys::AsyncGetCallTraceFn;
 
 #[derive(Debug, thiserror::Error)]
 #[error("AsyncGetCallTrace is not exported by this JVM (is it HotSpot?); profiling is off")]
-pub struct NotFound;
+pub(crate) struct NotFound;
 
-pub fn find(jvmti: &Jvmti) -> Result<AsyncGetCallTraceFn, NotFound> {
+pub(crate) fn find(jvmti: &Jvmti) -> Result<AsyncGetCallTraceFn, NotFound> {
     const NAME: &CStr = c"AsyncGetCallTrace";
     // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name has no other preconditions.
     let mut sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };
@@ -28,18 +29,9 @@ pub fn find(jvmti: &Jvmti) -> Result<AsyncGetCallTraceFn, NotFound> {
 }
 
 fn find_via_libjvm(jvmti: &Jvmti, name: &CStr) -> Option<*mut libc::c_void> {
-    let addr = jvmti.function_address();
-    if addr.is_null() {
-        return None;
-    }
-    // SAFETY: all-zero Dl_info is valid; dladdr fills it for an address inside a loaded object.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: `addr` is a function pointer from the VM's JVMTI table.
-    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
+    let libjvm = libjvm::locate(jvmti)?;
     // SAFETY: RTLD_NOLOAD only returns a handle to an already-loaded object (libjvm itself).
-    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    let handle = unsafe { libc::dlopen(libjvm.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
     if handle.is_null() {
         return None;
     }

@@ -12,32 +12,32 @@ use std::collections::HashMap;
 use jni::sys::{jmethodID, JNIEnv};
 use otelprof_profile::frame_name;
 
-use crate::jvmti::{delete_local_ref, Jvmti};
+use crate::jvm::jvmti::{delete_local_ref, Jvmti};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MethodInfo {
+pub(crate) struct MethodInfo {
     /// `pkg.Class.method`, with per-run parts of hidden and lambda class names removed.
-    pub name: String,
+    pub(crate) name: String,
     /// Source file from the class file (`Foo.java`), empty when the class has none.
-    pub file: String,
+    pub(crate) file: String,
     /// `(first bci, line)` sorted by bci.
-    pub lines: Vec<(i64, i32)>,
+    pub(crate) lines: Vec<(i64, i32)>,
 }
 
 impl MethodInfo {
     /// First line of the method, 0 when unknown.
-    pub fn start_line(&self) -> i64 {
+    pub(crate) fn start_line(&self) -> i64 {
         self.lines.iter().map(|&(_, l)| l as i64).min().unwrap_or(0)
     }
 
     /// Source line of bytecode index `bci` (0 when unknown: bci < 0 or no line table).
-    pub fn line_of(&self, bci: i32) -> i64 {
+    pub(crate) fn line_of(&self, bci: i32) -> i64 {
         line_for_bci(&self.lines, bci)
     }
 }
 
 /// The line of the last line-table entry starting at or before `bci`.
-pub fn line_for_bci(sorted: &[(i64, i32)], bci: i32) -> i64 {
+pub(crate) fn line_for_bci(sorted: &[(i64, i32)], bci: i32) -> i64 {
     if bci < 0 {
         return 0;
     }
@@ -48,18 +48,18 @@ pub fn line_for_bci(sorted: &[(i64, i32)], bci: i32) -> i64 {
     }
 }
 
-pub struct Symbols {
+pub(crate) struct Symbols {
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     methods: HashMap<usize, Option<MethodInfo>>,
-    pub lookups: u64,
-    pub failures: u64,
+    pub(crate) lookups: u64,
+    pub(crate) failures: u64,
 }
 
 impl Symbols {
     /// `jni` is the aggregator thread's own JNIEnv (it deletes the local references JVMTI
     /// returns).
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Symbols {
+    pub(crate) fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Symbols {
         Symbols {
             jvmti,
             jni,
@@ -69,7 +69,7 @@ impl Symbols {
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.methods.clear();
     }
 
@@ -77,7 +77,7 @@ impl Symbols {
     ///
     /// # Safety
     /// `id` is null or a jmethodID the VM handed out (AsyncGetCallTrace reports only those).
-    pub unsafe fn method(&mut self, id: jmethodID) -> Option<&MethodInfo> {
+    pub(crate) unsafe fn method(&mut self, id: jmethodID) -> Option<&MethodInfo> {
         if id.is_null() {
             return None;
         }

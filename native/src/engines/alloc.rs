@@ -11,7 +11,7 @@
 //!
 //! The callback records the stack (GetStackTrace), the allocated class as the leaf frame, and
 //! the span context of the allocating thread, into the common sample buffer
-//! ([`crate::event_sample`]).
+//! ([`crate::sampling::event_sample`]).
 //!
 //! A sample costs several microseconds, most of it in GetStackTrace, so its cost follows the
 //! allocation rate: at 1.8 GB/s and 512 KiB, 3,600 samples a second took 1.7 % of the CPU in
@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use jni::sys::{jclass, jlong, jobject, JNIEnv};
 
-use crate::event_sample::{self, EventSample};
 use crate::ffi::guard;
 use crate::kinds::SampleKind;
+use crate::sampling::event_sample::{self, EventSample};
 use crate::sys::JvmtiEnv;
 
 /// Mean bytes between samples, as given to `SetHeapSamplingInterval` last.
@@ -47,19 +47,25 @@ const MAX_INTERVAL: u64 = i32::MAX as u64;
 
 /// Sets the interval asked for and the bound of samples per second (0: none), before the
 /// first sample.
-pub fn configure(bytes: u32, max_rate: u32) {
+pub(crate) fn configure(bytes: u32, max_rate: u32) {
     INTERVAL.store(u64::from(bytes), Ordering::Relaxed);
     BASE.store(u64::from(bytes), Ordering::Relaxed);
     MAX_RATE.store(u64::from(max_rate), Ordering::Relaxed);
     WINDOW_SAMPLES.store(0, Ordering::Relaxed);
-    WINDOW_START_NS.store(crate::sampler::monotonic_ns(), Ordering::Relaxed);
+    WINDOW_START_NS.store(crate::sampling::os::monotonic_ns(), Ordering::Relaxed);
 }
 
 /// The interval for the next window, after `samples` in `window_ns` at `current`: unchanged
 /// while the rate is between 40 % and 100 % of `max_rate`, otherwise the interval that would
 /// have given 80 % of it, kept between `base` and the largest interval JVMTI takes. With no
 /// bound (`max_rate` 0), or with every allocation sampled (`base` 0), always `base`.
-pub fn next_interval(base: u64, current: u64, samples: u64, window_ns: u64, max_rate: u64) -> u64 {
+pub(crate) fn next_interval(
+    base: u64,
+    current: u64,
+    samples: u64,
+    window_ns: u64,
+    max_rate: u64,
+) -> u64 {
     if max_rate == 0 || base == 0 || window_ns == 0 {
         return base;
     }
@@ -74,14 +80,14 @@ pub fn next_interval(base: u64, current: u64, samples: u64, window_ns: u64, max_
 
 /// Counts a sample in the rate window and, if this sample closes the window, adjusts the
 /// interval. One thread per window adjusts (the one whose compare-exchange wins).
-fn throttle(jvmti: &crate::jvmti::Jvmti) {
+fn throttle(jvmti: &crate::jvm::jvmti::Jvmti) {
     let max_rate = MAX_RATE.load(Ordering::Relaxed);
     let base = BASE.load(Ordering::Relaxed);
     if max_rate == 0 || base == 0 {
         return;
     }
     WINDOW_SAMPLES.fetch_add(1, Ordering::Relaxed);
-    let now = crate::sampler::monotonic_ns();
+    let now = crate::sampling::os::monotonic_ns();
     let start = WINDOW_START_NS.load(Ordering::Relaxed);
     let elapsed = now.saturating_sub(start);
     if elapsed < WINDOW_NS
@@ -108,7 +114,7 @@ fn throttle(jvmti: &crate::jvmti::Jvmti) {
 }
 
 /// Estimated `(bytes, objects x 1000)` that one sampled object of `size` bytes stands for.
-pub fn estimate(size: u64, interval: u64) -> (u64, u64) {
+pub(crate) fn estimate(size: u64, interval: u64) -> (u64, u64) {
     if interval == 0 || size == 0 {
         return (size, 1000);
     }
@@ -127,7 +133,7 @@ pub fn estimate(size: u64, interval: u64) -> (u64, u64) {
 ///
 /// # Safety
 /// Called by the JVM with the event's arguments, on the allocating thread.
-pub unsafe extern "C" fn sampled_object_alloc(
+pub(crate) unsafe extern "C" fn sampled_object_alloc(
     _jvmti: *mut JvmtiEnv,
     _jni: *mut JNIEnv,
     _thread: jobject,
@@ -139,12 +145,12 @@ pub unsafe extern "C" fn sampled_object_alloc(
         let Some(tid) = event_sample::wanted() else {
             return;
         };
-        let Some(jvmti) = crate::agent::jvmti() else {
+        let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         let (bytes, objects) = estimate(size.max(0) as u64, INTERVAL.load(Ordering::Relaxed));
         // SAFETY: `class` is the event's live class reference, on this attached thread.
-        let class_id = unsafe { crate::class_names::class_id(&jvmti, class) };
+        let class_id = unsafe { crate::jvm::class_names::class_id(&jvmti, class) };
         let sample = EventSample {
             kind: SampleKind::Alloc,
             weight: bytes,

@@ -17,17 +17,17 @@
 //! monitor's class as the leaf frame, and the waiting thread's span context.
 //!
 //! `java.util.concurrent` locks (ReentrantLock and friends) park with `LockSupport.park`,
-//! which no JVMTI event reports: [`crate::parks`] times those.
+//! which no JVMTI event reports: [`crate::engines::parks`] times those.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use jni::sys::{jobject, JNIEnv};
 
-use crate::event_sample::{self, EventSample};
 use crate::ffi::guard;
-use crate::jvmti::{delete_local_ref, object_class};
+use crate::jvm::jvmti::{delete_local_ref, object_class};
 use crate::kinds::SampleKind;
-use crate::sampler::monotonic_ns;
+use crate::sampling::event_sample::{self, EventSample};
+use crate::sampling::os::monotonic_ns;
 use crate::stats::{self, COUNTERS};
 use crate::sys::JvmtiEnv;
 
@@ -36,7 +36,7 @@ static THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
 /// State of the sampling decisions' random numbers (SplitMix64, stepped atomically).
 static RANDOM: AtomicU64 = AtomicU64::new(0x2545_F491_4F6C_DD1D);
 
-pub fn set_threshold(t: std::time::Duration) {
+pub(crate) fn set_threshold(t: std::time::Duration) {
     THRESHOLD_NS.store(t.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn uniform() -> f64 {
 
 /// What a wait of `waited` ns is recorded as: `(delay ns, contentions x 1000)`, or `None`
 /// if it is not recorded. `draw` is a uniform number in [0, 1).
-pub fn weigh(waited: u64, threshold: u64, draw: f64) -> Option<(u64, u64)> {
+pub(crate) fn weigh(waited: u64, threshold: u64, draw: f64) -> Option<(u64, u64)> {
     if waited >= threshold {
         return Some((waited, 1000));
     }
@@ -73,7 +73,7 @@ pub fn weigh(waited: u64, threshold: u64, draw: f64) -> Option<(u64, u64)> {
 ///
 /// # Safety
 /// Called by the JVM with the event's arguments, on the waiting thread.
-pub unsafe extern "C" fn monitor_contended_enter(
+pub(crate) unsafe extern "C" fn monitor_contended_enter(
     _jvmti: *mut JvmtiEnv,
     _jni: *mut JNIEnv,
     thread: jobject,
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn monitor_contended_enter(
         if event_sample::wanted().is_none() {
             return;
         }
-        let Some(jvmti) = crate::agent::jvmti() else {
+        let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         // SAFETY: `thread` is the event's live thread reference. A monotonic time is far
@@ -98,14 +98,14 @@ pub unsafe extern "C" fn monitor_contended_enter(
 ///
 /// # Safety
 /// Called by the JVM with the event's arguments, on the thread that waited.
-pub unsafe extern "C" fn monitor_contended_entered(
+pub(crate) unsafe extern "C" fn monitor_contended_entered(
     _jvmti: *mut JvmtiEnv,
     jni: *mut JNIEnv,
     thread: jobject,
     object: jobject,
 ) {
     guard("MonitorContendedEntered", (), || {
-        let Some(jvmti) = crate::agent::jvmti() else {
+        let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         // SAFETY: `thread` is the event's live thread reference.
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn monitor_contended_entered(
         // JNIEnv; the class reference is deleted after its last use.
         let class_id = unsafe {
             let class = object_class(jni, object);
-            let id = crate::class_names::class_id(&jvmti, class);
+            let id = crate::jvm::class_names::class_id(&jvmti, class);
             delete_local_ref(jni, class);
             id
         };

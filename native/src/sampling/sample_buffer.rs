@@ -9,7 +9,8 @@
 //! leisure. A signal that interrupts a callback holding a shard simply uses another shard.
 //!
 //! Memory is allocated once, before any signal can arrive, and never grows: when an arena is
-//! full or every shard is busy the sample is dropped and counted (DESIGN.md §3.5).
+//! full or every shard is busy the sample is dropped and counted, and the sampler never
+//! waits (README.md, How it works).
 //!
 //! A mutex would not do: if the handler interrupted a thread that holds the mutex and then
 //! waited for it, that thread would never run again to release it.
@@ -18,39 +19,39 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::context::SpanContext;
+use crate::context::reader::SpanContext;
 use crate::sys::AsgctCallFrame;
 
 /// What a sampler records besides the frames: the signal handler (CPU and wall samples) and
 /// the JVMTI allocation and monitor callbacks.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecordHeader {
+pub(crate) struct RecordHeader {
     /// Frames that follow, or a negative AsyncGetCallTrace failure code (then no frames).
-    pub num_frames: i32,
-    pub tid: i32,
+    pub(crate) num_frames: i32,
+    pub(crate) tid: i32,
     /// Serial of the thread's registration (0 when the thread is unknown).
-    pub serial: u64,
+    pub(crate) serial: u64,
     /// CLOCK_MONOTONIC nanoseconds.
-    pub time_ns: u64,
+    pub(crate) time_ns: u64,
     /// What the sample stands for, in the unit of its kind ([`crate::kinds::SampleKind`]):
     /// CPU sampling intervals (1 + timer overruns), wall nanoseconds, allocated bytes, or
     /// nanoseconds waited for a monitor.
-    pub weight: u64,
+    pub(crate) weight: u64,
     /// Allocated objects or contentions, in thousandths (estimates are fractional); 0 for
     /// CPU and wall samples.
-    pub count_milli: u64,
+    pub(crate) count_milli: u64,
     /// A [`crate::kinds::SampleKind`].
-    pub kind: u8,
+    pub(crate) kind: u8,
     /// A [`crate::kinds::ThreadState`] (wall samples).
-    pub state: u8,
+    pub(crate) state: u8,
     /// Zero (explicit padding, so every byte of a record is initialised).
-    pub reserved: u16,
-    /// Interned class name of the leaf frame ([`crate::class_names`]): the allocated class,
+    pub(crate) reserved: u16,
+    /// Interned class name of the leaf frame ([`crate::jvm::class_names`]): the allocated class,
     /// or the class of the contended monitor. 0 for none.
-    pub class_id: u32,
+    pub(crate) class_id: u32,
     /// The span the thread was working for.
-    pub context: SpanContext,
+    pub(crate) context: SpanContext,
 }
 
 const WORD: usize = std::mem::size_of::<u64>();
@@ -87,7 +88,7 @@ struct Shard {
     arenas: [Arena; 2],
 }
 
-pub struct SampleBuffer {
+pub(crate) struct SampleBuffer {
     shards: Box<[Shard]>,
     /// Held for the whole of a drain, so that two drains never read the same inactive arena.
     draining: AtomicBool,
@@ -102,7 +103,7 @@ unsafe impl Send for SampleBuffer {}
 
 /// Why a sample was not stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     /// Every shard was locked by another handler or by the drainer.
     Contended,
     /// The shard's active arena had no room for this record.
@@ -111,14 +112,14 @@ pub enum WriteError {
 
 /// A record read back by the aggregator.
 #[derive(Debug, Clone, Copy)]
-pub struct Record<'a> {
-    pub header: RecordHeader,
-    pub frames: &'a [AsgctCallFrame],
+pub(crate) struct Record<'a> {
+    pub(crate) header: RecordHeader,
+    pub(crate) frames: &'a [AsgctCallFrame],
 }
 
 impl SampleBuffer {
     /// `shards` shards with `max_depth` scratch frames and two arenas of `arena_bytes` each.
-    pub fn new(shards: usize, max_depth: usize, arena_bytes: usize) -> SampleBuffer {
+    pub(crate) fn new(shards: usize, max_depth: usize, arena_bytes: usize) -> SampleBuffer {
         let null = AsgctCallFrame {
             lineno: 0,
             method_id: std::ptr::null_mut(),
@@ -149,7 +150,7 @@ impl SampleBuffer {
     /// Async-signal-safe if `walk` is: no allocation, no blocking (one `compare_exchange` per
     /// shard tried), no panics (bounds-checked copies only).
     #[inline]
-    pub fn write(
+    pub(crate) fn write(
         &self,
         first_shard: usize,
         mut header: RecordHeader,
@@ -212,7 +213,7 @@ impl SampleBuffer {
 
     /// Hands every stored record to `f`, oldest first per shard, and empties the buffer.
     /// Returns false (reading nothing) if another drain is under way.
-    pub fn drain(&self, mut f: impl FnMut(Record<'_>)) -> bool {
+    pub(crate) fn drain(&self, mut f: impl FnMut(Record<'_>)) -> bool {
         if self
             .draining
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -268,7 +269,7 @@ impl SampleBuffer {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -1,12 +1,11 @@
-//! Publishes the OpenTelemetry process context (OTEP 4719) for out-of-process readers.
+//! Publishes the OpenTelemetry process context (OTEP 4719) for out-of-process readers
+//! (docs/context-protocol.md, Process context).
 //!
 //! A small mapping named `OTEL_CTX` (a memfd, or an anonymous mapping named with
 //! `PR_SET_VMA_ANON_NAME` when memfd is not allowed) holds a 32-byte header followed by the
-//! payload ([`otelprof_profile::process_context::payload`]). Readers find it in `/proc/<pid>/maps`,
-//! check the signature and version, and read the payload between two reads of
-//! `published_at_ns`. The signature is written last, after a fence, so a reader never sees a
-//! half-written header; the mapping is excluded from `fork` children, who would otherwise
-//! expose the parent's identity.
+//! payload ([`otelprof_profile::process_context::payload`]). The signature is written last,
+//! after a fence, so a reader never sees a half-written header; the mapping is excluded from
+//! `fork` children, who would otherwise expose the parent's identity.
 //!
 //! The mapping is never unmapped: readers may look at it until the process ends.
 
@@ -103,7 +102,7 @@ fn name_mapping(addr: usize, len: usize) {
 }
 
 /// Publishes (or, if already published, updates) the process context with `payload`.
-pub fn publish(payload: &[u8]) -> io::Result<()> {
+pub(crate) fn publish(payload: &[u8]) -> io::Result<()> {
     let mut published = PUBLISHED.lock().unwrap_or_else(|p| p.into_inner());
     let page = 4096;
     let len = (HEADER_BYTES + payload.len()).div_ceil(page) * page;
@@ -151,7 +150,6 @@ pub fn publish(payload: &[u8]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use std::io::{Read, Seek, SeekFrom};

@@ -13,6 +13,7 @@
 //!
 //! Removal leaves a tombstone that later inserts reuse. Probing is bounded, so lookups cost at
 //! most `MAX_PROBE` loads even after heavy thread churn.
+#![forbid(unsafe_code)]
 #![deny(clippy::indexing_slicing)]
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -20,18 +21,18 @@ use std::sync::{Mutex, MutexGuard};
 
 use jni::sys::JNIEnv;
 
-use crate::context::ContextRecord;
+use crate::context::record::ContextRecord;
 
 /// Slots in the table: the number of Java threads that can be profiled at once is about half
 /// of this (probing stays short below ~50% load).
-pub const CAPACITY: usize = 16384;
+pub(crate) const CAPACITY: usize = 16384;
 const MAX_PROBE: usize = 128;
 const EMPTY: i32 = 0;
 const TOMBSTONE: i32 = -1;
 /// `timer` value meaning "no timer". glibc's kernel timer ids start at 0, so 0 is a real id.
-pub const NO_TIMER: u64 = u64::MAX;
+pub(crate) const NO_TIMER: u64 = u64::MAX;
 
-pub struct ThreadSlot {
+pub(crate) struct ThreadSlot {
     tid: AtomicI32,
     env: AtomicPtr<JNIEnv>,
     /// Agent-wide unique number of this thread's life (tids are reused; serials are not).
@@ -43,25 +44,25 @@ pub struct ThreadSlot {
     context: AtomicPtr<ContextRecord>,
     /// The platform thread's own record, kept while a virtual thread's record is mounted.
     own_context: AtomicPtr<ContextRecord>,
-    /// Wall-clock bookkeeping ([`crate::wall`]), touched only by the wall thread and reset
+    /// Wall-clock bookkeeping ([`crate::engines::wall`]), touched only by the wall thread and reset
     /// by `insert`.
-    pub wall: WallMarks,
+    pub(crate) wall: WallMarks,
 }
 
 /// What the wall-clock thread remembers about a thread between its visits, and what it hands
 /// to the signal handler.
-pub struct WallMarks {
+pub(crate) struct WallMarks {
     /// CLOCK_MONOTONIC time of the last visit (registration time before the first).
-    pub last_visit_ns: AtomicU64,
-    /// Consecutive idle visits (see [`crate::wall`]).
-    pub idle_streak: AtomicU32,
+    pub(crate) last_visit_ns: AtomicU64,
+    /// Consecutive idle visits (see [`crate::engines::wall`]).
+    pub(crate) idle_streak: AtomicU32,
     /// Wall time signalled but not yet taken by a sample: the wall thread adds to it before
     /// it signals, the handler takes all of it. A signal the kernel merges with one already
     /// pending (SIGPROF is not queued) thus loses no time: the next sample carries it.
-    pub pending_ns: AtomicU64,
+    pub(crate) pending_ns: AtomicU64,
     /// Set by the handler when the thread's last wall sample found no Java frame (a JVM
     /// service thread that runs no Java code): such a thread counts as idle.
-    pub no_java: AtomicBool,
+    pub(crate) no_java: AtomicBool,
 }
 
 impl WallMarks {
@@ -86,7 +87,7 @@ impl WallMarks {
     /// # Signal safety
     /// One atomic swap.
     #[inline]
-    pub fn take_pending(&self) -> u64 {
+    pub(crate) fn take_pending(&self) -> u64 {
         self.pending_ns.swap(0, Ordering::AcqRel)
     }
 }
@@ -105,7 +106,7 @@ impl ThreadSlot {
     }
 
     /// The registered kernel thread id, or 0 / a negative value for a free slot.
-    pub fn tid(&self) -> i32 {
+    pub(crate) fn tid(&self) -> i32 {
         self.tid.load(Ordering::Acquire)
     }
 
@@ -114,52 +115,52 @@ impl ThreadSlot {
     /// # Signal safety
     /// One atomic load.
     #[inline]
-    pub fn context(&self) -> *mut ContextRecord {
+    pub(crate) fn context(&self) -> *mut ContextRecord {
         self.context.load(Ordering::Relaxed)
     }
 
     /// The platform thread's own record (null until the thread registers one).
-    pub fn own_context(&self) -> *mut ContextRecord {
+    pub(crate) fn own_context(&self) -> *mut ContextRecord {
         self.own_context.load(Ordering::Relaxed)
     }
 
     /// Publishes `record` as the thread's own and current record. Call on the thread itself.
-    pub fn set_own_context(&self, record: *mut ContextRecord) {
+    pub(crate) fn set_own_context(&self, record: *mut ContextRecord) {
         self.own_context.store(record, Ordering::Relaxed);
         self.context.store(record, Ordering::Release);
     }
 
     /// Makes `record` (a mounted virtual thread's, or the own one) the one sampled. Call on
     /// the thread itself.
-    pub fn set_current_context(&self, record: *mut ContextRecord) {
+    pub(crate) fn set_current_context(&self, record: *mut ContextRecord) {
         self.context.store(record, Ordering::Release);
     }
 
-    pub fn env(&self) -> *mut JNIEnv {
+    pub(crate) fn env(&self) -> *mut JNIEnv {
         self.env.load(Ordering::Relaxed)
     }
 
-    pub fn serial(&self) -> u64 {
+    pub(crate) fn serial(&self) -> u64 {
         self.serial.load(Ordering::Relaxed)
     }
 }
 
 /// What a removed entry held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Removed {
-    pub serial: u64,
-    pub timer: u64,
+pub(crate) struct Removed {
+    pub(crate) serial: u64,
+    pub(crate) timer: u64,
     /// The thread's own context record (null if it never registered one).
-    pub own_context: *mut ContextRecord,
+    pub(crate) own_context: *mut ContextRecord,
 }
 
-pub struct ThreadTable {
+pub(crate) struct ThreadTable {
     slots: [ThreadSlot; CAPACITY],
     writer: Mutex<()>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub struct TableFull;
+pub(crate) struct TableFull;
 
 fn home(tid: i32) -> usize {
     // Fibonacci hashing: consecutive tids land far apart.
@@ -168,7 +169,7 @@ fn home(tid: i32) -> usize {
 }
 
 impl ThreadTable {
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         ThreadTable {
             slots: [const { ThreadSlot::new() }; CAPACITY],
             writer: Mutex::new(()),
@@ -185,7 +186,7 @@ impl ThreadTable {
     /// # Signal safety
     /// Async-signal-safe: at most `MAX_PROBE` atomic loads, no locks, no allocation.
     #[inline]
-    pub fn lookup(&self, tid: i32) -> Option<&ThreadSlot> {
+    pub(crate) fn lookup(&self, tid: i32) -> Option<&ThreadSlot> {
         if tid <= 0 {
             return None;
         }
@@ -202,7 +203,7 @@ impl ThreadTable {
     }
 
     /// Registers `tid`. Call on the thread itself (see the module docs).
-    pub fn insert(&self, tid: i32, env: *mut JNIEnv, serial: u64) -> Result<(), TableFull> {
+    pub(crate) fn insert(&self, tid: i32, env: *mut JNIEnv, serial: u64) -> Result<(), TableFull> {
         if tid <= 0 {
             return Err(TableFull);
         }
@@ -231,7 +232,7 @@ impl ThreadTable {
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.own_context
             .store(std::ptr::null_mut(), Ordering::Relaxed);
-        slot.wall.reset(crate::sampler::monotonic_ns());
+        slot.wall.reset(crate::sampling::os::monotonic_ns());
         slot.tid.store(tid, Ordering::Release);
         Ok(())
     }
@@ -239,7 +240,7 @@ impl ThreadTable {
     /// Holds off registrations and removals (ThreadStart / ThreadEnd wait) while the guard
     /// lives, so that a thread found registered through it cannot end meanwhile: its tid
     /// stays its own and can be signalled.
-    pub fn hold_registrations(&self) -> Registrations<'_> {
+    pub(crate) fn hold_registrations(&self) -> Registrations<'_> {
         Registrations {
             table: self,
             _guard: self.writer.lock().unwrap_or_else(|p| p.into_inner()),
@@ -250,7 +251,7 @@ impl ThreadTable {
     /// the table once, until `visit` returns false. Returns the index after the last slot
     /// visited (where the next round should start). Lock-free: a slot may be registered or
     /// removed while it is looked at; callers re-check under [`Self::hold_registrations`].
-    pub fn scan_from<'t>(
+    pub(crate) fn scan_from<'t>(
         &'t self,
         start: usize,
         mut visit: impl FnMut(&'t ThreadSlot) -> bool,
@@ -269,7 +270,7 @@ impl ThreadTable {
     }
 
     /// Records the CPU timer of a registered thread.
-    pub fn set_timer(&self, tid: i32, timer: u64) -> bool {
+    pub(crate) fn set_timer(&self, tid: i32, timer: u64) -> bool {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         match self.lookup(tid) {
             Some(slot) => {
@@ -281,7 +282,7 @@ impl ThreadTable {
     }
 
     /// Unregisters `tid`, returning what its slot held.
-    pub fn remove(&self, tid: i32) -> Option<Removed> {
+    pub(crate) fn remove(&self, tid: i32) -> Option<Removed> {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let slot = self.lookup(tid)?;
         slot.tid.store(TOMBSTONE, Ordering::Release);
@@ -299,7 +300,7 @@ impl ThreadTable {
 
     /// Takes every registered timer out of the table (at shutdown), leaving threads
     /// registered. Returns the timer ids.
-    pub fn take_all_timers(&self) -> Vec<u64> {
+    pub(crate) fn take_all_timers(&self) -> Vec<u64> {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         self.slots
             .iter()
@@ -310,7 +311,7 @@ impl ThreadTable {
     }
 
     /// Number of registered threads and of registered timers.
-    pub fn occupancy(&self) -> (usize, usize) {
+    pub(crate) fn occupancy(&self) -> (usize, usize) {
         let live = self
             .slots
             .iter()
@@ -324,26 +325,17 @@ impl ThreadTable {
         }
         (threads, timers)
     }
-
-    /// Registered tids (for sweeping threads that died without a ThreadEnd).
-    pub fn tids(&self) -> Vec<i32> {
-        self.slots
-            .iter()
-            .map(|s| s.tid.load(Ordering::Relaxed))
-            .filter(|&t| t > 0)
-            .collect()
-    }
 }
 
 /// See [`ThreadTable::hold_registrations`].
-pub struct Registrations<'a> {
+pub(crate) struct Registrations<'a> {
     table: &'a ThreadTable,
     _guard: MutexGuard<'a, ()>,
 }
 
 impl<'t> Registrations<'t> {
     /// The slot of `tid` if it is registered as the life numbered `serial`.
-    pub fn slot(&self, tid: i32, serial: u64) -> Option<&'t ThreadSlot> {
+    pub(crate) fn slot(&self, tid: i32, serial: u64) -> Option<&'t ThreadSlot> {
         self.table.lookup(tid).filter(|s| s.serial() == serial)
     }
 }
@@ -355,7 +347,7 @@ impl Default for ThreadTable {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

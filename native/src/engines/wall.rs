@@ -12,7 +12,7 @@
 //!   AsyncGetCallTrace wherever the thread is (no safepoint bias), its span context, its state.
 //! - **BLOCKED, WAITING, TIMED_WAITING**: sampled from here, with JVMTI GetStackTrace (a
 //!   handshake that the VM completes at once for a thread that waits, whose stack does not
-//!   move) and a double-read snapshot of its context record ([`crate::context::snapshot`]).
+//!   move) and a double-read snapshot of its context record ([`crate::context::reader::snapshot`]).
 //!   AsyncGetCallTrace is not reliable on such threads: on a thread blocked on a monitor from
 //!   C2-compiled code it fails (`not_walkable_not_Java`) for about a third of the samples, on
 //!   JDK 17 and 25 alike, which would hide exactly the contention a wall profile is for. And
@@ -55,10 +55,12 @@
 //! the thread exits, so its tid cannot have been reused. A signal that still reaches a
 //! thread after it unregistered is recorded as an unknown thread; one to a thread that is
 //! gone fails with ESRCH (counted). Threads sampled with GetStackTrace are named by their
-//! `Thread` object (from the global reference kept in [`threads::NAMES`]), never by tid, and
-//! their sample is kept only if their slot shows the same thread life before and after.
+//! `Thread` object (from the global reference kept in [`thread_registry::NAMES`]), never by
+//! tid, and their sample is kept only if their slot shows the same thread life before and
+//! after.
 //!
-//! [`ThreadTable::hold_registrations`]: crate::thread_table::ThreadTable::hold_registrations
+//! [`ThreadTable::hold_registrations`]:
+//!     crate::sampling::thread_table::ThreadTable::hold_registrations
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -66,125 +68,46 @@ use std::time::{Duration, Instant};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
 
-use crate::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
+use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
-use crate::sample_buffer::{RecordHeader, WriteError};
-use crate::sampler::{self, gettid, monotonic_ns, Sampler};
+use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::sample_buffer::{RecordHeader, WriteError};
+use crate::sampling::signal_handler::{self, Sampler};
+use crate::sampling::thread_registry;
+use crate::sampling::thread_table::ThreadSlot;
+use crate::sampling::wall_signal::{self, WallSignal};
 use crate::stats::{self, COUNTERS};
-use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo, QueueSigInfo, SI_QUEUE};
-use crate::thread_table::ThreadSlot;
-use crate::threads;
+use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo};
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
-pub const IDLE_AFTER: u32 = 8;
+pub(crate) const IDLE_AFTER: u32 = 8;
 /// A long-idle thread's visit is sampled with probability 1 / IDLE_EVERY.
-pub const IDLE_EVERY: u32 = 4;
+pub(crate) const IDLE_EVERY: u32 = 4;
 
-/// What a wall-clock signal carries in its `si_value`: a tag (so that the handler tells it
-/// from other SIGPROFs) and the thread state. The weight travels apart, in the thread's slot
-/// ([`WallMarks::pending_ns`]): SIGPROF is not a queued signal, and the kernel drops one sent
-/// while another SIGPROF is pending on the thread (a CPU timer's, or an earlier wall signal to
-/// a thread that has been waiting for a CPU), so a weight in the signal could be lost.
-///
-/// [`WallMarks::pending_ns`]: crate::thread_table::WallMarks::pending_ns
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WallSignal {
-    pub state: ThreadState,
-}
-
-const TAG: u64 = 0x6f74_656c_7770; // "otelwp"
-const TAG_SHIFT: u32 = 8;
-
-impl WallSignal {
-    pub fn encode(&self) -> u64 {
-        (TAG << TAG_SHIFT) | self.state as u64
-    }
-
-    /// # Signal safety
-    /// Shifts and masks.
-    pub fn decode(value: u64) -> Option<WallSignal> {
-        if value >> TAG_SHIFT != TAG {
-            return None;
-        }
-        Some(WallSignal {
-            state: ThreadState::from_u8((value & 0xff) as u8),
-        })
-    }
-
-    /// The wall signal in `info`, if it is one.
-    ///
-    /// # Safety
-    /// `info` points to a siginfo the kernel passed to a handler.
-    ///
-    /// # Signal safety
-    /// Reads two fields of the siginfo.
-    pub unsafe fn from_siginfo(info: *const libc::siginfo_t) -> Option<WallSignal> {
-        // SAFETY: QueueSigInfo is a prefix of siginfo_t (checked in sys tests).
-        let q = unsafe { &*(info as *const QueueSigInfo) };
-        if q.si_code != SI_QUEUE {
-            return None;
-        }
-        Self::decode(q.si_value)
-    }
-}
-
-/// Sends `signal` to thread `tid` of this process as SIGPROF.
-pub fn send(tid: i32, signal: WallSignal) -> std::io::Result<()> {
-    // SAFETY: an all-zero siginfo_t is valid; QueueSigInfo is its prefix (sys tests).
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    {
-        // SAFETY: as above.
-        let q = unsafe { &mut *(&mut info as *mut libc::siginfo_t as *mut QueueSigInfo) };
-        q.si_signo = libc::SIGPROF;
-        q.si_code = SI_QUEUE;
-        // SAFETY: getpid and getuid cannot fail.
-        q.si_pid = unsafe { libc::getpid() };
-        // SAFETY: as above.
-        q.si_uid = unsafe { libc::getuid() };
-        q.si_value = signal.encode();
-    }
-    // SAFETY: rt_tgsigqueueinfo(tgid, tid, sig, info) with our own tgid: the kernel accepts
-    // any si_code from the process itself, and fails with ESRCH if `tid` is not one of our
-    // threads (any more).
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            libc::getpid(),
-            tid,
-            libc::SIGPROF,
-            &info as *const libc::siginfo_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-pub struct Config {
-    pub vm: *mut JavaVM,
-    pub jvmti: Jvmti,
-    pub interval: Duration,
+pub(crate) struct Config {
+    pub(crate) vm: *mut JavaVM,
+    pub(crate) jvmti: Jvmti,
+    pub(crate) interval: Duration,
     /// Most samples per interval (`wall_threads=`).
-    pub max_samples: usize,
+    pub(crate) max_samples: usize,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
 
 /// Handle to the running `otelprof-wall` thread.
-pub struct WallClock {
+pub(crate) struct WallClock {
     control: Arc<crate::worker::Shared>,
 }
 
 impl WallClock {
-    pub fn start(config: Config) -> std::io::Result<WallClock> {
+    pub(crate) fn start(config: Config) -> std::io::Result<WallClock> {
         let control = crate::worker::shared();
         let theirs = control.clone();
         std::thread::Builder::new()
             .name("otelprof-wall".into())
             .spawn(move || {
-                threads::add_own_tid(gettid());
+                thread_registry::add_own_tid(gettid());
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
                 if result.is_err() {
@@ -196,7 +119,7 @@ impl WallClock {
     }
 
     /// Stops the thread and waits for it at most `timeout`. Returns false on timeout.
-    pub fn stop(&self, timeout: Duration) -> bool {
+    pub(crate) fn stop(&self, timeout: Duration) -> bool {
         crate::worker::stop_and_wait(&self.control, timeout)
     }
 }
@@ -242,7 +165,7 @@ fn tick_until_stopped(config: &Config, jni: *mut JNIEnv, control: &crate::worker
         // A fixed rate, not a fixed pause: the visits' weights measure real time anyway,
         // but a steady rate spreads the samples evenly. After a stall, do not catch up.
         next = (next + config.interval).max(Instant::now());
-        if sampler::is_active() {
+        if signal_handler::is_active() {
             wall.tick();
         }
     }
@@ -283,7 +206,7 @@ struct Rotation {
 
 impl Rotation {
     fn new(jvmti: Jvmti, jni: *mut JNIEnv, max_samples: usize) -> Rotation {
-        let depth = sampler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
+        let depth = signal_handler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
         Rotation {
             jvmti,
             jni,
@@ -303,7 +226,7 @@ impl Rotation {
     }
 
     fn tick(&mut self) {
-        let Some(sampler) = sampler::installed() else {
+        let Some(sampler) = signal_handler::installed() else {
             return;
         };
         self.planned.clear();
@@ -313,7 +236,9 @@ impl Rotation {
             // Thread objects are used under the names lock: their global references live
             // until the entry is evicted, which needs this lock. Only quick calls here
             // (GetThreadState, NewLocalRef); stack walks come after the lock is released.
-            let mut names = threads::NAMES.lock().unwrap_or_else(|p| p.into_inner());
+            let mut names = thread_registry::NAMES
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             let (jvmti, jni, started_ns, max_samples, max_visits) = (
                 self.jvmti,
                 self.jni,
@@ -322,9 +247,9 @@ impl Rotation {
                 self.max_visits,
             );
             let (planned, random) = (&mut self.planned, &mut self.random);
-            self.cursor = threads::TABLE.scan_from(self.cursor, |slot| {
+            self.cursor = thread_registry::TABLE.scan_from(self.cursor, |slot| {
                 let (tid, serial) = (slot.tid(), slot.serial());
-                if threads::is_own_tid(tid) {
+                if thread_registry::is_own_tid(tid) {
                     return true;
                 }
                 visits += 1;
@@ -375,7 +300,7 @@ impl Rotation {
         if !self.planned.iter().any(|p| matches!(p.how, How::Signal(_))) {
             return;
         }
-        let held = threads::TABLE.hold_registrations();
+        let held = thread_registry::TABLE.hold_registrations();
         for p in &self.planned {
             let How::Signal(signal) = p.how else {
                 continue;
@@ -387,7 +312,7 @@ impl Rotation {
             slot.wall
                 .pending_ns
                 .fetch_add(p.weight_ns, Ordering::AcqRel);
-            match send(p.tid, signal) {
+            match wall_signal::send(p.tid, signal) {
                 Ok(()) => stats::bump(&COUNTERS.wall_signals),
                 Err(_) => stats::bump(&COUNTERS.wall_thread_gone),
             }
@@ -427,7 +352,7 @@ unsafe fn sample_waiting(
         }
     };
     // SAFETY: slots only point to never-freed pool records.
-    let context = unsafe { crate::context::snapshot(slot.context()) };
+    let context = unsafe { crate::context::reader::snapshot(slot.context()) };
     if !same_life() {
         stats::bump(&COUNTERS.wall_thread_gone);
         return;
@@ -498,7 +423,7 @@ fn visit(
     // A thread that is not alive (about to end) is not sampled.
     let state = ThreadState::from_jvmti(bits)?;
     // SAFETY: slots only point to never-freed pool records.
-    let has_span = unsafe { crate::context::has_span(slot.context()) };
+    let has_span = unsafe { crate::context::reader::has_span(slot.context()) };
     let waiting = state != ThreadState::Runnable
         || bits & thread_state::IN_NATIVE != 0
         || marks.no_java.load(Ordering::Relaxed);
@@ -522,26 +447,10 @@ fn visit(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::sampling::thread_table::ThreadTable;
     use crate::sys::thread_state as s;
-    use crate::thread_table::ThreadTable;
-
-    #[test]
-    fn signals_round_trip_and_foreign_values_are_not_wall() {
-        for state in [
-            ThreadState::TimedWaiting,
-            ThreadState::Runnable,
-            ThreadState::Unknown,
-        ] {
-            let w = WallSignal { state };
-            assert_eq!(WallSignal::decode(w.encode()), Some(w));
-        }
-        assert_eq!(WallSignal::decode(0), None);
-        assert_eq!(WallSignal::decode(42), None);
-        assert_eq!(WallSignal::decode(u64::MAX), None);
-    }
 
     #[test]
     fn visits_weigh_elapsed_time_and_thin_long_idle_threads() {
@@ -592,7 +501,7 @@ mod tests {
         assert_eq!(visit(slot, None, t, 5_000, keep), None);
         // With a span, waiting is always sampled: that wait is the request's latency.
         slot.wall.idle_streak.store(100, Ordering::Relaxed);
-        let record = crate::context::RECORDS.take();
+        let record = crate::context::record::RECORDS.take();
         slot.set_own_context(record);
         // SAFETY: a pool record only this test uses.
         unsafe { (*record).valid = 1 };
@@ -601,7 +510,7 @@ mod tests {
         // SAFETY: as above; unpublished first.
         unsafe {
             slot.set_own_context(std::ptr::null_mut());
-            crate::context::RECORDS.give_back(record);
+            crate::context::record::RECORDS.give_back(record);
         }
     }
 

@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use jni::sys::{jobject, JNIEnv};
 
-use crate::jvmti::{delete_global_ref, new_global_ref, Jvmti};
-use crate::sampler::{gettid, monotonic_ns};
+use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
+use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::thread_table::{ThreadTable, NO_TIMER};
+use crate::sampling::timers::ThreadCpuTimer;
 use crate::stats::{self, COUNTERS};
-use crate::thread_table::{ThreadTable, NO_TIMER};
-use crate::timers::ThreadCpuTimer;
 
-pub static TABLE: ThreadTable = ThreadTable::new();
+pub(crate) static TABLE: ThreadTable = ThreadTable::new();
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 /// Set once profiling stops: late ThreadStarts register nothing.
@@ -30,22 +30,21 @@ static OWN_TIDS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
 static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug)]
-pub struct ThreadInfo {
-    pub tid: i32,
-    pub name: String,
+pub(crate) struct ThreadInfo {
+    pub(crate) name: String,
     /// Global reference to the java.lang.Thread, to read its current name later
     /// (threads are often renamed after they start). Null if it could not be made.
-    pub thread: jobject,
+    pub(crate) thread: jobject,
     /// CLOCK_MONOTONIC time of ThreadEnd.
-    pub ended_at: Option<u64>,
+    pub(crate) ended_at: Option<u64>,
 }
 
 // SAFETY: `thread` is a JNI global reference, usable from any attached thread.
 unsafe impl Send for ThreadInfo {}
 
-pub static NAMES: Mutex<ThreadNames> = Mutex::new(ThreadNames { by_serial: None });
+pub(crate) static NAMES: Mutex<ThreadNames> = Mutex::new(ThreadNames { by_serial: None });
 
-pub struct ThreadNames {
+pub(crate) struct ThreadNames {
     by_serial: Option<HashMap<u64, ThreadInfo>>,
 }
 
@@ -54,7 +53,7 @@ impl ThreadNames {
         self.by_serial.get_or_insert_with(HashMap::new)
     }
 
-    pub fn get_mut(&mut self, serial: u64) -> Option<&mut ThreadInfo> {
+    pub(crate) fn get_mut(&mut self, serial: u64) -> Option<&mut ThreadInfo> {
         self.map().get_mut(&serial)
     }
 
@@ -63,7 +62,7 @@ impl ThreadNames {
     ///
     /// # Safety
     /// `jni` is the calling thread's JNIEnv.
-    pub unsafe fn evict_ended_before(&mut self, drained_at: u64, jni: *mut JNIEnv) -> usize {
+    pub(crate) unsafe fn evict_ended_before(&mut self, drained_at: u64, jni: *mut JNIEnv) -> usize {
         let map = self.map();
         let before = map.len();
         map.retain(|_, t| {
@@ -84,7 +83,7 @@ fn lock_names() -> std::sync::MutexGuard<'static, ThreadNames> {
 }
 
 /// Marks the calling thread, `tid`, as one of the agent's own (call before it attaches).
-pub fn add_own_tid(tid: i32) {
+pub(crate) fn add_own_tid(tid: i32) {
     for slot in &OWN_TIDS {
         if slot
             .compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst)
@@ -97,19 +96,19 @@ pub fn add_own_tid(tid: i32) {
 }
 
 /// Whether `tid` is one of the agent's own threads.
-pub fn is_own_tid(tid: i32) -> bool {
+pub(crate) fn is_own_tid(tid: i32) -> bool {
     tid > 0 && OWN_TIDS.iter().any(|t| t.load(Ordering::SeqCst) == tid)
 }
 
-pub fn stop() {
+pub(crate) fn stop() {
     STOPPED.store(true, Ordering::SeqCst);
 }
 
 /// How the current thread is sampled.
 #[derive(Clone, Copy)]
-pub struct Registration {
+pub(crate) struct Registration {
     /// Interval of the per-thread CPU timer, or `None` under `clock=itimer`.
-    pub cpu_timer: Option<Duration>,
+    pub(crate) cpu_timer: Option<Duration>,
 }
 
 /// Registers the calling thread (JVMTI ThreadStart, or VMInit for the main thread).
@@ -117,7 +116,12 @@ pub struct Registration {
 /// # Safety
 /// `jni` is the calling thread's JNIEnv and `thread` its java.lang.Thread, as JVMTI passes
 /// them to ThreadStart and VMInit.
-pub unsafe fn on_thread_start(jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject, how: Registration) {
+pub(crate) unsafe fn on_thread_start(
+    jvmti: &Jvmti,
+    jni: *mut JNIEnv,
+    thread: jobject,
+    how: Registration,
+) {
     let tid = gettid();
     if STOPPED.load(Ordering::SeqCst) || is_own_tid(tid) {
         return;
@@ -135,7 +139,6 @@ pub unsafe fn on_thread_start(jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject, 
     lock_names().map().insert(
         serial,
         ThreadInfo {
-            tid,
             name,
             // SAFETY: per this function's contract.
             thread: unsafe { new_global_ref(jni, thread) },
@@ -177,7 +180,7 @@ pub unsafe fn on_thread_start(jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject, 
 }
 
 /// Unregisters the calling thread (JVMTI ThreadEnd).
-pub fn on_thread_end() {
+pub(crate) fn on_thread_end() {
     let tid = gettid();
     let Some(removed) = TABLE.remove(tid) else {
         return;
@@ -188,7 +191,7 @@ pub fn on_thread_end() {
     }
     // SAFETY: the thread is gone (this is its last callback) and its slot no longer points to
     // the record, so the record can serve another thread. Its TLS pointer dies with it.
-    unsafe { crate::context::RECORDS.give_back(removed.own_context) };
+    unsafe { crate::context::record::RECORDS.give_back(removed.own_context) };
     if let Some(info) = lock_names().get_mut(removed.serial) {
         info.ended_at = Some(monotonic_ns());
     }
@@ -202,7 +205,7 @@ fn delete_timer(timer: u64) {
 }
 
 /// Deletes every thread's timer (shutdown). Threads stay registered until they end.
-pub fn delete_all_timers() {
+pub(crate) fn delete_all_timers() {
     for timer in TABLE.take_all_timers() {
         delete_timer(timer);
     }

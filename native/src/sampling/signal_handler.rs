@@ -1,20 +1,24 @@
 //! The SIGPROF handler: walk the interrupted thread's Java stack and store it.
 //!
 //! Two sources send SIGPROF: the per-thread CPU timers (`si_code == SI_TIMER`, or the kernel
-//! for `clock=itimer`) and the wall-clock thread ([`crate::wall`], `si_code == SI_QUEUE` with
-//! a tagged `si_value` carrying the weight and the thread state). The handler tells them apart
-//! by the siginfo and records a CPU or a wall sample.
+//! for `clock=itimer`) and the wall-clock thread ([`crate::engines::wall`],
+//! `si_code == SI_QUEUE` with a tagged `si_value` carrying the thread state; the weight waits
+//! in the thread's slot). The handler tells them apart by the siginfo and records a CPU or a
+//! wall sample.
 //!
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
 //!   a vDSO read on Linux), reading and writing `errno`;
-//! - reads of the kernel's siginfo ([`crate::wall::WallSignal::decode`]: shifts and masks),
-//!   and for wall signals an atomic swap and store in the thread's slot
-//!   ([`crate::thread_table::WallMarks::take_pending`], `no_java`);
+//! - reads of the kernel's siginfo ([`WallSignal::decode`]: shifts and masks), and for wall
+//!   signals an atomic swap and store in the thread's slot
+//!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
-//! - volatile loads of the thread's span context record ([`crate::context::read`]), memory
-//!   that is never freed.
+//! - volatile loads of the thread's span context record ([`crate::context::reader::read`]),
+//!   memory that is never freed;
+//! - when AsyncGetCallTrace cannot place the top frame, volatile reads of the top of the
+//!   interrupted thread's own stack and writes to the signal's ucontext, restored before the
+//!   handler returns ([`crate::sampling::caller_walk`]).
 //!
 //! It never allocates, never blocks (the buffer uses try-locks), never touches thread-local
 //! storage, and cannot panic: indexing is denied in this module and every lookup is `get`.
@@ -23,26 +27,25 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use crate::kinds::SampleKind;
-use crate::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::sampling::caller_walk::walk_from_caller;
+use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::sampling::thread_table::ThreadTable;
+use crate::sampling::wall_signal::WallSignal;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
-use crate::thread_table::ThreadTable;
-use crate::wall::WallSignal;
-
-/// Bytes at the top of an interrupted thread's stack that [`walk_from_caller`] may read.
-const TOP_OF_STACK: u64 = 256;
 
 /// `num_frames` code for a signal that landed on a thread the agent has not registered
 /// (a JVM-internal thread under `clock=itimer`). Outside AsyncGetCallTrace's own codes.
-pub const NOT_A_JAVA_THREAD: i32 = -100;
+pub(crate) const NOT_A_JAVA_THREAD: i32 = -100;
 
 /// What the handler needs, built once before the handler is installed and never freed, so a
 /// late signal can never see freed memory.
-pub struct Sampler {
-    pub table: &'static ThreadTable,
-    pub buffer: SampleBuffer,
-    pub walk: AsyncGetCallTraceFn,
-    pub max_depth: i32,
+pub(crate) struct Sampler {
+    pub(crate) table: &'static ThreadTable,
+    pub(crate) buffer: SampleBuffer,
+    pub(crate) walk: AsyncGetCallTraceFn,
+    pub(crate) max_depth: i32,
 }
 
 static SAMPLER: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
@@ -53,7 +56,7 @@ static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
 /// Publishes the sampler the handler uses. Called once; later calls are ignored (the first
 /// sampler stays, because a handler may be using it).
-pub fn install(sampler: &'static Sampler) -> bool {
+pub(crate) fn install(sampler: &'static Sampler) -> bool {
     SAMPLER
         .compare_exchange(
             std::ptr::null_mut(),
@@ -64,22 +67,22 @@ pub fn install(sampler: &'static Sampler) -> bool {
         .is_ok()
 }
 
-pub fn installed() -> Option<&'static Sampler> {
+pub(crate) fn installed() -> Option<&'static Sampler> {
     let p = SAMPLER.load(Ordering::Acquire);
     // SAFETY: the only non-null value ever stored is a `&'static Sampler` (see `install`).
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-pub fn set_active(on: bool) {
+pub(crate) fn set_active(on: bool) {
     ACTIVE.store(on, Ordering::SeqCst);
 }
 
-pub fn is_active() -> bool {
+pub(crate) fn is_active() -> bool {
     ACTIVE.load(Ordering::SeqCst)
 }
 
 /// Waits until no handler is running (after `set_active(false)`), at most `timeout`.
-pub fn quiesce(timeout: std::time::Duration) -> bool {
+pub(crate) fn quiesce(timeout: std::time::Duration) -> bool {
     let start = std::time::Instant::now();
     while IN_HANDLER.load(Ordering::SeqCst) != 0 {
         if start.elapsed() >= timeout {
@@ -91,7 +94,7 @@ pub fn quiesce(timeout: std::time::Duration) -> bool {
 }
 
 /// Installs [`on_signal`] for `signo`. Returns the previous handler if it was someone else's.
-pub fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
+pub(crate) fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
     // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; we fill the fields
     // sigaction(2) reads. `on_signal` has the SA_SIGINFO signature.
     unsafe {
@@ -117,7 +120,7 @@ pub fn install_handler(signo: libc::c_int) -> std::io::Result<Option<usize>> {
 /// # Signal safety
 /// This is the signal handler; see the module docs for every call it makes. It saves and
 /// restores `errno`, because the code it interrupted may be about to read it.
-pub unsafe extern "C" fn on_signal(
+pub(crate) unsafe extern "C" fn on_signal(
     _signo: libc::c_int,
     info: *mut libc::siginfo_t,
     ucontext: *mut libc::c_void,
@@ -141,7 +144,7 @@ pub unsafe extern "C" fn on_signal(
 
 /// Why the handler runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// A CPU timer: the sample stands for this many intervals (1 plus the expirations the
     /// kernel merged into the signal when the thread could not take it in time).
     Cpu { intervals: u64 },
@@ -156,7 +159,7 @@ pub enum Trigger {
 ///
 /// # Signal safety
 /// Reads a few integers.
-pub unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
+pub(crate) unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     if info.is_null() {
         return Trigger::Cpu { intervals: 1 };
     }
@@ -175,33 +178,6 @@ pub unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     Trigger::Cpu { intervals }
 }
 
-/// Current thread's kernel id.
-///
-/// # Signal safety
-/// A raw system call.
-#[inline]
-pub fn gettid() -> i32 {
-    // SAFETY: SYS_gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-///
-/// # Signal safety
-/// `clock_gettime` is async-signal-safe (POSIX.1-2008).
-#[inline]
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
-}
-
 impl Sampler {
     /// Takes one sample of the calling thread.
     ///
@@ -210,7 +186,7 @@ impl Sampler {
     ///
     /// # Signal safety
     /// See the module docs. `ucontext` is passed to AsyncGetCallTrace unchanged.
-    pub unsafe fn sample(&self, trigger: Trigger, ucontext: *mut libc::c_void) {
+    pub(crate) unsafe fn sample(&self, trigger: Trigger, ucontext: *mut libc::c_void) {
         let tid = gettid();
         let slot = self.table.lookup(tid);
         let (env, serial, record) = match slot {
@@ -242,7 +218,7 @@ impl Sampler {
             state,
             // SAFETY: slots only ever point to records from the never-freed pool, and this
             // thread's slot to a record this thread (or the virtual thread it runs) owns.
-            context: unsafe { crate::context::read(record) },
+            context: unsafe { crate::context::reader::read(record) },
             ..Default::default()
         };
         let max_depth = self.max_depth;
@@ -301,140 +277,8 @@ impl Sampler {
     }
 }
 
-/// Walks again from the caller of the interrupted code, when AsyncGetCallTrace could not place
-/// the top frame (`unknown_Java`, `not_walkable_Java`). Returns whether a walk succeeded; if
-/// none did, `trace` keeps the first walk's failure code.
-///
-/// HotSpot gives up on the top frame when the signal lands where that frame is not (yet, or
-/// any more) a frame it can describe: a compiled method's prologue or epilogue, or a stub
-/// (itable and vtable dispatch, array copies, intrinsics, adapters). The caller's frame is
-/// intact there, and its return address is near the top of the stack. Each guess below points
-/// the context's pc/sp/fp at the caller and walks again; HotSpot validates the frame it is
-/// given (the pc must be in its code cache, the frame safe for its sender), so a wrong guess
-/// fails like any other walk. In order:
-/// 1. the return address at sp (before `push rbp`, after `pop rbp`, frameless stubs);
-/// 2. the saved frame pointer at sp, the return address above it (just after `push rbp`);
-/// 3. the frame pointer, if it points just above sp (stubs that set up `rbp` and then save
-///    registers);
-/// 4. the first two words further up that lie within 2 GiB of the pc (the code cache is one
-///    reservation of at most 2 GiB): the return address above whatever the code pushed.
-///
-/// The recovered stack has no frame for the interrupted code: its time goes to the calling
-/// Java method, which for stubs and intrinsics is the method that called them. The context is
-/// restored before returning, because the kernel resumes the thread from it.
-///
-/// Only the [`TOP_OF_STACK`] bytes at the stack pointer are read: the top of the interrupted
-/// thread's own stack, which is mapped well beyond that (a Java thread running Java code has
-/// the JVM's entry frames above it, several kilobytes).
-///
-/// # Safety
-/// `ucontext` is the context of the signal being handled on this thread; `trace.frames` has
-/// room for `depth` frames.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-unsafe fn walk_from_caller(
-    walk: AsyncGetCallTraceFn,
-    trace: &mut AsgctCallTrace,
-    depth: i32,
-    ucontext: *mut libc::c_void,
-) -> bool {
-    const WORDS: usize = (TOP_OF_STACK / 8) as usize;
-    let uc = ucontext.cast::<libc::ucontext_t>();
-    if uc.is_null() {
-        return false;
-    }
-    let (rip, rsp, rbp) = (
-        libc::REG_RIP as usize,
-        libc::REG_RSP as usize,
-        libc::REG_RBP as usize,
-    );
-    // SAFETY: the kernel's ucontext for this signal, valid for the handler's duration.
-    let regs = |uc: *mut libc::ucontext_t| unsafe { &mut (*uc).uc_mcontext.gregs };
-    let set = |pc: i64, sp: i64, fp: i64| {
-        let g = regs(uc);
-        for (i, v) in [(rip, pc), (rsp, sp), (rbp, fp)] {
-            if let Some(r) = g.get_mut(i) {
-                *r = v;
-            }
-        }
-    };
-    let (pc, sp, fp) = {
-        let g = regs(uc);
-        match (g.get(rip), g.get(rsp), g.get(rbp)) {
-            (Some(&pc), Some(&sp), Some(&fp)) => (pc, sp, fp),
-            _ => return false,
-        }
-    };
-    let top = sp as u64;
-    if top == 0 || !top.is_multiple_of(8) || top.checked_add(TOP_OF_STACK).is_none() {
-        return false;
-    }
-    let mut words = [0i64; WORDS];
-    let mut address = top;
-    for w in &mut words {
-        // SAFETY: within TOP_OF_STACK bytes of the interrupted stack pointer (see above),
-        // aligned; the sum cannot overflow (checked above).
-        *w = unsafe { std::ptr::read_volatile(address as *const i64) };
-        address = address.wrapping_add(8);
-    }
-    let word = |i: usize| words.get(i).copied().unwrap_or(0);
-    // The stack pointer just above word `i`.
-    let above = |i: usize| top.wrapping_add((i as u64).wrapping_add(1).wrapping_mul(8)) as i64;
-
-    let mut guesses: [Option<(i64, i64, i64)>; 5] = [None; 5];
-    guesses[0] = Some((word(0), above(0), fp));
-    guesses[1] = Some((word(1), above(1), word(0)));
-    let fp_offset = (fp as u64).wrapping_sub(top);
-    if fp_offset > 0 && fp_offset.is_multiple_of(8) && fp_offset < TOP_OF_STACK - 8 {
-        let i = (fp_offset / 8) as usize;
-        guesses[2] = Some((word(i.wrapping_add(1)), above(i.wrapping_add(1)), word(i)));
-    }
-    let near = |w: i64| w.wrapping_sub(pc).unsigned_abs() < 1 << 31;
-    let mut slot = 3;
-    for i in 2..WORDS {
-        if slot == guesses.len() {
-            break;
-        }
-        if near(word(i)) {
-            if let Some(g) = guesses.get_mut(slot) {
-                *g = Some((word(i), above(i), word(i.wrapping_sub(1))));
-            }
-            slot = slot.wrapping_add(1);
-        }
-    }
-
-    let failure = trace.num_frames;
-    let mut recovered = false;
-    for (caller_pc, caller_sp, caller_fp) in guesses.into_iter().flatten() {
-        set(caller_pc, caller_sp, caller_fp);
-        trace.num_frames = 0;
-        // SAFETY: per this function's contract; the context now describes the caller.
-        unsafe { walk(trace, depth, ucontext) };
-        if trace.num_frames > 0 {
-            recovered = true;
-            break;
-        }
-    }
-    set(pc, sp, fp);
-    if !recovered {
-        trace.num_frames = failure;
-    }
-    recovered
-}
-
-/// Elsewhere the first walk's failure stands.
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-unsafe fn walk_from_caller(
-    _walk: AsyncGetCallTraceFn,
-    _trace: &mut AsgctCallTrace,
-    _depth: i32,
-    _ucontext: *mut libc::c_void,
-) -> bool {
-    false
-}
-
 #[cfg(test)]
 #[allow(
-    clippy::unwrap_used,
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects,
     clippy::undocumented_unsafe_blocks
@@ -445,7 +289,7 @@ mod tests {
     //! per-thread CPU timer). AsyncGetCallTrace is replaced by a stand-in that fills frames the
     //! way HotSpot does; the JVM's own walker is designed for signal handlers.
     use super::*;
-    use crate::timers::ThreadCpuTimer;
+    use crate::sampling::timers::ThreadCpuTimer;
     use jni::sys::{jint, JNIEnv};
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::sync::atomic::{AtomicI32, AtomicU64};
@@ -592,7 +436,7 @@ mod tests {
             ThreadCpuTimer::start(tid, libc::SIGPROF, std::time::Duration::from_millis(1)).unwrap();
         let (mut timer_samples, mut timer_weight) = (0u64, 0u64);
         while timer_weight < 300 && thread_cpu() - cpu_start < std::time::Duration::from_secs(5) {
-            crate::timers::burn_thread_cpu(std::time::Duration::from_millis(10));
+            crate::sampling::timers::burn_thread_cpu(std::time::Duration::from_millis(10));
             sampler.buffer.drain(|r| {
                 assert_eq!(r.header.serial, 7);
                 assert_eq!(r.frames.len(), FAKE_DEPTH);
@@ -608,10 +452,10 @@ mod tests {
         for i in 1..=20u64 {
             slot.wall.pending_ns.fetch_add(1_000 * i, Ordering::SeqCst);
             let state = crate::kinds::ThreadState::Blocked;
-            crate::wall::send(tid, WallSignal { state }).unwrap();
+            crate::sampling::wall_signal::send(tid, WallSignal { state }).unwrap();
         }
         // One with nothing pending records nothing.
-        crate::wall::send(
+        crate::sampling::wall_signal::send(
             tid,
             WallSignal {
                 state: crate::kinds::ThreadState::Runnable,

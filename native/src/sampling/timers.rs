@@ -23,12 +23,16 @@ fn timespec(d: Duration) -> libc::timespec {
 }
 
 /// A CPU-time timer of one thread.
-pub struct ThreadCpuTimer;
+pub(crate) struct ThreadCpuTimer;
 
 impl ThreadCpuTimer {
     /// Creates and arms a timer on `tid`'s CPU clock that sends `signo` to `tid` every
     /// `interval` of that thread's CPU time. Returns the timer id.
-    pub fn start(tid: libc::pid_t, signo: libc::c_int, interval: Duration) -> io::Result<u64> {
+    pub(crate) fn start(
+        tid: libc::pid_t,
+        signo: libc::c_int,
+        interval: Duration,
+    ) -> io::Result<u64> {
         // SAFETY: a zeroed sigevent is valid; we set the fields the kernel reads for
         // SIGEV_THREAD_ID.
         let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
@@ -56,7 +60,7 @@ impl ThreadCpuTimer {
 
     /// Deletes a timer made by [`ThreadCpuTimer::start`]. A signal it already queued may
     /// still arrive; the handler copes (the thread is unregistered or sampling is off).
-    pub fn delete(id: u64) -> io::Result<()> {
+    pub(crate) fn delete(id: u64) -> io::Result<()> {
         // SAFETY: deleting an unknown id fails with EINVAL, it cannot corrupt anything.
         if unsafe { libc::timer_delete(id as usize as libc::timer_t) } != 0 {
             return Err(io::Error::last_os_error());
@@ -66,14 +70,14 @@ impl ThreadCpuTimer {
 }
 
 /// The process-wide profiling interval timer.
-pub struct ProcessItimer;
+pub(crate) struct ProcessItimer;
 
 impl ProcessItimer {
-    pub fn start(interval: Duration) -> io::Result<()> {
+    pub(crate) fn start(interval: Duration) -> io::Result<()> {
         Self::set(interval)
     }
 
-    pub fn stop() -> io::Result<()> {
+    pub(crate) fn stop() -> io::Result<()> {
         Self::set(Duration::ZERO)
     }
 
@@ -117,7 +121,6 @@ pub(crate) fn burn_thread_cpu(cpu: Duration) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};

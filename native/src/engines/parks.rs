@@ -18,7 +18,7 @@
 //! the monitor events do not count either, and idle pool threads waiting for work would
 //! otherwise dominate the profile. Parks without a blocker (`LockSupport.park()`) are not
 //! attributable to a lock and are left out. Weighting is the monitors' (`lock=T`, see
-//! [`crate::locks::weigh`]); the leaf frame is the blocker's class (e.g.
+//! [`crate::engines::locks::weigh`]); the leaf frame is the blocker's class (e.g.
 //! `java.util.concurrent.locks.ReentrantLock$NonfairSync`), under the parking thread's stack,
 //! with its span context.
 //!
@@ -29,16 +29,16 @@
 //! every blocker.
 
 use std::ffi::CStr;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use jni::sys::{jboolean, jclass, jfieldID, jlong, jobject, JNIEnv, JNINativeMethod};
 
-use crate::event_sample::{self, EventSample};
 use crate::ffi::guard;
-use crate::jvmti::{delete_local_ref, object_class, Jvmti};
+use crate::jvm::jvmti::{delete_local_ref, object_class, Jvmti};
+use crate::jvm::libjvm;
 use crate::kinds::SampleKind;
-use crate::sampler::monotonic_ns;
+use crate::sampling::event_sample::{self, EventSample};
+use crate::sampling::os::monotonic_ns;
 use crate::stats::{self, COUNTERS};
 
 /// HotSpot's `Unsafe_Park(JNIEnv*, jobject unsafe, jboolean isAbsolute, jlong time)`.
@@ -55,7 +55,7 @@ static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
 ///
 /// # Safety
 /// Called by the JVM with the event's arguments.
-pub unsafe extern "C" fn native_method_bind(
+pub(crate) unsafe extern "C" fn native_method_bind(
     jvmti: *mut crate::sys::JvmtiEnv,
     _jni: *mut JNIEnv,
     _thread: jobject,
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn native_method_bind(
     new_address: *mut *mut libc::c_void,
 ) {
     guard("NativeMethodBind", (), || {
-        let Some(agent_jvmti) = crate::agent::jvmti() else {
+        let Some(agent_jvmti) = crate::jvm::jvmti::agent_env() else {
             return;
         };
         if jvmti != agent_jvmti.raw() || new_address.is_null() || address.is_null() {
@@ -101,14 +101,14 @@ pub unsafe extern "C" fn native_method_bind(
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv, in the live phase.
-pub unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), String> {
+pub(crate) unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), String> {
     // SAFETY: per this function's contract.
     let field = unsafe { blocker_field(jni) }.ok_or("java.lang.Thread has no parkBlocker field")?;
     BLOCKER_FIELD.store(field as usize, Ordering::Release);
     if ORIGINAL.load(Ordering::Acquire) != 0 {
         return Ok(());
     }
-    let original = find_unsafe_park(jvmti)?;
+    let original = libjvm::local_function(jvmti, "Unsafe_Park")?;
     ORIGINAL.store(original, Ordering::Release);
     // SAFETY: as above; the class name is a valid NUL-terminated string.
     let class = unsafe { find_class(jni, c"jdk/internal/misc/Unsafe") };
@@ -154,7 +154,7 @@ unsafe extern "C" fn park_hook(
     }
     // SAFETY: `original` is HotSpot's Unsafe_Park, whose signature is ParkFn.
     let park = unsafe { std::mem::transmute::<usize, ParkFn>(original) };
-    if !crate::sampler::is_active() {
+    if !crate::sampling::signal_handler::is_active() {
         // SAFETY: the JVM's own arguments, passed through.
         unsafe { park(env, unsafe_object, absolute, time) };
         return;
@@ -177,16 +177,18 @@ unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
     // Decide first, with no JNI call: parks can be very frequent (hand-offs between threads,
     // a few microseconds each), and most short ones are not picked. The choice does not
     // depend on the blocker, so filtering by blocker afterwards keeps the estimates unbiased.
-    let Some((delay, contentions)) =
-        crate::locks::weigh(waited, crate::locks::threshold(), crate::locks::uniform())
-    else {
+    let Some((delay, contentions)) = crate::engines::locks::weigh(
+        waited,
+        crate::engines::locks::threshold(),
+        crate::engines::locks::uniform(),
+    ) else {
         stats::bump(&COUNTERS.lock_short);
         return;
     };
     let Some(tid) = event_sample::wanted() else {
         return;
     };
-    let Some(jvmti) = crate::agent::jvmti() else {
+    let Some(jvmti) = crate::jvm::jvmti::agent_env() else {
         return;
     };
     let field = BLOCKER_FIELD.load(Ordering::Acquire) as jfieldID;
@@ -218,7 +220,8 @@ unsafe fn after_park(env: *mut JNIEnv, waited: u64) {
     // SAFETY: a live class reference.
     let condition = unsafe { jvmti.class_signature(class) }.is_ok_and(|s| is_condition(&s));
     // SAFETY: a live class reference, on this attached thread.
-    let class_id = (!condition).then(|| unsafe { crate::class_names::class_id(&jvmti, class) });
+    let class_id =
+        (!condition).then(|| unsafe { crate::jvm::class_names::class_id(&jvmti, class) });
     // SAFETY: deleted after its last use.
     unsafe { delete_local_ref(env, class) };
     let Some(class_id) = class_id else {
@@ -292,124 +295,7 @@ unsafe fn clear_exception(jni: *mut JNIEnv) {
     }
 }
 
-/// The address of libjvm's `Unsafe_Park`: libjvm is found through a JVMTI function's
-/// address, the symbol in its ELF symbol table on disk. The load base is checked against a
-/// symbol the dynamic linker also knows (`AsyncGetCallTrace`).
-fn find_unsafe_park(jvmti: &Jvmti) -> Result<usize, String> {
-    let addr = jvmti.function_address();
-    // SAFETY: all-zero Dl_info is valid; dladdr fills it for an address inside a loaded object.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: `addr` is a function pointer from the VM's JVMTI table.
-    if addr.is_null() || unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-        return Err("cannot locate libjvm".to_owned());
-    }
-    // SAFETY: dladdr returned a NUL-terminated path of a loaded object.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }
-        .to_string_lossy()
-        .into_owned();
-    let base = info.dli_fbase as usize;
-    let symbols = elf_symbols(&path, &["Unsafe_Park", "AsyncGetCallTrace"])
-        .map_err(|e| format!("cannot read the symbols of {path}: {e}"))?;
-    let (Some(park), Some(agct)) = (symbols[0], symbols[1]) else {
-        return Err(format!("{path} has no Unsafe_Park symbol (stripped?)"));
-    };
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
-    let exported = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"AsyncGetCallTrace".as_ptr()) };
-    if !exported.is_null() && exported as usize != base.wrapping_add(agct as usize) {
-        return Err(format!("{path} on disk does not match the loaded library"));
-    }
-    Ok(base.wrapping_add(park as usize))
-}
-
-/// The values of the named function symbols in the `.symtab` of the ELF64 little-endian file
-/// at `path` (None for those absent).
-fn elf_symbols(path: &str, names: &[&str]) -> Result<Vec<Option<u64>>, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let read = |offset: u64, len: u64| -> Result<Vec<u8>, String> {
-        let len = usize::try_from(len).map_err(|_| "section too large".to_owned())?;
-        if len > 512 << 20 {
-            return Err("section too large".to_owned());
-        }
-        let mut buf = vec![0u8; len];
-        file.read_exact_at(&mut buf, offset)
-            .map_err(|e| e.to_string())?;
-        Ok(buf)
-    };
-    let u16_at = |b: &[u8], o: usize| -> Option<u16> {
-        Some(u16::from_le_bytes(
-            b.get(o..o.checked_add(2)?)?.try_into().ok()?,
-        ))
-    };
-    let u32_at = |b: &[u8], o: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(
-            b.get(o..o.checked_add(4)?)?.try_into().ok()?,
-        ))
-    };
-    let u64_at = |b: &[u8], o: usize| -> Option<u64> {
-        Some(u64::from_le_bytes(
-            b.get(o..o.checked_add(8)?)?.try_into().ok()?,
-        ))
-    };
-    let bad = || "malformed ELF".to_owned();
-
-    let header = read(0, 64)?;
-    // ELF magic, 64-bit, little-endian.
-    if header.get(0..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1]) {
-        return Err("not a 64-bit little-endian ELF file".to_owned());
-    }
-    let shoff = u64_at(&header, 0x28).ok_or_else(bad)?;
-    let shentsize = u64::from(u16_at(&header, 0x3a).ok_or_else(bad)?);
-    let shnum = u64::from(u16_at(&header, 0x3c).ok_or_else(bad)?);
-    if shentsize < 64 {
-        return Err(bad());
-    }
-    let sections = read(shoff, shentsize * shnum)?;
-    let section = |i: u64| -> Option<(u32, u64, u64, u32)> {
-        let o = usize::try_from(i.checked_mul(shentsize)?).ok()?;
-        Some((
-            u32_at(&sections, o.checked_add(4)?)?,  // sh_type
-            u64_at(&sections, o.checked_add(24)?)?, // sh_offset
-            u64_at(&sections, o.checked_add(32)?)?, // sh_size
-            u32_at(&sections, o.checked_add(40)?)?, // sh_link
-        ))
-    };
-    const SHT_SYMTAB: u32 = 2;
-    let Some((_, sym_off, sym_size, link)) = (0..shnum)
-        .filter_map(section)
-        .find(|(ty, ..)| *ty == SHT_SYMTAB)
-    else {
-        return Ok(vec![None; names.len()]);
-    };
-    let (_, str_off, str_size, _) = section(u64::from(link)).ok_or_else(bad)?;
-    let symtab = read(sym_off, sym_size)?;
-    let strtab = read(str_off, str_size)?;
-    let mut found = vec![None; names.len()];
-    const STT_FUNC: u8 = 2;
-    for sym in symtab.chunks_exact(24) {
-        let info = sym.get(4).copied().unwrap_or(0);
-        if info & 0xf != STT_FUNC {
-            continue;
-        }
-        let (Some(name_at), Some(value)) = (u32_at(sym, 0), u64_at(sym, 8)) else {
-            continue;
-        };
-        let Some(rest) = strtab.get(name_at as usize..) else {
-            continue;
-        };
-        let name = rest.split(|b| *b == 0).next().unwrap_or(&[]);
-        for (i, wanted) in names.iter().enumerate() {
-            if name == wanted.as_bytes() && value != 0 {
-                if let Some(slot) = found.get_mut(i) {
-                    *slot = Some(value);
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -425,23 +311,5 @@ mod tests {
             "Ljava/util/concurrent/locks/ReentrantLock$NonfairSync;"
         ));
         assert!(!is_condition("Lcom/example/ConditionObject;"));
-    }
-
-    #[test]
-    fn symbols_are_read_from_an_elf_file() {
-        // This test binary is an ELF file with a symbol table (debug builds keep it).
-        let exe = std::env::current_exe().unwrap();
-        let found = elf_symbols(exe.to_str().unwrap(), &["main", "no_such_symbol_here"]).unwrap();
-        assert!(found[0].is_some(), "{found:?}");
-        assert_eq!(found[1], None);
-        assert!(elf_symbols("/dev/null", &["main"]).is_err());
-        let text = std::env::temp_dir().join(format!("otelprof-not-elf-{}", std::process::id()));
-        std::fs::write(
-            &text,
-            b"not an ELF file at all, but long enough to read a header from it.....",
-        )
-        .unwrap();
-        assert!(elf_symbols(text.to_str().unwrap(), &["main"]).is_err());
-        let _ = std::fs::remove_file(&text);
     }
 }
