@@ -38,12 +38,12 @@
 //! - Model comments (pprof `comment`) are not sent: OTLP has no place for them, and the
 //!   agent's counters go out as OTLP metrics instead.
 
-mod decode;
 mod encode;
+mod reference;
 
-pub use decode::{decode, DecodeError, DecodedProfile};
 pub(crate) use encode::resource_to_pb;
 pub use encode::{encode, encode_to_vec, EncodeError};
+pub use reference::{decode, DecodeError, DecodedProfile};
 
 pub use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceRequest, ExportProfilesServiceResponse,
