@@ -38,6 +38,7 @@
 //! - Model comments (pprof `comment`) are not sent: OTLP has no place for them, and the
 //!   agent's counters go out as OTLP metrics instead.
 
+pub mod decode;
 mod encode;
 mod reference;
 
