@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod frame_name;
+pub mod gzip;
 pub mod merge;
 pub mod model;
 pub mod otlp;

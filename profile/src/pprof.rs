@@ -20,23 +20,20 @@ mod proto;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{Read, Write};
+use std::io::Write;
 
-use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
+use crate::gzip;
 use crate::model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Location, LocationId, Profile,
     Sample, StrId, ValueType,
 };
 
-/// Largest profile [`decode`] inflates from gzip. Real profiles are a few MiB; anything bigger
-/// than this is a gzip bomb or not a profile.
-pub const MAX_INFLATED_BYTES: usize = 512 << 20;
-
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Largest profile [`decode`] inflates from gzip.
+pub use crate::gzip::MAX_INFLATED_BYTES;
 
 /// Uncompressed pprof protobuf bytes of `profile`.
 pub fn encode(profile: &Profile) -> Vec<u8> {
@@ -274,31 +271,23 @@ pub enum DecodeError {
     TableTooLarge { table: Table },
 }
 
+impl From<gzip::InflateError> for DecodeError {
+    fn from(e: gzip::InflateError) -> DecodeError {
+        match e {
+            gzip::InflateError::Gzip(e) => DecodeError::Gzip(e),
+            gzip::InflateError::TooLarge { limit } => DecodeError::TooLarge { limit },
+        }
+    }
+}
+
 /// Decodes a pprof profile, gzip-compressed (magic `1f 8b`) or raw protobuf.
 pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
     decode_with_limit(bytes, MAX_INFLATED_BYTES)
 }
 
 fn decode_with_limit(bytes: &[u8], limit: usize) -> Result<Profile, DecodeError> {
-    if bytes.starts_with(&GZIP_MAGIC) {
-        let raw = inflate(bytes, limit)?;
-        from_pb(proto::Profile::decode(raw.as_slice())?)
-    } else {
-        from_pb(proto::Profile::decode(bytes)?)
-    }
-}
-
-fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, DecodeError> {
-    // Multi-member gzip is legal and Go's reader accepts it, so accept it too.
-    let limit_plus_one = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    let mut reader = MultiGzDecoder::new(bytes).take(limit_plus_one);
-    // A guess for the common case (pprof compresses about 4x); never trusted for the bound.
-    let mut raw = Vec::with_capacity(bytes.len().saturating_mul(4).min(limit).min(16 << 20));
-    reader.read_to_end(&mut raw).map_err(DecodeError::Gzip)?;
-    if raw.len() > limit {
-        return Err(DecodeError::TooLarge { limit });
-    }
-    Ok(raw)
+    let raw = gzip::inflate_bounded(bytes, limit)?;
+    from_pb(proto::Profile::decode(&*raw)?)
 }
 
 /// Maps pprof's arbitrary non-zero ids to dense model indices (position in the message + 1).
@@ -628,7 +617,7 @@ mod tests {
     fn gzip_output_has_magic_and_default_sample_type_is_last() {
         let p = small_cpu_profile();
         let gz = encode_gzip(&p);
-        assert_eq!(gz[..2], GZIP_MAGIC);
+        assert_eq!(gz[..2], gzip::MAGIC);
         let pb = proto::Profile::decode(encode(&p).as_slice()).unwrap();
         assert_eq!(pb.string_table[pb.default_sample_type as usize], b"cpu");
         assert!(pb.mapping.is_empty());

@@ -7,22 +7,18 @@
 //! bytes attribute values, location attributes other than the frame type, mappings.
 
 use std::collections::HashMap;
-use std::io::Read;
 
-use flate2::read::MultiGzDecoder;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use prost::Message;
 
 use super::encode::emitted_sample_types;
 use super::proto as pb;
 use super::{label_key_for_attribute, ExportProfilesServiceRequest, FRAME_TYPE, PSEUDO_FRAME};
+use crate::gzip::{self, MAX_INFLATED_BYTES};
 use crate::model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
     Profile, Sample, StrId, ValueType,
 };
-
-/// Largest input [`decode`] inflates from gzip.
-pub const MAX_INFLATED_BYTES: usize = 512 << 20;
 
 /// One OTLP profile, as a model profile plus what the model has no room for.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,33 +65,22 @@ pub enum DecodeError {
     NoSampleType,
 }
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+impl From<gzip::InflateError> for DecodeError {
+    fn from(e: gzip::InflateError) -> DecodeError {
+        match e {
+            gzip::InflateError::Gzip(e) => DecodeError::Gzip(e),
+            gzip::InflateError::TooLarge { limit } => DecodeError::TooLarge { limit },
+        }
+    }
+}
 
 /// Decodes an `ExportProfilesServiceRequest` or `ProfilesData` (same wire layout), raw or
 /// gzip-compressed, into one [`DecodedProfile`] per OTLP profile. A `samples/count` profile
 /// with a period gets the derived period-type values back (see the module docs of
 /// [`super`]), so `decode(encode(model))` has the model's sample types.
 pub fn decode(bytes: &[u8]) -> Result<Vec<DecodedProfile>, DecodeError> {
-    let request = if bytes.starts_with(&GZIP_MAGIC) {
-        let raw = inflate(bytes, MAX_INFLATED_BYTES)?;
-        ExportProfilesServiceRequest::decode(raw.as_slice())?
-    } else {
-        ExportProfilesServiceRequest::decode(bytes)?
-    };
-    from_request(&request)
-}
-
-fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, DecodeError> {
-    let limit_plus_one = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    let mut raw = Vec::new();
-    MultiGzDecoder::new(bytes)
-        .take(limit_plus_one)
-        .read_to_end(&mut raw)
-        .map_err(DecodeError::Gzip)?;
-    if raw.len() > limit {
-        return Err(DecodeError::TooLarge { limit });
-    }
-    Ok(raw)
+    let raw = gzip::inflate_bounded(bytes, MAX_INFLATED_BYTES)?;
+    from_request(&ExportProfilesServiceRequest::decode(&*raw)?)
 }
 
 /// Decodes an already parsed request (e.g. one a gRPC server received).
