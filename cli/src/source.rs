@@ -122,7 +122,7 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
     let format = format_of(path).unwrap_or(Format::Unknown);
     let otlp = |bytes: &[u8]| -> anyhow::Result<Vec<Decoded>> {
         let raw = inflate(bytes)?;
-        Ok(otelprof_profile::fast_decode::decode(&raw)?
+        Ok(otelprof_profile::otlp::decode(&raw)?
             .into_iter()
             .map(|(resource, profile)| Decoded { resource, profile })
             .collect())

@@ -17,9 +17,6 @@ pub mod resource;
 pub mod select;
 pub mod units;
 
-/// The fast OTLP decoder's old path, until its callers move to `otlp` (next commit).
-pub use otlp::decode as fast_decode;
-
 pub use model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
     ProfileBuilder, Sample, StrId, ValueType,

@@ -354,7 +354,7 @@ fn timestamps_option_sends_one_timestamp_per_interval() {
             T0 as u64 + 4
         ]
     );
-    let back = otlp::decode(&r.encode_to_vec()).unwrap();
+    let back = otlp::reference::decode(&r.encode_to_vec()).unwrap();
     let values: Vec<i64> = back[0]
         .profile
         .samples
@@ -437,7 +437,7 @@ fn round_trip_restores_the_model() {
         local_root_span_id: true,
         ..Default::default()
     };
-    let back = otlp::decode(&encode(&p, &all).encode_to_vec()).unwrap();
+    let back = otlp::reference::decode(&encode(&p, &all).encode_to_vec()).unwrap();
     assert_eq!(back.len(), 1);
     let d = &back[0];
     assert_eq!(d.profile_id, Some(*b"otelprof-test-id"));
@@ -458,7 +458,8 @@ fn round_trip_restores_the_model() {
     assert_eq!(q.strings[0], "");
 
     // Default options: the ids are gone and what they kept apart is merged.
-    let back = otlp::decode(&encode(&p, &EncodeOptions::default()).encode_to_vec()).unwrap();
+    let back =
+        otlp::reference::decode(&encode(&p, &EncodeOptions::default()).encode_to_vec()).unwrap();
     let dropped = ["thread_id", "local_root_span_id"];
     assert_eq!(
         canonical(&back[0].profile, &dropped),
@@ -472,7 +473,7 @@ fn round_trip_restores_the_model() {
         e.finish().unwrap()
     };
     assert_eq!(
-        canonical(&otlp::decode(&gz).unwrap()[0].profile, &[]),
+        canonical(&otlp::reference::decode(&gz).unwrap()[0].profile, &[]),
         canonical(&p, &[])
     );
 }
@@ -494,7 +495,7 @@ fn several_sample_types_become_several_profiles() {
     assert_eq!(profiles.len(), 2);
     assert_ne!(profiles[0].profile_id, profiles[1].profile_id);
     assert_eq!(profiles[1].samples[0].values, vec![1024]);
-    let back = otlp::decode(&r.encode_to_vec()).unwrap();
+    let back = otlp::reference::decode(&r.encode_to_vec()).unwrap();
     assert_eq!(back.len(), 2);
     assert_eq!(
         types(&back[1].profile),
@@ -536,25 +537,25 @@ fn malformed_inputs_are_rejected_not_trusted() {
     let mut r = good.clone();
     r.dictionary.as_mut().unwrap().string_table[0] = "x".into();
     assert!(matches!(
-        otlp::decode(&r.encode_to_vec()),
+        otlp::reference::decode(&r.encode_to_vec()),
         Err(otlp::DecodeError::FirstStringNotEmpty(_))
     ));
     let mut r = good.clone();
     r.resource_profiles[0].scope_profiles[0].profiles[0].samples[0].stack_index = 999;
     assert!(matches!(
-        otlp::decode(&r.encode_to_vec()),
+        otlp::reference::decode(&r.encode_to_vec()),
         Err(otlp::DecodeError::OutOfRange { .. })
     ));
     let mut r = good.clone();
     r.dictionary.as_mut().unwrap().link_table[1].trace_id.pop();
     assert!(matches!(
-        otlp::decode(&r.encode_to_vec()),
+        otlp::reference::decode(&r.encode_to_vec()),
         Err(otlp::DecodeError::BadIdLength { .. })
     ));
     let mut r = good.clone();
     r.resource_profiles[0].scope_profiles[0].profiles[0].profile_id = vec![1; 3];
     assert!(matches!(
-        otlp::decode(&r.encode_to_vec()),
+        otlp::reference::decode(&r.encode_to_vec()),
         Err(otlp::DecodeError::BadProfileId(3))
     ));
     let mut r = good;
@@ -562,11 +563,11 @@ fn malformed_inputs_are_rejected_not_trusted() {
     s.values = vec![1, 2];
     s.timestamps_unix_nano = vec![1];
     assert!(matches!(
-        otlp::decode(&r.encode_to_vec()),
+        otlp::reference::decode(&r.encode_to_vec()),
         Err(otlp::DecodeError::ValueCountMismatch { .. })
     ));
-    assert!(otlp::decode(&[0x1f, 0x8b, 0, 0]).is_err());
-    assert!(otlp::decode(&[]).unwrap().is_empty());
+    assert!(otlp::reference::decode(&[0x1f, 0x8b, 0, 0]).is_err());
+    assert!(otlp::reference::decode(&[]).unwrap().is_empty());
 }
 
 /// A random CPU-shaped model: a few functions, locations of every kind, samples with random
@@ -625,7 +626,7 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
-        let _ = otlp::decode(&bytes);
+        let _ = otlp::reference::decode(&bytes);
     }
 
     #[test]
@@ -638,9 +639,9 @@ proptest! {
             let i = at.index(bytes.len());
             bytes[i] = byte;
         }
-        let _ = otlp::decode(&bytes);
+        let _ = otlp::reference::decode(&bytes);
         let n = cut.index(bytes.len());
-        let _ = otlp::decode(&bytes[..n]);
+        let _ = otlp::reference::decode(&bytes[..n]);
     }
 
     #[test]
@@ -648,7 +649,7 @@ proptest! {
         let options = EncodeOptions { thread_id: true, local_root_span_id: true, ..Default::default() };
         let r = encode(&p, &options);
         check_rules(&r);
-        let back = otlp::decode(&r.encode_to_vec()).unwrap();
+        let back = otlp::reference::decode(&r.encode_to_vec()).unwrap();
         prop_assert_eq!(back.len(), 1);
         prop_assert_eq!(canonical(&back[0].profile, &[]), canonical(&p, &[]));
     }

@@ -149,7 +149,7 @@ impl Ingest {
         let (raw, gzip) = self.unpack(body)?;
         // Accepts exactly what the readers' decoder accepts (a test holds them to that), so
         // nothing is stored that could not be read back.
-        let checked = otelprof_profile::fast_decode::check_request(&raw)
+        let checked = otelprof_profile::otlp::check_request(&raw)
             .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
         if checked.profiles == 0 {
             // Nothing to keep; OTLP says an empty request succeeds.

@@ -1,14 +1,14 @@
 //! A fast OTLP profiles decoder for the reading commands, which read hundreds of stored
 //! requests per question (an hour of one JVM is 360 of them).
 //!
-//! [`crate::otlp::decode`] parses into the generated message structs (an allocation per
+//! The [reference decoder](super::reference) parses into the generated message structs (an allocation per
 //! location, line and index list) and then interns everything into a deduplicated model: right
 //! for the receiver's validation and for round trips, but about 40 ms for a request of 2,000
 //! stacks. This decoder walks the protobuf wire format once, keeps the dictionary's indices as
 //! the model's indices (OTLP and the model both reserve index 0 for the zero value, so the
 //! tables map one to one and nothing is interned or hashed), and checks every index on the
 //! way, so bad input is an error, never a panic. The model it returns is the same as
-//! `otlp::decode`'s except that equal entries are not merged, which no reader depends on.
+//! the reference's except that equal entries are not merged, which no reader depends on.
 
 use opentelemetry::{KeyValue, Value};
 
@@ -17,13 +17,29 @@ use crate::model::{
     Sample, StrId, ValueType,
 };
 
-/// Why a request could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FastDecodeError {
+/// Why OTLP profiles bytes could not be read, by this decoder or by the
+/// [reference](super::reference) one. Every variant means the same to a caller: the input is
+/// rejected as a whole (a half-read profile would skew every number built on it).
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// Not protobuf, or not the profiles messages' wire types; says what was wrong.
     #[error("not an OTLP profiles protobuf: {0}")]
     Wire(&'static str),
-    #[error("string_table[0] must be \"\"")]
-    FirstStringNotEmpty,
+    /// The reference decoder's (prost's) view of the same.
+    #[error("not an OTLP profiles protobuf")]
+    Protobuf(#[from] prost::DecodeError),
+    #[error("a string is not UTF-8")]
+    Utf8,
+    /// Gzip input that could not be inflated (the reference decoder accepts gzip; callers of
+    /// [`decode`] inflate with [`crate::gzip`] first).
+    #[error(transparent)]
+    Inflate(#[from] crate::gzip::InflateError),
+    /// Profiles without a dictionary (the reference decoder; [`decode`] reads them against an
+    /// empty one, where only zero indices are in range).
+    #[error("profiles but no dictionary")]
+    NoDictionary,
+    #[error("string_table[0] must be \"\", found {0:?}")]
+    FirstStringNotEmpty(String),
     #[error("{referrer} refers to {table}[{index}], but the table has {len} entries")]
     OutOfRange {
         referrer: &'static str,
@@ -31,19 +47,38 @@ pub enum FastDecodeError {
         index: i64,
         len: usize,
     },
-    #[error("a link has a trace_id of {0} bytes or a span_id of {1} (OTLP requires 16 and 8)")]
-    BadLink(usize, usize),
+    #[error("a link has a {what} of {len} bytes (OTLP requires {want})")]
+    BadIdLength {
+        what: &'static str,
+        len: usize,
+        want: usize,
+    },
     #[error("profile_id has {0} bytes (OTLP requires 0 or 16)")]
     BadProfileId(usize),
-    #[error("a sample has {0} values and {1} timestamps (must be equal when both are set)")]
-    ValueCountMismatch(usize, usize),
+    #[error("a sample has {values} values and {timestamps} timestamps (must be equal when both are set)")]
+    ValueCountMismatch { values: usize, timestamps: usize },
     #[error("a profile has no sample_type")]
     NoSampleType,
-    #[error("a string is not UTF-8")]
-    Utf8,
 }
 
-type Result<T> = std::result::Result<T, FastDecodeError>;
+/// The error for a link whose ids are neither both absent nor 16 and 8 bytes long.
+fn bad_link(trace_id: usize, span_id: usize) -> DecodeError {
+    if trace_id == 16 {
+        DecodeError::BadIdLength {
+            what: "span_id",
+            len: span_id,
+            want: 8,
+        }
+    } else {
+        DecodeError::BadIdLength {
+            what: "trace_id",
+            len: trace_id,
+            want: 16,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, DecodeError>;
 
 /// A protobuf wire-format cursor.
 struct Wire<'a> {
@@ -87,14 +122,14 @@ impl<'a> Wire<'a> {
             let b = *self
                 .buf
                 .get(self.pos)
-                .ok_or(FastDecodeError::Wire("truncated varint"))?;
+                .ok_or(DecodeError::Wire("truncated varint"))?;
             self.pos += 1;
             v |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
                 return Ok(v);
             }
         }
-        Err(FastDecodeError::Wire("varint too long"))
+        Err(DecodeError::Wire("varint too long"))
     }
 
     /// The next field's number and wire type, `None` at the end.
@@ -104,7 +139,7 @@ impl<'a> Wire<'a> {
             return Ok(None);
         }
         let k = self.varint()?;
-        let field = u32::try_from(k >> 3).map_err(|_| FastDecodeError::Wire("field number"))?;
+        let field = u32::try_from(k >> 3).map_err(|_| DecodeError::Wire("field number"))?;
         Ok(Some((field, (k & 7) as u8)))
     }
 
@@ -114,18 +149,18 @@ impl<'a> Wire<'a> {
             .pos
             .checked_add(n)
             .filter(|e| *e <= self.buf.len())
-            .ok_or(FastDecodeError::Wire("truncated field"))?;
+            .ok_or(DecodeError::Wire("truncated field"))?;
         let s = self
             .buf
             .get(self.pos..end)
-            .ok_or(FastDecodeError::Wire("truncated field"))?;
+            .ok_or(DecodeError::Wire("truncated field"))?;
         self.pos = end;
         Ok(s)
     }
 
     #[inline]
     fn bytes(&mut self) -> Result<&'a [u8]> {
-        let n = usize::try_from(self.varint()?).map_err(|_| FastDecodeError::Wire("length"))?;
+        let n = usize::try_from(self.varint()?).map_err(|_| DecodeError::Wire("length"))?;
         self.take(n)
     }
 
@@ -143,7 +178,7 @@ impl<'a> Wire<'a> {
             FIXED64 => self.take(8).map(|_| ()),
             LEN => self.bytes().map(|_| ()),
             FIXED32 => self.take(4).map(|_| ()),
-            _ => Err(FastDecodeError::Wire("unsupported wire type")),
+            _ => Err(DecodeError::Wire("unsupported wire type")),
         }
     }
 
@@ -166,12 +201,14 @@ impl<'a> Wire<'a> {
             out.push(self.int32()?);
             Ok(())
         } else {
-            Err(FastDecodeError::Wire("bad repeated int32"))
+            Err(DecodeError::Wire("bad repeated int32"))
         }
     }
 }
 
-/// The model label key of an OTLP sample attribute key (the encoder's renaming, undone).
+/// The model label key of an OTLP sample attribute key (the encoder's renaming, undone for the
+/// thread keys only: `thread.state` stays as sent, unlike in the reference decoder, and the
+/// readers' selectors match that spelling).
 fn label_key_for_attribute(key: &str) -> &str {
     match key {
         crate::otlp::THREAD_NAME => "thread_name",
@@ -181,14 +218,14 @@ fn label_key_for_attribute(key: &str) -> &str {
 }
 
 fn text(b: &[u8]) -> Result<&str> {
-    std::str::from_utf8(b).map_err(|_| FastDecodeError::Utf8)
+    std::str::from_utf8(b).map_err(|_| DecodeError::Utf8)
 }
 
 fn check(index: i64, len: usize, referrer: &'static str, table: &'static str) -> Result<usize> {
     usize::try_from(index)
         .ok()
         .filter(|i| *i < len || (*i == 0 && len == 0))
-        .ok_or(FastDecodeError::OutOfRange {
+        .ok_or(DecodeError::OutOfRange {
             referrer,
             table,
             index,
@@ -251,8 +288,8 @@ fn read_dict(b: &[u8]) -> Result<Dict<'_>> {
             _ => w.skip(wire)?,
         }
     }
-    if d.strings.first().is_some_and(|s| !s.is_empty()) {
-        return Err(FastDecodeError::FirstStringNotEmpty);
+    if let Some(first) = d.strings.first().filter(|s| !s.is_empty()) {
+        return Err(DecodeError::FirstStringNotEmpty((*first).to_owned()));
     }
     Ok(d)
 }
@@ -471,7 +508,7 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                 Some(link)
             }
             (0, 0) => None,
-            (a, b) => return Err(FastDecodeError::BadLink(a, b)),
+            (a, b) => return Err(bad_link(a, b)),
         });
     }
     let mut indices = Vec::new();
@@ -524,13 +561,13 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
             (7, LEN) => {
                 let id = w.bytes()?;
                 if !id.is_empty() && id.len() != 16 {
-                    return Err(FastDecodeError::BadProfileId(id.len()));
+                    return Err(DecodeError::BadProfileId(id.len()));
                 }
             }
             _ => w.skip(wire)?,
         }
     }
-    let sample_type = sample_type.ok_or(FastDecodeError::NoSampleType)?;
+    let sample_type = sample_type.ok_or(DecodeError::NoSampleType)?;
     let s = |id: StrId| t.strings.get(id.0 as usize).map_or("", String::as_str);
     // The encoder leaves out the period type when samples/count is there to derive it from.
     let derive = s(sample_type.ty) == "samples"
@@ -594,10 +631,10 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
             }
         }
         if !values.is_empty() && !timestamps.is_empty() && values.len() != timestamps.len() {
-            return Err(FastDecodeError::ValueCountMismatch(
-                values.len(),
-                timestamps.len(),
-            ));
+            return Err(DecodeError::ValueCountMismatch {
+                values: values.len(),
+                timestamps: timestamps.len(),
+            });
         }
         let locations = if stack == 0 && stack_table.is_empty() {
             Vec::new()
@@ -868,7 +905,7 @@ pub fn check_request(bytes: &[u8]) -> Result<Checked> {
             }
         }
         if !matches!((trace, span), (16, 8) | (0, 0)) {
-            return Err(FastDecodeError::BadLink(trace, span));
+            return Err(bad_link(trace, span));
         }
     }
     let locations = d.locations.len();
@@ -913,7 +950,7 @@ pub fn check_request(bytes: &[u8]) -> Result<Checked> {
                                 (7, LEN) => {
                                     let id = pw.bytes()?.len();
                                     if id != 0 && id != 16 {
-                                        return Err(FastDecodeError::BadProfileId(id));
+                                        return Err(DecodeError::BadProfileId(id));
                                     }
                                 }
                                 (2, LEN) => {
@@ -970,9 +1007,7 @@ pub fn check_request(bytes: &[u8]) -> Result<Checked> {
                                             (5, LEN) => {
                                                 let n = x.bytes()?.len();
                                                 if n % 8 != 0 {
-                                                    return Err(FastDecodeError::Wire(
-                                                        "timestamps",
-                                                    ));
+                                                    return Err(DecodeError::Wire("timestamps"));
                                                 }
                                                 timestamps += n / 8;
                                             }
@@ -984,16 +1019,17 @@ pub fn check_request(bytes: &[u8]) -> Result<Checked> {
                                         }
                                     }
                                     if values != 0 && timestamps != 0 && values != timestamps {
-                                        return Err(FastDecodeError::ValueCountMismatch(
-                                            values, timestamps,
-                                        ));
+                                        return Err(DecodeError::ValueCountMismatch {
+                                            values,
+                                            timestamps,
+                                        });
                                     }
                                 }
                                 _ => pw.skip(pt)?,
                             }
                         }
                         if !has_type {
-                            return Err(FastDecodeError::NoSampleType);
+                            return Err(DecodeError::NoSampleType);
                         }
                     }
                 }
@@ -1096,7 +1132,7 @@ mod tests {
                 &options,
             )
             .unwrap();
-            let reference = crate::otlp::decode(&bytes).unwrap();
+            let reference = super::super::reference::decode(&bytes).unwrap();
             let fast = decode(&bytes).unwrap();
             assert_eq!(fast.len(), reference.len());
             for ((res, p), r) in fast.iter().zip(&reference) {

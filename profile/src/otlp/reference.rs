@@ -1,4 +1,10 @@
-//! `ExportProfilesServiceRequest` / `ProfilesData` bytes → model profiles.
+//! The reference OTLP decoder: `ExportProfilesServiceRequest` / `ProfilesData` bytes → prost's
+//! generated messages → model profiles, interning as it goes.
+//!
+//! Not a production path (compiled for tests and with the `reference-decoder` feature): the
+//! tests hold the [fast decoder](super::decode) to this one's model, and the benchmark
+//! (`cargo bench -p otelprof-profile --bench decode`) measures it against this one. It also
+//! returns what the model has no room for (scope, profile id), which the tests check.
 //!
 //! The input is untrusted (files, other producers): every index is checked, ids must have
 //! their OTLP lengths, gzip inflation is bounded, and nothing here panics. A structural
@@ -13,7 +19,9 @@ use prost::Message;
 
 use super::encode::emitted_sample_types;
 use super::proto as pb;
-use super::{label_key_for_attribute, ExportProfilesServiceRequest, FRAME_TYPE, PSEUDO_FRAME};
+use super::{
+    label_key_for_attribute, DecodeError, ExportProfilesServiceRequest, FRAME_TYPE, PSEUDO_FRAME,
+};
 use crate::gzip::{self, MAX_INFLATED_BYTES};
 use crate::model::{
     FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
@@ -30,48 +38,6 @@ pub struct DecodedProfile {
     /// `None` when the producer sent none.
     pub profile_id: Option<[u8; 16]>,
     pub profile: Profile,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error("bad gzip stream")]
-    Gzip(#[source] std::io::Error),
-    #[error("input inflates to more than {limit} bytes")]
-    TooLarge { limit: usize },
-    #[error("not an OTLP profiles protobuf")]
-    Protobuf(#[from] prost::DecodeError),
-    #[error("profiles but no dictionary")]
-    NoDictionary,
-    #[error("string_table[0] must be \"\", found {0:?}")]
-    FirstStringNotEmpty(String),
-    #[error("{referrer} refers to {table}[{index}], but the table has {len} entries")]
-    OutOfRange {
-        referrer: &'static str,
-        table: &'static str,
-        index: i64,
-        len: usize,
-    },
-    #[error("a link has a {what} of {len} bytes (OTLP requires {want})")]
-    BadIdLength {
-        what: &'static str,
-        len: usize,
-        want: usize,
-    },
-    #[error("profile_id has {0} bytes (OTLP requires 0 or 16)")]
-    BadProfileId(usize),
-    #[error("a sample has {values} values and {timestamps} timestamps (must be equal when both are set)")]
-    ValueCountMismatch { values: usize, timestamps: usize },
-    #[error("a profile has no sample_type")]
-    NoSampleType,
-}
-
-impl From<gzip::InflateError> for DecodeError {
-    fn from(e: gzip::InflateError) -> DecodeError {
-        match e {
-            gzip::InflateError::Gzip(e) => DecodeError::Gzip(e),
-            gzip::InflateError::TooLarge { limit } => DecodeError::TooLarge { limit },
-        }
-    }
 }
 
 /// Decodes an `ExportProfilesServiceRequest` or `ProfilesData` (same wire layout), raw or
