@@ -42,6 +42,7 @@ mod decode;
 mod encode;
 #[cfg(any(test, feature = "reference-decoder"))]
 pub mod reference;
+mod wire;
 
 pub use decode::{check_request, decode, Checked, DecodeError};
 pub(crate) use encode::resource_to_pb;
