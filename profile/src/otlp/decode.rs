@@ -170,7 +170,8 @@ fn read_dict(b: &[u8]) -> Result<Dict<'_>> {
     Ok(d)
 }
 
-/// The model tables every profile of the request shares.
+/// The model tables every profile of the request shares (empty when only checking).
+#[derive(Default)]
 struct Tables {
     strings: Vec<String>,
     functions: Vec<Function>,
@@ -210,17 +211,21 @@ fn str_id(index: i32, d: &Dict<'_>, referrer: &'static str) -> Result<StrId> {
     Ok(StrId(u32::try_from(i).unwrap_or(u32::MAX)))
 }
 
-fn build_tables(d: &Dict<'_>) -> Result<Tables> {
-    let mut t = Tables {
-        strings: d.strings.iter().map(|s| (*s).to_owned()).collect(),
-        functions: Vec::with_capacity(d.functions.len().max(1)),
-        locations: Vec::with_capacity(d.locations.len().max(1)),
-        labels: Vec::with_capacity(d.attributes.len()),
-        links: Vec::with_capacity(d.links.len()),
-        stacks: Vec::with_capacity(d.stacks.len()),
-    };
-    if t.strings.is_empty() {
-        t.strings.push(String::new());
+/// Reads every dictionary table a profile can refer to, checking each index. The model tables
+/// are made only when `BUILD`; without it this is the check's pass over the same bytes, with
+/// the same checks in the same order.
+fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
+    let mut t = Tables::default();
+    if BUILD {
+        t.strings = d.strings.iter().map(|s| (*s).to_owned()).collect();
+        if t.strings.is_empty() {
+            t.strings.push(String::new());
+        }
+        t.functions.reserve(d.functions.len().max(1));
+        t.locations.reserve(d.locations.len().max(1));
+        t.labels.reserve(d.attributes.len());
+        t.links.reserve(d.links.len());
+        t.stacks.reserve(d.stacks.len());
     }
     for f in &d.functions {
         let mut w = Wire::new(f);
@@ -234,57 +239,49 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                 _ => w.skip(wire)?,
             }
         }
-        t.functions.push(func);
+        if BUILD {
+            t.functions.push(func);
+        }
     }
-    if t.functions.is_empty() {
+    if BUILD && t.functions.is_empty() {
         t.functions.push(Function::default());
     }
     // Attributes: the frame type of locations, and sample labels.
-    let frame_type = d.strings.iter().position(|s| *s == crate::otlp::FRAME_TYPE);
-    let pseudo = d
-        .strings
-        .iter()
-        .position(|s| *s == crate::otlp::PSEUDO_FRAME);
-    let mut attribute_kind: Vec<Option<FrameKind>> = Vec::with_capacity(d.attributes.len());
-    let mut attribute_pseudo: Vec<bool> = Vec::with_capacity(d.attributes.len());
+    let (frame_type, pseudo) = if BUILD {
+        (
+            d.strings.iter().position(|s| *s == super::FRAME_TYPE),
+            d.strings.iter().position(|s| *s == super::PSEUDO_FRAME),
+        )
+    } else {
+        (None, None)
+    };
+    let mut attribute_kind: Vec<Option<FrameKind>> = Vec::new();
+    let mut attribute_pseudo: Vec<bool> = Vec::new();
+    if BUILD {
+        attribute_kind.reserve(d.attributes.len());
+        attribute_pseudo.reserve(d.attributes.len());
+    }
     for a in &d.attributes {
-        let mut w = Wire::new(a);
-        let (mut key, mut unit, mut value) = (0i32, 0i32, Any::Other);
-        while let Some((field, wire)) = w.key()? {
-            match (field, wire) {
-                (1, VARINT) => key = w.int32()?,
-                (2, LEN) => value = any_value(w.bytes()?)?,
-                (3, VARINT) => unit = w.int32()?,
-                _ => w.skip(wire)?,
-            }
+        let (key_i, unit, value) = read_attribute(a, d)?;
+        if !BUILD {
+            continue;
         }
-        let key_i = check(
-            i64::from(key),
-            d.strings.len(),
-            "an attribute key",
-            "string_table",
-        )?;
-        check(
-            i64::from(unit),
-            d.strings.len(),
-            "an attribute unit",
-            "string_table",
-        )?;
-        let value_text = |v: &Any<'_>| -> Result<Option<String>> {
-            Ok(match v {
+        let value_text = |v: &Any<'_>| -> Option<String> {
+            match v {
                 Any::Str(s) => Some((*s).to_owned()),
-                Any::StrIndex(i) => {
-                    let i = check(i64::from(*i), d.strings.len(), "a value", "string_table")?;
-                    d.strings.get(i).map(|s| (*s).to_owned())
-                }
+                // In range: read_attribute checked it.
+                Any::StrIndex(i) => usize::try_from(*i)
+                    .ok()
+                    .and_then(|i| d.strings.get(i))
+                    .map(|s| (*s).to_owned()),
                 Any::Bool(b) => Some(b.to_string()),
                 Any::Double(f) => Some(f.to_string()),
                 Any::Int(n) => Some(n.to_string()),
                 Any::Other => None,
-            })
+            }
         };
         attribute_kind.push(if Some(key_i) == frame_type {
-            match value_text(&value)?.as_deref() {
+            match value_text(&value).as_deref() {
                 Some("native") => Some(FrameKind::Native),
                 Some("kernel") => Some(FrameKind::Kernel),
                 Some(_) => Some(FrameKind::Jvm),
@@ -303,7 +300,7 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                 unit: StrId(u32::try_from(unit).unwrap_or(0)),
             }),
             (Any::Other, _) => None,
-            (v, _) => value_text(v)?.map(|s| LabelValue::Str(t.intern_extra(&s))),
+            (v, _) => value_text(v).map(|s| LabelValue::Str(t.intern_extra(&s))),
         };
         let key_id = if label_key == attr_key {
             StrId(u32::try_from(key_i).unwrap_or(u32::MAX))
@@ -329,7 +326,7 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                             (1, VARINT) => {
                                 let i = check(
                                     i64::from(lw.int32()?),
-                                    t.functions.len(),
+                                    d.functions.len(),
                                     "a line",
                                     "function_table",
                                 )?;
@@ -339,7 +336,9 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                             _ => lw.skip(wt)?,
                         }
                     }
-                    loc.lines.push(line);
+                    if BUILD {
+                        loc.lines.push(line);
+                    }
                 }
                 (4, _) => w.repeated_i32(wire, &mut attrs)?,
                 _ => w.skip(wire)?,
@@ -353,17 +352,21 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                 "a location",
                 "attribute_table",
             )?;
-            if let Some(Some(kind)) = attribute_kind.get(i) {
-                loc.kind = *kind;
+            if BUILD {
+                if let Some(Some(kind)) = attribute_kind.get(i) {
+                    loc.kind = *kind;
+                }
+                is_pseudo |= attribute_pseudo.get(i).copied().unwrap_or(false);
             }
-            is_pseudo |= attribute_pseudo.get(i).copied().unwrap_or(false);
         }
-        if is_pseudo {
-            loc.kind = FrameKind::Pseudo;
+        if BUILD {
+            if is_pseudo {
+                loc.kind = FrameKind::Pseudo;
+            }
+            t.locations.push(loc);
         }
-        t.locations.push(loc);
     }
-    if t.locations.is_empty() {
+    if BUILD && t.locations.is_empty() {
         t.locations.push(Location::default());
     }
     for l in &d.links {
@@ -376,7 +379,7 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                 _ => w.skip(wire)?,
             }
         }
-        t.links.push(match (trace.len(), span.len()) {
+        let link = match (trace.len(), span.len()) {
             (16, 8) => {
                 let mut link = Link::default();
                 link.trace_id.copy_from_slice(trace);
@@ -385,7 +388,10 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
             }
             (0, 0) => None,
             (a, b) => return Err(bad_link(a, b)),
-        });
+        };
+        if BUILD {
+            t.links.push(link);
+        }
     }
     let mut indices = Vec::new();
     for s in &d.stacks {
@@ -397,14 +403,49 @@ fn build_tables(d: &Dict<'_>) -> Result<Tables> {
                 _ => w.skip(wire)?,
             }
         }
-        let mut stack = Vec::with_capacity(indices.len());
+        let mut stack = Vec::with_capacity(if BUILD { indices.len() } else { 0 });
         for &i in &indices {
-            let i = check(i64::from(i), t.locations.len(), "a stack", "location_table")?;
-            stack.push(LocationId(u32::try_from(i).unwrap_or(0)));
+            let i = check(i64::from(i), d.locations.len(), "a stack", "location_table")?;
+            if BUILD {
+                stack.push(LocationId(u32::try_from(i).unwrap_or(0)));
+            }
         }
-        t.stacks.push(stack);
+        if BUILD {
+            t.stacks.push(stack);
+        }
     }
     Ok(t)
+}
+
+/// An attribute-table entry: its key (a checked string index), its unit (checked) and its value
+/// (a string index in it checked too). The last of a repeated field wins, as in protobuf.
+fn read_attribute<'a>(b: &'a [u8], d: &Dict<'a>) -> Result<(usize, i32, Any<'a>)> {
+    let mut w = Wire::new(b);
+    let (mut key, mut unit, mut value) = (0i32, 0i32, Any::Other);
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (1, VARINT) => key = w.int32()?,
+            (2, LEN) => value = any_value(w.bytes()?)?,
+            (3, VARINT) => unit = w.int32()?,
+            _ => w.skip(wire)?,
+        }
+    }
+    let key_i = check(
+        i64::from(key),
+        d.strings.len(),
+        "an attribute key",
+        "string_table",
+    )?;
+    check(
+        i64::from(unit),
+        d.strings.len(),
+        "an attribute unit",
+        "string_table",
+    )?;
+    if let Any::StrIndex(i) = value {
+        check(i64::from(i), d.strings.len(), "a value", "string_table")?;
+    }
+    Ok((key_i, unit, value))
 }
 
 fn value_type(b: &[u8], d: &Dict<'_>) -> Result<ValueType> {
@@ -420,7 +461,14 @@ fn value_type(b: &[u8], d: &Dict<'_>) -> Result<ValueType> {
     Ok(vt)
 }
 
-fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
+/// Reads one OTLP profile against the shared tables `t`, checking every index, and counts it
+/// and its samples into `checked`. The samples are made only when `BUILD`.
+fn read_profile<const BUILD: bool>(
+    b: &[u8],
+    d: &Dict<'_>,
+    t: Tables,
+    checked: &mut Checked,
+) -> Result<Profile> {
     let mut w = Wire::new(b);
     let mut sample_type = None;
     let mut period_type = ValueType::default();
@@ -444,7 +492,8 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
         }
     }
     let sample_type = sample_type.ok_or(DecodeError::NoSampleType)?;
-    let s = |id: StrId| t.strings.get(id.0 as usize).map_or("", String::as_str);
+    checked.profiles += 1;
+    let s = |id: StrId| d.strings.get(id.0 as usize).copied().unwrap_or("");
     // The encoder leaves out the period type when samples/count is there to derive it from.
     let derive = s(sample_type.ty) == "samples"
         && s(sample_type.unit) == "count"
@@ -473,17 +522,18 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
         duration_nanos: i64::try_from(duration).unwrap_or(i64::MAX),
         functions,
         locations,
-        samples: Vec::with_capacity(samples.len()),
+        samples: Vec::with_capacity(if BUILD { samples.len() } else { 0 }),
         comments: Vec::new(),
     };
     let mut attrs = Vec::new();
     let mut values = Vec::new();
+    let mut timestamps: Vec<i64> = Vec::new();
     for sb in samples {
         let mut w = Wire::new(sb);
         let (mut stack, mut link) = (0i32, 0i32);
         attrs.clear();
         values.clear();
-        let mut timestamps: Vec<i64> = Vec::new();
+        timestamps.clear();
         while let Some((field, wire)) = w.key()? {
             match (field, wire) {
                 (1, VARINT) => stack = w.int32()?,
@@ -512,39 +562,21 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
                 timestamps: timestamps.len(),
             });
         }
-        let locations = if stack == 0 && stack_table.is_empty() {
-            Vec::new()
+        let stack = if stack == 0 && d.stacks.is_empty() {
+            None
         } else {
-            let i = check(
+            Some(check(
                 i64::from(stack),
-                stack_table.len(),
+                d.stacks.len(),
                 "a sample",
                 "stack_table",
-            )?;
-            // A stack moves into the first sample that uses it; later ones copy it from there.
-            match stack_owner.get(i).copied() {
-                Some(u32::MAX) => {
-                    if let Some(o) = stack_owner.get_mut(i) {
-                        *o = u32::try_from(profile.samples.len()).unwrap_or(u32::MAX);
-                    }
-                    stack_table
-                        .get_mut(i)
-                        .map(std::mem::take)
-                        .unwrap_or_default()
-                }
-                Some(owner) => profile
-                    .samples
-                    .get(owner as usize)
-                    .map(|s| s.locations.clone())
-                    .unwrap_or_default(),
-                None => Vec::new(),
-            }
+            )?)
         };
-        let mut labels = Vec::with_capacity(attrs.len());
+        let mut labels = Vec::with_capacity(if BUILD { attrs.len() } else { 0 });
         for &a in &attrs {
             let i = check(
                 i64::from(a),
-                label_table.len(),
+                d.attributes.len(),
                 "a sample",
                 "attribute_table",
             )?;
@@ -552,14 +584,36 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
                 labels.push(*l);
             }
         }
-        labels.sort_unstable();
-        labels.dedup();
         let link = if link == 0 {
             None
         } else {
-            let i = check(i64::from(link), link_table.len(), "a sample", "link_table")?;
+            let i = check(i64::from(link), d.links.len(), "a sample", "link_table")?;
             link_table.get(i).copied().flatten()
         };
+        checked.samples += 1;
+        if !BUILD {
+            continue;
+        }
+        // A stack moves into the first sample that uses it; later ones copy it from there.
+        let locations = match stack.map(|i| (i, stack_owner.get(i).copied())) {
+            None | Some((_, None)) => Vec::new(),
+            Some((i, Some(u32::MAX))) => {
+                if let Some(o) = stack_owner.get_mut(i) {
+                    *o = u32::try_from(profile.samples.len()).unwrap_or(u32::MAX);
+                }
+                stack_table
+                    .get_mut(i)
+                    .map(std::mem::take)
+                    .unwrap_or_default()
+            }
+            Some((_, Some(owner))) => profile
+                .samples
+                .get(owner as usize)
+                .map(|s| s.locations.clone())
+                .unwrap_or_default(),
+        };
+        labels.sort_unstable();
+        labels.dedup();
         let value = if values.is_empty() {
             i64::try_from(timestamps.len()).unwrap_or(i64::MAX)
         } else {
@@ -574,7 +628,7 @@ fn read_profile(b: &[u8], d: &Dict<'_>, t: Tables) -> Result<Profile> {
             },
             labels,
             link,
-            timestamps,
+            timestamps: std::mem::take(&mut timestamps),
         });
     }
     Ok(profile)
@@ -630,9 +684,19 @@ fn read_resource(b: &[u8], d: &Dict<'_>) -> Result<Vec<KeyValue>> {
     Ok(out)
 }
 
-/// Decodes an `ExportProfilesServiceRequest` / `ProfilesData` (uncompressed) into its
-/// profiles, each with its resource.
-pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
+/// What one walk over a request found: the profiles (when it built them) and the counts.
+#[derive(Default)]
+struct Walked {
+    profiles: Vec<(Vec<KeyValue>, Profile)>,
+    checked: Checked,
+}
+
+/// The one walk over a request, shared by [`decode`] (`BUILD`: make the model) and
+/// [`check_request`] (only check and count). Both modes run the same reads and the same checks
+/// in the same order, so the check accepts exactly what the decoder accepts, by construction;
+/// `BUILD` is a const parameter, so each mode compiles to its own copy with the other's work
+/// removed: the decoder pays nothing for the check, and the check allocates no model.
+fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
     let mut w = Wire::new(bytes);
     let mut resource_profiles: Vec<&[u8]> = Vec::new();
     let mut dict: Option<&[u8]> = None;
@@ -670,11 +734,15 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
             }
         }
     }
-    let mut out = Vec::with_capacity(profiles.len());
+    let mut out = Walked::default();
+    // No profiles: nothing refers to the tables, so they are not read (nor checked).
     if profiles.is_empty() {
         return Ok(out);
     }
-    let mut tables = Some(build_tables(&d)?);
+    if BUILD {
+        out.profiles.reserve(profiles.len());
+    }
+    let mut tables = Some(build_tables::<BUILD>(&d)?);
     let last = profiles.len() - 1;
     for (i, (resource, bytes)) in profiles.into_iter().enumerate() {
         let t = if i == last {
@@ -683,237 +751,32 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
             tables.as_ref().map(Tables::clone_all)
         };
         let Some(t) = t else { break };
-        out.push(((*resource).clone(), read_profile(bytes, &d, t)?));
+        let profile = read_profile::<BUILD>(bytes, &d, t, &mut out.checked)?;
+        if BUILD {
+            out.profiles.push(((*resource).clone(), profile));
+        }
     }
     Ok(out)
 }
 
-/// What [`check`] found in a valid request.
+/// Decodes an `ExportProfilesServiceRequest` / `ProfilesData` (uncompressed: inflate gzip
+/// with [`crate::gzip`] first) into its profiles, each with its resource.
+pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
+    Ok(walk::<true>(bytes)?.profiles)
+}
+
+/// What [`check_request`] found in a valid request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Checked {
     pub profiles: usize,
     pub samples: usize,
 }
 
-fn check_index(index: i32, len: usize, referrer: &'static str, table: &'static str) -> Result<()> {
-    check(i64::from(index), len, referrer, table).map(|_| ())
-}
-
-/// Checks a request as [`decode`] would (every index in range, ids of the right length,
-/// values matching timestamps) without building anything: what a receiver needs before it
-/// acknowledges, at a fraction of the cost.
+/// Checks a request as [`decode`] would (it is the same walk: every index in range, ids of the
+/// right length, values matching timestamps) without building anything: what a receiver needs
+/// before it acknowledges, at a fraction of the cost.
 pub fn check_request(bytes: &[u8]) -> Result<Checked> {
-    let mut w = Wire::new(bytes);
-    let mut resource_profiles: Vec<&[u8]> = Vec::new();
-    let mut dict: Option<&[u8]> = None;
-    while let Some((field, wire)) = w.key()? {
-        match (field, wire) {
-            (1, LEN) => resource_profiles.push(w.bytes()?),
-            (2, LEN) => dict = Some(w.bytes()?),
-            _ => w.skip(wire)?,
-        }
-    }
-    let d = read_dict(dict.unwrap_or(&[]))?;
-    let strings = d.strings.len();
-    let str_field = |w: &mut Wire<'_>, referrer| -> Result<()> {
-        check_index(w.int32()?, strings, referrer, "string_table")
-    };
-    for f in &d.functions {
-        let mut w = Wire::new(f);
-        while let Some((field, wire)) = w.key()? {
-            match (field, wire) {
-                (1..=3, VARINT) => str_field(&mut w, "a function")?,
-                _ => w.skip(wire)?,
-            }
-        }
-    }
-    let functions = d.functions.len();
-    let attributes = d.attributes.len();
-    for a in &d.attributes {
-        let mut w = Wire::new(a);
-        while let Some((field, wire)) = w.key()? {
-            match (field, wire) {
-                (1 | 3, VARINT) => str_field(&mut w, "an attribute")?,
-                (2, LEN) => {
-                    if let Any::StrIndex(i) = any_value(w.bytes()?)? {
-                        check_index(i, strings, "a value", "string_table")?;
-                    }
-                }
-                _ => w.skip(wire)?,
-            }
-        }
-    }
-    let mut ints = Vec::new();
-    for l in &d.locations {
-        let mut w = Wire::new(l);
-        while let Some((field, wire)) = w.key()? {
-            match (field, wire) {
-                (3, LEN) => {
-                    let mut lw = Wire::new(w.bytes()?);
-                    while let Some((f, wt)) = lw.key()? {
-                        match (f, wt) {
-                            (1, VARINT) => {
-                                check_index(lw.int32()?, functions, "a line", "function_table")?
-                            }
-                            _ => lw.skip(wt)?,
-                        }
-                    }
-                }
-                (4, _) => {
-                    ints.clear();
-                    w.repeated_i32(wire, &mut ints)?;
-                    for &a in &ints {
-                        check_index(a, attributes, "a location", "attribute_table")?;
-                    }
-                }
-                _ => w.skip(wire)?,
-            }
-        }
-    }
-    for l in &d.links {
-        let mut w = Wire::new(l);
-        let (mut trace, mut span) = (0, 0);
-        while let Some((field, wire)) = w.key()? {
-            match (field, wire) {
-                (1, LEN) => trace = w.bytes()?.len(),
-                (2, LEN) => span = w.bytes()?.len(),
-                _ => w.skip(wire)?,
-            }
-        }
-        if !matches!((trace, span), (16, 8) | (0, 0)) {
-            return Err(bad_link(trace, span));
-        }
-    }
-    let locations = d.locations.len();
-    for st in &d.stacks {
-        let mut w = Wire::new(st);
-        while let Some((field, wire)) = w.key()? {
-            if field == 1 {
-                ints.clear();
-                w.repeated_i32(wire, &mut ints)?;
-                for &l in &ints {
-                    check_index(l, locations, "a stack", "location_table")?;
-                }
-            } else {
-                w.skip(wire)?;
-            }
-        }
-    }
-    let mut out = Checked::default();
-    for rp in resource_profiles {
-        let mut w = Wire::new(rp);
-        while let Some((field, wire)) = w.key()? {
-            match (field, wire) {
-                (1, LEN) => {
-                    read_resource(w.bytes()?, &d)?;
-                }
-                (2, LEN) => {
-                    let mut sw = Wire::new(w.bytes()?);
-                    while let Some((f, wt)) = sw.key()? {
-                        if (f, wt) != (2, LEN) {
-                            sw.skip(wt)?;
-                            continue;
-                        }
-                        out.profiles += 1;
-                        let mut pw = Wire::new(sw.bytes()?);
-                        let mut has_type = false;
-                        while let Some((pf, pt)) = pw.key()? {
-                            match (pf, pt) {
-                                (1 | 5, LEN) => {
-                                    has_type |= pf == 1;
-                                    value_type(pw.bytes()?, &d)?;
-                                }
-                                (7, LEN) => {
-                                    let id = pw.bytes()?.len();
-                                    if id != 0 && id != 16 {
-                                        return Err(DecodeError::BadProfileId(id));
-                                    }
-                                }
-                                (2, LEN) => {
-                                    out.samples += 1;
-                                    let mut x = Wire::new(pw.bytes()?);
-                                    let (mut values, mut timestamps) = (0usize, 0usize);
-                                    while let Some((xf, xt)) = x.key()? {
-                                        match (xf, xt) {
-                                            (1, VARINT) => {
-                                                let i = x.int32()?;
-                                                if i != 0 || !d.stacks.is_empty() {
-                                                    check_index(
-                                                        i,
-                                                        d.stacks.len(),
-                                                        "a sample",
-                                                        "stack_table",
-                                                    )?;
-                                                }
-                                            }
-                                            (2, _) => {
-                                                ints.clear();
-                                                x.repeated_i32(xt, &mut ints)?;
-                                                for &a in &ints {
-                                                    check_index(
-                                                        a,
-                                                        attributes,
-                                                        "a sample",
-                                                        "attribute_table",
-                                                    )?;
-                                                }
-                                            }
-                                            (3, VARINT) => {
-                                                let i = x.int32()?;
-                                                if i != 0 {
-                                                    check_index(
-                                                        i,
-                                                        d.links.len(),
-                                                        "a sample",
-                                                        "link_table",
-                                                    )?;
-                                                }
-                                            }
-                                            (4, LEN) => {
-                                                let mut p = Wire::new(x.bytes()?);
-                                                while p.pos < p.buf.len() {
-                                                    p.varint()?;
-                                                    values += 1;
-                                                }
-                                            }
-                                            (4, VARINT) => {
-                                                x.varint()?;
-                                                values += 1;
-                                            }
-                                            (5, LEN) => {
-                                                let n = x.bytes()?.len();
-                                                if n % 8 != 0 {
-                                                    return Err(DecodeError::Wire("timestamps"));
-                                                }
-                                                timestamps += n / 8;
-                                            }
-                                            (5, FIXED64) => {
-                                                x.fixed64()?;
-                                                timestamps += 1;
-                                            }
-                                            _ => x.skip(xt)?,
-                                        }
-                                    }
-                                    if values != 0 && timestamps != 0 && values != timestamps {
-                                        return Err(DecodeError::ValueCountMismatch {
-                                            values,
-                                            timestamps,
-                                        });
-                                    }
-                                }
-                                _ => pw.skip(pt)?,
-                            }
-                        }
-                        if !has_type {
-                            return Err(DecodeError::NoSampleType);
-                        }
-                    }
-                }
-                _ => w.skip(wire)?,
-            }
-        }
-    }
-    Ok(out)
+    Ok(walk::<false>(bytes)?.checked)
 }
 
 #[cfg(test)]
@@ -1062,6 +925,28 @@ mod tests {
         );
         assert!(decode(&[0x0a, 0xff]).is_err());
         assert_eq!(decode(&[]).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn tables_nothing_refers_to_are_not_checked() {
+        // A dictionary with a broken function and no profile: nothing would read the function,
+        // so the decoder returns no profile and the check (the same walk) agrees.
+        use crate::otlp::proto as pb;
+        use prost::Message as _;
+        let request = crate::otlp::ExportProfilesServiceRequest {
+            resource_profiles: Vec::new(),
+            dictionary: Some(pb::ProfilesDictionary {
+                string_table: vec![String::new()],
+                function_table: vec![pb::Function {
+                    name_strindex: 99,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        };
+        let bytes = request.encode_to_vec();
+        assert_eq!(decode(&bytes).unwrap().len(), 0);
+        assert_eq!(check_request(&bytes).unwrap(), Checked::default());
     }
 
     proptest::proptest! {
