@@ -384,7 +384,6 @@ impl ProfileBuilder {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

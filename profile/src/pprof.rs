@@ -499,7 +499,6 @@ fn label_from_pb(l: &proto::Label, st: &Strings, sample: usize) -> Result<Label,
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::model::ProfileBuilder;

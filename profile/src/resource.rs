@@ -201,7 +201,6 @@ pub fn build_resource(inputs: &ResourceInputs<'_>) -> (Resource, Option<Resource
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use opentelemetry::Key;

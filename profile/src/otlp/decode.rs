@@ -780,7 +780,6 @@ pub fn check_request(bytes: &[u8]) -> Result<Checked> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::otlp::{EncodeOptions, ProfileId};
