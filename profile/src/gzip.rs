@@ -3,8 +3,8 @@
 //!
 //! A few KiB of gzip can inflate to gigabytes (a gzip bomb), so inflation stops one byte past
 //! the caller's limit and fails, instead of trusting a size the input declares. Concatenated
-//! gzip members are one stream (RFC 1952 §2.2, and what Go's and zlib's readers accept), so a
-//! file written in several appends reads whole.
+//! gzip members are one stream (RFC 1952 §2.2, <https://www.rfc-editor.org/rfc/rfc1952>, and
+//! what Go's and zlib's readers accept), so a file written in several appends reads whole.
 
 use std::borrow::Cow;
 use std::io::Read;

@@ -1,6 +1,9 @@
 //! OTLP profiles (proto v1.10, `opentelemetry.proto.profiles.v1development`) encoding and
 //! decoding of the profile [model](crate::model).
 //!
+//! The messages and their rules: profiles.proto,
+//! <https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>.
+//!
 //! # What goes on the wire
 //!
 //! One model [`Profile`](crate::Profile) becomes one `ExportProfilesServiceRequest` with one

@@ -1,6 +1,9 @@
-//! The OTLP encoder against the rules of DESIGN.md §5 / profiles.proto, round trips through
-//! the decoder, a golden encoding, and property tests (arbitrary input never panics the
-//! decoder; arbitrary models survive a round trip).
+//! The OTLP encoder against the wire rules listed in the `otlp` module docs (`src/otlp.rs`) and
+//! in profiles.proto
+//! (<https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>),
+//! round trips through the reference decoder, a golden encoding, property tests (arbitrary
+//! input never panics the decoder; arbitrary models survive a round trip), and the production
+//! decoder against the reference (same model on the corpus and on generated requests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -105,7 +108,7 @@ fn attr_str(d: &pb::ProfilesDictionary, a: &pb::KeyValueAndUnit) -> (String, Str
     (str_of(d, a.key_strindex).to_owned(), v)
 }
 
-/// Every structural rule of DESIGN.md §5 that can be checked on one request.
+/// Every structural rule of the `otlp` module docs that can be checked on one request.
 fn check_rules(r: &ExportProfilesServiceRequest) {
     let d = r.dictionary.as_ref().expect("dictionary");
     // Zero values at index 0 of every table.
