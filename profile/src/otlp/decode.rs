@@ -1,14 +1,22 @@
-//! A fast OTLP profiles decoder for the reading commands, which read hundreds of stored
-//! requests per question (an hour of one JVM is 360 of them).
+//! The production OTLP profiles decoder ([`decode`]) and the receiver's check
+//! ([`check_request`]): the reading commands decode hundreds of stored requests per question
+//! (an hour of one JVM is 360 of them), and the receiver checks every request it acknowledges.
 //!
-//! The [reference decoder](super::reference) parses into the generated message structs (an allocation per
-//! location, line and index list) and then interns everything into a deduplicated model: right
-//! for the receiver's validation and for round trips, but about 40 ms for a request of 2,000
-//! stacks. This decoder walks the protobuf wire format once, keeps the dictionary's indices as
-//! the model's indices (OTLP and the model both reserve index 0 for the zero value, so the
-//! tables map one to one and nothing is interned or hashed), and checks every index on the
-//! way, so bad input is an error, never a panic. The model it returns is the same as
-//! the reference's except that equal entries are not merged, which no reader depends on.
+//! The reference decoder (`otlp::reference`, on prost) parses into the generated message structs
+//! (an allocation per location, line and index list) and then interns everything into a
+//! deduplicated model. This decoder walks the protobuf wire format once, keeps the dictionary's
+//! indices as the model's indices (OTLP and the model both reserve index 0 for the zero value,
+//! so the tables map one to one and nothing is interned or hashed), and checks every index on
+//! the way, so bad input is an error, never a panic. The model it returns is the reference's
+//! except that equal entries are not merged, which no reader depends on, and that
+//! `thread.state` keeps its OTLP spelling; `tests/otlp_codec.rs` holds the two to that.
+//!
+//! Measured (`cargo bench -p otelprof-profile --bench decode`): about 10 times the reference's
+//! speed. On a 449 KB request of 3 profiles, 2,000 distinct stacks of 20 to 40 frames and 2,616
+//! strings, the reference takes 9.5 times as long as [`decode`] (median of 15 alternating
+//! rounds; lowest 9.1, highest 11.3) and 32.6 times as long as [`check_request`]; criterion's
+//! figures in the same run: 1.89 ms, 18.8 ms for the reference, 0.58 ms for the check (one run
+//! at load average 0.75 on a 2-core machine shared with other builds).
 
 use opentelemetry::{KeyValue, Value};
 
@@ -18,7 +26,7 @@ use crate::model::{
 };
 
 /// Why OTLP profiles bytes could not be read, by this decoder or by the
-/// [reference](super::reference) one. Every variant means the same to a caller: the input is
+/// reference one (`otlp::reference`). Every variant means the same to a caller: the input is
 /// rejected as a whole (a half-read profile would skew every number built on it).
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {

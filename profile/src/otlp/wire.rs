@@ -1,4 +1,4 @@
-//! A protobuf wire-format cursor (https://protobuf.dev/programming-guides/encoding/): the
+//! A protobuf wire-format cursor (<https://protobuf.dev/programming-guides/encoding/>): the
 //! fast decoder's only view of its input. Every read is bounds-checked and returns an error,
 //! never panics, on truncated or malformed input.
 
