@@ -121,18 +121,10 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// A random (version 4) UUID in its text form, from 16 random bytes the caller provides.
 pub fn uuid_v4(random: [u8; 16]) -> String {
-    let mut b = random;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = crate::model::hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    uuid::Builder::from_random_bytes(random)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 /// Builds the resource. A malformed `OTEL_RESOURCE_ATTRIBUTES` is ignored as a whole and
