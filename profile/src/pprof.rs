@@ -1,7 +1,7 @@
 //! pprof (`perftools.profiles.Profile`) encoding and decoding.
 //!
 //! The wire types are declared by hand in the private `proto` module, with the field numbers of
-//! Google's `proto/profile.proto`.
+//! Google's `proto/profile.proto` (<https://github.com/google/pprof/blob/main/proto/profile.proto>).
 //!
 //! Encoding is a direct copy: a model index is a valid pprof id (index 0 is the zero value in
 //! both), so `Function.id`, `Location.id` and string indices are the model's indices and entry
