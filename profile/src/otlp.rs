@@ -2,7 +2,8 @@
 //! decoding of the profile [model](crate::model).
 //!
 //! The messages and their rules: profiles.proto,
-//! <https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>.
+//! <https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>;
+//! what otelprof sends, for its users: `docs/output-format.md`.
 //!
 //! # What goes on the wire
 //!

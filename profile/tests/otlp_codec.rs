@@ -1,6 +1,6 @@
-//! The OTLP encoder against the wire rules listed in the `otlp` module docs (`src/otlp.rs`) and
-//! in profiles.proto
-//! (<https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>),
+//! The OTLP encoder against the rules of `docs/output-format.md` ("OTLP profiles"), as the
+//! `otlp` module docs (`src/otlp.rs`) list them with their sources in profiles.proto
+//! (<https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>);
 //! round trips through the reference decoder, a golden encoding, property tests (arbitrary
 //! input never panics the decoder; arbitrary models survive a round trip), and the production
 //! decoder against the reference (same model on the corpus and on generated requests).
@@ -108,7 +108,7 @@ fn attr_str(d: &pb::ProfilesDictionary, a: &pb::KeyValueAndUnit) -> (String, Str
     (str_of(d, a.key_strindex).to_owned(), v)
 }
 
-/// Every structural rule of the `otlp` module docs that can be checked on one request.
+/// Every structural rule of `docs/output-format.md` that can be checked on one request.
 fn check_rules(r: &ExportProfilesServiceRequest) {
     let d = r.dictionary.as_ref().expect("dictionary");
     // Zero values at index 0 of every table.
