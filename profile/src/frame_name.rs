@@ -2,10 +2,11 @@
 //!
 //! A frame is named `package.Class.method`, the form Java programmers read in stack traces and
 //! the one pprof tools and Pyroscope group by. The JVM hands the agent class *signatures*
-//! (`Lcom/foo/Bar;`, JVMS §4.3.2) and, for runtime-generated classes, names that embed per-run
-//! addresses and counters. Those are removed here so that the same code gets the same name in
-//! every run and on every JVM, which is what makes profiles from different runs comparable
-//! (diffs, merges, a backend's series).
+//! (`Lcom/foo/Bar;`, JVMS §4.3.2,
+//! <https://docs.oracle.com/javase/specs/jvms/se21/html/jvms-4.html#jvms-4.3.2>) and, for
+//! runtime-generated classes, names that embed per-run addresses and counters. Those are
+//! removed here so that the same code gets the same name in every run and on every JVM, which
+//! is what makes profiles from different runs comparable (diffs, merges, a backend's series).
 
 use std::borrow::Cow;
 

@@ -113,26 +113,14 @@ impl Link {
     }
 }
 
+/// Lowercase hex, the text form of trace and span ids (W3C Trace Context).
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
+    hex::encode(bytes)
 }
 
 fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    let b = s.as_bytes();
-    if b.len() != 2 * N {
-        return None;
-    }
     let mut out = [0u8; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        let digit = |c: u8| (c as char).to_digit(16);
-        *o = (digit(*b.get(2 * i)?)? * 16 + digit(*b.get(2 * i + 1)?)?) as u8;
-    }
+    hex::decode_to_slice(s, &mut out).ok()?;
     Some(out)
 }
 
@@ -384,7 +372,6 @@ impl ProfileBuilder {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -425,6 +412,16 @@ mod tests {
         assert_eq!(link.span_id_hex(), "b7ad6b7169203331");
         assert!(Link::from_hex("0af7", "b7ad6b7169203331").is_none());
         assert!(Link::from_hex("zzf7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").is_none());
+        // Upper case reads; an odd length, a sign or a multi-byte character does not.
+        assert_eq!(
+            Link::from_hex("0AF7651916CD43DD8448EB211C80319C", "B7AD6B7169203331"),
+            Some(link)
+        );
+        assert!(Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b716920333").is_none());
+        assert!(Link::from_hex("+af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331").is_none());
+        assert!(
+            Link::from_hex("\u{e9}f7651916cd43dd8448eb211c80319", "b7ad6b7169203331").is_none()
+        );
         b.add_linked_sample(&[l], &[], Some(link), &[1], &[5]);
         b.add_linked_sample(&[l], &[], Some(link), &[1], &[6]);
         b.add_linked_sample(&[l], &[], None, &[1], &[]);

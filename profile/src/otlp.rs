@@ -1,6 +1,10 @@
 //! OTLP profiles (proto v1.10, `opentelemetry.proto.profiles.v1development`) encoding and
 //! decoding of the profile [model](crate::model).
 //!
+//! The messages and their rules: profiles.proto,
+//! <https://github.com/open-telemetry/opentelemetry-proto/blob/v1.10.0/opentelemetry/proto/profiles/v1development/profiles.proto>;
+//! what otelprof sends, for its users: `docs/output-format.md`.
+//!
 //! # What goes on the wire
 //!
 //! One model [`Profile`](crate::Profile) becomes one `ExportProfilesServiceRequest` with one
@@ -40,8 +44,11 @@
 
 mod decode;
 mod encode;
+#[cfg(any(test, feature = "reference-decoder"))]
+pub mod reference;
+mod wire;
 
-pub use decode::{decode, DecodeError, DecodedProfile};
+pub use decode::{check_request, decode, Checked, DecodeError};
 pub(crate) use encode::resource_to_pb;
 pub use encode::{encode, encode_to_vec, EncodeError};
 
@@ -87,6 +94,9 @@ fn attribute_key_for_label(label_key: &str) -> &str {
         .map_or(label_key, |(_, a)| a)
 }
 
+/// The reference decoder undoes every renaming; the production decoder only the thread keys
+/// (see `decode::label_key_for_attribute`), which is what readers of stored data see today.
+#[cfg(any(test, feature = "reference-decoder"))]
 fn label_key_for_attribute(attribute_key: &str) -> &str {
     LABEL_KEYS
         .iter()

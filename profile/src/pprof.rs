@@ -1,7 +1,7 @@
 //! pprof (`perftools.profiles.Profile`) encoding and decoding.
 //!
 //! The wire types are declared by hand in the private `proto` module, with the field numbers of
-//! Google's `proto/profile.proto`.
+//! Google's `proto/profile.proto` (<https://github.com/google/pprof/blob/main/proto/profile.proto>).
 //!
 //! Encoding is a direct copy: a model index is a valid pprof id (index 0 is the zero value in
 //! both), so `Function.id`, `Location.id` and string indices are the model's indices and entry
@@ -12,508 +12,39 @@
 //! untrusted (every id and index is checked, inflation is bounded) and maps arbitrary pprof ids
 //! to dense model indices. It never panics.
 //!
-//! What pprof cannot carry: [`FrameKind`] (every decoded location is [`FrameKind::Jvm`]), and a
-//! label that is neither a string nor a number (`Label{key}` alone, which is how
-//! `LabelValue::Num{value: 0, unit: ""}` encodes) decodes as the empty string label.
+//! What pprof cannot carry: [`FrameKind`](crate::FrameKind) (every decoded location is
+//! [`FrameKind::Jvm`](crate::FrameKind::Jvm)), and a label that is neither a string nor a
+//! number (`Label{key}` alone, which is how `LabelValue::Num{value: 0, unit: ""}` encodes)
+//! decodes as the empty string label.
 
+mod decode;
+mod encode;
 mod proto;
 
-use std::collections::HashMap;
-use std::fmt;
-use std::io::{Read, Write};
+pub use decode::{decode, DecodeError, Table};
+pub use encode::{encode, encode_gzip};
 
-use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
-use flate2::Compression;
-use prost::Message;
-
-use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Location, LocationId, Profile,
-    Sample, StrId, ValueType,
-};
-
-/// Largest profile [`decode`] inflates from gzip. Real profiles are a few MiB; anything bigger
-/// than this is a gzip bomb or not a profile.
-pub const MAX_INFLATED_BYTES: usize = 512 << 20;
-
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// Uncompressed pprof protobuf bytes of `profile`.
-pub fn encode(profile: &Profile) -> Vec<u8> {
-    to_pb(profile).encode_to_vec()
-}
-
-/// `profile` as a gzip-compressed pprof file, the form `go tool pprof` and pprof consumers
-/// expect on disk.
-pub fn encode_gzip(profile: &Profile) -> Vec<u8> {
-    let raw = encode(profile);
-    let mut gz = GzEncoder::new(
-        Vec::with_capacity(raw.len() / 4 + 64),
-        Compression::default(),
-    );
-    match gz.write_all(&raw).and_then(|()| gz.finish()) {
-        Ok(bytes) => bytes,
-        // The sink is a Vec, which never fails a write, so this is unreachable in practice. If
-        // it ever happened, the uncompressed encoding is still a valid pprof file: every pprof
-        // reader (and `decode`) accepts both.
-        Err(_) => raw,
-    }
-}
+/// Largest profile [`decode`] inflates from gzip.
+pub use crate::gzip::MAX_INFLATED_BYTES;
 
 /// pprof label keys that carry a sample's [`Link`](crate::Link).
 pub const LINK_TRACE_ID: &str = "trace_id";
 pub const LINK_SPAN_ID: &str = "span_id";
 
-/// Strings appended to an encoded string table, deduplicated against the model's.
-struct ExtraStrings<'a> {
-    table: &'a mut Vec<Vec<u8>>,
-    index: std::collections::HashMap<String, i64>,
-}
-
-impl<'a> ExtraStrings<'a> {
-    fn new(model: &[String], table: &'a mut Vec<Vec<u8>>) -> Self {
-        let index = model
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.clone(), i as i64))
-            .collect();
-        ExtraStrings { table, index }
-    }
-
-    fn index(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.table.len() as i64;
-        self.table.push(s.as_bytes().to_vec());
-        self.index.insert(s.to_owned(), i);
-        i
-    }
-}
-
-/// Turns a `trace_id` + `span_id` label pair holding valid hex ids back into a link.
-fn take_link(labels: &mut Vec<Label>, strings: &[String]) -> Option<crate::Link> {
-    let text = |id: StrId| strings.get(id.0 as usize).map(String::as_str).unwrap_or("");
-    let find = |labels: &[Label], key: &str| {
-        labels
-            .iter()
-            .position(|l| text(l.key) == key && matches!(l.value, LabelValue::Str(_)))
-    };
-    let (t, s) = (find(labels, LINK_TRACE_ID)?, find(labels, LINK_SPAN_ID)?);
-    let value = |i: usize| match labels.get(i).map(|l| l.value) {
-        Some(LabelValue::Str(v)) => text(v),
-        _ => "",
-    };
-    let link = crate::Link::from_hex(value(t), value(s))?;
-    let (first, second) = (t.max(s), t.min(s));
-    labels.remove(first);
-    labels.remove(second);
-    Some(link)
-}
-
-fn str_index(id: StrId) -> i64 {
-    i64::from(id.0)
-}
-
-fn to_pb(p: &Profile) -> proto::Profile {
-    let value_type = |vt: &ValueType| proto::ValueType {
-        r#type: str_index(vt.ty),
-        unit: str_index(vt.unit),
-    };
-    let mut string_table: Vec<Vec<u8>> = p.strings.iter().map(|s| s.as_bytes().to_vec()).collect();
-    if string_table.is_empty() {
-        string_table.push(Vec::new());
-    }
-    // Links become the string labels `trace_id` / `span_id` (lowercase hex, Pyroscope's
-    // names); their strings are appended to the table here, not kept in the model.
-    let mut extra = ExtraStrings::new(&p.strings, &mut string_table);
-    let sample = p
-        .samples
-        .iter()
-        .map(|s| {
-            let mut label: Vec<proto::Label> = s.labels.iter().map(label_to_pb).collect();
-            if let Some(link) = s.link {
-                for (key, value) in [
-                    (LINK_TRACE_ID, link.trace_id_hex()),
-                    (LINK_SPAN_ID, link.span_id_hex()),
-                ] {
-                    label.push(proto::Label {
-                        key: extra.index(key),
-                        str: extra.index(&value),
-                        num: 0,
-                        num_unit: 0,
-                    });
-                }
-            }
-            proto::Sample {
-                location_id: s.locations.iter().map(|l| u64::from(l.0)).collect(),
-                value: s.values.clone(),
-                label,
-            }
-        })
-        .collect();
-    proto::Profile {
-        sample_type: p.sample_types.iter().map(value_type).collect(),
-        sample,
-        mapping: Vec::new(),
-        location: p
-            .locations
-            .iter()
-            .enumerate()
-            .skip(1)
-            .map(|(id, loc)| proto::Location {
-                id: id as u64,
-                mapping_id: 0,
-                address: loc.address,
-                line: loc
-                    .lines
-                    .iter()
-                    .map(|line| proto::Line {
-                        function_id: u64::from(line.function.0),
-                        line: line.line,
-                        column: 0,
-                    })
-                    .collect(),
-                is_folded: false,
-            })
-            .collect(),
-        function: p
-            .functions
-            .iter()
-            .enumerate()
-            .skip(1)
-            .map(|(id, f)| proto::Function {
-                id: id as u64,
-                name: str_index(f.name),
-                system_name: str_index(f.system_name),
-                filename: str_index(f.filename),
-                start_line: f.start_line,
-            })
-            .collect(),
-        string_table,
-        drop_frames: 0,
-        keep_frames: 0,
-        time_nanos: p.time_nanos,
-        duration_nanos: p.duration_nanos,
-        period_type: Some(value_type(&p.period_type)),
-        period: p.period,
-        comment: p.comments.iter().map(|&c| str_index(c)).collect(),
-        default_sample_type: p.sample_types.last().map_or(0, |vt| str_index(vt.ty)),
-    }
-}
-
-fn label_to_pb(label: &Label) -> proto::Label {
-    match label.value {
-        LabelValue::Str(s) => proto::Label {
-            key: str_index(label.key),
-            str: str_index(s),
-            ..Default::default()
-        },
-        LabelValue::Num { value, unit } => proto::Label {
-            key: str_index(label.key),
-            num: value,
-            num_unit: str_index(unit),
-            ..Default::default()
-        },
-    }
-}
-
-/// The pprof tables that other messages refer to by id or index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Table {
-    String,
-    Function,
-    Location,
-}
-
-impl fmt::Display for Table {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Table::String => "string",
-            Table::Function => "function",
-            Table::Location => "location",
-        })
-    }
-}
-
-/// Why bytes are not a usable pprof profile. Every variant means the same to the caller: this
-/// input is rejected as a whole (a half-decoded profile would skew every number built on it).
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error("bad gzip stream")]
-    Gzip(#[source] std::io::Error),
-    #[error("profile inflates to more than {limit} bytes (a gzip bomb, or not a profile)")]
-    TooLarge { limit: usize },
-    #[error("not a pprof protobuf")]
-    Protobuf(#[from] prost::DecodeError),
-    #[error("string_table[0] must be \"\", found {found:?}")]
-    FirstStringNotEmpty { found: String },
-    #[error("{referrer} refers to string {index}, but string_table has {len} entries")]
-    StringOutOfRange {
-        referrer: String,
-        index: i64,
-        len: usize,
-    },
-    #[error("{referrer} refers to {table} id {id}, which is not defined")]
-    UnknownId {
-        referrer: String,
-        table: Table,
-        id: u64,
-    },
-    #[error("{table} id {id} is defined more than once")]
-    DuplicateId { table: Table, id: u64 },
-    #[error("a {table} has id 0, which pprof reserves for \"none\"")]
-    ZeroId { table: Table },
-    #[error("sample {sample} has {values} values, but the profile has {types} sample types")]
-    ValueCountMismatch {
-        sample: usize,
-        values: usize,
-        types: usize,
-    },
-    #[error("the {table} table has more entries than the model can index")]
-    TableTooLarge { table: Table },
-}
-
-/// Decodes a pprof profile, gzip-compressed (magic `1f 8b`) or raw protobuf.
-pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
-    decode_with_limit(bytes, MAX_INFLATED_BYTES)
-}
-
-fn decode_with_limit(bytes: &[u8], limit: usize) -> Result<Profile, DecodeError> {
-    if bytes.starts_with(&GZIP_MAGIC) {
-        let raw = inflate(bytes, limit)?;
-        from_pb(proto::Profile::decode(raw.as_slice())?)
-    } else {
-        from_pb(proto::Profile::decode(bytes)?)
-    }
-}
-
-fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, DecodeError> {
-    // Multi-member gzip is legal and Go's reader accepts it, so accept it too.
-    let limit_plus_one = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    let mut reader = MultiGzDecoder::new(bytes).take(limit_plus_one);
-    // A guess for the common case (pprof compresses about 4x); never trusted for the bound.
-    let mut raw = Vec::with_capacity(bytes.len().saturating_mul(4).min(limit).min(16 << 20));
-    reader.read_to_end(&mut raw).map_err(DecodeError::Gzip)?;
-    if raw.len() > limit {
-        return Err(DecodeError::TooLarge { limit });
-    }
-    Ok(raw)
-}
-
-/// Maps pprof's arbitrary non-zero ids to dense model indices (position in the message + 1).
-struct IdMap {
-    table: Table,
-    ids: HashMap<u64, u32>,
-}
-
-impl IdMap {
-    fn build(table: Table, ids: impl ExactSizeIterator<Item = u64>) -> Result<Self, DecodeError> {
-        let mut map = HashMap::with_capacity(ids.len());
-        for (position, id) in ids.enumerate() {
-            if id == 0 {
-                return Err(DecodeError::ZeroId { table });
-            }
-            let index = position
-                .checked_add(1)
-                .and_then(|i| u32::try_from(i).ok())
-                .ok_or(DecodeError::TableTooLarge { table })?;
-            if map.insert(id, index).is_some() {
-                return Err(DecodeError::DuplicateId { table, id });
-            }
-        }
-        Ok(IdMap { table, ids: map })
-    }
-
-    fn get(&self, id: u64, referrer: impl FnOnce() -> String) -> Result<u32, DecodeError> {
-        self.ids
-            .get(&id)
-            .copied()
-            .ok_or_else(|| DecodeError::UnknownId {
-                referrer: referrer(),
-                table: self.table,
-                id,
-            })
-    }
-}
-
-struct Strings {
-    len: usize,
-}
-
-impl Strings {
-    fn id(&self, index: i64, referrer: impl FnOnce() -> String) -> Result<StrId, DecodeError> {
-        usize::try_from(index)
-            .ok()
-            .filter(|&i| i < self.len)
-            .and_then(|i| u32::try_from(i).ok())
-            .map(StrId)
-            .ok_or_else(|| DecodeError::StringOutOfRange {
-                referrer: referrer(),
-                index,
-                len: self.len,
-            })
-    }
-
-    fn value_type(&self, vt: &proto::ValueType, what: &str) -> Result<ValueType, DecodeError> {
-        Ok(ValueType {
-            ty: self.id(vt.r#type, || format!("{what} type"))?,
-            unit: self.id(vt.unit, || format!("{what} unit"))?,
-        })
-    }
-}
-
-fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
-    let mut strings: Vec<String> = p
-        .string_table
-        .into_iter()
-        .map(|b| {
-            String::from_utf8(b)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-        })
-        .collect();
-    match strings.first() {
-        None => strings.push(String::new()),
-        Some(first) if !first.is_empty() => {
-            return Err(DecodeError::FirstStringNotEmpty {
-                found: first.clone(),
-            })
-        }
-        Some(_) => {}
-    }
-    if u32::try_from(strings.len()).is_err() {
-        return Err(DecodeError::TableTooLarge {
-            table: Table::String,
-        });
-    }
-    let st = Strings { len: strings.len() };
-
-    let sample_types = p
-        .sample_type
-        .iter()
-        .enumerate()
-        .map(|(i, vt)| st.value_type(vt, &format!("sample_type {i}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let period_type = match &p.period_type {
-        Some(vt) => st.value_type(vt, "period_type")?,
-        None => ValueType::default(),
-    };
-
-    let function_ids = IdMap::build(Table::Function, p.function.iter().map(|f| f.id))?;
-    let mut functions = Vec::with_capacity(p.function.len() + 1);
-    functions.push(Function::default());
-    for f in &p.function {
-        let referrer = |field: &'static str| move || format!("function id {} {field}", f.id);
-        functions.push(Function {
-            name: st.id(f.name, referrer("name"))?,
-            system_name: st.id(f.system_name, referrer("system_name"))?,
-            filename: st.id(f.filename, referrer("filename"))?,
-            start_line: f.start_line,
-        });
-    }
-
-    let location_ids = IdMap::build(Table::Location, p.location.iter().map(|l| l.id))?;
-    let mut locations = Vec::with_capacity(p.location.len() + 1);
-    locations.push(Location::default());
-    for loc in &p.location {
-        let lines = loc
-            .line
-            .iter()
-            .enumerate()
-            .map(|(i, line)| {
-                // function_id 0 is pprof's "no function" (an unsymbolized line).
-                let function = if line.function_id == 0 {
-                    FunctionId(0)
-                } else {
-                    FunctionId(function_ids.get(line.function_id, || {
-                        format!("location id {} line {i}", loc.id)
-                    })?)
-                };
-                Ok(Line {
-                    function,
-                    line: line.line,
-                })
-            })
-            .collect::<Result<Lines, DecodeError>>()?;
-        locations.push(Location {
-            lines,
-            kind: FrameKind::Jvm,
-            address: loc.address,
-        });
-    }
-
-    let mut samples = Vec::with_capacity(p.sample.len());
-    for (i, s) in p.sample.into_iter().enumerate() {
-        if s.value.len() != sample_types.len() {
-            return Err(DecodeError::ValueCountMismatch {
-                sample: i,
-                values: s.value.len(),
-                types: sample_types.len(),
-            });
-        }
-        let locations = s
-            .location_id
-            .iter()
-            .map(|&id| Ok(LocationId(location_ids.get(id, || format!("sample {i}"))?)))
-            .collect::<Result<Vec<_>, DecodeError>>()?;
-        let mut labels = s
-            .label
-            .iter()
-            .map(|l| label_from_pb(l, &st, i))
-            .collect::<Result<Vec<_>, _>>()?;
-        labels.sort_unstable();
-        labels.dedup();
-        let link = take_link(&mut labels, &strings);
-        samples.push(Sample {
-            locations,
-            values: s.value,
-            labels,
-            link,
-            timestamps: Vec::new(),
-        });
-    }
-
-    let comments = p
-        .comment
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| st.id(c, || format!("comment {i}")))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    Ok(Profile {
-        strings,
-        sample_types,
-        period_type,
-        period: p.period,
-        time_nanos: p.time_nanos,
-        duration_nanos: p.duration_nanos,
-        functions,
-        locations,
-        samples,
-        comments,
-    })
-}
-
-fn label_from_pb(l: &proto::Label, st: &Strings, sample: usize) -> Result<Label, DecodeError> {
-    let key = st.id(l.key, || format!("sample {sample} label key"))?;
-    // profile.proto: "at most one of str and num must be present". A label with neither
-    // decodes as the empty string, proto3's reading of an unset field.
-    let value = if l.str != 0 || (l.num == 0 && l.num_unit == 0) {
-        LabelValue::Str(st.id(l.str, || format!("sample {sample} label value"))?)
-    } else {
-        LabelValue::Num {
-            value: l.num,
-            unit: st.id(l.num_unit, || format!("sample {sample} label num_unit"))?,
-        }
-    };
-    Ok(Label { key, value })
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
+    use std::io::Write;
+
+    use flate2::write::GzEncoder;
+    use flate2::Compression;
+    use prost::Message;
+
+    use super::decode::decode_with_limit;
     use super::*;
-    use crate::model::ProfileBuilder;
+    use crate::gzip;
+    use crate::model::{
+        FrameKind, Label, LabelValue, LocationId, Profile, ProfileBuilder, Sample, StrId,
+    };
 
     #[test]
     fn links_travel_as_trace_and_span_labels() {
@@ -628,7 +159,7 @@ mod tests {
     fn gzip_output_has_magic_and_default_sample_type_is_last() {
         let p = small_cpu_profile();
         let gz = encode_gzip(&p);
-        assert_eq!(gz[..2], GZIP_MAGIC);
+        assert_eq!(gz[..2], gzip::MAGIC);
         let pb = proto::Profile::decode(encode(&p).as_slice()).unwrap();
         assert_eq!(pb.string_table[pb.default_sample_type as usize], b"cpu");
         assert!(pb.mapping.is_empty());

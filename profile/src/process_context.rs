@@ -39,7 +39,6 @@ pub fn payload(resource: &opentelemetry_sdk::Resource, attribute_keys: &[&str]) 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use opentelemetry_proto::tonic::common::v1::any_value::Value as V;

@@ -99,37 +99,32 @@ pub fn parse_resource_attributes(
     Ok(out)
 }
 
+/// `s` percent-decoded, `None` if an escape is malformed or the result is not UTF-8. The
+/// `percent-encoding` crate passes a malformed escape (`%zz`, a trailing `%`) through as text,
+/// but the OTel specification treats it as a decoding error, which discards the whole value
+/// (Resource SDK, "Specifying resource information via an environment variable").
 fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if c == b'%' {
-            let hex = |j: usize| b.get(j).and_then(|d| (*d as char).to_digit(16));
-            out.push((hex(i + 1)? * 16 + hex(i + 2)?) as u8);
-            i += 3;
-        } else {
-            out.push(c);
-            i += 1;
-        }
+    let well_formed = s.split('%').skip(1).all(|escape| {
+        escape
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// A random (version 4) UUID in its text form, from 16 random bytes the caller provides.
 pub fn uuid_v4(random: [u8; 16]) -> String {
-    let mut b = random;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = crate::model::hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    uuid::Builder::from_random_bytes(random)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 /// Builds the resource. A malformed `OTEL_RESOURCE_ATTRIBUTES` is ignored as a whole and
@@ -198,7 +193,6 @@ pub fn build_resource(inputs: &ResourceInputs<'_>) -> (Resource, Option<Resource
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use opentelemetry::Key;
@@ -241,6 +235,19 @@ mod tests {
             parse_resource_attributes("a=%zz"),
             Err(ResourceAttributesError::BadPercentEncoding(_))
         ));
+        for bad in ["a=b%", "a=%4", "a%=b", "a=%ff", "a=%C3%28"] {
+            assert!(
+                matches!(
+                    parse_resource_attributes(bad),
+                    Err(ResourceAttributesError::BadPercentEncoding(_))
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_resource_attributes("k%C3%A9y=%E2%82%AC%25").unwrap(),
+            vec![("k\u{e9}y".into(), "\u{20ac}%".into())]
+        );
         assert!(matches!(
             parse_resource_attributes("=1"),
             Err(ResourceAttributesError::EmptyKey(_))

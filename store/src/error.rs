@@ -52,12 +52,10 @@ pub enum FileError {
 /// Why a file read as OTLP is not.
 #[derive(Debug, thiserror::Error)]
 pub enum OtlpFileError {
-    #[error("bad gzip stream")]
-    Gzip(#[source] std::io::Error),
-    #[error("inflates to more than {0} bytes")]
-    TooLarge(u64),
     #[error(transparent)]
-    Decode(#[from] otelprof_profile::fast_decode::FastDecodeError),
+    Inflate(#[from] otelprof_profile::gzip::InflateError),
+    #[error(transparent)]
+    Decode(#[from] otelprof_profile::otlp::DecodeError),
 }
 
 /// An error and its causes on one line, `outer: inner: innermost`, as people read them.

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use opentelemetry::KeyValue;
+use otelprof_profile::gzip;
 use otelprof_profile::Profile;
 
 use crate::error::{Error, FileError, OtlpFileError};
@@ -149,8 +150,8 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
         .map_err(FileError::Read)?;
     let bytes = &buf[..];
     let otlp = |bytes: &[u8]| -> Result<Vec<Decoded>, OtlpFileError> {
-        let raw = inflate(bytes)?;
-        Ok(otelprof_profile::fast_decode::decode(&raw)?
+        let raw = gzip::inflate_bounded(bytes, gzip::MAX_INFLATED_BYTES)?;
+        Ok(otelprof_profile::otlp::decode(&raw)?
             .into_iter()
             .map(|(resource, profile)| Decoded { resource, profile })
             .collect())
@@ -171,26 +172,6 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
             _ => pprof(bytes).map(|d| (d, true)).map_err(FileError::Neither),
         },
     }
-}
-
-/// Largest inflated file read.
-const MAX_INFLATED: u64 = 512 << 20;
-
-/// The bytes of a gzip file, or the bytes as they are.
-fn inflate(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, OtlpFileError> {
-    use std::io::Read as _;
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return Ok(std::borrow::Cow::Borrowed(bytes));
-    }
-    let mut raw = Vec::with_capacity(bytes.len() * 4);
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(MAX_INFLATED + 1)
-        .read_to_end(&mut raw)
-        .map_err(OtlpFileError::Gzip)?;
-    if raw.len() as u64 > MAX_INFLATED {
-        return Err(OtlpFileError::TooLarge(MAX_INFLATED));
-    }
-    Ok(std::borrow::Cow::Owned(raw))
 }
 
 /// What a [`scan`] went through.

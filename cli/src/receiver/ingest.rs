@@ -1,11 +1,10 @@
 //! What both transports do with a request: check it, store it durably, count it. The answer
 //! depends only on the outcome, so gRPC and HTTP clients are treated alike.
 
-use std::io::Read as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::SystemTime;
 
-use flate2::read::MultiGzDecoder;
+use otelprof_profile::gzip::{self, InflateError};
 use prost::Message as _;
 
 use otelprof_store::{Signal, Store};
@@ -78,21 +77,12 @@ impl Ingest {
     }
 
     fn inflate(&self, gzip: &[u8]) -> Result<Vec<u8>, Rejected> {
-        let limit = u64::try_from(self.max_bytes)
-            .unwrap_or(u64::MAX)
-            .saturating_add(1);
-        let mut raw = Vec::new();
-        MultiGzDecoder::new(gzip)
-            .take(limit)
-            .read_to_end(&mut raw)
-            .map_err(|e| Rejected::Invalid(format!("bad gzip body: {e}")))?;
-        if raw.len() > self.max_bytes {
-            return Err(Rejected::TooLarge(format!(
-                "the request inflates to more than {} bytes (receive --max-request-size)",
-                self.max_bytes
-            )));
-        }
-        Ok(raw)
+        gzip::inflate(gzip, self.max_bytes).map_err(|e| match e {
+            InflateError::Gzip(e) => Rejected::Invalid(format!("bad gzip body: {e}")),
+            InflateError::TooLarge { limit } => Rejected::TooLarge(format!(
+                "the request inflates to more than {limit} bytes (receive --max-request-size)"
+            )),
+        })
     }
 
     fn too_large(&self, len: usize) -> Result<(), Rejected> {
@@ -149,7 +139,7 @@ impl Ingest {
         let (raw, gzip) = self.unpack(body)?;
         // Accepts exactly what the readers' decoder accepts (a test holds them to that), so
         // nothing is stored that could not be read back.
-        let checked = otelprof_profile::fast_decode::check_request(&raw)
+        let checked = otelprof_profile::otlp::check_request(&raw)
             .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
         if checked.profiles == 0 {
             // Nothing to keep; OTLP says an empty request succeeds.

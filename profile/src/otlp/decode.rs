@@ -1,49 +1,49 @@
-//! `ExportProfilesServiceRequest` / `ProfilesData` bytes → model profiles.
+//! The production OTLP profiles decoder ([`decode`]) and the receiver's check
+//! ([`check_request`]): the reading commands decode hundreds of stored requests per question
+//! (an hour of one JVM is 360 of them), and the receiver checks every request it acknowledges.
 //!
-//! The input is untrusted (files, other producers): every index is checked, ids must have
-//! their OTLP lengths, gzip inflation is bounded, and nothing here panics. A structural
-//! error rejects the whole input, as Pyroscope does: a half-read profile would skew every
-//! number built on it. Content the model cannot hold is dropped, not refused: array, map and
-//! bytes attribute values, location attributes other than the frame type, mappings.
+//! The reference decoder (`otlp::reference`, on prost) parses into the generated message structs
+//! (an allocation per location, line and index list) and then interns everything into a
+//! deduplicated model. This decoder walks the protobuf wire format once, keeps the dictionary's
+//! indices as the model's indices (OTLP and the model both reserve index 0 for the zero value,
+//! so the tables map one to one and nothing is interned or hashed), and checks every index on
+//! the way, so bad input is an error, never a panic. The model it returns is the reference's
+//! except that equal entries are not merged, which no reader depends on, and that
+//! `thread.state` keeps its OTLP spelling; `tests/otlp_codec.rs` holds the two to that.
+//!
+//! Measured (`cargo bench -p otelprof-profile --bench decode`): about 10 times the reference's
+//! speed. On a 449 KB request of 3 profiles, 2,000 distinct stacks of 20 to 40 frames and 2,616
+//! strings, the reference takes 9.5 times as long as [`decode`] (median of 15 alternating
+//! rounds; lowest 9.1, highest 11.3) and 32.6 times as long as [`check_request`]; criterion's
+//! figures in the same run: 1.89 ms, 18.8 ms for the reference, 0.58 ms for the check (one run
+//! at load average 0.75 on a 2-core machine shared with other builds).
 
-use std::collections::HashMap;
-use std::io::Read;
+use opentelemetry::{KeyValue, Value};
 
-use flate2::read::MultiGzDecoder;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
-use prost::Message;
-
-use super::encode::emitted_sample_types;
-use super::proto as pb;
-use super::{label_key_for_attribute, ExportProfilesServiceRequest, FRAME_TYPE, PSEUDO_FRAME};
 use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
-    Profile, Sample, StrId, ValueType,
+    FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
+    Sample, StrId, ValueType,
 };
 
-/// Largest input [`decode`] inflates from gzip.
-pub const MAX_INFLATED_BYTES: usize = 512 << 20;
-
-/// One OTLP profile, as a model profile plus what the model has no room for.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DecodedProfile {
-    /// Resource attributes, in wire order.
-    pub resource: Vec<opentelemetry::KeyValue>,
-    pub scope_name: String,
-    pub scope_version: String,
-    /// `None` when the producer sent none.
-    pub profile_id: Option<[u8; 16]>,
-    pub profile: Profile,
-}
-
+/// Why OTLP profiles bytes could not be read, by this decoder or by the
+/// reference one (`otlp::reference`). Every variant means the same to a caller: the input is
+/// rejected as a whole (a half-read profile would skew every number built on it).
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
-    #[error("bad gzip stream")]
-    Gzip(#[source] std::io::Error),
-    #[error("input inflates to more than {limit} bytes")]
-    TooLarge { limit: usize },
+    /// Not protobuf, or not the profiles messages' wire types; says what was wrong.
+    #[error("not an OTLP profiles protobuf: {0}")]
+    Wire(&'static str),
+    /// The reference decoder's (prost's) view of the same.
     #[error("not an OTLP profiles protobuf")]
     Protobuf(#[from] prost::DecodeError),
+    #[error("a string is not UTF-8")]
+    Utf8,
+    /// Gzip input that could not be inflated (the reference decoder accepts gzip; callers of
+    /// [`decode`] inflate with [`crate::gzip`] first).
+    #[error(transparent)]
+    Inflate(#[from] crate::gzip::InflateError),
+    /// Profiles without a dictionary (the reference decoder; [`decode`] reads them against an
+    /// empty one, where only zero indices are in range).
     #[error("profiles but no dictionary")]
     NoDictionary,
     #[error("string_table[0] must be \"\", found {0:?}")]
@@ -69,449 +69,897 @@ pub enum DecodeError {
     NoSampleType,
 }
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// Decodes an `ExportProfilesServiceRequest` or `ProfilesData` (same wire layout), raw or
-/// gzip-compressed, into one [`DecodedProfile`] per OTLP profile. A `samples/count` profile
-/// with a period gets the derived period-type values back (see the module docs of
-/// [`super`]), so `decode(encode(model))` has the model's sample types.
-pub fn decode(bytes: &[u8]) -> Result<Vec<DecodedProfile>, DecodeError> {
-    let request = if bytes.starts_with(&GZIP_MAGIC) {
-        let raw = inflate(bytes, MAX_INFLATED_BYTES)?;
-        ExportProfilesServiceRequest::decode(raw.as_slice())?
+/// The error for a link whose ids are neither both absent nor 16 and 8 bytes long.
+fn bad_link(trace_id: usize, span_id: usize) -> DecodeError {
+    if trace_id == 16 {
+        DecodeError::BadIdLength {
+            what: "span_id",
+            len: span_id,
+            want: 8,
+        }
     } else {
-        ExportProfilesServiceRequest::decode(bytes)?
-    };
-    from_request(&request)
-}
-
-fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, DecodeError> {
-    let limit_plus_one = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    let mut raw = Vec::new();
-    MultiGzDecoder::new(bytes)
-        .take(limit_plus_one)
-        .read_to_end(&mut raw)
-        .map_err(DecodeError::Gzip)?;
-    if raw.len() > limit {
-        return Err(DecodeError::TooLarge { limit });
-    }
-    Ok(raw)
-}
-
-/// Decodes an already parsed request (e.g. one a gRPC server received).
-pub fn from_request(
-    request: &ExportProfilesServiceRequest,
-) -> Result<Vec<DecodedProfile>, DecodeError> {
-    let has_profiles = request
-        .resource_profiles
-        .iter()
-        .flat_map(|r| &r.scope_profiles)
-        .any(|s| !s.profiles.is_empty());
-    if !has_profiles {
-        return Ok(Vec::new());
-    }
-    let dict = request
-        .dictionary
-        .as_ref()
-        .ok_or(DecodeError::NoDictionary)?;
-    if let Some(first) = dict.string_table.first() {
-        if !first.is_empty() {
-            return Err(DecodeError::FirstStringNotEmpty(first.clone()));
+        DecodeError::BadIdLength {
+            what: "trace_id",
+            len: trace_id,
+            want: 16,
         }
     }
-    let mut out = Vec::new();
-    for rp in &request.resource_profiles {
-        let resource: Vec<opentelemetry::KeyValue> = rp
-            .resource
-            .iter()
-            .flat_map(|r| &r.attributes)
-            .filter_map(|kv| {
-                let value = any_to_otel(kv.value.as_ref()?, dict)?;
-                let key = if kv.key.is_empty() {
-                    string(dict, kv.key_strindex, "a resource key")
-                        .ok()?
-                        .to_owned()
-                } else {
-                    kv.key.clone()
-                };
-                Some(opentelemetry::KeyValue::new(key, value))
-            })
-            .collect();
-        for sp in &rp.scope_profiles {
-            let (scope_name, scope_version) = sp
-                .scope
-                .as_ref()
-                .map(|s| (s.name.clone(), s.version.clone()))
-                .unwrap_or_default();
-            for p in &sp.profiles {
-                let profile_id = match p.profile_id.len() {
-                    0 => None,
-                    16 => {
-                        let mut id = [0u8; 16];
-                        id.copy_from_slice(&p.profile_id);
-                        Some(id)
-                    }
-                    n => return Err(DecodeError::BadProfileId(n)),
-                };
-                out.push(DecodedProfile {
-                    resource: resource.clone(),
-                    scope_name: scope_name.clone(),
-                    scope_version: scope_version.clone(),
-                    profile_id,
-                    profile: decode_profile(p, dict)?,
-                });
+}
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+use super::wire::{Wire, FIXED64, LEN, VARINT};
+
+/// The model label key of an OTLP sample attribute key (the encoder's renaming, undone for the
+/// thread keys only: `thread.state` stays as sent, unlike in the reference decoder, and the
+/// readers' selectors match that spelling).
+fn label_key_for_attribute(key: &str) -> &str {
+    match key {
+        crate::otlp::THREAD_NAME => "thread_name",
+        crate::otlp::THREAD_ID => "thread_id",
+        other => other,
+    }
+}
+
+fn text(b: &[u8]) -> Result<&str> {
+    std::str::from_utf8(b).map_err(|_| DecodeError::Utf8)
+}
+
+fn check(index: i64, len: usize, referrer: &'static str, table: &'static str) -> Result<usize> {
+    usize::try_from(index)
+        .ok()
+        .filter(|i| *i < len || (*i == 0 && len == 0))
+        .ok_or(DecodeError::OutOfRange {
+            referrer,
+            table,
+            index,
+            len,
+        })
+}
+
+/// An attribute value as far as readers care.
+#[derive(Clone, Debug)]
+enum Any<'a> {
+    Str(&'a str),
+    StrIndex(i32),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Other,
+}
+
+fn any_value(b: &[u8]) -> Result<Any<'_>> {
+    let mut w = Wire::new(b);
+    let mut v = Any::Other;
+    while let Some((field, wire)) = w.key()? {
+        v = match (field, wire) {
+            (1, LEN) => Any::Str(text(w.bytes()?)?),
+            (2, VARINT) => Any::Bool(w.varint()? != 0),
+            (3, VARINT) => Any::Int(w.varint()? as i64),
+            (4, FIXED64) => Any::Double(f64::from_bits(w.fixed64()?)),
+            (8, VARINT) => Any::StrIndex(w.int32()?),
+            _ => {
+                w.skip(wire)?;
+                Any::Other
             }
+        };
+    }
+    Ok(v)
+}
+
+/// The raw dictionary, borrowed from the request bytes.
+#[derive(Default)]
+struct Dict<'a> {
+    strings: Vec<&'a str>,
+    functions: Vec<&'a [u8]>,
+    locations: Vec<&'a [u8]>,
+    links: Vec<&'a [u8]>,
+    attributes: Vec<&'a [u8]>,
+    stacks: Vec<&'a [u8]>,
+}
+
+fn read_dict(b: &[u8]) -> Result<Dict<'_>> {
+    let mut d = Dict::default();
+    let mut w = Wire::new(b);
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (2, LEN) => d.locations.push(w.bytes()?),
+            (3, LEN) => d.functions.push(w.bytes()?),
+            (4, LEN) => d.links.push(w.bytes()?),
+            (5, LEN) => d.strings.push(text(w.bytes()?)?),
+            (6, LEN) => d.attributes.push(w.bytes()?),
+            (7, LEN) => d.stacks.push(w.bytes()?),
+            _ => w.skip(wire)?,
+        }
+    }
+    if let Some(first) = d.strings.first().filter(|s| !s.is_empty()) {
+        return Err(DecodeError::FirstStringNotEmpty((*first).to_owned()));
+    }
+    Ok(d)
+}
+
+/// The model tables every profile of the request shares (empty when only checking).
+#[derive(Default)]
+struct Tables {
+    strings: Vec<String>,
+    functions: Vec<Function>,
+    locations: Vec<Location>,
+    /// Per attribute-table entry, the sample label it becomes (if any).
+    labels: Vec<Option<Label>>,
+    links: Vec<Option<Link>>,
+    stacks: Vec<Vec<LocationId>>,
+}
+
+impl Tables {
+    fn clone_all(&self) -> Tables {
+        Tables {
+            strings: self.strings.clone(),
+            functions: self.functions.clone(),
+            locations: self.locations.clone(),
+            labels: self.labels.clone(),
+            links: self.links.clone(),
+            stacks: self.stacks.clone(),
+        }
+    }
+
+    fn intern_extra(&mut self, s: &str) -> StrId {
+        // Extra strings (label keys renamed, numbers as text) are few: a linear probe of the
+        // appended tail keeps the dictionary's indices intact.
+        let base = self.strings.len();
+        if let Some(i) = self.strings.iter().rposition(|x| x == s) {
+            return StrId(u32::try_from(i).unwrap_or(u32::MAX));
+        }
+        self.strings.push(s.to_owned());
+        StrId(u32::try_from(base).unwrap_or(u32::MAX))
+    }
+}
+
+fn str_id(index: i32, d: &Dict<'_>, referrer: &'static str) -> Result<StrId> {
+    let i = check(i64::from(index), d.strings.len(), referrer, "string_table")?;
+    Ok(StrId(u32::try_from(i).unwrap_or(u32::MAX)))
+}
+
+/// Reads every dictionary table a profile can refer to, checking each index. The model tables
+/// are made only when `BUILD`; without it this is the check's pass over the same bytes, with
+/// the same checks in the same order.
+fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
+    let mut t = Tables::default();
+    if BUILD {
+        t.strings = d.strings.iter().map(|s| (*s).to_owned()).collect();
+        if t.strings.is_empty() {
+            t.strings.push(String::new());
+        }
+        t.functions.reserve(d.functions.len().max(1));
+        t.locations.reserve(d.locations.len().max(1));
+        t.labels.reserve(d.attributes.len());
+        t.links.reserve(d.links.len());
+        t.stacks.reserve(d.stacks.len());
+    }
+    for f in &d.functions {
+        let mut w = Wire::new(f);
+        let mut func = Function::default();
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, VARINT) => func.name = str_id(w.int32()?, d, "a function name")?,
+                (2, VARINT) => func.system_name = str_id(w.int32()?, d, "a function name")?,
+                (3, VARINT) => func.filename = str_id(w.int32()?, d, "a function filename")?,
+                (4, VARINT) => func.start_line = w.varint()? as i64,
+                _ => w.skip(wire)?,
+            }
+        }
+        if BUILD {
+            t.functions.push(func);
+        }
+    }
+    if BUILD && t.functions.is_empty() {
+        t.functions.push(Function::default());
+    }
+    // Attributes: the frame type of locations, and sample labels.
+    let (frame_type, pseudo) = if BUILD {
+        (
+            d.strings.iter().position(|s| *s == super::FRAME_TYPE),
+            d.strings.iter().position(|s| *s == super::PSEUDO_FRAME),
+        )
+    } else {
+        (None, None)
+    };
+    let mut attribute_kind: Vec<Option<FrameKind>> = Vec::new();
+    let mut attribute_pseudo: Vec<bool> = Vec::new();
+    if BUILD {
+        attribute_kind.reserve(d.attributes.len());
+        attribute_pseudo.reserve(d.attributes.len());
+    }
+    for a in &d.attributes {
+        let (key_i, unit, value) = read_attribute(a, d)?;
+        if !BUILD {
+            continue;
+        }
+        let value_text = |v: &Any<'_>| -> Option<String> {
+            match v {
+                Any::Str(s) => Some((*s).to_owned()),
+                // In range: read_attribute checked it.
+                Any::StrIndex(i) => usize::try_from(*i)
+                    .ok()
+                    .and_then(|i| d.strings.get(i))
+                    .map(|s| (*s).to_owned()),
+                Any::Bool(b) => Some(b.to_string()),
+                Any::Double(f) => Some(f.to_string()),
+                Any::Int(n) => Some(n.to_string()),
+                Any::Other => None,
+            }
+        };
+        attribute_kind.push(if Some(key_i) == frame_type {
+            match value_text(&value).as_deref() {
+                Some("native") => Some(FrameKind::Native),
+                Some("kernel") => Some(FrameKind::Kernel),
+                Some(_) => Some(FrameKind::Jvm),
+                None => None,
+            }
+        } else {
+            None
+        });
+        attribute_pseudo.push(Some(key_i) == pseudo && matches!(value, Any::Bool(true)));
+        let attr_key = d.strings.get(key_i).copied().unwrap_or("");
+        let label_key = label_key_for_attribute(attr_key);
+        let label = match (&value, label_key) {
+            (Any::Int(n), "thread_id") => Some(LabelValue::Str(t.intern_extra(&n.to_string()))),
+            (Any::Int(n), _) => Some(LabelValue::Num {
+                value: *n,
+                unit: StrId(u32::try_from(unit).unwrap_or(0)),
+            }),
+            (Any::Other, _) => None,
+            (v, _) => value_text(v).map(|s| LabelValue::Str(t.intern_extra(&s))),
+        };
+        let key_id = if label_key == attr_key {
+            StrId(u32::try_from(key_i).unwrap_or(u32::MAX))
+        } else {
+            t.intern_extra(label_key)
+        };
+        t.labels
+            .push(label.map(|value| Label { key: key_id, value }));
+    }
+    let mut attrs = Vec::new();
+    for l in &d.locations {
+        let mut w = Wire::new(l);
+        let mut loc = Location::default();
+        attrs.clear();
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (2, VARINT) => loc.address = w.varint()?,
+                (3, LEN) => {
+                    let mut lw = Wire::new(w.bytes()?);
+                    let mut line = Line::default();
+                    while let Some((f, wt)) = lw.key()? {
+                        match (f, wt) {
+                            (1, VARINT) => {
+                                let i = check(
+                                    i64::from(lw.int32()?),
+                                    d.functions.len(),
+                                    "a line",
+                                    "function_table",
+                                )?;
+                                line.function = FunctionId(u32::try_from(i).unwrap_or(0));
+                            }
+                            (2, VARINT) => line.line = lw.varint()? as i64,
+                            _ => lw.skip(wt)?,
+                        }
+                    }
+                    if BUILD {
+                        loc.lines.push(line);
+                    }
+                }
+                (4, _) => w.repeated_i32(wire, &mut attrs)?,
+                _ => w.skip(wire)?,
+            }
+        }
+        let mut is_pseudo = false;
+        for &a in &attrs {
+            let i = check(
+                i64::from(a),
+                d.attributes.len(),
+                "a location",
+                "attribute_table",
+            )?;
+            if BUILD {
+                if let Some(Some(kind)) = attribute_kind.get(i) {
+                    loc.kind = *kind;
+                }
+                is_pseudo |= attribute_pseudo.get(i).copied().unwrap_or(false);
+            }
+        }
+        if BUILD {
+            if is_pseudo {
+                loc.kind = FrameKind::Pseudo;
+            }
+            t.locations.push(loc);
+        }
+    }
+    if BUILD && t.locations.is_empty() {
+        t.locations.push(Location::default());
+    }
+    for l in &d.links {
+        let mut w = Wire::new(l);
+        let (mut trace, mut span): (&[u8], &[u8]) = (&[], &[]);
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, LEN) => trace = w.bytes()?,
+                (2, LEN) => span = w.bytes()?,
+                _ => w.skip(wire)?,
+            }
+        }
+        let link = match (trace.len(), span.len()) {
+            (16, 8) => {
+                let mut link = Link::default();
+                link.trace_id.copy_from_slice(trace);
+                link.span_id.copy_from_slice(span);
+                Some(link)
+            }
+            (0, 0) => None,
+            (a, b) => return Err(bad_link(a, b)),
+        };
+        if BUILD {
+            t.links.push(link);
+        }
+    }
+    let mut indices = Vec::new();
+    for s in &d.stacks {
+        let mut w = Wire::new(s);
+        indices.clear();
+        while let Some((field, wire)) = w.key()? {
+            match field {
+                1 => w.repeated_i32(wire, &mut indices)?,
+                _ => w.skip(wire)?,
+            }
+        }
+        let mut stack = Vec::with_capacity(if BUILD { indices.len() } else { 0 });
+        for &i in &indices {
+            let i = check(i64::from(i), d.locations.len(), "a stack", "location_table")?;
+            if BUILD {
+                stack.push(LocationId(u32::try_from(i).unwrap_or(0)));
+            }
+        }
+        if BUILD {
+            t.stacks.push(stack);
+        }
+    }
+    Ok(t)
+}
+
+/// An attribute-table entry: its key (a checked string index), its unit (checked) and its value
+/// (a string index in it checked too). The last of a repeated field wins, as in protobuf.
+fn read_attribute<'a>(b: &'a [u8], d: &Dict<'a>) -> Result<(usize, i32, Any<'a>)> {
+    let mut w = Wire::new(b);
+    let (mut key, mut unit, mut value) = (0i32, 0i32, Any::Other);
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (1, VARINT) => key = w.int32()?,
+            (2, LEN) => value = any_value(w.bytes()?)?,
+            (3, VARINT) => unit = w.int32()?,
+            _ => w.skip(wire)?,
+        }
+    }
+    let key_i = check(
+        i64::from(key),
+        d.strings.len(),
+        "an attribute key",
+        "string_table",
+    )?;
+    check(
+        i64::from(unit),
+        d.strings.len(),
+        "an attribute unit",
+        "string_table",
+    )?;
+    if let Any::StrIndex(i) = value {
+        check(i64::from(i), d.strings.len(), "a value", "string_table")?;
+    }
+    Ok((key_i, unit, value))
+}
+
+fn value_type(b: &[u8], d: &Dict<'_>) -> Result<ValueType> {
+    let mut w = Wire::new(b);
+    let mut vt = ValueType::default();
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (1, VARINT) => vt.ty = str_id(w.int32()?, d, "a value type")?,
+            (2, VARINT) => vt.unit = str_id(w.int32()?, d, "a value type")?,
+            _ => w.skip(wire)?,
+        }
+    }
+    Ok(vt)
+}
+
+/// Reads one OTLP profile against the shared tables `t`, checking every index, and counts it
+/// and its samples into `checked`. The samples are made only when `BUILD`.
+fn read_profile<const BUILD: bool>(
+    b: &[u8],
+    d: &Dict<'_>,
+    t: Tables,
+    checked: &mut Checked,
+) -> Result<Profile> {
+    let mut w = Wire::new(b);
+    let mut sample_type = None;
+    let mut period_type = ValueType::default();
+    let (mut period, mut time, mut duration) = (0i64, 0u64, 0u64);
+    let mut samples: Vec<&[u8]> = Vec::new();
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (1, LEN) => sample_type = Some(value_type(w.bytes()?, d)?),
+            (2, LEN) => samples.push(w.bytes()?),
+            (3, FIXED64) => time = w.fixed64()?,
+            (4, VARINT) => duration = w.varint()?,
+            (5, LEN) => period_type = value_type(w.bytes()?, d)?,
+            (6, VARINT) => period = w.varint()? as i64,
+            (7, LEN) => {
+                let id = w.bytes()?;
+                if !id.is_empty() && id.len() != 16 {
+                    return Err(DecodeError::BadProfileId(id.len()));
+                }
+            }
+            _ => w.skip(wire)?,
+        }
+    }
+    let sample_type = sample_type.ok_or(DecodeError::NoSampleType)?;
+    checked.profiles += 1;
+    let s = |id: StrId| d.strings.get(id.0 as usize).copied().unwrap_or("");
+    // The encoder leaves out the period type when samples/count is there to derive it from.
+    let derive = s(sample_type.ty) == "samples"
+        && s(sample_type.unit) == "count"
+        && period > 0
+        && !s(period_type.ty).is_empty()
+        && (s(period_type.ty), s(period_type.unit)) != ("samples", "count");
+    let Tables {
+        strings,
+        functions,
+        locations,
+        labels: label_table,
+        links: link_table,
+        stacks: mut stack_table,
+    } = t;
+    let mut stack_owner = vec![u32::MAX; stack_table.len()];
+    let mut profile = Profile {
+        strings,
+        sample_types: if derive {
+            vec![sample_type, period_type]
+        } else {
+            vec![sample_type]
+        },
+        period_type,
+        period,
+        time_nanos: i64::try_from(time).unwrap_or(i64::MAX),
+        duration_nanos: i64::try_from(duration).unwrap_or(i64::MAX),
+        functions,
+        locations,
+        samples: Vec::with_capacity(if BUILD { samples.len() } else { 0 }),
+        comments: Vec::new(),
+    };
+    let mut attrs = Vec::new();
+    let mut values = Vec::new();
+    let mut timestamps: Vec<i64> = Vec::new();
+    for sb in samples {
+        let mut w = Wire::new(sb);
+        let (mut stack, mut link) = (0i32, 0i32);
+        attrs.clear();
+        values.clear();
+        timestamps.clear();
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, VARINT) => stack = w.int32()?,
+                (2, _) => w.repeated_i32(wire, &mut attrs)?,
+                (3, VARINT) => link = w.int32()?,
+                (4, LEN) => {
+                    let mut p = Wire::new(w.bytes()?);
+                    while p.pos < p.buf.len() {
+                        values.push(p.varint()? as i64);
+                    }
+                }
+                (4, VARINT) => values.push(w.varint()? as i64),
+                (5, LEN) => {
+                    let mut p = Wire::new(w.bytes()?);
+                    while p.pos < p.buf.len() {
+                        timestamps.push(i64::try_from(p.fixed64()?).unwrap_or(i64::MAX));
+                    }
+                }
+                (5, FIXED64) => timestamps.push(i64::try_from(w.fixed64()?).unwrap_or(i64::MAX)),
+                _ => w.skip(wire)?,
+            }
+        }
+        if !values.is_empty() && !timestamps.is_empty() && values.len() != timestamps.len() {
+            return Err(DecodeError::ValueCountMismatch {
+                values: values.len(),
+                timestamps: timestamps.len(),
+            });
+        }
+        let stack = if stack == 0 && d.stacks.is_empty() {
+            None
+        } else {
+            Some(check(
+                i64::from(stack),
+                d.stacks.len(),
+                "a sample",
+                "stack_table",
+            )?)
+        };
+        let mut labels = Vec::with_capacity(if BUILD { attrs.len() } else { 0 });
+        for &a in &attrs {
+            let i = check(
+                i64::from(a),
+                d.attributes.len(),
+                "a sample",
+                "attribute_table",
+            )?;
+            if let Some(Some(l)) = label_table.get(i) {
+                labels.push(*l);
+            }
+        }
+        let link = if link == 0 {
+            None
+        } else {
+            let i = check(i64::from(link), d.links.len(), "a sample", "link_table")?;
+            link_table.get(i).copied().flatten()
+        };
+        checked.samples += 1;
+        if !BUILD {
+            continue;
+        }
+        // A stack moves into the first sample that uses it; later ones copy it from there.
+        let locations = match stack.map(|i| (i, stack_owner.get(i).copied())) {
+            None | Some((_, None)) => Vec::new(),
+            Some((i, Some(u32::MAX))) => {
+                if let Some(o) = stack_owner.get_mut(i) {
+                    *o = u32::try_from(profile.samples.len()).unwrap_or(u32::MAX);
+                }
+                stack_table
+                    .get_mut(i)
+                    .map(std::mem::take)
+                    .unwrap_or_default()
+            }
+            Some((_, Some(owner))) => profile
+                .samples
+                .get(owner as usize)
+                .map(|s| s.locations.clone())
+                .unwrap_or_default(),
+        };
+        labels.sort_unstable();
+        labels.dedup();
+        let value = if values.is_empty() {
+            i64::try_from(timestamps.len()).unwrap_or(i64::MAX)
+        } else {
+            values.iter().fold(0i64, |a, v| a.saturating_add(*v))
+        };
+        profile.samples.push(Sample {
+            locations,
+            values: if derive {
+                vec![value, value.saturating_mul(period)]
+            } else {
+                vec![value]
+            },
+            labels,
+            link,
+            timestamps: std::mem::take(&mut timestamps),
+        });
+    }
+    Ok(profile)
+}
+
+fn read_resource(b: &[u8], d: &Dict<'_>) -> Result<Vec<KeyValue>> {
+    let mut out = Vec::new();
+    let mut w = Wire::new(b);
+    while let Some((field, wire)) = w.key()? {
+        if (field, wire) != (1, LEN) {
+            w.skip(wire)?;
+            continue;
+        }
+        let mut kv = Wire::new(w.bytes()?);
+        let (mut key, mut key_index, mut value) = ("", 0i32, Any::Other);
+        while let Some((f, wt)) = kv.key()? {
+            match (f, wt) {
+                (1, LEN) => key = text(kv.bytes()?)?,
+                (2, LEN) => value = any_value(kv.bytes()?)?,
+                (3, VARINT) => key_index = kv.int32()?,
+                _ => kv.skip(wt)?,
+            }
+        }
+        let key = if key.is_empty() {
+            let i = check(
+                i64::from(key_index),
+                d.strings.len(),
+                "a resource key",
+                "string_table",
+            );
+            match i {
+                Ok(i) => d.strings.get(i).copied().unwrap_or(""),
+                Err(_) => continue,
+            }
+        } else {
+            key
+        };
+        let value: Value = match value {
+            Any::Str(s) => s.to_owned().into(),
+            Any::StrIndex(i) => {
+                match check(i64::from(i), d.strings.len(), "a value", "string_table") {
+                    Ok(i) => d.strings.get(i).copied().unwrap_or("").to_owned().into(),
+                    Err(_) => continue,
+                }
+            }
+            Any::Bool(b) => b.into(),
+            Any::Int(n) => n.into(),
+            Any::Double(f) => f.into(),
+            Any::Other => continue,
+        };
+        out.push(KeyValue::new(key.to_owned(), value));
+    }
+    Ok(out)
+}
+
+/// What one walk over a request found: the profiles (when it built them) and the counts.
+#[derive(Default)]
+struct Walked {
+    profiles: Vec<(Vec<KeyValue>, Profile)>,
+    checked: Checked,
+}
+
+/// The one walk over a request, shared by [`decode`] (`BUILD`: make the model) and
+/// [`check_request`] (only check and count). Both modes run the same reads and the same checks
+/// in the same order, so the check accepts exactly what the decoder accepts, by construction;
+/// `BUILD` is a const parameter, so each mode compiles to its own copy with the other's work
+/// removed: the decoder pays nothing for the check, and the check allocates no model.
+fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
+    let mut w = Wire::new(bytes);
+    let mut resource_profiles: Vec<&[u8]> = Vec::new();
+    let mut dict: Option<&[u8]> = None;
+    while let Some((field, wire)) = w.key()? {
+        match (field, wire) {
+            (1, LEN) => resource_profiles.push(w.bytes()?),
+            (2, LEN) => dict = Some(w.bytes()?),
+            _ => w.skip(wire)?,
+        }
+    }
+    let d = read_dict(dict.unwrap_or(&[]))?;
+    // (resource, profile bytes) of every profile, so that the last one can take the shared
+    // tables instead of a copy (one profile per request is the common case).
+    let mut profiles: Vec<(std::rc::Rc<Vec<KeyValue>>, &[u8])> = Vec::new();
+    for rp in resource_profiles {
+        let mut w = Wire::new(rp);
+        let mut resource = Vec::new();
+        let mut scopes: Vec<&[u8]> = Vec::new();
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, LEN) => resource = read_resource(w.bytes()?, &d)?,
+                (2, LEN) => scopes.push(w.bytes()?),
+                _ => w.skip(wire)?,
+            }
+        }
+        let resource = std::rc::Rc::new(resource);
+        for sp in scopes {
+            let mut w = Wire::new(sp);
+            while let Some((field, wire)) = w.key()? {
+                if (field, wire) == (2, LEN) {
+                    profiles.push((resource.clone(), w.bytes()?));
+                } else {
+                    w.skip(wire)?;
+                }
+            }
+        }
+    }
+    let mut out = Walked::default();
+    // No profiles: nothing refers to the tables, so they are not read (nor checked).
+    if profiles.is_empty() {
+        return Ok(out);
+    }
+    if BUILD {
+        out.profiles.reserve(profiles.len());
+    }
+    let mut tables = Some(build_tables::<BUILD>(&d)?);
+    let last = profiles.len() - 1;
+    for (i, (resource, bytes)) in profiles.into_iter().enumerate() {
+        let t = if i == last {
+            tables.take()
+        } else {
+            tables.as_ref().map(Tables::clone_all)
+        };
+        let Some(t) = t else { break };
+        let profile = read_profile::<BUILD>(bytes, &d, t, &mut out.checked)?;
+        if BUILD {
+            out.profiles.push(((*resource).clone(), profile));
         }
     }
     Ok(out)
 }
 
-fn at<'a, T>(
-    table: &'a [T],
-    index: i32,
-    referrer: &'static str,
-    name: &'static str,
-) -> Result<&'a T, DecodeError> {
-    usize::try_from(index)
-        .ok()
-        .and_then(|i| table.get(i))
-        .ok_or(DecodeError::OutOfRange {
-            referrer,
-            table: name,
-            index: i64::from(index),
-            len: table.len(),
-        })
+/// Decodes an `ExportProfilesServiceRequest` / `ProfilesData` (uncompressed: inflate gzip
+/// with [`crate::gzip`] first) into its profiles, each with its resource.
+pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
+    Ok(walk::<true>(bytes)?.profiles)
 }
 
-fn string<'a>(
-    dict: &'a pb::ProfilesDictionary,
-    index: i32,
-    referrer: &'static str,
-) -> Result<&'a str, DecodeError> {
-    if index == 0 && dict.string_table.is_empty() {
-        return Ok("");
-    }
-    at(&dict.string_table, index, referrer, "string_table").map(String::as_str)
+/// What [`check_request`] found in a valid request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub profiles: usize,
+    pub samples: usize,
 }
 
-fn any_to_otel(v: &AnyValue, dict: &pb::ProfilesDictionary) -> Option<opentelemetry::Value> {
-    use any_value::Value as V;
-    Some(match v.value.as_ref()? {
-        V::StringValue(s) => s.clone().into(),
-        V::StringValueStrindex(i) => string(dict, *i, "a value").ok()?.to_owned().into(),
-        V::BoolValue(b) => (*b).into(),
-        V::IntValue(i) => (*i).into(),
-        V::DoubleValue(f) => (*f).into(),
-        V::ArrayValue(_) | V::KvlistValue(_) | V::BytesValue(_) => return None,
-    })
+/// Checks a request as [`decode`] would (it is the same walk: every index in range, ids of the
+/// right length, values matching timestamps) without building anything: what a receiver needs
+/// before it acknowledges, at a fraction of the cost.
+pub fn check_request(bytes: &[u8]) -> Result<Checked> {
+    Ok(walk::<false>(bytes)?.checked)
 }
 
-/// What makes two samples one: stack, label set, link.
-type SampleIdentity = (Vec<LocationId>, Vec<Label>, Option<Link>);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::otlp::{EncodeOptions, ProfileId};
+    use crate::ProfileBuilder;
 
-/// Builds a model profile directly (the model's builder only makes single-line locations),
-/// interning as it goes.
-struct ModelBuilder {
-    profile: Profile,
-    strings: HashMap<String, StrId>,
-    functions: HashMap<Function, FunctionId>,
-    locations: HashMap<Location, LocationId>,
-    samples: HashMap<SampleIdentity, usize>,
-    /// OTLP location index → model location (memo).
-    location_memo: HashMap<i32, LocationId>,
-}
-
-impl ModelBuilder {
-    fn new() -> ModelBuilder {
-        ModelBuilder {
-            profile: Profile::default(),
-            strings: HashMap::from([(String::new(), StrId(0))]),
-            functions: HashMap::new(),
-            locations: HashMap::new(),
-            samples: HashMap::new(),
-            location_memo: HashMap::new(),
-        }
+    fn sample_profile() -> Profile {
+        let mut b = ProfileBuilder::new(
+            &[("samples", "count"), ("cpu", "nanoseconds")],
+            ("cpu", "nanoseconds"),
+            10,
+        );
+        let main = b.function("app.Main.main", "Main.java", 1);
+        let work = b.function("app.Work.run", "Work.java", 5);
+        let gc = b.function("[GC_active]", "", 0);
+        let lm = b.location(main, 3, FrameKind::Jvm);
+        let lw = b.location(work, 9, FrameKind::Jvm);
+        let lg = b.location(gc, 0, FrameKind::Pseudo);
+        let t = b.str_label("thread_name", "worker-1");
+        let tid = b.str_label("thread_id", "42");
+        let e = b.str_label("span_name", "GET /a");
+        let link = Link::from_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+        b.add_linked_sample(&[lw, lm], &[t, e, tid], link, &[3, 30], &[100, 200, 300]);
+        b.add_sample(&[lm], &[t], &[2, 20]);
+        b.add_sample(&[lg], &[], &[1, 10]);
+        // The first sample's stack again (one stack table entry, three samples).
+        b.add_sample(&[lw, lm], &[e], &[4, 40]);
+        b.add_sample(&[lw, lm], &[], &[5, 50]);
+        b.build(1_000, 5_000)
     }
 
-    fn intern(&mut self, s: &str) -> StrId {
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        // Model ids are u32; an OTLP string table is bounded by the input size (< 4 GiB of
-        // strings of at least 2 bytes on the wire), so this never saturates in practice.
-        let id = StrId(u32::try_from(self.profile.strings.len()).unwrap_or(u32::MAX));
-        self.profile.strings.push(s.to_owned());
-        self.strings.insert(s.to_owned(), id);
-        id
-    }
-
-    fn function(&mut self, f: Function) -> FunctionId {
-        if let Some(&id) = self.functions.get(&f) {
-            return id;
-        }
-        let id = FunctionId(u32::try_from(self.profile.functions.len()).unwrap_or(u32::MAX));
-        self.profile.functions.push(f.clone());
-        self.functions.insert(f, id);
-        id
-    }
-
-    fn location(
-        &mut self,
-        index: i32,
-        dict: &pb::ProfilesDictionary,
-    ) -> Result<LocationId, DecodeError> {
-        if let Some(&l) = self.location_memo.get(&index) {
-            return Ok(l);
-        }
-        let loc = at(&dict.location_table, index, "a stack", "location_table")?;
-        at(
-            &dict.mapping_table,
-            loc.mapping_index,
-            "a location",
-            "mapping_table",
-        )
-        .or_else(|e| {
-            // mapping_index 0 with an empty table is the "no mapping" everybody means.
-            if loc.mapping_index == 0 {
-                Ok(&ZERO_MAPPING)
-            } else {
-                Err(e)
-            }
-        })?;
-        let mut lines = Lines::with_capacity(loc.lines.len());
-        for line in &loc.lines {
-            let f = at(
-                &dict.function_table,
-                line.function_index,
-                "a line",
-                "function_table",
-            )
-            .or_else(|e| {
-                if line.function_index == 0 {
-                    Ok(&ZERO_FUNCTION)
-                } else {
-                    Err(e)
-                }
-            })?;
-            let name = string(dict, f.name_strindex, "a function name")?;
-            let system_name = string(dict, f.system_name_strindex, "a function system name")?;
-            let filename = string(dict, f.filename_strindex, "a function filename")?;
-            let function = Function {
-                name: self.intern(name),
-                system_name: self.intern(system_name),
-                filename: self.intern(filename),
-                start_line: f.start_line,
-            };
-            lines.push(Line {
-                function: self.function(function),
-                line: line.line,
-            });
-        }
-        let mut kind = FrameKind::Jvm;
-        let mut pseudo = false;
-        for &a in &loc.attribute_indices {
-            let attr = at(&dict.attribute_table, a, "a location", "attribute_table")?;
-            let key = string(dict, attr.key_strindex, "an attribute key")?;
-            let value = attr.value.as_ref().and_then(|v| any_to_otel(v, dict));
-            match (key, value) {
-                (FRAME_TYPE, Some(opentelemetry::Value::String(s))) => {
-                    kind = match s.as_str() {
-                        "native" => FrameKind::Native,
-                        "kernel" => FrameKind::Kernel,
-                        _ => FrameKind::Jvm,
-                    }
-                }
-                (PSEUDO_FRAME, Some(opentelemetry::Value::Bool(b))) => pseudo = b,
-                _ => {}
-            }
-        }
-        if pseudo {
-            kind = FrameKind::Pseudo;
-        }
-        let location = Location {
-            lines,
-            kind,
-            address: loc.address,
-        };
-        let id = match self.locations.get(&location) {
-            Some(&id) => id,
-            None => {
-                let id =
-                    LocationId(u32::try_from(self.profile.locations.len()).unwrap_or(u32::MAX));
-                self.profile.locations.push(location.clone());
-                self.locations.insert(location, id);
-                id
-            }
-        };
-        self.location_memo.insert(index, id);
-        Ok(id)
-    }
-
-    fn add(
-        &mut self,
-        stack: Vec<LocationId>,
-        labels: Vec<Label>,
-        link: Option<Link>,
-        values: &[i64],
-        timestamps: &[i64],
-    ) {
-        let key = (stack, labels, link);
-        let n = self.profile.sample_types.len();
-        let i = match self.samples.get(&key) {
-            Some(&i) => i,
-            None => {
-                let i = self.profile.samples.len();
-                self.profile.samples.push(Sample {
-                    locations: key.0.clone(),
-                    values: vec![0; n],
-                    labels: key.1.clone(),
-                    link,
-                    timestamps: Vec::new(),
-                });
-                self.samples.insert(key, i);
-                i
-            }
-        };
-        if let Some(s) = self.profile.samples.get_mut(i) {
-            for (acc, v) in s.values.iter_mut().zip(values) {
-                *acc = acc.saturating_add(*v);
-            }
-            s.timestamps.extend_from_slice(timestamps);
-        }
-    }
-}
-
-static ZERO_MAPPING: pb::Mapping = pb::Mapping {
-    memory_start: 0,
-    memory_limit: 0,
-    file_offset: 0,
-    filename_strindex: 0,
-    attribute_indices: Vec::new(),
-};
-
-static ZERO_FUNCTION: pb::Function = pb::Function {
-    name_strindex: 0,
-    system_name_strindex: 0,
-    filename_strindex: 0,
-    start_line: 0,
-};
-
-fn decode_profile(p: &pb::Profile, dict: &pb::ProfilesDictionary) -> Result<Profile, DecodeError> {
-    let mut b = ModelBuilder::new();
-    let vt = |b: &mut ModelBuilder, v: &pb::ValueType| -> Result<ValueType, DecodeError> {
-        Ok(ValueType {
-            ty: b.intern(string(dict, v.type_strindex, "a value type")?),
-            unit: b.intern(string(dict, v.unit_strindex, "a value type")?),
-        })
-    };
-    let sample_type = vt(
-        &mut b,
-        p.sample_type.as_ref().ok_or(DecodeError::NoSampleType)?,
-    )?;
-    let period_type = match &p.period_type {
-        Some(v) => vt(&mut b, v)?,
-        None => ValueType::default(),
-    };
-    b.profile.sample_types = vec![sample_type];
-    b.profile.period_type = period_type;
-    b.profile.period = p.period;
-    // Put back the type the encoder leaves out (samples × period), if this is that shape.
-    let mut probe = b.profile.clone();
-    probe.sample_types.push(period_type);
-    let derive = emitted_sample_types(&probe) == [0] && probe.sample_types.len() == 2;
-    if derive {
-        b.profile.sample_types.push(period_type);
-    }
-    b.profile.time_nanos = i64::try_from(p.time_unix_nano).unwrap_or(i64::MAX);
-    b.profile.duration_nanos = i64::try_from(p.duration_nano).unwrap_or(i64::MAX);
-
-    for s in &p.samples {
-        if !s.values.is_empty()
-            && !s.timestamps_unix_nano.is_empty()
-            && s.values.len() != s.timestamps_unix_nano.len()
-        {
-            return Err(DecodeError::ValueCountMismatch {
-                values: s.values.len(),
-                timestamps: s.timestamps_unix_nano.len(),
-            });
-        }
-        let stack =
-            at(&dict.stack_table, s.stack_index, "a sample", "stack_table").or_else(|e| {
-                if s.stack_index == 0 {
-                    Ok(&ZERO_STACK)
-                } else {
-                    Err(e)
-                }
-            })?;
-        let mut locations = Vec::with_capacity(stack.location_indices.len());
-        for &l in &stack.location_indices {
-            locations.push(b.location(l, dict)?);
-        }
-        let mut labels = Vec::with_capacity(s.attribute_indices.len());
-        for &a in &s.attribute_indices {
-            let attr = at(&dict.attribute_table, a, "a sample", "attribute_table")?;
-            let key = label_key_for_attribute(string(dict, attr.key_strindex, "an attribute key")?);
-            let unit = string(dict, attr.unit_strindex, "an attribute unit")?;
-            let value = match attr.value.as_ref().and_then(|v| any_to_otel(v, dict)) {
-                Some(opentelemetry::Value::I64(n)) if key == "thread_id" => {
-                    LabelValue::Str(b.intern(&n.to_string()))
-                }
-                Some(opentelemetry::Value::I64(n)) => LabelValue::Num {
-                    value: n,
-                    unit: b.intern(unit),
-                },
-                Some(opentelemetry::Value::String(v)) => LabelValue::Str(b.intern(v.as_str())),
-                Some(other) => LabelValue::Str(b.intern(&other.to_string())),
-                None => continue,
-            };
-            let key = b.intern(key);
-            labels.push(Label { key, value });
-        }
-        labels.sort_unstable();
-        labels.dedup();
-        let link = match s.link_index {
-            0 => None,
-            i => {
-                let l = at(&dict.link_table, i, "a sample", "link_table")?;
-                let trace_id: [u8; 16] =
-                    l.trace_id
-                        .as_slice()
-                        .try_into()
-                        .map_err(|_| DecodeError::BadIdLength {
-                            what: "trace_id",
-                            len: l.trace_id.len(),
-                            want: 16,
-                        })?;
-                let span_id: [u8; 8] =
-                    l.span_id
-                        .as_slice()
-                        .try_into()
-                        .map_err(|_| DecodeError::BadIdLength {
-                            what: "span_id",
-                            len: l.span_id.len(),
-                            want: 8,
-                        })?;
-                Some(Link { trace_id, span_id })
-            }
-        };
-        let timestamps: Vec<i64> = s
-            .timestamps_unix_nano
+    /// A sample as names and label texts, to compare two decoders whose indices differ.
+    fn canonical(p: &Profile) -> Vec<String> {
+        let mut v: Vec<String> = p
+            .samples
             .iter()
-            .map(|&t| i64::try_from(t).unwrap_or(i64::MAX))
+            .map(|s| {
+                let frames: Vec<String> = s
+                    .locations
+                    .iter()
+                    .map(|l| {
+                        let loc = p.location(*l).unwrap();
+                        let names: Vec<&str> = p.location_function_names(*l).collect();
+                        format!("{}:{:?}:{}", names.join("+"), loc.kind, loc.lines[0].line)
+                    })
+                    .collect();
+                let mut labels: Vec<String> = s
+                    .labels
+                    .iter()
+                    .map(|l| match l.value {
+                        LabelValue::Str(v) => format!("{}={}", p.str(l.key), p.str(v)),
+                        LabelValue::Num { value, unit } => {
+                            format!("{}={}{}", p.str(l.key), value, p.str(unit))
+                        }
+                    })
+                    .collect();
+                labels.sort();
+                format!(
+                    "{} | {} | {:?} | {:?} | {:?}",
+                    frames.join(";"),
+                    labels.join(","),
+                    s.link,
+                    s.values,
+                    s.timestamps
+                )
+            })
             .collect();
-        // No values: each timestamp is one observation of value 1 (profiles.proto, Sample).
-        let value = if s.values.is_empty() {
-            i64::try_from(timestamps.len()).unwrap_or(i64::MAX)
-        } else {
-            s.values.iter().fold(0i64, |a, v| a.saturating_add(*v))
-        };
-        let values = [value, value.saturating_mul(p.period)];
-        let values = if derive { &values[..] } else { &values[..1] };
-        b.add(locations, labels, link, values, &timestamps);
+        v.sort();
+        v
     }
-    Ok(b.profile)
-}
 
-static ZERO_STACK: pb::Stack = pb::Stack {
-    location_indices: Vec::new(),
-};
+    #[test]
+    fn matches_the_reference_decoder() {
+        let resource = opentelemetry_sdk::Resource::builder_empty()
+            .with_attribute(KeyValue::new("service.version", "1.5"))
+            .build();
+        for options in [
+            EncodeOptions::default(),
+            EncodeOptions {
+                timestamps: true,
+                thread_id: true,
+                local_root_span_id: true,
+            },
+        ] {
+            let bytes = crate::otlp::encode_to_vec(
+                &sample_profile(),
+                &resource,
+                ProfileId::from_random([3; 16]),
+                &options,
+            )
+            .unwrap();
+            let reference = super::super::reference::decode(&bytes).unwrap();
+            let fast = decode(&bytes).unwrap();
+            assert_eq!(fast.len(), reference.len());
+            for ((res, p), r) in fast.iter().zip(&reference) {
+                assert_eq!(res, &r.resource);
+                assert_eq!(canonical(p), canonical(&r.profile), "{options:?}");
+                assert_eq!(p.time_nanos, r.profile.time_nanos);
+                assert_eq!(p.duration_nanos, r.profile.duration_nanos);
+                assert_eq!(p.period, r.profile.period);
+                let types = |p: &Profile| -> Vec<(String, String)> {
+                    p.sample_types
+                        .iter()
+                        .map(|vt| (p.str(vt.ty).to_owned(), p.str(vt.unit).to_owned()))
+                        .collect()
+                };
+                assert_eq!(types(p), types(&r.profile));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let resource = opentelemetry_sdk::Resource::builder_empty().build();
+        let bytes = crate::otlp::encode_to_vec(
+            &sample_profile(),
+            &resource,
+            ProfileId::from_random([3; 16]),
+            &EncodeOptions::default(),
+        )
+        .unwrap();
+        // Every truncation and every single-byte corruption: errors or a result, never a panic.
+        for n in 0..bytes.len() {
+            let _ = decode(&bytes[..n]);
+            // The check accepts exactly what the decoder accepts.
+            assert_eq!(
+                decode(&bytes[..n]).is_ok(),
+                check_request(&bytes[..n]).is_ok(),
+                "cut at {n}"
+            );
+        }
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x5a;
+            assert_eq!(decode(&b).is_ok(), check_request(&b).is_ok(), "byte {i}");
+        }
+        assert_eq!(
+            check_request(&bytes).unwrap(),
+            Checked {
+                profiles: 1,
+                samples: 5
+            }
+        );
+        assert!(decode(&[0x0a, 0xff]).is_err());
+        assert_eq!(decode(&[]).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn tables_nothing_refers_to_are_not_checked() {
+        // A dictionary with a broken function and no profile: nothing would read the function,
+        // so the decoder returns no profile and the check (the same walk) agrees.
+        use crate::otlp::proto as pb;
+        use prost::Message as _;
+        let request = crate::otlp::ExportProfilesServiceRequest {
+            resource_profiles: Vec::new(),
+            dictionary: Some(pb::ProfilesDictionary {
+                string_table: vec![String::new()],
+                function_table: vec![pb::Function {
+                    name_strindex: 99,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        };
+        let bytes = request.encode_to_vec();
+        assert_eq!(decode(&bytes).unwrap().len(), 0);
+        assert_eq!(check_request(&bytes).unwrap(), Checked::default());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            proptest::prop_assert_eq!(decode(&bytes).is_ok(), check_request(&bytes).is_ok());
+        }
+    }
+}

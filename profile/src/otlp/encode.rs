@@ -499,7 +499,6 @@ fn spread_timestamps(total: i64, timestamps: &[i64]) -> Option<Vec<i64>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -5,12 +5,12 @@
 //! give the server span, which is the `span_name` of the samples.
 
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::path::PathBuf;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
+use otelprof_profile::gzip;
 use prost::Message as _;
 
 use crate::layout::is_metrics_file;
@@ -157,17 +157,10 @@ pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) ->
         let Ok(bytes) = std::fs::read(&f) else {
             continue;
         };
-        let mut raw = Vec::new();
-        if !bytes.starts_with(&[0x1f, 0x8b]) {
-            raw = bytes;
-        } else if flate2::read::MultiGzDecoder::new(bytes.as_slice())
-            .take(64 << 20)
-            .read_to_end(&mut raw)
-            .is_err()
-        {
+        let Ok(raw) = gzip::inflate_bounded(&bytes, 64 << 20) else {
             continue;
-        }
-        if let Ok(r) = ExportMetricsServiceRequest::decode(raw.as_slice()) {
+        };
+        if let Ok(r) = ExportMetricsServiceRequest::decode(raw.as_ref()) {
             requests.push(r);
         }
     }
