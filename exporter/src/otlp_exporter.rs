@@ -164,7 +164,8 @@ impl ExportCounters {
     }
 }
 
-struct Inner {
+/// What the handle and the export thread share.
+struct SharedState {
     counters: Arc<ExportCounters>,
     /// New work queued.
     wake: Notify,
@@ -177,9 +178,6 @@ struct Inner {
     log: Logger,
     endpoint: String,
     queue_full_logged: AtomicBool,
-    resource: opentelemetry_sdk::Resource,
-    encode: EncodeOptions,
-    ids: Mutex<IdSource>,
 }
 
 /// Result of [`OtlpExporter::shutdown`].
@@ -192,8 +190,11 @@ pub struct ShutdownReport {
 }
 
 pub struct OtlpExporter {
-    inner: Arc<Inner>,
+    shared: Arc<SharedState>,
     config: OtlpConfig,
+    resource: opentelemetry_sdk::Resource,
+    encode: EncodeOptions,
+    ids: Mutex<IdSource>,
 }
 
 impl OtlpExporter {
@@ -204,7 +205,7 @@ impl OtlpExporter {
         settings: ExporterSettings,
     ) -> Result<OtlpExporter, StartError> {
         let counters = Arc::new(ExportCounters::new(config.queue_bytes));
-        let inner = Arc::new(Inner {
+        let shared = Arc::new(SharedState {
             counters,
             wake: Notify::new(),
             stop: Notify::new(),
@@ -215,37 +216,21 @@ impl OtlpExporter {
             log: settings.log.clone(),
             endpoint: config.profiles_endpoint.clone(),
             queue_full_logged: AtomicBool::new(false),
-            resource: settings.resource.clone(),
+        });
+        spawn_export_thread(
+            config.clone(),
+            settings.resource.clone(),
+            settings.counters,
+            settings.metrics_interval,
+            shared.clone(),
+        )?;
+        Ok(OtlpExporter {
+            shared,
+            config,
+            resource: settings.resource,
             encode: settings.encode,
             ids: Mutex::new(IdSource::new()),
-        });
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), StartError>>();
-        let theirs = inner.clone();
-        let cfg = config.clone();
-        std::thread::Builder::new()
-            .name("otelprof-export".into())
-            .spawn(move || {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    thread_main(cfg, settings, theirs.clone(), ready_tx)
-                }));
-                if result.is_err() {
-                    (theirs.log)(
-                        LogLevel::Warn,
-                        "internal error in the export thread; OTLP export stopped",
-                    );
-                }
-                let mut done = theirs.done.lock().unwrap_or_else(|p| p.into_inner());
-                *done = true;
-                theirs.done_cv.notify_all();
-            })
-            .map_err(StartError::Thread)?;
-        match ready_rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ok(())) => Ok(OtlpExporter { inner, config }),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(StartError::Runtime(std::io::Error::other(
-                "the export thread did not start",
-            ))),
-        }
+        })
     }
 
     pub fn config(&self) -> &OtlpConfig {
@@ -253,24 +238,19 @@ impl OtlpExporter {
     }
 
     pub fn counters(&self) -> &ExportCounters {
-        &self.inner.counters
+        &self.shared.counters
     }
 
     /// Encodes `profile` and queues it. Never blocks on the network; takes the queue lock
     /// for a few pointer moves.
     pub fn submit(&self, profile: &Profile) -> Result<(), SubmitError> {
-        if self.inner.stopping.load(Relaxed) {
+        if self.shared.stopping.load(Relaxed) {
             return Err(SubmitError::ShutDown);
         }
-        let id = self
-            .inner
-            .ids
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next();
-        let bytes = otlp::encode_to_vec(profile, &self.inner.resource, id, &self.inner.encode)
-            .inspect_err(|_| {
-                self.inner.counters.encode_errors.fetch_add(1, Relaxed);
+        let id = self.ids.lock().unwrap_or_else(|p| p.into_inner()).next();
+        let bytes =
+            otlp::encode_to_vec(profile, &self.resource, id, &self.encode).inspect_err(|_| {
+                self.shared.counters.encode_errors.fetch_add(1, Relaxed);
             })?;
         self.submit_bytes(Bytes::from(bytes));
         Ok(())
@@ -278,47 +258,47 @@ impl OtlpExporter {
 
     /// Queues an already encoded `ExportProfilesServiceRequest`.
     pub fn submit_bytes(&self, bytes: Bytes) {
-        let dropped = self.inner.counters.queue.push(bytes);
-        if dropped > 0 && !self.inner.queue_full_logged.swap(true, Relaxed) {
-            (self.inner.log)(
+        let dropped = self.shared.counters.queue.push(bytes);
+        if dropped > 0 && !self.shared.queue_full_logged.swap(true, Relaxed) {
+            (self.shared.log)(
                 LogLevel::Warn,
                 &format!(
                     "OTLP export queue full ({} MiB): dropping the oldest profiles until {} accepts data again",
-                    self.inner.counters.queue.limit() >> 20,
-                    self.inner.endpoint
+                    self.shared.counters.queue.limit() >> 20,
+                    self.shared.endpoint
                 ),
             );
         }
-        self.inner.wake.notify_one();
+        self.shared.wake.notify_one();
     }
 
     /// Sends what is queued within `timeout`, then stops the export thread. Returns by
     /// `timeout` (plus scheduling slack) in every case.
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let start = Instant::now();
-        self.inner.stopping.store(true, Relaxed);
+        self.shared.stopping.store(true, Relaxed);
         // Leave a quarter of the time for the final metrics export and the thread's exit.
         *self
-            .inner
+            .shared
             .deadline
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(start + timeout.mul_f64(0.75));
-        self.inner.stop.notify_one();
-        self.inner.wake.notify_one();
-        let mut done = self.inner.done.lock().unwrap_or_else(|p| p.into_inner());
+        self.shared.stop.notify_one();
+        self.shared.wake.notify_one();
+        let mut done = self.shared.done.lock().unwrap_or_else(|p| p.into_inner());
         while !*done {
             let left = timeout.saturating_sub(start.elapsed());
             if left.is_zero() {
                 break;
             }
-            done = match self.inner.done_cv.wait_timeout(done, left) {
+            done = match self.shared.done_cv.wait_timeout(done, left) {
                 Ok((g, _)) => g,
                 Err(p) => p.into_inner().0,
             };
         }
         ShutdownReport {
             finished: *done,
-            unsent: self.inner.counters.queue.len() as u64,
+            unsent: self.shared.counters.queue.len() as u64,
         }
     }
 }
@@ -359,10 +339,53 @@ fn seed() -> u64 {
     u64::from_le_bytes(b) ^ std::process::id() as u64
 }
 
+/// Starts the export thread and waits until its runtime and transport are set up.
+fn spawn_export_thread(
+    config: OtlpConfig,
+    resource: opentelemetry_sdk::Resource,
+    counters: Option<CounterSource>,
+    metrics_interval: Duration,
+    shared: Arc<SharedState>,
+) -> Result<(), StartError> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), StartError>>();
+    std::thread::Builder::new()
+        .name("otelprof-export".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                thread_main(
+                    config,
+                    resource,
+                    counters,
+                    metrics_interval,
+                    shared.clone(),
+                    ready_tx,
+                )
+            }));
+            if result.is_err() {
+                (shared.log)(
+                    LogLevel::Warn,
+                    "internal error in the export thread; OTLP export stopped",
+                );
+            }
+            let mut done = shared.done.lock().unwrap_or_else(|p| p.into_inner());
+            *done = true;
+            shared.done_cv.notify_all();
+        })
+        .map_err(StartError::Thread)?;
+    match ready_rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(result) => result,
+        Err(_) => Err(StartError::Runtime(std::io::Error::other(
+            "the export thread did not start",
+        ))),
+    }
+}
+
 fn thread_main(
     config: OtlpConfig,
-    settings: ExporterSettings,
-    inner: Arc<Inner>,
+    resource: opentelemetry_sdk::Resource,
+    counters: Option<CounterSource>,
+    metrics_interval: Duration,
+    shared: Arc<SharedState>,
     ready: std::sync::mpsc::Sender<Result<(), StartError>>,
 ) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -380,13 +403,13 @@ fn thread_main(
         let setup = (|| {
             let http = HttpClient::new(&config)?;
             let transport = Transport::new(&config, &http)?;
-            let metrics = match (&config.metrics_endpoint, &settings.counters) {
+            let metrics = match (&config.metrics_endpoint, &counters) {
                 (Some(endpoint), Some(source)) => Some(SelfMetrics::new(
                     &config,
                     endpoint,
-                    settings.resource.clone(),
+                    resource.clone(),
                     source.clone(),
-                    inner.counters.clone(),
+                    shared.counters.clone(),
                     &http,
                 )?),
                 _ => None,
@@ -396,14 +419,7 @@ fn thread_main(
         match setup {
             Ok((transport, metrics)) => {
                 let _ = ready.send(Ok(()));
-                run(
-                    &config,
-                    &inner,
-                    transport,
-                    metrics,
-                    settings.metrics_interval,
-                )
-                .await;
+                run(&config, &shared, transport, metrics, metrics_interval).await;
             }
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -421,13 +437,13 @@ struct Outage {
 
 async fn run(
     config: &OtlpConfig,
-    inner: &Inner,
+    shared: &SharedState,
     mut transport: Transport,
     metrics: Option<SelfMetrics>,
     metrics_interval: Duration,
 ) {
-    let log = |level: LogLevel, msg: &str| (inner.log)(level, msg);
-    let c = &inner.counters;
+    let log = |level: LogLevel, msg: &str| (shared.log)(level, msg);
+    let c = &shared.counters;
     let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX, seed());
     let mut outage: Option<Outage> = None;
     let mut rejected_kinds: HashSet<String> = HashSet::new();
@@ -435,7 +451,7 @@ async fn run(
     let metrics_interval = metrics_interval.max(Duration::from_millis(100));
     let mut next_metrics = tokio::time::Instant::now() + metrics_interval;
     let mut metrics_failing = false;
-    let deadline = || *inner.deadline.lock().unwrap_or_else(|p| p.into_inner());
+    let deadline = || *shared.deadline.lock().unwrap_or_else(|p| p.into_inner());
 
     loop {
         let d = deadline();
@@ -447,20 +463,20 @@ async fn run(
         if let Some(m) = &metrics {
             if d.is_none() && tokio::time::Instant::now() >= next_metrics {
                 next_metrics += metrics_interval;
-                export_metrics(m, config.timeout, c, &mut metrics_failing, inner).await;
+                export_metrics(m, config.timeout, c, &mut metrics_failing, shared).await;
             }
         }
         let Some(item) = c.queue.peek() else {
             if metrics.is_some() {
                 tokio::select! {
-                    _ = inner.wake.notified() => {}
-                    _ = inner.stop.notified() => {}
+                    _ = shared.wake.notified() => {}
+                    _ = shared.stop.notified() => {}
                     _ = tokio::time::sleep_until(next_metrics) => {}
                 }
             } else {
                 tokio::select! {
-                    _ = inner.wake.notified() => {}
-                    _ = inner.stop.notified() => {}
+                    _ = shared.wake.notified() => {}
+                    _ = shared.stop.notified() => {}
                 }
             }
             continue;
@@ -484,13 +500,13 @@ async fn run(
                 c.bytes_sent.fetch_add(item.bytes.len() as u64, Relaxed);
                 backoff.reset();
                 rejected_kinds.clear();
-                if inner.queue_full_logged.swap(false, Relaxed) || outage.is_some() {
+                if shared.queue_full_logged.swap(false, Relaxed) || outage.is_some() {
                     let o = outage.take();
                     log(
                         LogLevel::Info,
                         &format!(
                             "profiles reach {} again{}; {} profiles dropped so far (queue bound)",
-                            inner.endpoint,
+                            shared.endpoint,
                             o.map(|o| format!(
                                 " after {} failed attempts over {:.0?}",
                                 o.failures,
@@ -510,7 +526,7 @@ async fn run(
                                 LogLevel::Warn,
                                 &format!(
                                     "{} accepted an export partially: {} profiles rejected: {}",
-                                    inner.endpoint, p.rejected_profiles, p.error_message
+                                    shared.endpoint, p.rejected_profiles, p.error_message
                                 ),
                             );
                         }
@@ -530,7 +546,7 @@ async fn run(
                         LogLevel::Warn,
                         &format!(
                             "{} rejected a profile ({error}); it is dropped, not retried",
-                            inner.endpoint
+                            shared.endpoint
                         ),
                     );
                 }
@@ -561,7 +577,7 @@ async fn run(
                 level,
                 &format!(
                     "cannot export profiles to {} ({error}); retrying with backoff, keeping at most {} MiB (oldest dropped)",
-                    inner.endpoint,
+                    shared.endpoint,
                     c.queue.limit() >> 20
                 ),
             );
@@ -570,7 +586,7 @@ async fn run(
                 LogLevel::Debug,
                 &format!(
                     "export to {} failed again ({error}); next try in {wait:.1?}",
-                    inner.endpoint
+                    shared.endpoint
                 ),
             );
         }
@@ -580,14 +596,14 @@ async fn run(
         };
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = inner.stop.notified() => {}
+            _ = shared.stop.notified() => {}
         }
     }
 
     if let Some(m) = &metrics {
         // The final collection: short runs report their counters too.
         let left = Duration::from_secs(1).min(config.timeout);
-        export_metrics(m, left, c, &mut metrics_failing, inner).await;
+        export_metrics(m, left, c, &mut metrics_failing, shared).await;
     }
     c.unsent_at_exit.fetch_add(c.queue.len() as u64, Relaxed);
 }
@@ -597,7 +613,7 @@ async fn export_metrics(
     timeout: Duration,
     c: &ExportCounters,
     failing: &mut bool,
-    inner: &Inner,
+    shared: &SharedState,
 ) {
     let result = match tokio::time::timeout(timeout, m.export()).await {
         Ok(r) => r,
@@ -612,7 +628,7 @@ async fn export_metrics(
             c.metrics_failures.fetch_add(1, Relaxed);
             if !*failing {
                 *failing = true;
-                (inner.log)(
+                (shared.log)(
                     LogLevel::Debug,
                     &format!("cannot export the agent's metrics: {e}"),
                 );
