@@ -215,6 +215,19 @@ impl OtlpConfig {
     }
 }
 
+/// Human summary of a configuration, for the agent's start line.
+pub fn describe(config: &OtlpConfig) -> String {
+    format!(
+        "{} ({}{})",
+        config.profiles_endpoint,
+        config.protocol.name(),
+        match config.compression {
+            Compression::Gzip => ", gzip",
+            Compression::None => "",
+        }
+    )
+}
+
 fn check_url(what: &'static str, url: &str) -> Result<(), ConfigError> {
     let u = url.trim();
     let rest = u

@@ -8,10 +8,14 @@
 
 pub mod config;
 pub mod error;
+pub mod export_counters;
+pub mod export_thread;
 pub mod files;
 pub mod grpc;
 pub mod http;
+pub mod logger;
 pub mod otlp_exporter;
+pub mod profile_ids;
 pub mod queue;
 pub mod retry;
 pub mod self_metrics;
@@ -19,8 +23,8 @@ pub mod transport;
 
 pub use config::{AgentOtlpOptions, Compression, ConfigError, OtlpConfig, Protocol};
 pub use error::{ExportError, StartError, SubmitError};
+pub use export_counters::ExportStats;
 pub use files::{utc_stamp, PprofFileSink};
-pub use otlp_exporter::{
-    ExportStats, ExporterSettings, LogLevel, Logger, OtlpExporter, ShutdownReport,
-};
+pub use logger::{LogLevel, Logger};
+pub use otlp_exporter::{ExporterSettings, OtlpExporter, ShutdownReport};
 pub use self_metrics::{AgentCounters, CounterSource};

@@ -56,6 +56,10 @@ pub mod grpc_code {
 /// exporter for hours (the queue keeps filling and dropping meanwhile).
 pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
+/// First wait after a failure, and the longest one (before the server's own requests).
+pub const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
 pub fn classify(failure: &Failure) -> Disposition {
     use grpc_code::*;
     let throttled = |d: Duration| Disposition::Throttled(d.min(MAX_SERVER_DELAY));

@@ -23,8 +23,8 @@ use opentelemetry_sdk::Resource;
 
 use crate::config::{Compression, OtlpConfig, Protocol};
 use crate::error::StartError;
+use crate::export_counters::ExportCounters;
 use crate::http::HttpClient;
-use crate::otlp_exporter::ExportCounters;
 
 /// The agent's counters at one instant, as the agent reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
