@@ -15,10 +15,10 @@ use tokio::sync::Notify;
 use crate::config::OtlpConfig;
 use crate::error::{ExportError, StartError};
 use crate::export_counters::ExportCounters;
-use crate::http::HttpClient;
 use crate::logger::{LogLevel, Logger};
 use crate::retry::{classify, Backoff, Disposition, BACKOFF_INITIAL, BACKOFF_MAX};
 use crate::self_metrics::{CounterSource, SelfMetrics};
+use crate::transport::http::HttpClient;
 use crate::transport::Transport;
 
 /// What the handle and the export thread share.

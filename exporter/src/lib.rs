@@ -3,7 +3,7 @@
 //!
 //! Module map: [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options),
 //! [`queue`] (the byte-bounded queue), [`retry`] (failure classification and backoff),
-//! [`grpc`] / [`http`] (the two transports), [`otlp_exporter`] (the export thread),
+//! [`transport`] (the two transports), [`otlp_exporter`] (the export thread),
 //! [`self_metrics`] (the agent's own OTLP metrics), [`files`] (pprof files).
 
 pub mod config;
@@ -11,8 +11,6 @@ pub mod error;
 pub mod export_counters;
 pub mod export_thread;
 pub mod files;
-pub mod grpc;
-pub mod http;
 pub mod logger;
 pub mod otlp_exporter;
 pub mod profile_ids;

@@ -24,7 +24,7 @@ use opentelemetry_sdk::Resource;
 use crate::config::{Compression, OtlpConfig, Protocol};
 use crate::error::StartError;
 use crate::export_counters::ExportCounters;
-use crate::http::HttpClient;
+use crate::transport::http::HttpClient;
 
 /// The agent's counters at one instant, as the agent reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -115,7 +115,7 @@ impl SelfMetrics {
                     .timeout(config.timeout);
                 if endpoint.starts_with("https://") {
                     ep = ep
-                        .tls_config(crate::grpc::tls_config(config)?)
+                        .tls_config(crate::transport::grpc::tls_config(config)?)
                         .map_err(|e| bad(&e))?;
                 }
                 let mut metadata = tonic::metadata::MetadataMap::new();

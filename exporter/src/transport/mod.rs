@@ -4,9 +4,13 @@ use bytes::Bytes;
 
 use crate::config::{OtlpConfig, Protocol};
 use crate::error::{ExportError, StartError};
-use crate::grpc::GrpcTransport;
-use crate::http::{HttpClient, HttpTransport};
 use otelprof_profile::otlp::ExportProfilesServiceResponse;
+
+pub mod grpc;
+pub mod http;
+
+use grpc::GrpcTransport;
+use http::{HttpClient, HttpTransport};
 
 /// A request the server accepted, with its answer (which may report a partial success).
 #[derive(Debug)]
