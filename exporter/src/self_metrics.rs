@@ -24,7 +24,7 @@ use opentelemetry_sdk::Resource;
 use crate::config::{Compression, OtlpConfig, Protocol};
 use crate::error::StartError;
 use crate::export_counters::ExportCounters;
-use crate::transport::http::HttpClient;
+use crate::transport::http_client::HttpClient;
 
 /// The agent's counters at one instant, as the agent reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::config::{Compression, OtlpConfig};
 use crate::error::{ExportError, StartError};
-use crate::transport::Sent;
+use crate::transport::sent::Sent;
 use otelprof_profile::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
 
 pub struct GrpcTransport {

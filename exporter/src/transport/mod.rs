@@ -4,19 +4,16 @@ use bytes::Bytes;
 
 use crate::config::{OtlpConfig, Protocol};
 use crate::error::{ExportError, StartError};
-use otelprof_profile::otlp::ExportProfilesServiceResponse;
 
 pub mod grpc;
 pub mod http;
+pub mod http_client;
+pub mod sent;
 
 use grpc::GrpcTransport;
-use http::{HttpClient, HttpTransport};
-
-/// A request the server accepted, with its answer (which may report a partial success).
-#[derive(Debug)]
-pub struct Sent {
-    pub response: ExportProfilesServiceResponse,
-}
+use http::HttpTransport;
+use http_client::HttpClient;
+use sent::Sent;
 
 pub enum Transport {
     Grpc(GrpcTransport),
