@@ -54,7 +54,7 @@ impl ExportError {
             ExportError::Grpc {
                 code, retry_info, ..
             } => Failure::Grpc {
-                code: *code,
+                code: tonic::Code::from_i32(*code),
                 retry_info: *retry_info,
             },
             ExportError::Http {

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use tonic::Code;
+
 /// What a failed attempt means for the data it carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Disposition {
@@ -28,7 +30,7 @@ pub enum Failure {
     Transport,
     /// A gRPC status other than OK, with the RetryInfo delay if the server sent one.
     Grpc {
-        code: i32,
+        code: Code,
         retry_info: Option<Duration>,
     },
     /// An HTTP error status, with the Retry-After delay if the server sent one.
@@ -36,20 +38,6 @@ pub enum Failure {
         status: u16,
         retry_after: Option<Duration>,
     },
-}
-
-/// gRPC status codes (google.rpc.Code).
-pub mod grpc_code {
-    pub const CANCELLED: i32 = 1;
-    pub const INVALID_ARGUMENT: i32 = 3;
-    pub const DEADLINE_EXCEEDED: i32 = 4;
-    pub const RESOURCE_EXHAUSTED: i32 = 8;
-    pub const ABORTED: i32 = 10;
-    pub const OUT_OF_RANGE: i32 = 11;
-    pub const UNIMPLEMENTED: i32 = 12;
-    pub const UNAVAILABLE: i32 = 14;
-    pub const DATA_LOSS: i32 = 15;
-    pub const UNAUTHENTICATED: i32 = 16;
 }
 
 /// Longest server-requested delay we honour: a misbehaving server must not park the
@@ -61,19 +49,21 @@ pub const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 pub fn classify(failure: &Failure) -> Disposition {
-    use grpc_code::*;
+    use Code::{
+        Aborted, Cancelled, DataLoss, DeadlineExceeded, OutOfRange, ResourceExhausted, Unavailable,
+    };
     let throttled = |d: Duration| Disposition::Throttled(d.min(MAX_SERVER_DELAY));
     match *failure {
         Failure::Transport => Disposition::Retry,
         Failure::Grpc { code, retry_info } => match (code, retry_info) {
-            (RESOURCE_EXHAUSTED, Some(d)) => throttled(d),
-            (RESOURCE_EXHAUSTED, None) => Disposition::Permanent,
+            (ResourceExhausted, Some(d)) => throttled(d),
+            (ResourceExhausted, None) => Disposition::Permanent,
             (
-                CANCELLED | DEADLINE_EXCEEDED | ABORTED | OUT_OF_RANGE | UNAVAILABLE | DATA_LOSS,
+                Cancelled | DeadlineExceeded | Aborted | OutOfRange | Unavailable | DataLoss,
                 Some(d),
             ) => throttled(d),
             (
-                CANCELLED | DEADLINE_EXCEEDED | ABORTED | OUT_OF_RANGE | UNAVAILABLE | DATA_LOSS,
+                Cancelled | DeadlineExceeded | Aborted | OutOfRange | Unavailable | DataLoss,
                 None,
             ) => Disposition::Retry,
             _ => Disposition::Permanent,
@@ -157,24 +147,27 @@ mod tests {
 
     #[test]
     fn grpc_codes_follow_the_otlp_spec() {
-        use grpc_code::*;
+        use Code::{
+            DeadlineExceeded, InvalidArgument, ResourceExhausted, Unauthenticated, Unavailable,
+            Unimplemented,
+        };
         let g = |code, retry_info| classify(&Failure::Grpc { code, retry_info });
-        assert_eq!(g(UNAVAILABLE, None), Disposition::Retry);
-        assert_eq!(g(DEADLINE_EXCEEDED, None), Disposition::Retry);
-        assert_eq!(g(RESOURCE_EXHAUSTED, None), Disposition::Permanent);
+        assert_eq!(g(Unavailable, None), Disposition::Retry);
+        assert_eq!(g(DeadlineExceeded, None), Disposition::Retry);
+        assert_eq!(g(ResourceExhausted, None), Disposition::Permanent);
         assert_eq!(
-            g(RESOURCE_EXHAUSTED, Some(Duration::from_secs(3))),
+            g(ResourceExhausted, Some(Duration::from_secs(3))),
             Disposition::Throttled(Duration::from_secs(3))
         );
         assert_eq!(
-            g(UNAVAILABLE, Some(Duration::from_secs(2))),
+            g(Unavailable, Some(Duration::from_secs(2))),
             Disposition::Throttled(Duration::from_secs(2))
         );
-        assert_eq!(g(INVALID_ARGUMENT, None), Disposition::Permanent);
-        assert_eq!(g(UNAUTHENTICATED, None), Disposition::Permanent);
-        assert_eq!(g(UNIMPLEMENTED, None), Disposition::Permanent);
+        assert_eq!(g(InvalidArgument, None), Disposition::Permanent);
+        assert_eq!(g(Unauthenticated, None), Disposition::Permanent);
+        assert_eq!(g(Unimplemented, None), Disposition::Permanent);
         assert_eq!(
-            g(UNAVAILABLE, Some(Duration::from_secs(100_000))),
+            g(Unavailable, Some(Duration::from_secs(100_000))),
             Disposition::Throttled(MAX_SERVER_DELAY)
         );
     }
