@@ -263,7 +263,7 @@ fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
 
 /// `k1=v1,k2=v2` with percent-decoded keys and values (the format of
 /// `OTEL_EXPORTER_OTLP_HEADERS`). `None` when an entry is malformed.
-pub fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
+fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
     let mut out = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (k, v) = entry.split_once('=')?;

@@ -59,20 +59,20 @@ impl ExportCounters {
         }
     }
 
-    pub fn attempts(&self) -> u64 {
+    pub(crate) fn attempts(&self) -> u64 {
         self.attempts.load(Relaxed)
     }
 
-    pub fn bytes_sent(&self) -> u64 {
+    pub(crate) fn bytes_sent(&self) -> u64 {
         self.bytes_sent.load(Relaxed)
     }
 
-    pub fn queued_bytes(&self) -> u64 {
+    pub(crate) fn queued_bytes(&self) -> u64 {
         self.queue.bytes() as u64
     }
 
     /// Failed attempts by what happened next.
-    pub fn failures(&self) -> [(&'static str, u64); 3] {
+    pub(crate) fn failures(&self) -> [(&'static str, u64); 3] {
         [
             ("retried", self.retryable.load(Relaxed)),
             ("throttled", self.throttled.load(Relaxed)),
@@ -81,7 +81,7 @@ impl ExportCounters {
     }
 
     /// Profiles that never reached a receiver, by reason.
-    pub fn dropped(&self) -> [(&'static str, u64); 4] {
+    pub(crate) fn dropped(&self) -> [(&'static str, u64); 4] {
         [
             (
                 "queue_full",

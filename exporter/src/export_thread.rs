@@ -18,8 +18,7 @@ use crate::export_counters::ExportCounters;
 use crate::logger::{LogLevel, Logger};
 use crate::retry::{classify, Backoff, Disposition, BACKOFF_INITIAL, BACKOFF_MAX};
 use crate::self_metrics::{CounterSource, SelfMetrics};
-use crate::transport::http_client::HttpClient;
-use crate::transport::Transport;
+use crate::transport::{HttpClient, Transport};
 
 /// What the handle and the export thread share.
 pub(crate) struct SharedState {

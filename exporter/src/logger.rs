@@ -1,4 +1,4 @@
-//! Where the exporter's few log lines go.
+//! The exporter's log sink: it speaks rarely, and the agent decides where the lines go.
 
 use std::sync::Arc;
 

@@ -24,7 +24,7 @@ use crate::error::{StartError, SubmitError};
 use crate::export_counters::ExportCounters;
 use crate::export_thread::{spawn_export_thread, SharedState};
 use crate::logger::{LogLevel, Logger};
-use crate::profile_ids::IdSource;
+use crate::profile_ids::ProfileIdSource;
 use crate::self_metrics::CounterSource;
 
 /// The path the agent uses (`otlp_exporter::describe`); the function lives with the config.
@@ -55,7 +55,7 @@ pub struct OtlpExporter {
     config: OtlpConfig,
     resource: opentelemetry_sdk::Resource,
     encode: EncodeOptions,
-    ids: Mutex<IdSource>,
+    ids: Mutex<ProfileIdSource>,
 }
 
 impl OtlpExporter {
@@ -90,7 +90,7 @@ impl OtlpExporter {
             config,
             resource: settings.resource,
             encode: settings.encode,
-            ids: Mutex::new(IdSource::new()),
+            ids: Mutex::new(ProfileIdSource::new()),
         })
     }
 

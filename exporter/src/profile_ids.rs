@@ -4,16 +4,16 @@ use otelprof_profile::otlp::ProfileId;
 
 /// Profile ids: random (getrandom) when the OS provides randomness, else a counter mixed
 /// with the process's hash seed; never all zero.
-pub(crate) struct IdSource {
+pub(crate) struct ProfileIdSource {
     fallback: u64,
 }
 
-impl IdSource {
-    pub(crate) fn new() -> IdSource {
+impl ProfileIdSource {
+    pub(crate) fn new() -> ProfileIdSource {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u64(std::process::id() as u64);
-        IdSource {
+        ProfileIdSource {
             fallback: h.finish(),
         }
     }

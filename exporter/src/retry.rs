@@ -14,7 +14,7 @@ use tonic::Code;
 
 /// What a failed attempt means for the data it carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Disposition {
+pub(crate) enum Disposition {
     /// Try again after the backoff delay.
     Retry,
     /// The server asked to wait this long before trying again.
@@ -25,7 +25,7 @@ pub enum Disposition {
 
 /// What happened to one attempt, as seen by the transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The request never got an answer: connection refused or reset, DNS, TLS, timeout.
     Transport,
     /// A gRPC status other than OK, with the RetryInfo delay if the server sent one.
@@ -42,13 +42,13 @@ pub enum Failure {
 
 /// Longest server-requested delay we honour: a misbehaving server must not park the
 /// exporter for hours (the queue keeps filling and dropping meanwhile).
-pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
+pub(crate) const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
 /// First wait after a failure, and the longest one (before the server's own requests).
-pub const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
-pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+pub(crate) const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-pub fn classify(failure: &Failure) -> Disposition {
+pub(crate) fn classify(failure: &Failure) -> Disposition {
     use Code::{
         Aborted, Cancelled, DataLoss, DeadlineExceeded, OutOfRange, ResourceExhausted, Unavailable,
     };
@@ -83,7 +83,7 @@ pub fn classify(failure: &Failure) -> Disposition {
 /// `[d/2, d)` where `d = min(initial × 2ⁿ, max)`, so that many agents restarted together do
 /// not retry in lockstep, and no wait is shorter than half the nominal one.
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
     attempt: u32,
@@ -92,7 +92,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// `seed` seeds the jitter (any value).
-    pub fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
+    pub(crate) fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
         Backoff {
             initial,
             max,
@@ -103,7 +103,7 @@ impl Backoff {
     }
 
     /// The wait before the next attempt.
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let factor = 1u32.checked_shl(self.attempt.min(30)).unwrap_or(u32::MAX);
         let nominal = self.initial.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
@@ -118,7 +118,7 @@ impl Backoff {
     }
 
     /// After a success: start from `initial` again.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }
@@ -131,7 +131,7 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 /// Parses an HTTP `Retry-After` value: delay-seconds or an HTTP-date (relative to `now`).
-pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     let v = value.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs));

@@ -24,7 +24,7 @@ use opentelemetry_sdk::Resource;
 use crate::config::{Compression, OtlpConfig, Protocol};
 use crate::error::StartError;
 use crate::export_counters::ExportCounters;
-use crate::transport::http_client::HttpClient;
+use crate::transport::{tls_config, HttpClient};
 
 /// The agent's counters at one instant, as the agent reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl MetricReader for SharedReader {
     }
 }
 
-pub struct SelfMetrics {
+pub(crate) struct SelfMetrics {
     // Kept alive: dropping the provider unregisters the instruments.
     _provider: SdkMeterProvider,
     reader: Arc<ManualReader>,
@@ -95,7 +95,7 @@ pub struct SelfMetrics {
 
 impl SelfMetrics {
     /// Must run inside the exporter's tokio runtime (the gRPC channel's task lives there).
-    pub fn new(
+    pub(crate) fn new(
         config: &OtlpConfig,
         endpoint: &str,
         resource: Resource,
@@ -114,9 +114,7 @@ impl SelfMetrics {
                     .connect_timeout(config.timeout.min(Duration::from_secs(5)))
                     .timeout(config.timeout);
                 if endpoint.starts_with("https://") {
-                    ep = ep
-                        .tls_config(crate::transport::grpc::tls_config(config)?)
-                        .map_err(|e| bad(&e))?;
+                    ep = ep.tls_config(tls_config(config)?).map_err(|e| bad(&e))?;
                 }
                 let mut metadata = tonic::metadata::MetadataMap::new();
                 for (k, v) in &config.headers {
@@ -160,7 +158,7 @@ impl SelfMetrics {
     }
 
     /// Collects every instrument and sends one export request.
-    pub async fn export(&self) -> Result<(), String> {
+    pub(crate) async fn export(&self) -> Result<(), String> {
         let mut rm = ResourceMetrics::default();
         self.reader.collect(&mut rm).map_err(|e| e.to_string())?;
         self.exporter.export(&rm).await.map_err(|e| e.to_string())

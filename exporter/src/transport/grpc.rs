@@ -16,13 +16,13 @@ use crate::error::{ExportError, StartError};
 use crate::transport::sent::Sent;
 use otelprof_profile::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
 
-pub struct GrpcTransport {
+pub(crate) struct GrpcTransport {
     client: tonic::client::Grpc<Channel>,
     headers: tonic::metadata::MetadataMap,
 }
 
 /// TLS settings shared by the profile and metric channels.
-pub fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
+pub(crate) fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
     let mut tls = ClientTlsConfig::new()
         .with_webpki_roots()
         .with_native_roots();
@@ -39,7 +39,7 @@ pub fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
 impl GrpcTransport {
     /// Must run inside the exporter's tokio runtime (the channel's worker task is spawned
     /// on it). Connects lazily: an absent collector is an export failure, not a start one.
-    pub fn new(config: &OtlpConfig) -> Result<GrpcTransport, StartError> {
+    pub(crate) fn new(config: &OtlpConfig) -> Result<GrpcTransport, StartError> {
         let url = config.profiles_endpoint.clone();
         let mut endpoint = Endpoint::from_shared(url.clone())
             .map_err(|e| StartError::Endpoint {
@@ -73,7 +73,7 @@ impl GrpcTransport {
         Ok(GrpcTransport { client, headers })
     }
 
-    pub async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
+    pub(crate) async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
         self.client
             .ready()
             .await
@@ -81,7 +81,7 @@ impl GrpcTransport {
         let mut request = tonic::Request::new(body);
         *request.metadata_mut() = self.headers.clone();
         let path = http::uri::PathAndQuery::from_static(GRPC_EXPORT_PATH);
-        match self.client.unary(request, path, PassThrough).await {
+        match self.client.unary(request, path, PassThroughCodec).await {
             Ok(response) => Ok(Sent {
                 response: response.into_inner(),
             }),
@@ -160,16 +160,16 @@ pub(crate) fn retry_delay(details: &[u8]) -> Option<Duration> {
 
 /// Sends already-encoded request bytes; decodes the response with prost.
 #[derive(Clone, Copy, Debug, Default)]
-struct PassThrough;
+struct PassThroughCodec;
 
-impl Codec for PassThrough {
+impl Codec for PassThroughCodec {
     type Encode = Bytes;
     type Decode = ExportProfilesServiceResponse;
-    type Encoder = PassThrough;
+    type Encoder = PassThroughCodec;
     type Decoder = ResponseDecoder;
 
     fn encoder(&mut self) -> Self::Encoder {
-        PassThrough
+        PassThroughCodec
     }
 
     fn decoder(&mut self) -> Self::Decoder {
@@ -177,7 +177,7 @@ impl Codec for PassThrough {
     }
 }
 
-impl Encoder for PassThrough {
+impl Encoder for PassThroughCodec {
     type Item = Bytes;
     type Error = tonic::Status;
 

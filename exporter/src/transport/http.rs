@@ -15,7 +15,7 @@ use crate::transport::http_client::HttpClient;
 use crate::transport::sent::Sent;
 use otelprof_profile::otlp::ExportProfilesServiceResponse;
 
-pub struct HttpTransport {
+pub(crate) struct HttpTransport {
     client: HttpClient,
     uri: http::Uri,
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -23,7 +23,10 @@ pub struct HttpTransport {
 }
 
 impl HttpTransport {
-    pub fn new(config: &OtlpConfig, client: HttpClient) -> Result<HttpTransport, StartError> {
+    pub(crate) fn new(
+        config: &OtlpConfig,
+        client: HttpClient,
+    ) -> Result<HttpTransport, StartError> {
         let uri: http::Uri =
             config
                 .profiles_endpoint
@@ -41,7 +44,7 @@ impl HttpTransport {
         })
     }
 
-    pub async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
+    pub(crate) async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
         let body = if self.gzip { gzip(&body) } else { body };
         let mut builder =
             http::Request::post(self.uri.clone()).header(CONTENT_TYPE, "application/x-protobuf");
@@ -76,9 +79,7 @@ impl HttpTransport {
 }
 
 /// Header list from configured key/value pairs.
-pub fn header_list(
-    pairs: &[(String, String)],
-) -> Result<Vec<(HeaderName, HeaderValue)>, StartError> {
+fn header_list(pairs: &[(String, String)]) -> Result<Vec<(HeaderName, HeaderValue)>, StartError> {
     pairs
         .iter()
         .map(|(k, v)| {

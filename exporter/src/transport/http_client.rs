@@ -19,13 +19,13 @@ type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// A small HTTP(S) client shared by the profile transport and the metrics exporter.
 #[derive(Clone, Debug)]
-pub struct HttpClient {
+pub(crate) struct HttpClient {
     client: Client<Connector, Full<Bytes>>,
 }
 
 impl HttpClient {
     /// Must run inside the exporter's tokio runtime.
-    pub fn new(config: &OtlpConfig) -> Result<HttpClient, StartError> {
+    pub(crate) fn new(config: &OtlpConfig) -> Result<HttpClient, StartError> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         // The system's store adds corporate CAs; a machine without one still has Mozilla's.
@@ -68,7 +68,7 @@ impl HttpClient {
     }
 
     /// Sends `request`, reading at most [`MAX_RESPONSE_BYTES`] of the answer.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         request: http::Request<Bytes>,
     ) -> Result<http::Response<Bytes>, ExportError> {
@@ -78,7 +78,7 @@ impl HttpClient {
             .client
             .request(request)
             .await
-            .map_err(|e| ExportError::Transport(describe(&e)))?;
+            .map_err(|e| ExportError::Transport(error_chain(&e)))?;
         let (parts, body) = response.into_parts();
         let body = Limited::new(body, MAX_RESPONSE_BYTES)
             .collect()
@@ -90,7 +90,7 @@ impl HttpClient {
 }
 
 /// The error and its causes on one line (hyper's top-level message alone says little).
-fn describe(e: &dyn std::error::Error) -> String {
+fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -4,6 +4,6 @@ use otelprof_profile::otlp::ExportProfilesServiceResponse;
 
 /// A request the server accepted, with its answer (which may report a partial success).
 #[derive(Debug)]
-pub struct Sent {
-    pub response: ExportProfilesServiceResponse,
+pub(crate) struct Sent {
+    pub(crate) response: ExportProfilesServiceResponse,
 }
