@@ -109,53 +109,21 @@ fn status_to_error(status: &tonic::Status) -> ExportError {
     }
 }
 
-/// `google.rpc.Status` and the one detail we read (`google.rpc.RetryInfo`), declared with
-/// their field numbers from googleapis' `status.proto` and `error_details.proto`.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<ProtoAny>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct ProtoAny {
-    #[prost(string, tag = "1")]
-    type_url: String,
-    #[prost(bytes = "vec", tag = "2")]
-    value: Vec<u8>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct RetryInfo {
-    #[prost(message, optional, tag = "1")]
-    retry_delay: Option<ProtoDuration>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct ProtoDuration {
-    #[prost(int64, tag = "1")]
-    seconds: i64,
-    #[prost(int32, tag = "2")]
-    nanos: i32,
-}
-
-const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
-
 /// The RetryInfo delay in a status's `grpc-status-details-bin`, if any.
+///
+/// Not `tonic_types::StatusExt::get_details_retry_info`: it turns a negative delay into
+/// zero, so a server that sends one would be retried at once, again and again. Here an
+/// invalid (negative) delay counts as none, and the backoff applies.
 pub(crate) fn retry_delay(details: &[u8]) -> Option<Duration> {
-    let status = RpcStatus::decode(details).ok()?;
+    let status = tonic_types::Status::decode(details).ok()?;
     let info = status
         .details
         .iter()
-        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
-    let d = RetryInfo::decode(info.value.as_slice()).ok()?.retry_delay?;
-    let secs = u64::try_from(d.seconds).ok()?;
-    let nanos = u32::try_from(d.nanos).ok()?.min(999_999_999);
-    Some(Duration::new(secs, nanos))
+        .find(|d| d.type_url == tonic_types::RetryInfo::TYPE_URL)?;
+    let delay = tonic_types::pb::RetryInfo::decode(info.value.as_slice())
+        .ok()?
+        .retry_delay?;
+    Duration::try_from(delay).ok()
 }
 
 /// Sends already-encoded request bytes; decodes the response with prost.
@@ -209,24 +177,24 @@ mod tests {
 
     #[test]
     fn reads_retry_info_from_status_details() {
-        let info = RetryInfo {
-            retry_delay: Some(ProtoDuration {
-                seconds: 3,
-                nanos: 500_000_000,
-            }),
+        use prost_types::{Any, Duration as ProtoDuration};
+        use tonic_types::pb::{RetryInfo, Status};
+        let retry_info = |seconds, nanos| Any {
+            type_url: tonic_types::RetryInfo::TYPE_URL.into(),
+            value: RetryInfo {
+                retry_delay: Some(ProtoDuration { seconds, nanos }),
+            }
+            .encode_to_vec(),
         };
-        let status = RpcStatus {
+        let status = Status {
             code: 8,
             message: "slow down".into(),
             details: vec![
-                ProtoAny {
+                Any {
                     type_url: "type.googleapis.com/google.rpc.DebugInfo".into(),
                     value: vec![1, 2, 3],
                 },
-                ProtoAny {
-                    type_url: RETRY_INFO_TYPE.into(),
-                    value: info.encode_to_vec(),
-                },
+                retry_info(3, 500_000_000),
             ],
         };
         assert_eq!(
@@ -235,5 +203,11 @@ mod tests {
         );
         assert_eq!(retry_delay(&[]), None);
         assert_eq!(retry_delay(&[0xff, 0xff]), None);
+        let negative = Status {
+            code: 8,
+            message: String::new(),
+            details: vec![retry_info(-1, 0)],
+        };
+        assert_eq!(retry_delay(&negative.encode_to_vec()), None);
     }
 }

@@ -94,14 +94,7 @@ fn header_list(pairs: &[(String, String)]) -> Result<Vec<(HeaderName, HeaderValu
 /// The gist of an error body: a `google.rpc.Status` message (what OTLP/HTTP servers send),
 /// else the start of the text.
 fn error_text(body: &[u8]) -> String {
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Status {
-        #[prost(int32, tag = "1")]
-        code: i32,
-        #[prost(string, tag = "2")]
-        message: String,
-    }
-    if let Ok(s) = Status::decode(body) {
+    if let Ok(s) = tonic_types::Status::decode(body) {
         if !s.message.is_empty() {
             return s.message;
         }
@@ -130,16 +123,10 @@ mod tests {
 
     #[test]
     fn error_text_prefers_rpc_status() {
-        #[derive(Clone, PartialEq, prost::Message)]
-        struct Status {
-            #[prost(int32, tag = "1")]
-            code: i32,
-            #[prost(string, tag = "2")]
-            message: String,
-        }
-        let body = Status {
+        let body = tonic_types::Status {
             code: 3,
             message: "bad profile".into(),
+            details: Vec::new(),
         }
         .encode_to_vec();
         assert_eq!(error_text(&body), "bad profile");
