@@ -276,21 +276,23 @@ fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
     Some(out)
 }
 
+/// Percent-decodes one key or value, more strictly than `percent_decode_str`, which passes a
+/// `%` not followed by two hex digits through as it is: here that makes the setting
+/// malformed, and the error names the variable.
 fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if c == b'%' {
-            let hex = |j: usize| b.get(j).and_then(|d| (*d as char).to_digit(16));
-            out.push((hex(i + 1)? * 16 + hex(i + 2)?) as u8);
-            i += 3;
-        } else {
-            out.push(c);
-            i += 1;
-        }
+    let escapes_complete = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_complete {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|decoded| decoded.into_owned())
 }
 
 #[cfg(test)]
@@ -422,6 +424,20 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(c.metrics_endpoint, None);
+    }
+
+    #[test]
+    fn header_escapes_must_be_complete() {
+        assert_eq!(
+            parse_key_values("k=%E2%82%AC, x%2Dy = a%2Cb").unwrap(),
+            vec![
+                ("k".into(), "\u{20ac}".into()),
+                ("x-y".into(), "a,b".into())
+            ]
+        );
+        assert_eq!(parse_key_values("k=100%"), None);
+        assert_eq!(parse_key_values("k=%zz"), None);
+        assert_eq!(parse_key_values("k=%ff"), None, "not UTF-8");
     }
 
     #[test]
