@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes};
 use prost::Message;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::{MetadataKey, MetadataMap};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::config::{Compression, OtlpConfig};
@@ -18,11 +19,45 @@ use otelprof_profile::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
 
 pub(crate) struct GrpcTransport {
     client: tonic::client::Grpc<Channel>,
-    headers: tonic::metadata::MetadataMap,
+    headers: MetadataMap,
 }
 
-/// TLS settings shared by the profile and metric channels.
-pub(crate) fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
+/// A channel to `url` with the configured timeouts and TLS, for the profile transport and
+/// the metrics exporter alike. Must run inside the exporter's tokio runtime (the channel's
+/// worker task is spawned on it). Connects lazily: an absent collector is an export
+/// failure, not a start one.
+pub(crate) fn lazy_channel(config: &OtlpConfig, url: &str) -> Result<Channel, StartError> {
+    let bad = |e: &dyn std::fmt::Display| StartError::Endpoint {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut endpoint = Endpoint::from_shared(url.to_owned())
+        .map_err(|e| bad(&e))?
+        .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+        .timeout(config.timeout)
+        .tcp_nodelay(true);
+    if url.starts_with("https://") {
+        endpoint = endpoint
+            .tls_config(tls_config(config)?)
+            .map_err(|e| bad(&e))?;
+    }
+    Ok(endpoint.connect_lazy())
+}
+
+/// The configured headers as gRPC metadata (gRPC wants lowercase keys).
+pub(crate) fn metadata(headers: &[(String, String)]) -> Result<MetadataMap, StartError> {
+    let mut metadata = MetadataMap::new();
+    for (k, v) in headers {
+        let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+            .map_err(|_| StartError::Header(k.clone()))?;
+        let value = v.parse().map_err(|_| StartError::Header(k.clone()))?;
+        metadata.insert(key, value);
+    }
+    Ok(metadata)
+}
+
+/// TLS settings: the Mozilla and system roots, plus the configured CA certificate.
+fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
     let mut tls = ClientTlsConfig::new()
         .with_webpki_roots()
         .with_native_roots();
@@ -37,39 +72,15 @@ pub(crate) fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartEr
 }
 
 impl GrpcTransport {
-    /// Must run inside the exporter's tokio runtime (the channel's worker task is spawned
-    /// on it). Connects lazily: an absent collector is an export failure, not a start one.
+    /// Must run inside the exporter's tokio runtime; see [`lazy_channel`].
     pub(crate) fn new(config: &OtlpConfig) -> Result<GrpcTransport, StartError> {
-        let url = config.profiles_endpoint.clone();
-        let mut endpoint = Endpoint::from_shared(url.clone())
-            .map_err(|e| StartError::Endpoint {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?
-            .connect_timeout(config.timeout.min(Duration::from_secs(5)))
-            .timeout(config.timeout)
-            .tcp_nodelay(true);
-        if url.starts_with("https://") {
-            endpoint =
-                endpoint
-                    .tls_config(tls_config(config)?)
-                    .map_err(|e| StartError::Endpoint {
-                        url: url.clone(),
-                        reason: e.to_string(),
-                    })?;
-        }
-        let mut client = tonic::client::Grpc::new(endpoint.connect_lazy());
+        let channel = lazy_channel(config, &config.profiles_endpoint)?;
+        let mut client = tonic::client::Grpc::new(channel);
         if config.compression == Compression::Gzip {
             client = client.send_compressed(CompressionEncoding::Gzip);
         }
         client = client.accept_compressed(CompressionEncoding::Gzip);
-        let mut headers = tonic::metadata::MetadataMap::new();
-        for (k, v) in &config.headers {
-            let key = tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
-                .map_err(|_| StartError::Header(k.clone()))?;
-            let value = v.parse().map_err(|_| StartError::Header(k.clone()))?;
-            headers.insert(key, value);
-        }
+        let headers = metadata(&config.headers)?;
         Ok(GrpcTransport { client, headers })
     }
 

@@ -10,7 +10,7 @@ mod http;
 mod http_client;
 mod sent;
 
-pub(crate) use grpc::tls_config;
+pub(crate) use grpc::{lazy_channel, metadata};
 pub(crate) use http_client::HttpClient;
 pub(crate) use sent::Sent;
 
