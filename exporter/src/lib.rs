@@ -14,6 +14,8 @@
 //!
 //! The modules are private; what the agent uses is re-exported here.
 
+#![forbid(unsafe_code)]
+
 /// Public: the variable names ([`config::env`]) and defaults are part of the interface.
 pub mod config;
 mod error;

@@ -65,7 +65,6 @@ pub fn utc_stamp(unix_nanos: i64) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -141,7 +141,6 @@ pub(crate) fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Opti
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

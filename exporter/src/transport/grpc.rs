@@ -182,7 +182,6 @@ impl Decoder for ResponseDecoder {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -117,7 +117,6 @@ fn gzip(raw: &[u8]) -> Bytes {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
