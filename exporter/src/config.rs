@@ -4,12 +4,15 @@
 //! The environment is read in one place, [`OtlpConfig::resolve`], through a lookup closure,
 //! so tests pass a map and the agent passes `std::env::var`. Signal-specific variables
 //! (`…_PROFILES_…`) win over the generic ones; agent options win over both (they are the
-//! most specific setting a user can give one JVM).
+//! most specific setting a user can give one JVM). The variables, their defaults and
+//! formats: <https://opentelemetry.io/docs/specs/otel/protocol/exporter/>; what users set is
+//! in README.md ("OTLP export").
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Variable names (OTel specification, "OpenTelemetry Protocol Exporter").
+/// Variable names, as the OTLP exporter specification spells them
+/// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#configuration-options>).
 pub mod env {
     pub const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
     pub const SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
@@ -27,7 +30,8 @@ pub mod env {
     pub const PROFILES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION";
     pub const CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
     pub const PROFILES_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE";
-    /// `none` turns the agent's own metrics off.
+    /// `none` turns the agent's own metrics off
+    /// (<https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/#exporter-selection>).
     pub const METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
 }
 
@@ -251,8 +255,10 @@ fn origin(url: &str) -> String {
     }
 }
 
-/// A base endpoint for one signal: HTTP appends the signal's path (OTel spec: "the signal
-/// path is appended to the base URL"); gRPC uses scheme and authority only.
+/// A base endpoint for one signal: HTTP appends the signal's path ("the signal path is
+/// appended to the base URL",
+/// <https://opentelemetry.io/docs/specs/otel/protocol/exporter/#endpoint-urls-for-otlphttp>);
+/// gRPC uses scheme and authority only.
 fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
     let base = base.trim();
     match protocol {
@@ -261,8 +267,10 @@ fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
     }
 }
 
-/// `k1=v1,k2=v2` with percent-decoded keys and values (the format of
-/// `OTEL_EXPORTER_OTLP_HEADERS`). `None` when an entry is malformed.
+/// `k1=v1,k2=v2` with percent-decoded keys and values, the format of
+/// `OTEL_EXPORTER_OTLP_HEADERS`
+/// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#specifying-headers-via-environment-variables>).
+/// `None` when an entry is malformed.
 fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
     let mut out = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {

@@ -1,7 +1,9 @@
 //! What to do after a failed export, and how long to wait before the next try.
 //!
 //! [`classify`] is a pure function of what the server (or the network) said, following the
-//! OTLP specification's "Failures" sections: for gRPC, UNAVAILABLE, CANCELLED,
+//! OTLP specification's "Failures" sections
+//! (<https://opentelemetry.io/docs/specs/otlp/#failures> for gRPC,
+//! <https://opentelemetry.io/docs/specs/otlp/#failures-1> for HTTP): for gRPC, UNAVAILABLE, CANCELLED,
 //! DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE and DATA_LOSS are retryable, RESOURCE_EXHAUSTED
 //! only when the server sends RetryInfo (it says recovery is possible), everything else is
 //! permanent; for HTTP, 429, 502, 503 and 504 are retryable and every other error status is

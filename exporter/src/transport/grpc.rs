@@ -120,7 +120,8 @@ fn status_to_error(status: &tonic::Status) -> ExportError {
     }
 }
 
-/// The RetryInfo delay in a status's `grpc-status-details-bin`, if any.
+/// The RetryInfo delay in a status's `grpc-status-details-bin`, if any (OTLP/gRPC
+/// throttling: <https://opentelemetry.io/docs/specs/otlp/#otlpgrpc-throttling>).
 ///
 /// Not `tonic_types::StatusExt::get_details_retry_info`: it turns a negative delay into
 /// zero, so a server that sends one would be retried at once, again and again. Here an
