@@ -36,7 +36,9 @@ pub(crate) struct SharedState {
     pub(crate) queue_full_logged: AtomicBool,
 }
 
-fn seed() -> u64 {
+/// Seeds the backoff's jitter differently in each process, so that agents restarted
+/// together do not retry in lockstep.
+fn jitter_seed() -> u64 {
     let mut b = [0u8; 8];
     let _ = getrandom::fill(&mut b);
     u64::from_le_bytes(b) ^ std::process::id() as u64
@@ -147,7 +149,7 @@ async fn run(
 ) {
     let log = |level: LogLevel, msg: &str| (shared.log)(level, msg);
     let c = &shared.counters;
-    let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX, seed());
+    let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX, jitter_seed());
     let mut outage: Option<Outage> = None;
     let mut rejected_kinds: HashSet<String> = HashSet::new();
     let mut partial_logged: HashSet<String> = HashSet::new();

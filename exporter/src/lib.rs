@@ -1,16 +1,19 @@
 //! Where finished profiles go: OTLP over gRPC or HTTP ([`OtlpExporter`]), and pprof files
 //! ([`PprofFileSink`]).
 //!
-//! Module map, leaves first (no module imports one that imports it back):
-//! - `queue` (the byte-bounded queue of encoded requests), `retry` (the pure failure
-//!   classification and the backoff), `logger` (where the few log lines go), `profile_ids`;
-//! - [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options), `error` (one enum
-//!   per operation), `export_counters` (what the exporter did, around the queue);
-//! - `transport/` (OTLP/gRPC and OTLP/HTTP behind one `Transport`, the HTTP client they
-//!   share with the metrics exporter, and `Sent`, the answer both return);
-//! - `self_metrics` (the agent's own OTLP metrics), `export_thread` (the thread that drains
-//!   the queue), `otlp_exporter` (the handle the agent holds);
-//! - `pprof_file_sink` (pprof files, no network).
+//! Module map, from the leaves (modules that import none of their siblings) up; no module
+//! imports one that imports it back:
+//! - leaves: [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options), `queue`
+//!   (the byte-bounded queue of encoded requests), `retry` (the pure failure classification
+//!   and the backoff), `logger` (where the few log lines go), `profile_ids`, and
+//!   `pprof_file_sink` (pprof files, no network);
+//! - `error` (one enum per operation; reads `retry`), `export_counters` (what the exporter
+//!   did, with the queue it counts around);
+//! - `transport/`: OTLP/gRPC and OTLP/HTTP behind one `Transport`, the HTTP client and gRPC
+//!   channel they share with the metrics exporter, and `Sent`, the (leaf) answer both return;
+//! - `self_metrics` (the agent's own OTLP metrics);
+//! - `export_thread` (the thread that drains the queue), then `otlp_exporter` (the handle
+//!   the agent holds).
 //!
 //! The modules are private; what the agent uses is re-exported here.
 
