@@ -4,12 +4,15 @@
 //! The environment is read in one place, [`OtlpConfig::resolve`], through a lookup closure,
 //! so tests pass a map and the agent passes `std::env::var`. Signal-specific variables
 //! (`…_PROFILES_…`) win over the generic ones; agent options win over both (they are the
-//! most specific setting a user can give one JVM).
+//! most specific setting a user can give one JVM). The variables, their defaults and
+//! formats: <https://opentelemetry.io/docs/specs/otel/protocol/exporter/>; what users set is
+//! in README.md ("OTLP export").
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Variable names (OTel specification, "OpenTelemetry Protocol Exporter").
+/// Variable names, as the OTLP exporter specification spells them
+/// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#configuration-options>).
 pub mod env {
     pub const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
     pub const SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
@@ -27,7 +30,8 @@ pub mod env {
     pub const PROFILES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION";
     pub const CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
     pub const PROFILES_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE";
-    /// `none` turns the agent's own metrics off.
+    /// `none` turns the agent's own metrics off
+    /// (<https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/#exporter-selection>).
     pub const METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
 }
 
@@ -215,6 +219,19 @@ impl OtlpConfig {
     }
 }
 
+/// Human summary of a configuration, for the agent's start line.
+pub fn describe(config: &OtlpConfig) -> String {
+    format!(
+        "{} ({}{})",
+        config.profiles_endpoint,
+        config.protocol.name(),
+        match config.compression {
+            Compression::Gzip => ", gzip",
+            Compression::None => "",
+        }
+    )
+}
+
 fn check_url(what: &'static str, url: &str) -> Result<(), ConfigError> {
     let u = url.trim();
     let rest = u
@@ -238,8 +255,10 @@ fn origin(url: &str) -> String {
     }
 }
 
-/// A base endpoint for one signal: HTTP appends the signal's path (OTel spec: "the signal
-/// path is appended to the base URL"); gRPC uses scheme and authority only.
+/// A base endpoint for one signal: HTTP appends the signal's path ("the signal path is
+/// appended to the base URL",
+/// <https://opentelemetry.io/docs/specs/otel/protocol/exporter/#endpoint-urls-for-otlphttp>);
+/// gRPC uses scheme and authority only.
 fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
     let base = base.trim();
     match protocol {
@@ -248,9 +267,11 @@ fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
     }
 }
 
-/// `k1=v1,k2=v2` with percent-decoded keys and values (the format of
-/// `OTEL_EXPORTER_OTLP_HEADERS`). `None` when an entry is malformed.
-pub fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
+/// `k1=v1,k2=v2` with percent-decoded keys and values, the format of
+/// `OTEL_EXPORTER_OTLP_HEADERS`
+/// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#specifying-headers-via-environment-variables>).
+/// `None` when an entry is malformed.
+fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
     let mut out = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (k, v) = entry.split_once('=')?;
@@ -263,25 +284,26 @@ pub fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
     Some(out)
 }
 
+/// Percent-decodes one key or value, more strictly than `percent_decode_str`, which passes a
+/// `%` not followed by two hex digits through as it is: here that makes the setting
+/// malformed, and the error names the variable.
 fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if c == b'%' {
-            let hex = |j: usize| b.get(j).and_then(|d| (*d as char).to_digit(16));
-            out.push((hex(i + 1)? * 16 + hex(i + 2)?) as u8);
-            i += 3;
-        } else {
-            out.push(c);
-            i += 1;
-        }
+    let escapes_complete = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_complete {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|decoded| decoded.into_owned())
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
@@ -409,6 +431,20 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(c.metrics_endpoint, None);
+    }
+
+    #[test]
+    fn header_escapes_must_be_complete() {
+        assert_eq!(
+            parse_key_values("k=%E2%82%AC, x%2Dy = a%2Cb").unwrap(),
+            vec![
+                ("k".into(), "\u{20ac}".into()),
+                ("x-y".into(), "a,b".into())
+            ]
+        );
+        assert_eq!(parse_key_values("k=100%"), None);
+        assert_eq!(parse_key_values("k=%zz"), None);
+        assert_eq!(parse_key_values("k=%ff"), None, "not UTF-8");
     }
 
     #[test]

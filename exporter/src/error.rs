@@ -25,8 +25,9 @@ pub enum StartError {
     Runtime(#[source] std::io::Error),
 }
 
-/// One export attempt failed. [`ExportError::failure`] feeds the pure classification in
-/// [`crate::retry::classify`], which decides whether the data is retried or dropped.
+/// One export attempt failed. The export thread classifies it, with a pure function of what
+/// the server (or the network) said, as retryable, throttled or permanent: the data is
+/// retried after a backoff, retried when the server asked, or dropped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
     #[error("{0}")]
@@ -48,13 +49,14 @@ pub enum ExportError {
 }
 
 impl ExportError {
-    pub fn failure(&self) -> Failure {
+    /// What [`crate::retry::classify`] reads.
+    pub(crate) fn failure(&self) -> Failure {
         match self {
             ExportError::Transport(_) | ExportError::Timeout(_) => Failure::Transport,
             ExportError::Grpc {
                 code, retry_info, ..
             } => Failure::Grpc {
-                code: *code,
+                code: tonic::Code::from_i32(*code),
                 retry_info: *retry_info,
             },
             ExportError::Http {
@@ -69,7 +71,7 @@ impl ExportError {
     }
 
     /// A short name for the kind of failure, to log each kind once.
-    pub fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         match self {
             ExportError::Transport(_) | ExportError::Timeout(_) => "unreachable".into(),
             ExportError::Grpc { code, .. } => format!("grpc-{code}"),

@@ -1,26 +1,44 @@
 //! Where finished profiles go: OTLP over gRPC or HTTP ([`OtlpExporter`]), and pprof files
 //! ([`PprofFileSink`]).
 //!
-//! Module map: [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options),
-//! [`queue`] (the byte-bounded queue), [`retry`] (failure classification and backoff),
-//! [`grpc`] / [`http`] (the two transports), [`otlp_exporter`] (the export thread),
-//! [`self_metrics`] (the agent's own OTLP metrics), [`files`] (pprof files).
+//! Module map, from the leaves (modules that import none of their siblings) up; no module
+//! imports one that imports it back:
+//! - leaves: [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options), `queue`
+//!   (the byte-bounded queue of encoded requests), `retry` (the pure failure classification
+//!   and the backoff), `logger` (where the few log lines go), `profile_ids`, and
+//!   `pprof_file_sink` (pprof files, no network);
+//! - `error` (one enum per operation; reads `retry`), `export_counters` (what the exporter
+//!   did, with the queue it counts around);
+//! - `transport/`: OTLP/gRPC and OTLP/HTTP behind one `Transport`, the HTTP client and gRPC
+//!   channel they share with the metrics exporter, and `Sent`, the (leaf) answer both return;
+//! - `self_metrics` (the agent's own OTLP metrics);
+//! - `export_thread` (the thread that drains the queue), then `otlp_exporter` (the handle
+//!   the agent holds).
+//!
+//! The modules are private; what the agent uses is re-exported here.
 
+#![forbid(unsafe_code)]
+
+/// Public: the variable names ([`config::env`]) and defaults are part of the interface.
 pub mod config;
-pub mod error;
-pub mod files;
-pub mod grpc;
-pub mod http;
+mod error;
+mod export_counters;
+mod export_thread;
+mod logger;
+/// Public only for the path the agent uses, `otlp_exporter::describe` (also
+/// [`config::describe`]); everything in it is re-exported here.
 pub mod otlp_exporter;
-pub mod queue;
-pub mod retry;
-pub mod self_metrics;
-pub mod transport;
+mod pprof_file_sink;
+mod profile_ids;
+mod queue;
+mod retry;
+mod self_metrics;
+mod transport;
 
-pub use config::{AgentOtlpOptions, Compression, ConfigError, OtlpConfig, Protocol};
+pub use config::{describe, AgentOtlpOptions, Compression, ConfigError, OtlpConfig, Protocol};
 pub use error::{ExportError, StartError, SubmitError};
-pub use files::{utc_stamp, PprofFileSink};
-pub use otlp_exporter::{
-    ExportStats, ExporterSettings, LogLevel, Logger, OtlpExporter, ShutdownReport,
-};
-pub use self_metrics::{AgentCounters, CounterSource};
+pub use export_counters::{ExportCounters, ExportStats};
+pub use logger::{LogLevel, Logger};
+pub use otlp_exporter::{ExporterSettings, OtlpExporter, ShutdownReport};
+pub use pprof_file_sink::{utc_stamp, PprofFileSink};
+pub use self_metrics::{names as metric_names, AgentCounters, CounterSource};

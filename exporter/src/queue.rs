@@ -14,9 +14,9 @@ use bytes::Bytes;
 
 /// An encoded export request waiting to be sent.
 #[derive(Clone, Debug)]
-pub struct Item {
-    pub seq: u64,
-    pub bytes: Bytes,
+pub(crate) struct Item {
+    pub(crate) seq: u64,
+    pub(crate) bytes: Bytes,
 }
 
 #[derive(Debug, Default)]
@@ -28,20 +28,20 @@ struct State {
 
 /// Counters of what the queue refused or dropped.
 #[derive(Debug, Default)]
-pub struct QueueCounters {
-    pub dropped_items: AtomicU64,
-    pub dropped_bytes: AtomicU64,
+pub(crate) struct QueueCounters {
+    pub(crate) dropped_items: AtomicU64,
+    pub(crate) dropped_bytes: AtomicU64,
 }
 
 #[derive(Debug)]
-pub struct ByteQueue {
+pub(crate) struct ByteQueue {
     state: Mutex<State>,
     limit: usize,
-    pub counters: QueueCounters,
+    pub(crate) counters: QueueCounters,
 }
 
 impl ByteQueue {
-    pub fn new(limit: usize) -> ByteQueue {
+    pub(crate) fn new(limit: usize) -> ByteQueue {
         ByteQueue {
             state: Mutex::new(State::default()),
             limit,
@@ -49,7 +49,7 @@ impl ByteQueue {
         }
     }
 
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 
@@ -66,7 +66,7 @@ impl ByteQueue {
 
     /// Appends `bytes`, dropping the oldest items while over the bound. An item larger than
     /// the whole bound is dropped itself. Returns the number of items dropped.
-    pub fn push(&self, bytes: Bytes) -> usize {
+    pub(crate) fn push(&self, bytes: Bytes) -> usize {
         if bytes.len() > self.limit {
             self.count_drop(bytes.len());
             return 1;
@@ -90,12 +90,12 @@ impl ByteQueue {
 
     /// The oldest item, left in the queue (it stays subject to dropping while it is being
     /// sent, so a long outage cannot hold more than the bound plus this one item).
-    pub fn peek(&self) -> Option<Item> {
+    pub(crate) fn peek(&self) -> Option<Item> {
         self.lock().items.front().cloned()
     }
 
     /// Removes the item `seq` if it is still queued (it may have been dropped meanwhile).
-    pub fn remove(&self, seq: u64) -> bool {
+    pub(crate) fn remove(&self, seq: u64) -> bool {
         let mut s = self.lock();
         match s.items.iter().position(|i| i.seq == seq) {
             Some(pos) => {
@@ -109,21 +109,20 @@ impl ByteQueue {
     }
 
     /// Bytes queued now.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.lock().bytes
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().items.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

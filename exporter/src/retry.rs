@@ -1,7 +1,9 @@
 //! What to do after a failed export, and how long to wait before the next try.
 //!
 //! [`classify`] is a pure function of what the server (or the network) said, following the
-//! OTLP specification's "Failures" sections: for gRPC, UNAVAILABLE, CANCELLED,
+//! OTLP specification's "Failures" sections
+//! (<https://opentelemetry.io/docs/specs/otlp/#failures> for gRPC,
+//! <https://opentelemetry.io/docs/specs/otlp/#failures-1> for HTTP): for gRPC, UNAVAILABLE, CANCELLED,
 //! DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE and DATA_LOSS are retryable, RESOURCE_EXHAUSTED
 //! only when the server sends RetryInfo (it says recovery is possible), everything else is
 //! permanent; for HTTP, 429, 502, 503 and 504 are retryable and every other error status is
@@ -10,9 +12,11 @@
 
 use std::time::Duration;
 
+use tonic::Code;
+
 /// What a failed attempt means for the data it carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Disposition {
+pub(crate) enum Disposition {
     /// Try again after the backoff delay.
     Retry,
     /// The server asked to wait this long before trying again.
@@ -23,12 +27,12 @@ pub enum Disposition {
 
 /// What happened to one attempt, as seen by the transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The request never got an answer: connection refused or reset, DNS, TLS, timeout.
     Transport,
     /// A gRPC status other than OK, with the RetryInfo delay if the server sent one.
     Grpc {
-        code: i32,
+        code: Code,
         retry_info: Option<Duration>,
     },
     /// An HTTP error status, with the Retry-After delay if the server sent one.
@@ -38,38 +42,30 @@ pub enum Failure {
     },
 }
 
-/// gRPC status codes (google.rpc.Code).
-pub mod grpc_code {
-    pub const CANCELLED: i32 = 1;
-    pub const INVALID_ARGUMENT: i32 = 3;
-    pub const DEADLINE_EXCEEDED: i32 = 4;
-    pub const RESOURCE_EXHAUSTED: i32 = 8;
-    pub const ABORTED: i32 = 10;
-    pub const OUT_OF_RANGE: i32 = 11;
-    pub const UNIMPLEMENTED: i32 = 12;
-    pub const UNAVAILABLE: i32 = 14;
-    pub const DATA_LOSS: i32 = 15;
-    pub const UNAUTHENTICATED: i32 = 16;
-}
-
 /// Longest server-requested delay we honour: a misbehaving server must not park the
 /// exporter for hours (the queue keeps filling and dropping meanwhile).
-pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
+pub(crate) const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
-pub fn classify(failure: &Failure) -> Disposition {
-    use grpc_code::*;
+/// First wait after a failure, and the longest one (before the server's own requests).
+pub(crate) const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+pub(crate) fn classify(failure: &Failure) -> Disposition {
+    use Code::{
+        Aborted, Cancelled, DataLoss, DeadlineExceeded, OutOfRange, ResourceExhausted, Unavailable,
+    };
     let throttled = |d: Duration| Disposition::Throttled(d.min(MAX_SERVER_DELAY));
     match *failure {
         Failure::Transport => Disposition::Retry,
         Failure::Grpc { code, retry_info } => match (code, retry_info) {
-            (RESOURCE_EXHAUSTED, Some(d)) => throttled(d),
-            (RESOURCE_EXHAUSTED, None) => Disposition::Permanent,
+            (ResourceExhausted, Some(d)) => throttled(d),
+            (ResourceExhausted, None) => Disposition::Permanent,
             (
-                CANCELLED | DEADLINE_EXCEEDED | ABORTED | OUT_OF_RANGE | UNAVAILABLE | DATA_LOSS,
+                Cancelled | DeadlineExceeded | Aborted | OutOfRange | Unavailable | DataLoss,
                 Some(d),
             ) => throttled(d),
             (
-                CANCELLED | DEADLINE_EXCEEDED | ABORTED | OUT_OF_RANGE | UNAVAILABLE | DATA_LOSS,
+                Cancelled | DeadlineExceeded | Aborted | OutOfRange | Unavailable | DataLoss,
                 None,
             ) => Disposition::Retry,
             _ => Disposition::Permanent,
@@ -89,7 +85,7 @@ pub fn classify(failure: &Failure) -> Disposition {
 /// `[d/2, d)` where `d = min(initial × 2ⁿ, max)`, so that many agents restarted together do
 /// not retry in lockstep, and no wait is shorter than half the nominal one.
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
     attempt: u32,
@@ -98,7 +94,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// `seed` seeds the jitter (any value).
-    pub fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
+    pub(crate) fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
         Backoff {
             initial,
             max,
@@ -109,7 +105,7 @@ impl Backoff {
     }
 
     /// The wait before the next attempt.
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let factor = 1u32.checked_shl(self.attempt.min(30)).unwrap_or(u32::MAX);
         let nominal = self.initial.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
@@ -124,7 +120,7 @@ impl Backoff {
     }
 
     /// After a success: start from `initial` again.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }
@@ -137,7 +133,7 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 /// Parses an HTTP `Retry-After` value: delay-seconds or an HTTP-date (relative to `now`).
-pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     let v = value.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs));
@@ -147,30 +143,32 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn grpc_codes_follow_the_otlp_spec() {
-        use grpc_code::*;
+        use Code::{
+            DeadlineExceeded, InvalidArgument, ResourceExhausted, Unauthenticated, Unavailable,
+            Unimplemented,
+        };
         let g = |code, retry_info| classify(&Failure::Grpc { code, retry_info });
-        assert_eq!(g(UNAVAILABLE, None), Disposition::Retry);
-        assert_eq!(g(DEADLINE_EXCEEDED, None), Disposition::Retry);
-        assert_eq!(g(RESOURCE_EXHAUSTED, None), Disposition::Permanent);
+        assert_eq!(g(Unavailable, None), Disposition::Retry);
+        assert_eq!(g(DeadlineExceeded, None), Disposition::Retry);
+        assert_eq!(g(ResourceExhausted, None), Disposition::Permanent);
         assert_eq!(
-            g(RESOURCE_EXHAUSTED, Some(Duration::from_secs(3))),
+            g(ResourceExhausted, Some(Duration::from_secs(3))),
             Disposition::Throttled(Duration::from_secs(3))
         );
         assert_eq!(
-            g(UNAVAILABLE, Some(Duration::from_secs(2))),
+            g(Unavailable, Some(Duration::from_secs(2))),
             Disposition::Throttled(Duration::from_secs(2))
         );
-        assert_eq!(g(INVALID_ARGUMENT, None), Disposition::Permanent);
-        assert_eq!(g(UNAUTHENTICATED, None), Disposition::Permanent);
-        assert_eq!(g(UNIMPLEMENTED, None), Disposition::Permanent);
+        assert_eq!(g(InvalidArgument, None), Disposition::Permanent);
+        assert_eq!(g(Unauthenticated, None), Disposition::Permanent);
+        assert_eq!(g(Unimplemented, None), Disposition::Permanent);
         assert_eq!(
-            g(UNAVAILABLE, Some(Duration::from_secs(100_000))),
+            g(Unavailable, Some(Duration::from_secs(100_000))),
             Disposition::Throttled(MAX_SERVER_DELAY)
         );
     }

@@ -23,8 +23,8 @@ use opentelemetry_sdk::Resource;
 
 use crate::config::{Compression, OtlpConfig, Protocol};
 use crate::error::StartError;
-use crate::http::HttpClient;
-use crate::otlp_exporter::ExportCounters;
+use crate::export_counters::ExportCounters;
+use crate::transport::{lazy_channel, metadata, HttpClient};
 
 /// The agent's counters at one instant, as the agent reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl MetricReader for SharedReader {
     }
 }
 
-pub struct SelfMetrics {
+pub(crate) struct SelfMetrics {
     // Kept alive: dropping the provider unregisters the instruments.
     _provider: SdkMeterProvider,
     reader: Arc<ManualReader>,
@@ -95,7 +95,7 @@ pub struct SelfMetrics {
 
 impl SelfMetrics {
     /// Must run inside the exporter's tokio runtime (the gRPC channel's task lives there).
-    pub fn new(
+    pub(crate) fn new(
         config: &OtlpConfig,
         endpoint: &str,
         resource: Resource,
@@ -109,25 +109,11 @@ impl SelfMetrics {
         };
         let exporter = match config.protocol {
             Protocol::Grpc => {
-                let mut ep = tonic::transport::Endpoint::from_shared(endpoint.to_owned())
-                    .map_err(|e| bad(&e))?
-                    .connect_timeout(config.timeout.min(Duration::from_secs(5)))
-                    .timeout(config.timeout);
-                if endpoint.starts_with("https://") {
-                    ep = ep
-                        .tls_config(crate::grpc::tls_config(config)?)
-                        .map_err(|e| bad(&e))?;
-                }
-                let mut metadata = tonic::metadata::MetadataMap::new();
-                for (k, v) in &config.headers {
-                    let key =
-                        tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
-                            .map_err(|_| StartError::Header(k.clone()))?;
-                    metadata.insert(key, v.parse().map_err(|_| StartError::Header(k.clone()))?);
-                }
+                let channel = lazy_channel(config, endpoint)?;
+                let metadata = metadata(&config.headers)?;
                 let mut b = opentelemetry_otlp::MetricExporter::builder()
                     .with_tonic()
-                    .with_channel(ep.connect_lazy())
+                    .with_channel(channel)
                     .with_endpoint(endpoint)
                     .with_timeout(config.timeout)
                     .with_metadata(metadata);
@@ -160,7 +146,7 @@ impl SelfMetrics {
     }
 
     /// Collects every instrument and sends one export request.
-    pub async fn export(&self) -> Result<(), String> {
+    pub(crate) async fn export(&self) -> Result<(), String> {
         let mut rm = ResourceMetrics::default();
         self.reader.collect(&mut rm).map_err(|e| e.to_string())?;
         self.exporter.export(&rm).await.map_err(|e| e.to_string())

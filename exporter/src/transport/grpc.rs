@@ -9,20 +9,55 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes};
 use prost::Message;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::{MetadataKey, MetadataMap};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::config::{Compression, OtlpConfig};
 use crate::error::{ExportError, StartError};
-use crate::transport::Sent;
+use crate::transport::sent::Sent;
 use otelprof_profile::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
 
-pub struct GrpcTransport {
+pub(crate) struct GrpcTransport {
     client: tonic::client::Grpc<Channel>,
-    headers: tonic::metadata::MetadataMap,
+    headers: MetadataMap,
 }
 
-/// TLS settings shared by the profile and metric channels.
-pub fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
+/// A channel to `url` with the configured timeouts and TLS, for the profile transport and
+/// the metrics exporter alike. Must run inside the exporter's tokio runtime (the channel's
+/// worker task is spawned on it). Connects lazily: an absent collector is an export
+/// failure, not a start one.
+pub(crate) fn lazy_channel(config: &OtlpConfig, url: &str) -> Result<Channel, StartError> {
+    let bad = |e: &dyn std::fmt::Display| StartError::Endpoint {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut endpoint = Endpoint::from_shared(url.to_owned())
+        .map_err(|e| bad(&e))?
+        .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+        .timeout(config.timeout)
+        .tcp_nodelay(true);
+    if url.starts_with("https://") {
+        endpoint = endpoint
+            .tls_config(tls_config(config)?)
+            .map_err(|e| bad(&e))?;
+    }
+    Ok(endpoint.connect_lazy())
+}
+
+/// The configured headers as gRPC metadata (gRPC wants lowercase keys).
+pub(crate) fn metadata(headers: &[(String, String)]) -> Result<MetadataMap, StartError> {
+    let mut metadata = MetadataMap::new();
+    for (k, v) in headers {
+        let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+            .map_err(|_| StartError::Header(k.clone()))?;
+        let value = v.parse().map_err(|_| StartError::Header(k.clone()))?;
+        metadata.insert(key, value);
+    }
+    Ok(metadata)
+}
+
+/// TLS settings: the Mozilla and system roots, plus the configured CA certificate.
+fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
     let mut tls = ClientTlsConfig::new()
         .with_webpki_roots()
         .with_native_roots();
@@ -37,43 +72,19 @@ pub fn tls_config(config: &OtlpConfig) -> Result<ClientTlsConfig, StartError> {
 }
 
 impl GrpcTransport {
-    /// Must run inside the exporter's tokio runtime (the channel's worker task is spawned
-    /// on it). Connects lazily: an absent collector is an export failure, not a start one.
-    pub fn new(config: &OtlpConfig) -> Result<GrpcTransport, StartError> {
-        let url = config.profiles_endpoint.clone();
-        let mut endpoint = Endpoint::from_shared(url.clone())
-            .map_err(|e| StartError::Endpoint {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?
-            .connect_timeout(config.timeout.min(Duration::from_secs(5)))
-            .timeout(config.timeout)
-            .tcp_nodelay(true);
-        if url.starts_with("https://") {
-            endpoint =
-                endpoint
-                    .tls_config(tls_config(config)?)
-                    .map_err(|e| StartError::Endpoint {
-                        url: url.clone(),
-                        reason: e.to_string(),
-                    })?;
-        }
-        let mut client = tonic::client::Grpc::new(endpoint.connect_lazy());
+    /// Must run inside the exporter's tokio runtime; see [`lazy_channel`].
+    pub(crate) fn new(config: &OtlpConfig) -> Result<GrpcTransport, StartError> {
+        let channel = lazy_channel(config, &config.profiles_endpoint)?;
+        let mut client = tonic::client::Grpc::new(channel);
         if config.compression == Compression::Gzip {
             client = client.send_compressed(CompressionEncoding::Gzip);
         }
         client = client.accept_compressed(CompressionEncoding::Gzip);
-        let mut headers = tonic::metadata::MetadataMap::new();
-        for (k, v) in &config.headers {
-            let key = tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
-                .map_err(|_| StartError::Header(k.clone()))?;
-            let value = v.parse().map_err(|_| StartError::Header(k.clone()))?;
-            headers.insert(key, value);
-        }
+        let headers = metadata(&config.headers)?;
         Ok(GrpcTransport { client, headers })
     }
 
-    pub async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
+    pub(crate) async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
         self.client
             .ready()
             .await
@@ -81,7 +92,7 @@ impl GrpcTransport {
         let mut request = tonic::Request::new(body);
         *request.metadata_mut() = self.headers.clone();
         let path = http::uri::PathAndQuery::from_static(GRPC_EXPORT_PATH);
-        match self.client.unary(request, path, PassThrough).await {
+        match self.client.unary(request, path, PassThroughCodec).await {
             Ok(response) => Ok(Sent {
                 response: response.into_inner(),
             }),
@@ -109,67 +120,36 @@ fn status_to_error(status: &tonic::Status) -> ExportError {
     }
 }
 
-/// `google.rpc.Status` and the one detail we read (`google.rpc.RetryInfo`), declared with
-/// their field numbers from googleapis' `status.proto` and `error_details.proto`.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<ProtoAny>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct ProtoAny {
-    #[prost(string, tag = "1")]
-    type_url: String,
-    #[prost(bytes = "vec", tag = "2")]
-    value: Vec<u8>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct RetryInfo {
-    #[prost(message, optional, tag = "1")]
-    retry_delay: Option<ProtoDuration>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct ProtoDuration {
-    #[prost(int64, tag = "1")]
-    seconds: i64,
-    #[prost(int32, tag = "2")]
-    nanos: i32,
-}
-
-const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
-
-/// The RetryInfo delay in a status's `grpc-status-details-bin`, if any.
+/// The RetryInfo delay in a status's `grpc-status-details-bin`, if any (OTLP/gRPC
+/// throttling: <https://opentelemetry.io/docs/specs/otlp/#otlpgrpc-throttling>).
+///
+/// Not `tonic_types::StatusExt::get_details_retry_info`: it turns a negative delay into
+/// zero, so a server that sends one would be retried at once, again and again. Here an
+/// invalid (negative) delay counts as none, and the backoff applies.
 pub(crate) fn retry_delay(details: &[u8]) -> Option<Duration> {
-    let status = RpcStatus::decode(details).ok()?;
+    let status = tonic_types::Status::decode(details).ok()?;
     let info = status
         .details
         .iter()
-        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
-    let d = RetryInfo::decode(info.value.as_slice()).ok()?.retry_delay?;
-    let secs = u64::try_from(d.seconds).ok()?;
-    let nanos = u32::try_from(d.nanos).ok()?.min(999_999_999);
-    Some(Duration::new(secs, nanos))
+        .find(|d| d.type_url == tonic_types::RetryInfo::TYPE_URL)?;
+    let delay = tonic_types::pb::RetryInfo::decode(info.value.as_slice())
+        .ok()?
+        .retry_delay?;
+    Duration::try_from(delay).ok()
 }
 
 /// Sends already-encoded request bytes; decodes the response with prost.
 #[derive(Clone, Copy, Debug, Default)]
-struct PassThrough;
+struct PassThroughCodec;
 
-impl Codec for PassThrough {
+impl Codec for PassThroughCodec {
     type Encode = Bytes;
     type Decode = ExportProfilesServiceResponse;
-    type Encoder = PassThrough;
+    type Encoder = PassThroughCodec;
     type Decoder = ResponseDecoder;
 
     fn encoder(&mut self) -> Self::Encoder {
-        PassThrough
+        PassThroughCodec
     }
 
     fn decoder(&mut self) -> Self::Decoder {
@@ -177,7 +157,7 @@ impl Codec for PassThrough {
     }
 }
 
-impl Encoder for PassThrough {
+impl Encoder for PassThroughCodec {
     type Item = Bytes;
     type Error = tonic::Status;
 
@@ -203,30 +183,29 @@ impl Decoder for ResponseDecoder {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn reads_retry_info_from_status_details() {
-        let info = RetryInfo {
-            retry_delay: Some(ProtoDuration {
-                seconds: 3,
-                nanos: 500_000_000,
-            }),
+        use prost_types::{Any, Duration as ProtoDuration};
+        use tonic_types::pb::{RetryInfo, Status};
+        let retry_info = |seconds, nanos| Any {
+            type_url: tonic_types::RetryInfo::TYPE_URL.into(),
+            value: RetryInfo {
+                retry_delay: Some(ProtoDuration { seconds, nanos }),
+            }
+            .encode_to_vec(),
         };
-        let status = RpcStatus {
+        let status = Status {
             code: 8,
             message: "slow down".into(),
             details: vec![
-                ProtoAny {
+                Any {
                     type_url: "type.googleapis.com/google.rpc.DebugInfo".into(),
                     value: vec![1, 2, 3],
                 },
-                ProtoAny {
-                    type_url: RETRY_INFO_TYPE.into(),
-                    value: info.encode_to_vec(),
-                },
+                retry_info(3, 500_000_000),
             ],
         };
         assert_eq!(
@@ -235,5 +214,11 @@ mod tests {
         );
         assert_eq!(retry_delay(&[]), None);
         assert_eq!(retry_delay(&[0xff, 0xff]), None);
+        let negative = Status {
+            code: 8,
+            message: String::new(),
+            details: vec![retry_info(-1, 0)],
+        };
+        assert_eq!(retry_delay(&negative.encode_to_vec()), None);
     }
 }

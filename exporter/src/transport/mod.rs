@@ -4,31 +4,34 @@ use bytes::Bytes;
 
 use crate::config::{OtlpConfig, Protocol};
 use crate::error::{ExportError, StartError};
-use crate::grpc::GrpcTransport;
-use crate::http::{HttpClient, HttpTransport};
-use otelprof_profile::otlp::ExportProfilesServiceResponse;
 
-/// A request the server accepted, with its answer (which may report a partial success).
-#[derive(Debug)]
-pub struct Sent {
-    pub response: ExportProfilesServiceResponse,
-}
+mod grpc;
+mod http;
+mod http_client;
+mod sent;
 
-pub enum Transport {
+pub(crate) use grpc::{lazy_channel, metadata};
+pub(crate) use http_client::HttpClient;
+pub(crate) use sent::Sent;
+
+use grpc::GrpcTransport;
+use http::HttpTransport;
+
+pub(crate) enum Transport {
     Grpc(GrpcTransport),
     Http(HttpTransport),
 }
 
 impl Transport {
     /// Must run inside the exporter's tokio runtime.
-    pub fn new(config: &OtlpConfig, http: &HttpClient) -> Result<Transport, StartError> {
+    pub(crate) fn new(config: &OtlpConfig, http: &HttpClient) -> Result<Transport, StartError> {
         Ok(match config.protocol {
             Protocol::Grpc => Transport::Grpc(GrpcTransport::new(config)?),
             Protocol::HttpProtobuf => Transport::Http(HttpTransport::new(config, http.clone())?),
         })
     }
 
-    pub async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
+    pub(crate) async fn send(&mut self, body: Bytes) -> Result<Sent, ExportError> {
         match self {
             Transport::Grpc(t) => t.send(body).await,
             Transport::Http(t) => t.send(body).await,

@@ -55,36 +55,16 @@ impl PprofFileSink {
     }
 }
 
-/// `YYYYMMDDTHHMMSSZ` for a Unix time in nanoseconds (proleptic Gregorian, UTC).
+/// `YYYYMMDDTHHMMSSZ` for a Unix time in nanoseconds (UTC).
 pub fn utc_stamp(unix_nanos: i64) -> String {
-    let secs = unix_nanos.div_euclid(1_000_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day); Howard Hinnant's civil-from-days algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    jiff::Timestamp::from_nanosecond(i128::from(unix_nanos))
+        .and_then(|t| jiff::fmt::strtime::format("%Y%m%dT%H%M%SZ", t))
+        // Cannot fail: i64 nanoseconds span the years 1677 to 2262, inside jiff's range, and
+        // the format has numeric fields only. Were it to, the number still names the file.
+        .unwrap_or_else(|_| unix_nanos.to_string())
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
