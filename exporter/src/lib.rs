@@ -25,9 +25,7 @@ mod error;
 mod export_counters;
 mod export_thread;
 mod logger;
-/// Public only for the path the agent uses, `otlp_exporter::describe` (also
-/// [`config::describe`]); everything in it is re-exported here.
-pub mod otlp_exporter;
+mod otlp_exporter;
 mod pprof_file_sink;
 mod profile_ids;
 mod queue;

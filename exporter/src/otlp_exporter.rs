@@ -27,9 +27,6 @@ use crate::logger::{LogLevel, Logger};
 use crate::profile_ids::ProfileIdSource;
 use crate::self_metrics::CounterSource;
 
-/// The path the agent uses (`otlp_exporter::describe`); the function lives with the config.
-pub use crate::config::describe;
-
 /// Everything besides the transport configuration.
 pub struct ExporterSettings {
     pub resource: opentelemetry_sdk::Resource,

@@ -321,7 +321,7 @@ impl Agent {
             .export_env
             .config
             .as_ref()
-            .map(|c| format!("OTLP to {}", otelprof_exporter::otlp_exporter::describe(c)));
+            .map(|c| format!("OTLP to {}", otelprof_exporter::describe(c)));
         match (files, otlp) {
             (Some(f), Some(o)) => format!("{o} and {f}"),
             (Some(f), None) => f,
