@@ -11,6 +11,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use otelprof_profile::resource::percent_decode;
+
 /// Variable names, as the OTLP exporter specification spells them
 /// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#configuration-options>).
 pub mod env {
@@ -282,25 +284,6 @@ fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
         out.push((k, percent_decode(v.trim())?));
     }
     Some(out)
-}
-
-/// Percent-decodes one key or value, more strictly than `percent_decode_str`, which passes a
-/// `%` not followed by two hex digits through as it is: here that makes the setting
-/// malformed, and the error names the variable.
-fn percent_decode(s: &str) -> Option<String> {
-    let escapes_complete = s.split('%').skip(1).all(|after| {
-        after
-            .as_bytes()
-            .get(..2)
-            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
-    });
-    if !escapes_complete {
-        return None;
-    }
-    percent_encoding::percent_decode_str(s)
-        .decode_utf8()
-        .ok()
-        .map(|decoded| decoded.into_owned())
 }
 
 #[cfg(test)]

@@ -99,11 +99,13 @@ pub fn parse_resource_attributes(
     Ok(out)
 }
 
-/// `s` percent-decoded, `None` if an escape is malformed or the result is not UTF-8. The
+/// `s` percent-decoded, `None` if an escape is malformed or the result is not UTF-8: the rule
+/// for the OTel variables that carry `key=value` lists (`OTEL_RESOURCE_ATTRIBUTES`,
+/// `OTEL_EXPORTER_OTLP_HEADERS`). The
 /// `percent-encoding` crate passes a malformed escape (`%zz`, a trailing `%`) through as text,
 /// but the OTel specification treats it as a decoding error, which discards the whole value
 /// (Resource SDK, "Specifying resource information via an environment variable").
-fn percent_decode(s: &str) -> Option<String> {
+pub fn percent_decode(s: &str) -> Option<String> {
     let well_formed = s.split('%').skip(1).all(|escape| {
         escape
             .as_bytes()
