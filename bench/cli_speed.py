@@ -12,6 +12,8 @@ made hotter in 2.0, or the benchmark fails.
     cargo build --release -p otelprof-cli --bin otelprof --example cli_load
     python3 bench/cli_speed.py                 # sizes 90,180,360 per side, ~4 min
     python3 bench/cli_speed.py --sizes 360 --runs 5
+    # the same, against another build of otelprof in the same run (ratios = this build / it):
+    python3 bench/cli_speed.py --sizes 360 --runs 5 --baseline /path/to/other/otelprof
 
 Markdown goes to stdout, progress to stderr. Method, goals and current figures: BENCHMARKS.md,
 "Reading and receiving speed"; every run goes into a dated report in bench/reports/.
@@ -64,9 +66,9 @@ def timed(cmd):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.decode(), code
 
 
-def fill(store, n, stacks, concurrency, gzip):
+def fill(store, n, stacks, concurrency, gzip, otelprof=OTELPROF):
     port = free_port()
-    recv = subprocess.Popen([OTELPROF, "receive", "--quiet", "--store", store,
+    recv = subprocess.Popen([otelprof, "receive", "--quiet", "--store", store,
                              "--grpc", f"127.0.0.1:{port}", "--http", "off"])
     try:
         deadline = time.monotonic() + 20
@@ -114,8 +116,11 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-gzip", action="store_true", help="send uncompressed")
+    ap.add_argument("--baseline", metavar="OTELPROF",
+                    help="another otelprof binary: receive into a second store with it and run each "
+                         "reading command with both builds in turn, then print this build / baseline")
     a = ap.parse_args()
-    for tool in (OTELPROF, LOAD):
+    for tool in (OTELPROF, LOAD) + ((a.baseline,) if a.baseline else ()):
         if not os.path.exists(tool):
             raise SystemExit(f"{tool} is missing: cargo build --release -p otelprof-cli --bin otelprof --example cli_load")
     tmp = tempfile.mkdtemp(prefix="otelprof-cli-speed-")
@@ -131,23 +136,37 @@ def main():
                    "exports": [s["exports_per_s"] for s in sent], "load": [loadavg()],
                    "receiver_ms": 1000 * receiver_cpu / (2 * n)}
             log(f"  receive: {row['exports']} exports/s, receiver CPU {row['receiver_ms']:.1f} ms per export")
+            if a.baseline:
+                base_store = os.path.join(tmp, f"store-{n}-baseline")
+                base_sent, base_cpu = fill(base_store, n, a.stacks, a.concurrency, not a.no_gzip,
+                                           otelprof=a.baseline)
+                shutil.rmtree(base_store, ignore_errors=True)
+                row["base exports"] = [s["exports_per_s"] for s in base_sent]
+                row["base receiver_ms"] = 1000 * base_cpu / (2 * n)
+                log(f"  baseline receive: {row['base exports']} exports/s, "
+                    f"receiver CPU {row['base receiver_ms']:.1f} ms per export")
             commands = {
-                "top": [OTELPROF, "top", store],
-                "top --by span_name": [OTELPROF, "top", "--by", "span_name", store],
-                "diff": [OTELPROF, "diff", "--base", "service.version=1.0",
+                "top": ["top", store],
+                "top --by span_name": ["top", "--by", "span_name", store],
+                "diff": ["diff", "--base", "service.version=1.0",
                          "--head", "service.version=2.0", store],
             }
-            for name, cmd in commands.items():
-                walls, cpus, rss = [], [], []
+            builds = [("", OTELPROF)] + ([("base ", a.baseline)] if a.baseline else [])
+            for name, args in commands.items():
+                samples = {prefix: ([], [], []) for prefix, _ in builds}
                 for _ in range(a.runs):
-                    wall, cpu, mem, out, _ = timed(cmd)
-                    if name == "diff" and f"Largest significant increase: {regressed} " not in out:
-                        raise SystemExit(f"BENCHMARK FAILED: the diff did not name {regressed}:\n{out}")
-                    walls.append(wall)
-                    cpus.append(cpu)
-                    rss.append(mem)
-                row[name] = (statistics.median(walls), statistics.median(cpus), max(rss))
-                log(f"  {name}: {row[name][0]:.2f} s wall, {row[name][1]:.2f} s CPU, {row[name][2]:.0f} MiB")
+                    # Builds in turn, so that a busy moment of the machine hits both.
+                    for prefix, binary in builds:
+                        wall, cpu, mem, out, _ = timed([binary] + args)
+                        if name == "diff" and f"Largest significant increase: {regressed} " not in out:
+                            raise SystemExit(f"BENCHMARK FAILED: {binary} diff did not name {regressed}:\n{out}")
+                        for into, v in zip(samples[prefix], (wall, cpu, mem)):
+                            into.append(v)
+                for prefix, _ in builds:
+                    walls, cpus, rss = samples[prefix]
+                    row[prefix + name] = (statistics.median(walls), statistics.median(cpus), max(rss))
+                    log(f"  {prefix}{name}: {row[prefix + name][0]:.2f} s wall, "
+                        f"{row[prefix + name][1]:.2f} s CPU, {row[prefix + name][2]:.0f} MiB")
             row["load"].append(loadavg())
             rows.append(row)
             shutil.rmtree(store, ignore_errors=True)
@@ -165,6 +184,18 @@ def main():
               f"{r['exports'][0]:.0f}, {r['exports'][1]:.0f} | {r['receiver_ms']:.1f} ms | {cell('top')} | "
               f"{cell('top --by span_name')} | {cell('diff')} | {r['diff'][2]:.0f} MiB | "
               f"{r['load'][0]:.1f}–{r['load'][1]:.1f} |")
+    if a.baseline:
+        print(f"\nThis build against {a.baseline}, in the same run (ratio = this / baseline; "
+              "below 1 is faster):\n")
+        print("| profiles (per side) | receive exports/s | receiver CPU per export | top wall / CPU | "
+              "top --by span_name wall / CPU | diff wall / CPU | peak RSS (diff) |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            ratio = lambda k, i: r[k][i] / r["base " + k][i] if r["base " + k][i] else float("nan")
+            cell = lambda k: f"{ratio(k, 0):.2f} / {ratio(k, 1):.2f}"
+            exports = statistics.mean(r["exports"]) / statistics.mean(r["base exports"])
+            print(f"| {2 * r['n']} ({r['n']}) | {exports:.2f} | {r['receiver_ms'] / r['base receiver_ms']:.2f} | "
+                  f"{cell('top')} | {cell('top --by span_name')} | {cell('diff')} | {ratio('diff', 2):.2f} |")
 
 
 if __name__ == "__main__":

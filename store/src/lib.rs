@@ -24,7 +24,7 @@ mod writer;
 pub use error::{chain, Error, FileError, OtlpFileError};
 pub use layout::Signal;
 pub use merge::{Merged, Merger};
-pub use reader::{decode_file, discover, scan, Decoded, ScanStats, SkipReporter, Source};
+pub use reader::{Decoded, SkipReporter, Source};
 pub use select::{ProfileType, Selector};
 pub use time::{format_time, parse_time, TimeError};
 pub use writer::Store;
