@@ -55,4 +55,4 @@ echo "== unit tests"
 cargo test --release --workspace --exclude otelprof-tests
 
 echo "== JVM tests (one at a time: they measure CPU)"
-cargo test --release -p otelprof-tests -- --test-threads=1 --nocapture
+cargo test --release -p otelprof-tests --no-fail-fast -- --test-threads=1 --nocapture
