@@ -107,10 +107,11 @@ class Config:
     kind: str  # "none" | "agent" | "jfr"
     setting: str = ""  # agent options (out= and period= are added), or JFR settings name
     default: bool = True  # measured unless --configs says otherwise
+    agent: Path | None = None  # another build of the agent than --agent (--baseline-agent)
 
     def jvm_args(self, run_dir: Path, agent: Path) -> list[str]:
         if self.kind == "agent":
-            return [f"-agentpath:{agent}={self.setting},out={run_dir / 'out'},period=60s"]
+            return [f"-agentpath:{self.agent or agent}={self.setting},out={run_dir / 'out'},period=60s"]
         if self.kind == "jfr":
             rec = run_dir / "recording.jfr"
             return [f"-XX:StartFlightRecording:settings={self.setting},filename={rec},dumponexit=true"]
@@ -643,6 +644,9 @@ def parse_args(argv: list[str]):
                                               f"--quick {QUICK['rounds']})")
     p.add_argument("--mem-rounds", type=int, help=f"rounds of the memory benchmark (default {FULL['mem_rounds']})")
     p.add_argument("--agent", type=Path, default=DEFAULT_AGENT, help="path to libotelprof.so (default: %(default)s)")
+    p.add_argument("--baseline-agent", type=Path, metavar="SO",
+                   help="another build of libotelprof.so: adds the configuration agent-baseline (cpu=10ms "
+                        "with that build) to every round, so two builds compare in one run")
     p.add_argument("--quick", action="store_true", help="smoke run for CI: fewer rounds, less work per run")
     p.add_argument("--requests", type=int, help=f"FixedWork requests per thread (default by --workload: "
                                                 f"{FULL['requests']}, --quick {QUICK['requests']})")
@@ -704,6 +708,11 @@ def main(argv: list[str]) -> int:
         classes = work / "classes"
         compile_workloads(jdks, classes)
         agent, agent_sha = snapshot_agent(args.agent.resolve(), work)
+        if args.baseline_agent:
+            (work / "baseline").mkdir()
+            base_agent, base_sha = snapshot_agent(args.baseline_agent.resolve(), work / "baseline")
+            args.config_list.append(Config("agent-baseline", f"otelprof cpu=10ms, baseline build {base_sha}",
+                                           "agent", "cpu=10ms", agent=base_agent))
         load_before = os.getloadavg()
         started = datetime.datetime.now(datetime.timezone.utc)
         out = [
