@@ -144,8 +144,8 @@ fn request() -> Vec<u8> {
     )
     .unwrap_or_default();
     let r = otlp::reference::decode(&bytes).unwrap_or_default();
-    let stacks: std::collections::HashSet<_> = p.samples.iter().map(|s| &s.locations).collect();
-    let frames: usize = p.samples.iter().map(|s| s.locations.len()).sum();
+    let stacks: std::collections::HashSet<_> = p.samples.iter().map(|s| s.stack).collect();
+    let frames: usize = p.samples.iter().map(|s| p.stack(s.stack).len()).sum();
     println!(
         "request: {} bytes, {} OTLP profiles, {} samples, {} distinct stacks of {:.1} frames on \
          average, {} strings, {} functions, {} locations",
@@ -154,9 +154,9 @@ fn request() -> Vec<u8> {
         r.iter().map(|d| d.profile.samples.len()).sum::<usize>(),
         stacks.len(),
         frames as f64 / p.samples.len().max(1) as f64,
-        p.strings.len(),
-        p.functions.len(),
-        p.locations.len(),
+        p.strings().len(),
+        p.functions().len(),
+        p.locations().len(),
     );
     bytes
 }

@@ -30,6 +30,6 @@ pub mod resource;
 pub mod units;
 
 pub use model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
-    ProfileBuilder, Sample, StrId, ValueType,
+    Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location,
+    LocationId, Profile, ProfileBuilder, Sample, StackId, Stacks, StrId, ValueType,
 };

@@ -1,12 +1,19 @@
 //! The profile model shared by every encoder and decoder.
 //!
 //! It is shaped after what pprof and OTLP profiles have in common: dictionary tables (strings,
-//! functions, locations) referenced by index, and samples that point at a leaf-first stack and
-//! carry labels and values. Index 0 of every table is the zero value, which is what OTLP
-//! requires (`string_table[0] == ""`) and what pprof reserves (id 0 means "none"), so an index
-//! here is a valid pprof id and a valid OTLP index at once.
+//! functions, locations, stacks) referenced by index, and samples that point at a leaf-first
+//! stack and carry labels and values. Index 0 of every table is the zero value, which is what
+//! OTLP requires (`string_table[0] == ""`) and what pprof reserves (id 0 means "none"), so an
+//! index here is a valid pprof id and a valid OTLP index at once.
+//!
+//! The tables live in a [`Dictionary`] that profiles share through an `Arc`: an OTLP request
+//! carries one dictionary for all of its profiles, and a sample names its stack by index. So a
+//! decoded request takes memory in proportion to its bytes, however many profiles share the
+//! dictionary and however many samples share a stack (copying either per profile or per sample
+//! let a 700 KB request decode into gigabytes).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Index into [`Profile::strings`]; `StrId(0)` is the empty string.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,6 +26,10 @@ pub struct FunctionId(pub u32);
 /// Index into [`Profile::locations`]; `LocationId(0)` is the zero location.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocationId(pub u32);
+
+/// Index into the dictionary's [`Stacks`]; `StackId(0)` is the empty stack.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
 
 /// A `(type, unit)` pair, e.g. `("cpu", "nanoseconds")`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -126,8 +137,8 @@ fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
-    /// Leaf first.
-    pub locations: Vec<LocationId>,
+    /// The stack, leaf first ([`Profile::stack`]).
+    pub stack: StackId,
     /// One value per entry of [`Profile::sample_types`].
     pub values: Vec<i64>,
     /// Sorted by key then value, so that equal label sets compare equal.
@@ -139,18 +150,123 @@ pub struct Sample {
     pub timestamps: Vec<i64>,
 }
 
+/// Stacks, leaf first, stored back to back: stack `i` is `frames[ends[i - 1]..ends[i]]`.
+/// Stack 0 is the empty stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stacks {
+    frames: Vec<LocationId>,
+    ends: Vec<u32>,
+}
+
+impl Default for Stacks {
+    fn default() -> Self {
+        Stacks {
+            frames: Vec::new(),
+            ends: vec![0],
+        }
+    }
+}
+
+impl Stacks {
+    /// Room for `stacks` more stacks of `frames` frames in all.
+    pub fn with_capacity(stacks: usize, frames: usize) -> Stacks {
+        let mut ends = Vec::with_capacity(stacks.saturating_add(1));
+        ends.push(0);
+        Stacks {
+            frames: Vec::with_capacity(frames),
+            ends,
+        }
+    }
+
+    /// The stack behind `id`, leaf first; empty for an id out of range (decoded input is not
+    /// trusted).
+    pub fn get(&self, id: StackId) -> &[LocationId] {
+        let i = id.0 as usize;
+        let start = match i.checked_sub(1) {
+            None => 0,
+            Some(prev) => self.ends.get(prev).copied().unwrap_or(0) as usize,
+        };
+        let end = self.ends.get(i).copied().unwrap_or(0) as usize;
+        self.frames.get(start..end).unwrap_or(&[])
+    }
+
+    /// Appends a stack; its id is the number of stacks before it. The empty stack 0 is there
+    /// from the start, so the first pushed stack is `StackId(1)`.
+    pub fn push(&mut self, frames: &[LocationId]) -> StackId {
+        let id = StackId(u32::try_from(self.ends.len()).unwrap_or(u32::MAX));
+        self.frames.extend_from_slice(frames);
+        self.ends
+            .push(u32::try_from(self.frames.len()).unwrap_or(u32::MAX));
+        id
+    }
+
+    /// Replaces the empty stack 0 by `frames` (an OTLP request whose stack_table[0] is not the
+    /// zero value); only valid while stack 0 is the only one.
+    pub(crate) fn set_first(&mut self, frames: &[LocationId]) {
+        if self.ends.len() == 1 {
+            self.frames.clear();
+            self.frames.extend_from_slice(frames);
+            self.ends[0] = u32::try_from(self.frames.len()).unwrap_or(u32::MAX);
+        }
+    }
+
+    /// Number of stacks, the empty one included.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Frames of all stacks together.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+}
+
+/// The tables samples refer to. One per pprof profile; one per OTLP request, shared by all of
+/// its profiles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dictionary {
+    pub strings: Vec<String>,
+    pub functions: Vec<Function>,
+    pub locations: Vec<Location>,
+    pub stacks: Stacks,
+}
+
+impl Default for Dictionary {
+    fn default() -> Self {
+        Dictionary {
+            strings: vec![String::new()],
+            functions: vec![Function::default()],
+            locations: vec![Location::default()],
+            stacks: Stacks::default(),
+        }
+    }
+}
+
+impl Dictionary {
+    /// The string behind `id`, or `""` for an id out of range.
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings
+            .get(id.0 as usize)
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+}
+
 /// One profile: a set of samples of the same types over one time window.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
-    pub strings: Vec<String>,
+    /// Shared with the other profiles of the same OTLP request.
+    pub dictionary: Arc<Dictionary>,
     pub sample_types: Vec<ValueType>,
     pub period_type: ValueType,
     pub period: i64,
     /// Start of the window, nanoseconds since the Unix epoch.
     pub time_nanos: i64,
     pub duration_nanos: i64,
-    pub functions: Vec<Function>,
-    pub locations: Vec<Location>,
     pub samples: Vec<Sample>,
     /// Free-form notes (pprof `comment`), e.g. the agent's drop counters.
     pub comments: Vec<StrId>,
@@ -159,14 +275,12 @@ pub struct Profile {
 impl Default for Profile {
     fn default() -> Self {
         Profile {
-            strings: vec![String::new()],
+            dictionary: Arc::new(Dictionary::default()),
             sample_types: Vec::new(),
             period_type: ValueType::default(),
             period: 0,
             time_nanos: 0,
             duration_nanos: 0,
-            functions: vec![Function::default()],
-            locations: vec![Location::default()],
             samples: Vec::new(),
             comments: Vec::new(),
         }
@@ -176,18 +290,32 @@ impl Default for Profile {
 impl Profile {
     /// The string behind `id`, or `""` for an id out of range (decoded input is not trusted).
     pub fn str(&self, id: StrId) -> &str {
-        self.strings
-            .get(id.0 as usize)
-            .map(String::as_str)
-            .unwrap_or("")
+        self.dictionary.str(id)
+    }
+
+    pub fn strings(&self) -> &[String] {
+        &self.dictionary.strings
+    }
+
+    pub fn functions(&self) -> &[Function] {
+        &self.dictionary.functions
+    }
+
+    pub fn locations(&self) -> &[Location] {
+        &self.dictionary.locations
     }
 
     pub fn function(&self, id: FunctionId) -> Option<&Function> {
-        self.functions.get(id.0 as usize)
+        self.dictionary.functions.get(id.0 as usize)
     }
 
     pub fn location(&self, id: LocationId) -> Option<&Location> {
-        self.locations.get(id.0 as usize)
+        self.dictionary.locations.get(id.0 as usize)
+    }
+
+    /// A stack, leaf first (empty for an id out of range).
+    pub fn stack(&self, id: StackId) -> &[LocationId] {
+        self.dictionary.stacks.get(id)
     }
 
     /// Index of the sample type named `ty` (e.g. `"cpu"`).
@@ -223,23 +351,27 @@ impl Profile {
 #[derive(Debug)]
 pub struct ProfileBuilder {
     profile: Profile,
+    dictionary: Dictionary,
     strings: HashMap<String, StrId>,
     functions: HashMap<Function, FunctionId>,
     locations: HashMap<Location, LocationId>,
+    stacks: HashMap<Vec<LocationId>, StackId>,
     samples: HashMap<SampleKey, usize>,
 }
 
 /// What makes two samples the same: stack, label set and link.
-type SampleKey = (Vec<LocationId>, Vec<Label>, Option<Link>);
+type SampleKey = (StackId, Vec<Label>, Option<Link>);
 
 impl ProfileBuilder {
     /// `sample_types` and `period_type` are `(type, unit)` pairs.
     pub fn new(sample_types: &[(&str, &str)], period_type: (&str, &str), period: i64) -> Self {
         let mut b = ProfileBuilder {
             profile: Profile::default(),
+            dictionary: Dictionary::default(),
             strings: HashMap::from([(String::new(), StrId(0))]),
             functions: HashMap::new(),
             locations: HashMap::new(),
+            stacks: HashMap::from([(Vec::new(), StackId(0))]),
             samples: HashMap::new(),
         };
         let types: Vec<ValueType> = sample_types
@@ -263,8 +395,8 @@ impl ProfileBuilder {
         if let Some(&id) = self.strings.get(s) {
             return id;
         }
-        let id = StrId(self.profile.strings.len() as u32);
-        self.profile.strings.push(s.to_owned());
+        let id = StrId(self.dictionary.strings.len() as u32);
+        self.dictionary.strings.push(s.to_owned());
         self.strings.insert(s.to_owned(), id);
         id
     }
@@ -280,8 +412,8 @@ impl ProfileBuilder {
         if let Some(&id) = self.functions.get(&f) {
             return id;
         }
-        let id = FunctionId(self.profile.functions.len() as u32);
-        self.profile.functions.push(f.clone());
+        let id = FunctionId(self.dictionary.functions.len() as u32);
+        self.dictionary.functions.push(f.clone());
         self.functions.insert(f, id);
         id
     }
@@ -296,9 +428,19 @@ impl ProfileBuilder {
         if let Some(&id) = self.locations.get(&loc) {
             return id;
         }
-        let id = LocationId(self.profile.locations.len() as u32);
-        self.profile.locations.push(loc.clone());
+        let id = LocationId(self.dictionary.locations.len() as u32);
+        self.dictionary.locations.push(loc.clone());
         self.locations.insert(loc, id);
+        id
+    }
+
+    /// The id of a stack (leaf first), interned.
+    pub fn stack(&mut self, frames: &[LocationId]) -> StackId {
+        if let Some(&id) = self.stacks.get(frames) {
+            return id;
+        }
+        let id = self.dictionary.stacks.push(frames);
+        self.stacks.insert(frames.to_vec(), id);
         id
     }
 
@@ -332,13 +474,14 @@ impl ProfileBuilder {
         labels.sort_unstable();
         labels.dedup();
         let n = self.profile.sample_types.len();
-        let key = (stack.to_vec(), labels, link);
+        let stack = self.stack(stack);
+        let key = (stack, labels, link);
         let index = match self.samples.get(&key) {
             Some(&i) => i,
             None => {
                 let i = self.profile.samples.len();
                 self.profile.samples.push(Sample {
-                    locations: key.0.clone(),
+                    stack,
                     values: vec![0; n],
                     labels: key.1.clone(),
                     link,
@@ -367,6 +510,7 @@ impl ProfileBuilder {
     pub fn build(mut self, time_nanos: i64, duration_nanos: i64) -> Profile {
         self.profile.time_nanos = time_nanos;
         self.profile.duration_nanos = duration_nanos;
+        self.profile.dictionary = Arc::new(self.dictionary);
         self.profile
     }
 }
@@ -392,10 +536,12 @@ mod tests {
         b.add_sample(&[leaf], &[t2, t1], &[2, 20]);
         b.add_sample(&[leaf], &[t1], &[1, 10]);
         let p = b.build(1_000, 2_000);
-        assert_eq!(p.strings[0], "");
-        assert_eq!(p.functions[0], Function::default());
-        assert_eq!(p.locations[0], Location::default());
+        assert_eq!(p.strings()[0], "");
+        assert_eq!(p.functions()[0], Function::default());
+        assert_eq!(p.locations()[0], Location::default());
         assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.stack(p.samples[0].stack), [leaf]);
+        assert_eq!(p.stack(p.samples[0].stack).as_ptr(), p.stack(p.samples[1].stack).as_ptr());
         assert_eq!(p.samples[0].values, vec![3, 30]);
         assert_eq!(p.label_str(&p.samples[0], "thread_name"), Some("main"));
         assert_eq!(p.sample_type_index("cpu"), Some(1));
@@ -427,6 +573,8 @@ mod tests {
         b.add_linked_sample(&[l], &[], None, &[1], &[]);
         let p = b.build(0, 1);
         assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.stack(StackId(0)), []);
+        assert_eq!(p.stack(StackId(99)), []);
         assert_eq!(p.samples[0].values, vec![2]);
         assert_eq!(p.samples[0].timestamps, vec![5, 6]);
         assert_eq!(p.samples[1].link, None);

@@ -119,7 +119,7 @@ mod tests {
     }
 
     fn stack_names(p: &Profile, s: &Sample) -> Vec<String> {
-        s.locations
+        p.stack(s.stack)
             .iter()
             .flat_map(|&l| p.location_function_names(l).map(str::to_owned))
             .collect()
@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(pb.sample[1].location_id.len(), 5);
         assert_eq!(
             pb.sample[1].location_id[0],
-            u64::from(p.samples[1].locations[0].0)
+            u64::from(p.stack(p.samples[1].stack)[0].0)
         );
     }
 
@@ -284,9 +284,9 @@ mod tests {
         };
         let decoded = decode(&p.encode_to_vec()).unwrap();
         let s = &decoded.samples[0];
-        assert_eq!(s.locations, vec![LocationId(2), LocationId(1)]);
+        assert_eq!(decoded.stack(s.stack), [LocationId(2), LocationId(1)]);
         assert_eq!(stack_names(&decoded, s), vec!["leaf", "root"]);
-        assert_eq!(decoded.locations[2].address, 0x1234);
+        assert_eq!(decoded.locations()[2].address, 0x1234);
         assert_eq!(labels_as_text(&decoded, s), vec!["k=v"]);
     }
 
@@ -385,7 +385,7 @@ mod tests {
     fn empty_input_is_an_empty_profile() {
         // Every proto3 field has a default, so zero bytes are a valid (empty) message.
         let p = decode(&[]).unwrap();
-        assert_eq!(p.strings, vec![String::new()]);
+        assert_eq!(p.strings(), [String::new()]);
         assert!(p.samples.is_empty());
     }
 
@@ -406,7 +406,7 @@ mod tests {
         let mut p = base();
         p.string_table[1] = vec![b'f', 0xff];
         let decoded = decode(&p.encode_to_vec()).unwrap();
-        assert_eq!(decoded.strings[1], "f\u{fffd}");
+        assert_eq!(decoded.strings()[1], "f\u{fffd}");
     }
 
     fn arbitrary_profile() -> impl Strategy<Value = Profile> {

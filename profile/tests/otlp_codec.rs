@@ -379,8 +379,8 @@ fn canonical(p: &Profile, drop: &[&str]) -> Canon {
 fn canonical_keeping(p: &Profile, drop: &[&str], timestamps: bool) -> Canon {
     let mut out: Canon = BTreeMap::new();
     for s in &p.samples {
-        let stack = s
-            .locations
+        let stack = p
+            .stack(s.stack)
             .iter()
             .map(|&l| {
                 let loc = p.location(l).unwrap();
@@ -464,7 +464,7 @@ fn round_trip_restores_the_model() {
         (p.period, p.time_nanos, p.duration_nanos)
     );
     assert_eq!(canonical(q, &[]), canonical(&p, &[]));
-    assert_eq!(q.strings[0], "");
+    assert_eq!(q.strings()[0], "");
 
     // Default options: the ids are gone and what they kept apart is merged.
     let back =

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 // SipHash cost a third of the merge: rustc's FxHash instead.
 use rustc_hash::FxHashMap as FxMap;
 
-use otelprof_profile::model::{FunctionId, Link, Profile};
+use std::sync::Arc;
+
+use otelprof_profile::model::{Dictionary, FunctionId, Link, Profile, StackId};
 
 use crate::select::{
     resource_value, sample_value, ProfileType, ProfileVerdict, SampleText, Selector,
@@ -102,6 +104,49 @@ pub struct Merger {
     group_index: FxMap<String, u32>,
     stack_index: FxMap<(u32, Vec<u32>), usize>,
     instance_index: HashMap<String, ()>,
+    cache: DictionaryCache,
+}
+
+/// What the merger has resolved of the dictionary it met last. The profiles of one OTLP
+/// request share one dictionary, and the samples of a profile share stacks: each function,
+/// location and stack is resolved once per dictionary, so the work of a request follows its
+/// size, not profiles × dictionary or samples × stack depth.
+#[derive(Default)]
+struct DictionaryCache {
+    dictionary: Option<Arc<Dictionary>>,
+    /// Frame id per function; `u32::MAX` until resolved.
+    function_frames: Vec<u32>,
+    /// Per location, `(start, len)` of its frames (innermost first) in `location_flat`;
+    /// `len == u32::MAX` until resolved.
+    location_frames: Vec<(u32, u32)>,
+    location_flat: Vec<u32>,
+    /// Per stack, `(start, len)` of its frames (root first) in `stack_flat`; `len == u32::MAX`
+    /// until resolved.
+    stack_frames: Vec<(u32, u32)>,
+    stack_flat: Vec<u32>,
+    /// The merged stack each (stack, group) of this dictionary went to.
+    merged: FxMap<(u32, u32), usize>,
+}
+
+impl DictionaryCache {
+    /// Makes this the cache of `profile`'s dictionary, starting over if it is another one.
+    fn enter(&mut self, profile: &Profile) {
+        if let Some(d) = &self.dictionary {
+            if Arc::ptr_eq(d, &profile.dictionary) {
+                return;
+            }
+        }
+        let d = &profile.dictionary;
+        *self = DictionaryCache {
+            dictionary: Some(d.clone()),
+            function_frames: vec![u32::MAX; d.functions.len()],
+            location_frames: vec![(0, u32::MAX); d.locations.len()],
+            location_flat: Vec::new(),
+            stack_frames: vec![(0, u32::MAX); d.stacks.len()],
+            stack_flat: Vec::new(),
+            merged: FxMap::default(),
+        };
+    }
 }
 
 impl Merger {
@@ -118,6 +163,7 @@ impl Merger {
             group_index: FxMap::default(),
             stack_index: FxMap::default(),
             instance_index: HashMap::new(),
+            cache: DictionaryCache::default(),
         }
     }
 
@@ -179,25 +225,9 @@ impl Merger {
             self.merged.groups.push(String::new());
         }
 
-        // Frame ids of each function, resolved lazily.
-        let mut function_frames: Vec<u32> = vec![u32::MAX; profile.functions.len()];
-        // The frame of each one-line location (nearly all), resolved in one pass in table
-        // order: samples visit locations in random order, and a table of u32s stays in cache
-        // where the locations themselves would not. u32::MAX for the others.
-        let single: Vec<u32> = profile
-            .locations
-            .iter()
-            .map(|loc| match loc.lines.as_slice() {
-                [line] => self.function_frame(profile, line.function, &mut function_frames),
-                _ => u32::MAX,
-            })
-            .collect();
-        // Per other location, (start, len) of its frames in `flat`; len u32::MAX = not resolved
-        // yet. Made when the first such location is met.
-        let mut location_frames: Vec<(u32, u32)> = Vec::new();
-        let mut flat: Vec<u32> = Vec::with_capacity(profile.locations.len() + 16);
+        let mut cache = std::mem::take(&mut self.cache);
+        cache.enter(profile);
         let mut used = false;
-        let mut stack: Vec<u32> = Vec::new();
         let window = (
             profile.time_nanos,
             profile
@@ -220,39 +250,6 @@ impl Merger {
                 continue;
             }
             used = true;
-            stack.clear();
-            for loc in sample.locations.iter().rev() {
-                let i = loc.0 as usize;
-                if let Some(&frame) = single.get(i).filter(|f| **f != u32::MAX) {
-                    stack.push(frame);
-                    continue;
-                }
-                if location_frames.is_empty() {
-                    location_frames = vec![(0, u32::MAX); profile.locations.len()];
-                }
-                let (start, len) = match location_frames.get(i) {
-                    Some(&(_, u32::MAX)) => {
-                        let start = u32::try_from(flat.len()).unwrap_or(u32::MAX);
-                        self.location_frames(profile, i, &mut function_frames, &mut flat);
-                        let len = u32::try_from(flat.len()).unwrap_or(u32::MAX) - start;
-                        if let Some(slot) = location_frames.get_mut(i) {
-                            *slot = (start, len);
-                        }
-                        (start, len)
-                    }
-                    Some(&range) => range,
-                    None => {
-                        let unknown = self.intern_frame(UNKNOWN_FRAME);
-                        stack.push(unknown);
-                        continue;
-                    }
-                };
-                // Lines are innermost first; root-first order wants them reversed.
-                let range = start as usize..(start as usize + len as usize);
-                if let Some(frames) = flat.get(range) {
-                    stack.extend(frames.iter().rev());
-                }
-            }
             let group = if group_on_samples {
                 let name = self
                     .group_by
@@ -263,7 +260,11 @@ impl Merger {
             } else {
                 fixed_group
             };
-            stack = self.accumulate(group, std::mem::take(&mut stack), value, count);
+            let merged = self.merged_stack(&mut cache, profile, sample.stack, group);
+            if let Some(s) = self.merged.stacks.get_mut(merged) {
+                s.value += value;
+                s.count += count;
+            }
             if self.collect_spans {
                 if let Some(link) = sample.link {
                     let stats = self.merged.spans.entry(link).or_default();
@@ -288,6 +289,7 @@ impl Merger {
                 }
             }
         }
+        self.cache = cache;
         if used {
             self.merged.profiles_used += 1;
             self.merged.window = Some(match self.merged.window {
@@ -305,42 +307,112 @@ impl Merger {
         used
     }
 
-    /// Appends the frame ids of location `index` (innermost first) to `flat`.
-    fn location_frames(
+    /// The merged stack that `stack` (of `profile`'s dictionary) goes to in `group`, made at
+    /// zero if new; resolved once per dictionary.
+    fn merged_stack(
         &mut self,
+        cache: &mut DictionaryCache,
         profile: &Profile,
-        index: usize,
-        function_frames: &mut [u32],
-        flat: &mut Vec<u32>,
-    ) {
-        let Some(loc) = profile.locations.get(index) else {
-            flat.push(self.intern_frame(UNKNOWN_FRAME));
-            return;
-        };
-        if loc.lines.is_empty() {
-            let name = if loc.address == 0 {
-                UNKNOWN_FRAME.to_owned()
-            } else {
-                format!("{:#x}", loc.address)
-            };
-            flat.push(self.intern_frame(&name));
-            return;
+        stack: StackId,
+        group: u32,
+    ) -> usize {
+        if let Some(&i) = cache.merged.get(&(stack.0, group)) {
+            return i;
         }
-        for line in &loc.lines {
-            let id = self.function_frame(profile, line.function, function_frames);
-            flat.push(id);
-        }
+        let (start, len) = self.stack_frames(cache, profile, stack);
+        let range = start as usize..start as usize + len as usize;
+        let frames = cache.stack_flat.get(range).unwrap_or(&[]).to_vec();
+        let i = self.accumulate(group, frames, 0.0, 0.0);
+        cache.merged.insert((stack.0, group), i);
+        i
     }
 
-    /// The frame id of `function`, memoized in `function_frames`.
+    /// `(start, len)` of the frames of `stack`, root first, in `cache.stack_flat`.
+    fn stack_frames(
+        &mut self,
+        cache: &mut DictionaryCache,
+        profile: &Profile,
+        stack: StackId,
+    ) -> (u32, u32) {
+        let slot = stack.0 as usize;
+        if let Some(&range) = cache.stack_frames.get(slot).filter(|r| r.1 != u32::MAX) {
+            return range;
+        }
+        let start = cache.stack_flat.len();
+        for &loc in profile.stack(stack).iter().rev() {
+            let (from, n) = self.location_frames(cache, profile, loc.0 as usize);
+            // Lines are innermost first; root-first order wants them reversed.
+            for k in (0..n as usize).rev() {
+                let frame = cache
+                    .location_flat
+                    .get(from as usize + k)
+                    .copied()
+                    .unwrap_or(0);
+                cache.stack_flat.push(frame);
+            }
+        }
+        let range = (
+            u32::try_from(start).unwrap_or(u32::MAX),
+            u32::try_from(cache.stack_flat.len() - start).unwrap_or(0),
+        );
+        if let Some(x) = cache.stack_frames.get_mut(slot) {
+            *x = range;
+        }
+        range
+    }
+
+    /// `(start, len)` of the frame ids of location `index` (innermost first) in
+    /// `cache.location_flat`.
+    fn location_frames(
+        &mut self,
+        cache: &mut DictionaryCache,
+        profile: &Profile,
+        index: usize,
+    ) -> (u32, u32) {
+        if let Some(&range) = cache.location_frames.get(index).filter(|r| r.1 != u32::MAX) {
+            return range;
+        }
+        let start = cache.location_flat.len();
+        match profile.locations().get(index) {
+            None => {
+                let unknown = self.intern_frame(UNKNOWN_FRAME);
+                cache.location_flat.push(unknown);
+            }
+            Some(loc) if loc.lines.is_empty() => {
+                let name = if loc.address == 0 {
+                    UNKNOWN_FRAME.to_owned()
+                } else {
+                    format!("{:#x}", loc.address)
+                };
+                let id = self.intern_frame(&name);
+                cache.location_flat.push(id);
+            }
+            Some(loc) => {
+                for line in &loc.lines {
+                    let id = self.function_frame(cache, profile, line.function);
+                    cache.location_flat.push(id);
+                }
+            }
+        }
+        let range = (
+            u32::try_from(start).unwrap_or(u32::MAX),
+            u32::try_from(cache.location_flat.len() - start).unwrap_or(0),
+        );
+        if let Some(x) = cache.location_frames.get_mut(index) {
+            *x = range;
+        }
+        range
+    }
+
+    /// The frame id of `function`, memoized per dictionary.
     fn function_frame(
         &mut self,
+        cache: &mut DictionaryCache,
         profile: &Profile,
         function: FunctionId,
-        function_frames: &mut [u32],
     ) -> u32 {
         let slot = function.0 as usize;
-        if let Some(&id) = function_frames.get(slot).filter(|id| **id != u32::MAX) {
+        if let Some(&id) = cache.function_frames.get(slot).filter(|id| **id != u32::MAX) {
             return id;
         }
         let name = profile
@@ -349,7 +421,7 @@ impl Merger {
             .filter(|n| !n.is_empty())
             .unwrap_or(UNKNOWN_FRAME);
         let id = self.intern_frame(name);
-        if let Some(x) = function_frames.get_mut(slot) {
+        if let Some(x) = cache.function_frames.get_mut(slot) {
             *x = id;
         }
         id
@@ -360,8 +432,8 @@ impl Merger {
     }
 
     /// Adds `value` and `count` to the merged stack of `frames` (root first) in `group`,
-    /// creating it at zero if new. Gives `frames` back, so a caller can reuse its allocation.
-    fn accumulate(&mut self, group: u32, frames: Vec<u32>, value: f64, count: f64) -> Vec<u32> {
+    /// creating it at zero if new; returns its index.
+    fn accumulate(&mut self, group: u32, frames: Vec<u32>, value: f64, count: f64) -> usize {
         let key = (group, frames);
         let index = match self.stack_index.get(&key) {
             Some(&i) => i,
@@ -381,7 +453,7 @@ impl Merger {
             s.value += value;
             s.count += count;
         }
-        key.1
+        index
     }
 
     /// Adds what another merger (of the same type and selection, e.g. on another thread)
@@ -512,7 +584,8 @@ mod tests {
         let mut p = b.build(0, 1);
         // `lo` becomes one location holding `inner` inlined into `outer` (innermost first);
         // `lr` an address without symbols.
-        p.locations[lo.0 as usize].lines = Lines::from_vec(vec![
+        let dictionary = std::sync::Arc::make_mut(&mut p.dictionary);
+        dictionary.locations[lo.0 as usize].lines = Lines::from_vec(vec![
             Line {
                 function: inner,
                 line: 5,
@@ -522,7 +595,7 @@ mod tests {
                 line: 2,
             },
         ]);
-        p.locations[lr.0 as usize] = Location {
+        dictionary.locations[lr.0 as usize] = Location {
             lines: Lines::new(),
             kind: FrameKind::Native,
             address: 0x1234,

@@ -18,11 +18,13 @@
 //! figures in the same run: 1.89 ms, 18.8 ms for the reference, 0.58 ms for the check (one run
 //! at load average 0.75 on a 2-core machine shared with other builds).
 
+use std::sync::Arc;
+
 use opentelemetry::{KeyValue, Value};
 
 use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location, LocationId, Profile,
-    Sample, StrId, ValueType,
+    Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location,
+    LocationId, Profile, Sample, StackId, Stacks, StrId, ValueType,
 };
 
 /// Why OTLP profiles bytes could not be read, by this decoder or by the
@@ -67,6 +69,55 @@ pub enum DecodeError {
     ValueCountMismatch { values: usize, timestamps: usize },
     #[error("a profile has no sample_type")]
     NoSampleType,
+    /// Over one of the [`Limits`]: valid protobuf, but more than a request may hold.
+    #[error("{what} ({found}) is over the limit of {limit}")]
+    OverLimit {
+        what: &'static str,
+        found: usize,
+        limit: usize,
+    },
+}
+
+/// How much one request may hold once decoded. The receiver rejects a request over any of them
+/// (HTTP 400, gRPC INVALID_ARGUMENT, naming the limit) and the readers hold stored files to the
+/// same, so whatever was accepted can be read. With stacks and the dictionary shared (see
+/// [`crate::model`]), a decoded request takes memory in proportion to its bytes; these bound
+/// the work per request and keep every count far from the 32-bit indices of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Profiles in one request.
+    pub profiles: usize,
+    /// Samples in one profile.
+    pub samples: usize,
+    /// Locations in one stack. The agent's deepest is its `depth` option (2048 by default);
+    /// native profilers record up to a few thousand frames.
+    pub stack_depth: usize,
+    /// Entries in one dictionary table (strings, functions, locations, stacks, links,
+    /// attributes).
+    pub table_entries: usize,
+}
+
+impl Limits {
+    /// The limits otelprof states (README, security notes).
+    pub const DEFAULT: Limits = Limits {
+        profiles: 10_000,
+        samples: 1_000_000,
+        stack_depth: 16_384,
+        table_entries: 1_000_000,
+    };
+
+    fn check(found: usize, limit: usize, what: &'static str) -> Result<()> {
+        if found > limit {
+            return Err(DecodeError::OverLimit { what, found, limit });
+        }
+        Ok(())
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
 }
 
 /// The error for a link whose ids are neither both absent nor 16 and 8 bytes long.
@@ -178,38 +229,42 @@ fn read_dict(b: &[u8]) -> Result<Dict<'_>> {
     Ok(d)
 }
 
-/// The model tables every profile of the request shares (empty when only checking).
+impl Dict<'_> {
+    fn check_limits(&self, limits: &Limits) -> Result<()> {
+        for (n, what) in [
+            (self.strings.len(), "the string table's length"),
+            (self.functions.len(), "the function table's length"),
+            (self.locations.len(), "the location table's length"),
+            (self.links.len(), "the link table's length"),
+            (self.attributes.len(), "the attribute table's length"),
+            (self.stacks.len(), "the stack table's length"),
+        ] {
+            Limits::check(n, limits.table_entries, what)?;
+        }
+        Ok(())
+    }
+}
+
+/// The model tables every profile of the request shares (empty when only checking): the
+/// dictionary, and per attribute-table and link-table entry what a sample gets from it.
 #[derive(Default)]
 struct Tables {
-    strings: Vec<String>,
-    functions: Vec<Function>,
-    locations: Vec<Location>,
+    dictionary: Dictionary,
     /// Per attribute-table entry, the sample label it becomes (if any).
     labels: Vec<Option<Label>>,
     links: Vec<Option<Link>>,
-    stacks: Vec<Vec<LocationId>>,
 }
 
 impl Tables {
-    fn clone_all(&self) -> Tables {
-        Tables {
-            strings: self.strings.clone(),
-            functions: self.functions.clone(),
-            locations: self.locations.clone(),
-            labels: self.labels.clone(),
-            links: self.links.clone(),
-            stacks: self.stacks.clone(),
-        }
-    }
-
     fn intern_extra(&mut self, s: &str) -> StrId {
         // Extra strings (label keys renamed, numbers as text) are few: a linear probe of the
         // appended tail keeps the dictionary's indices intact.
-        let base = self.strings.len();
-        if let Some(i) = self.strings.iter().rposition(|x| x == s) {
+        let strings = &mut self.dictionary.strings;
+        let base = strings.len();
+        if let Some(i) = strings.iter().rposition(|x| x == s) {
             return StrId(u32::try_from(i).unwrap_or(u32::MAX));
         }
-        self.strings.push(s.to_owned());
+        strings.push(s.to_owned());
         StrId(u32::try_from(base).unwrap_or(u32::MAX))
     }
 }
@@ -222,18 +277,18 @@ fn str_id(index: i32, d: &Dict<'_>, referrer: &'static str) -> Result<StrId> {
 /// Reads every dictionary table a profile can refer to, checking each index. The model tables
 /// are made only when `BUILD`; without it this is the check's pass over the same bytes, with
 /// the same checks in the same order.
-fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
+fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tables> {
     let mut t = Tables::default();
     if BUILD {
-        t.strings = d.strings.iter().map(|s| (*s).to_owned()).collect();
-        if t.strings.is_empty() {
-            t.strings.push(String::new());
+        let dict = &mut t.dictionary;
+        dict.strings = d.strings.iter().map(|s| (*s).to_owned()).collect();
+        if dict.strings.is_empty() {
+            dict.strings.push(String::new());
         }
-        t.functions.reserve(d.functions.len().max(1));
-        t.locations.reserve(d.locations.len().max(1));
+        dict.functions = Vec::with_capacity(d.functions.len().max(1));
+        dict.locations = Vec::with_capacity(d.locations.len().max(1));
         t.labels.reserve(d.attributes.len());
         t.links.reserve(d.links.len());
-        t.stacks.reserve(d.stacks.len());
     }
     for f in &d.functions {
         let mut w = Wire::new(f);
@@ -248,11 +303,11 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
             }
         }
         if BUILD {
-            t.functions.push(func);
+            t.dictionary.functions.push(func);
         }
     }
-    if BUILD && t.functions.is_empty() {
-        t.functions.push(Function::default());
+    if BUILD && t.dictionary.functions.is_empty() {
+        t.dictionary.functions.push(Function::default());
     }
     // Attributes: the frame type of locations, and sample labels.
     let (frame_type, pseudo) = if BUILD {
@@ -371,11 +426,11 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
             if is_pseudo {
                 loc.kind = FrameKind::Pseudo;
             }
-            t.locations.push(loc);
+            t.dictionary.locations.push(loc);
         }
     }
-    if BUILD && t.locations.is_empty() {
-        t.locations.push(Location::default());
+    if BUILD && t.dictionary.locations.is_empty() {
+        t.dictionary.locations.push(Location::default());
     }
     for l in &d.links {
         let mut w = Wire::new(l);
@@ -401,8 +456,14 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
             t.links.push(link);
         }
     }
+    // Stacks keep the request's indices: stack i of the request is StackId(i) of the model.
     let mut indices = Vec::new();
-    for s in &d.stacks {
+    let mut stack = Vec::new();
+    if BUILD {
+        let frames: usize = d.stacks.iter().map(|s| s.len() / 2).sum();
+        t.dictionary.stacks = Stacks::with_capacity(d.stacks.len(), frames);
+    }
+    for (n, s) in d.stacks.iter().enumerate() {
         let mut w = Wire::new(s);
         indices.clear();
         while let Some((field, wire)) = w.key()? {
@@ -411,7 +472,8 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
                 _ => w.skip(wire)?,
             }
         }
-        let mut stack = Vec::with_capacity(if BUILD { indices.len() } else { 0 });
+        Limits::check(indices.len(), limits.stack_depth, "a stack's depth")?;
+        stack.clear();
         for &i in &indices {
             let i = check(i64::from(i), d.locations.len(), "a stack", "location_table")?;
             if BUILD {
@@ -419,7 +481,11 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>) -> Result<Tables> {
             }
         }
         if BUILD {
-            t.stacks.push(stack);
+            if n == 0 {
+                t.dictionary.stacks.set_first(&stack);
+            } else {
+                t.dictionary.stacks.push(&stack);
+            }
         }
     }
     Ok(t)
@@ -474,8 +540,9 @@ fn value_type(b: &[u8], d: &Dict<'_>) -> Result<ValueType> {
 fn read_profile<const BUILD: bool>(
     b: &[u8],
     d: &Dict<'_>,
-    t: Tables,
+    shared: &Shared,
     checked: &mut Checked,
+    limits: &Limits,
 ) -> Result<Profile> {
     let mut w = Wire::new(b);
     let mut sample_type = None;
@@ -500,6 +567,7 @@ fn read_profile<const BUILD: bool>(
         }
     }
     let sample_type = sample_type.ok_or(DecodeError::NoSampleType)?;
+    Limits::check(samples.len(), limits.samples, "a profile's sample count")?;
     checked.profiles += 1;
     let s = |id: StrId| d.strings.get(id.0 as usize).copied().unwrap_or("");
     // The encoder leaves out the period type when samples/count is there to derive it from.
@@ -508,17 +576,9 @@ fn read_profile<const BUILD: bool>(
         && period > 0
         && !s(period_type.ty).is_empty()
         && (s(period_type.ty), s(period_type.unit)) != ("samples", "count");
-    let Tables {
-        strings,
-        functions,
-        locations,
-        labels: label_table,
-        links: link_table,
-        stacks: mut stack_table,
-    } = t;
-    let mut stack_owner = vec![u32::MAX; stack_table.len()];
+    let (label_table, link_table) = (&shared.labels, &shared.links);
     let mut profile = Profile {
-        strings,
+        dictionary: shared.dictionary.clone(),
         sample_types: if derive {
             vec![sample_type, period_type]
         } else {
@@ -528,8 +588,6 @@ fn read_profile<const BUILD: bool>(
         period,
         time_nanos: i64::try_from(time).unwrap_or(i64::MAX),
         duration_nanos: i64::try_from(duration).unwrap_or(i64::MAX),
-        functions,
-        locations,
         samples: Vec::with_capacity(if BUILD { samples.len() } else { 0 }),
         comments: Vec::new(),
     };
@@ -570,15 +628,16 @@ fn read_profile<const BUILD: bool>(
                 timestamps: timestamps.len(),
             });
         }
+        // Without a stack table, stack 0 is the model's empty stack.
         let stack = if stack == 0 && d.stacks.is_empty() {
-            None
+            0
         } else {
-            Some(check(
+            check(
                 i64::from(stack),
                 d.stacks.len(),
                 "a sample",
                 "stack_table",
-            )?)
+            )?
         };
         let mut labels = Vec::with_capacity(if BUILD { attrs.len() } else { 0 });
         for &a in &attrs {
@@ -602,24 +661,6 @@ fn read_profile<const BUILD: bool>(
         if !BUILD {
             continue;
         }
-        // A stack moves into the first sample that uses it; later ones copy it from there.
-        let locations = match stack.map(|i| (i, stack_owner.get(i).copied())) {
-            None | Some((_, None)) => Vec::new(),
-            Some((i, Some(u32::MAX))) => {
-                if let Some(o) = stack_owner.get_mut(i) {
-                    *o = u32::try_from(profile.samples.len()).unwrap_or(u32::MAX);
-                }
-                stack_table
-                    .get_mut(i)
-                    .map(std::mem::take)
-                    .unwrap_or_default()
-            }
-            Some((_, Some(owner))) => profile
-                .samples
-                .get(owner as usize)
-                .map(|s| s.locations.clone())
-                .unwrap_or_default(),
-        };
         labels.sort_unstable();
         labels.dedup();
         let value = if values.is_empty() {
@@ -628,7 +669,7 @@ fn read_profile<const BUILD: bool>(
             values.iter().fold(0i64, |a, v| a.saturating_add(*v))
         };
         profile.samples.push(Sample {
-            locations,
+            stack: StackId(u32::try_from(stack).unwrap_or(0)),
             values: if derive {
                 vec![value, value.saturating_mul(period)]
             } else {
@@ -704,7 +745,7 @@ struct Walked {
 /// in the same order, so the check accepts exactly what the decoder accepts, by construction;
 /// `BUILD` is a const parameter, so each mode compiles to its own copy with the other's work
 /// removed: the decoder pays nothing for the check, and the check allocates no model.
-fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
+fn walk<const BUILD: bool>(bytes: &[u8], limits: &Limits) -> Result<Walked> {
     let mut w = Wire::new(bytes);
     let mut resource_profiles: Vec<&[u8]> = Vec::new();
     let mut dict: Option<&[u8]> = None;
@@ -716,8 +757,8 @@ fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
         }
     }
     let d = read_dict(dict.unwrap_or(&[]))?;
-    // (resource, profile bytes) of every profile, so that the last one can take the shared
-    // tables instead of a copy (one profile per request is the common case).
+    d.check_limits(limits)?;
+    // (resource, profile bytes) of every profile, each resource read once.
     let mut profiles: Vec<(std::rc::Rc<Vec<KeyValue>>, &[u8])> = Vec::new();
     for rp in resource_profiles {
         let mut w = Wire::new(rp);
@@ -743,6 +784,7 @@ fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
         }
     }
     let mut out = Walked::default();
+    Limits::check(profiles.len(), limits.profiles, "the number of profiles")?;
     // No profiles: nothing refers to the tables, so they are not read (nor checked).
     if profiles.is_empty() {
         return Ok(out);
@@ -750,16 +792,19 @@ fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
     if BUILD {
         out.profiles.reserve(profiles.len());
     }
-    let mut tables = Some(build_tables::<BUILD>(&d)?);
-    let last = profiles.len() - 1;
-    for (i, (resource, bytes)) in profiles.into_iter().enumerate() {
-        let t = if i == last {
-            tables.take()
-        } else {
-            tables.as_ref().map(Tables::clone_all)
-        };
-        let Some(t) = t else { break };
-        let profile = read_profile::<BUILD>(bytes, &d, t, &mut out.checked)?;
+    let Tables {
+        dictionary,
+        labels,
+        links,
+    } = build_tables::<BUILD>(&d, limits)?;
+    // Every profile of the request shares the one dictionary: decoded once, never copied.
+    let shared = Shared {
+        dictionary: Arc::new(dictionary),
+        labels,
+        links,
+    };
+    for (resource, bytes) in profiles {
+        let profile = read_profile::<BUILD>(bytes, &d, &shared, &mut out.checked, limits)?;
         if BUILD {
             out.profiles.push(((*resource).clone(), profile));
         }
@@ -767,10 +812,17 @@ fn walk<const BUILD: bool>(bytes: &[u8]) -> Result<Walked> {
     Ok(out)
 }
 
+/// What the profiles of a request read from its dictionary.
+struct Shared {
+    dictionary: Arc<Dictionary>,
+    labels: Vec<Option<Label>>,
+    links: Vec<Option<Link>>,
+}
+
 /// Decodes an `ExportProfilesServiceRequest` / `ProfilesData` (uncompressed: inflate gzip
 /// with [`crate::gzip`] first) into its profiles, each with its resource.
 pub fn decode(bytes: &[u8]) -> Result<Vec<(Vec<KeyValue>, Profile)>> {
-    Ok(walk::<true>(bytes)?.profiles)
+    Ok(walk::<true>(bytes, &Limits::DEFAULT)?.profiles)
 }
 
 /// What [`check_request`] found in a valid request.
@@ -784,7 +836,7 @@ pub struct Checked {
 /// right length, values matching timestamps) without building anything: what a receiver needs
 /// before it acknowledges, at a fraction of the cost.
 pub fn check_request(bytes: &[u8]) -> Result<Checked> {
-    Ok(walk::<false>(bytes)?.checked)
+    Ok(walk::<false>(bytes, &Limits::DEFAULT)?.checked)
 }
 
 #[cfg(test)]
@@ -824,8 +876,8 @@ mod tests {
             .samples
             .iter()
             .map(|s| {
-                let frames: Vec<String> = s
-                    .locations
+                let frames: Vec<String> = p
+                    .stack(s.stack)
                     .iter()
                     .map(|l| {
                         let loc = p.location(*l).unwrap();

@@ -12,7 +12,7 @@ use super::{
     LOCAL_ROOT_SPAN_ID, MAX_TIMESTAMP_EXPANSION, PSEUDO_FRAME, SCOPE_NAME, SCOPE_VERSION,
     THREAD_ID,
 };
-use crate::model::{FrameKind, LabelValue, Link, LocationId, Profile, Sample, ValueType};
+use crate::model::{FrameKind, LabelValue, Link, LocationId, Profile, Sample, StackId, ValueType};
 
 /// Why a model profile cannot be encoded. Both mean a malformed model (a bug in whoever
 /// built it); the caller drops the profile and reports it.
@@ -173,6 +173,8 @@ struct Dictionary {
     location_index: HashMap<u32, i32>,
     stacks: Vec<pb::Stack>,
     stack_index: HashMap<Vec<i32>, i32>,
+    /// The OTLP stack of each model stack already encoded.
+    model_stacks: HashMap<u32, i32>,
     attributes: Vec<pb::KeyValueAndUnit>,
     attribute_index: HashMap<AttrKey, i32>,
     links: Vec<pb::Link>,
@@ -194,6 +196,7 @@ impl Dictionary {
             location_index: HashMap::from([(0, 0)]),
             stacks: vec![pb::Stack::default()],
             stack_index: HashMap::from([(Vec::new(), 0)]),
+            model_stacks: HashMap::new(),
             attributes: vec![pb::KeyValueAndUnit::default()],
             attribute_index: HashMap::new(),
             links: vec![pb::Link::default()],
@@ -254,7 +257,7 @@ impl Dictionary {
             return Ok(i);
         }
         let f = p
-            .functions
+            .functions()
             .get(id as usize)
             .ok_or(EncodeError::UnknownFunction(id))?;
         let entry = pb::Function {
@@ -303,12 +306,17 @@ impl Dictionary {
         Ok(i)
     }
 
-    fn stack(&mut self, p: &Profile, locations: &[LocationId]) -> Result<i32, EncodeError> {
+    fn stack(&mut self, p: &Profile, id: StackId) -> Result<i32, EncodeError> {
+        if let Some(&i) = self.model_stacks.get(&id.0) {
+            return Ok(i);
+        }
+        let locations = p.stack(id);
         let mut indices = Vec::with_capacity(locations.len());
         for &l in locations {
             indices.push(self.location(p, l)?);
         }
         if let Some(&i) = self.stack_index.get(&indices) {
+            self.model_stacks.insert(id.0, i);
             return Ok(i);
         }
         let i = next_index(self.stacks.len(), "stack")?;
@@ -316,6 +324,7 @@ impl Dictionary {
             location_indices: indices.clone(),
         });
         self.stack_index.insert(indices, i);
+        self.model_stacks.insert(id.0, i);
         Ok(i)
     }
 
@@ -396,7 +405,7 @@ fn encode_one(
             continue;
         }
         let key = (
-            dict.stack(p, &s.locations)?,
+            dict.stack(p, s.stack)?,
             dict.sample_attributes(p, s, options)?,
             dict.link(s.link)?,
         );

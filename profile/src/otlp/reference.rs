@@ -24,8 +24,8 @@ use super::{
 };
 use crate::gzip::{self, MAX_INFLATED_BYTES};
 use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
-    Profile, Sample, StrId, ValueType,
+    Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location,
+    LocationId, Profile, Sample, StackId, StrId, ValueType,
 };
 
 /// One OTLP profile, as a model profile plus what the model has no room for.
@@ -158,12 +158,14 @@ fn any_to_otel(v: &AnyValue, dict: &pb::ProfilesDictionary) -> Option<openteleme
 }
 
 /// What makes two samples one: stack, label set, link.
-type SampleIdentity = (Vec<LocationId>, Vec<Label>, Option<Link>);
+type SampleIdentity = (StackId, Vec<Label>, Option<Link>);
 
 /// Builds a model profile directly (the model's builder only makes single-line locations),
 /// interning as it goes.
 struct ModelBuilder {
     profile: Profile,
+    dictionary: Dictionary,
+    stacks: HashMap<Vec<LocationId>, StackId>,
     strings: HashMap<String, StrId>,
     functions: HashMap<Function, FunctionId>,
     locations: HashMap<Location, LocationId>,
@@ -176,6 +178,8 @@ impl ModelBuilder {
     fn new() -> ModelBuilder {
         ModelBuilder {
             profile: Profile::default(),
+            dictionary: Dictionary::default(),
+            stacks: HashMap::from([(Vec::new(), StackId(0))]),
             strings: HashMap::from([(String::new(), StrId(0))]),
             functions: HashMap::new(),
             locations: HashMap::new(),
@@ -190,8 +194,8 @@ impl ModelBuilder {
         }
         // Model ids are u32; an OTLP string table is bounded by the input size (< 4 GiB of
         // strings of at least 2 bytes on the wire), so this never saturates in practice.
-        let id = StrId(u32::try_from(self.profile.strings.len()).unwrap_or(u32::MAX));
-        self.profile.strings.push(s.to_owned());
+        let id = StrId(u32::try_from(self.dictionary.strings.len()).unwrap_or(u32::MAX));
+        self.dictionary.strings.push(s.to_owned());
         self.strings.insert(s.to_owned(), id);
         id
     }
@@ -200,8 +204,8 @@ impl ModelBuilder {
         if let Some(&id) = self.functions.get(&f) {
             return id;
         }
-        let id = FunctionId(u32::try_from(self.profile.functions.len()).unwrap_or(u32::MAX));
-        self.profile.functions.push(f.clone());
+        let id = FunctionId(u32::try_from(self.dictionary.functions.len()).unwrap_or(u32::MAX));
+        self.dictionary.functions.push(f.clone());
         self.functions.insert(f, id);
         id
     }
@@ -288,8 +292,8 @@ impl ModelBuilder {
             Some(&id) => id,
             None => {
                 let id =
-                    LocationId(u32::try_from(self.profile.locations.len()).unwrap_or(u32::MAX));
-                self.profile.locations.push(location.clone());
+                    LocationId(u32::try_from(self.dictionary.locations.len()).unwrap_or(u32::MAX));
+                self.dictionary.locations.push(location.clone());
                 self.locations.insert(location, id);
                 id
             }
@@ -306,6 +310,14 @@ impl ModelBuilder {
         values: &[i64],
         timestamps: &[i64],
     ) {
+        let stack = match self.stacks.get(&stack) {
+            Some(&id) => id,
+            None => {
+                let id = self.dictionary.stacks.push(&stack);
+                self.stacks.insert(stack, id);
+                id
+            }
+        };
         let key = (stack, labels, link);
         let n = self.profile.sample_types.len();
         let i = match self.samples.get(&key) {
@@ -313,7 +325,7 @@ impl ModelBuilder {
             None => {
                 let i = self.profile.samples.len();
                 self.profile.samples.push(Sample {
-                    locations: key.0.clone(),
+                    stack,
                     values: vec![0; n],
                     labels: key.1.clone(),
                     link,
@@ -368,6 +380,7 @@ fn decode_profile(p: &pb::Profile, dict: &pb::ProfilesDictionary) -> Result<Prof
     b.profile.period = p.period;
     // Put back the type the encoder leaves out (samples × period), if this is that shape.
     let mut probe = b.profile.clone();
+    probe.dictionary = std::sync::Arc::new(b.dictionary.clone());
     probe.sample_types.push(period_type);
     let derive = emitted_sample_types(&probe) == [0] && probe.sample_types.len() == 2;
     if derive {
@@ -460,6 +473,7 @@ fn decode_profile(p: &pb::Profile, dict: &pb::ProfilesDictionary) -> Result<Prof
         let values = if derive { &values[..] } else { &values[..1] };
         b.add(locations, labels, link, values, &timestamps);
     }
+    b.profile.dictionary = std::sync::Arc::new(b.dictionary);
     Ok(b.profile)
 }
 

@@ -9,9 +9,10 @@ use prost::Message;
 use super::{proto, LINK_SPAN_ID, LINK_TRACE_ID, MAX_INFLATED_BYTES};
 use crate::gzip;
 use crate::model::{
-    FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Location, LocationId, Profile,
-    Sample, StrId, ValueType,
+    Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Location,
+    LocationId, Profile, Sample, StackId, Stacks, StrId, ValueType,
 };
+use crate::otlp::Limits;
 
 /// Turns a `trace_id` + `span_id` label pair holding valid hex ids back into a link.
 fn take_link(labels: &mut Vec<Label>, strings: &[String]) -> Option<crate::Link> {
@@ -87,6 +88,12 @@ pub enum DecodeError {
     },
     #[error("the {table} table has more entries than the model can index")]
     TableTooLarge { table: Table },
+    #[error("sample {sample} has a stack of {depth} locations, over the limit of {limit}")]
+    StackTooDeep {
+        sample: usize,
+        depth: usize,
+        limit: usize,
+    },
 }
 
 impl From<gzip::InflateError> for DecodeError {
@@ -250,7 +257,18 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
     }
 
     let mut samples = Vec::with_capacity(p.sample.len());
+    // pprof lists a sample's locations in the sample; the model keeps each distinct stack once.
+    let mut stacks = Stacks::default();
+    let mut stack_ids: HashMap<Vec<LocationId>, StackId> = HashMap::from([(Vec::new(), StackId(0))]);
+    let limit = Limits::DEFAULT.stack_depth;
     for (i, s) in p.sample.into_iter().enumerate() {
+        if s.location_id.len() > limit {
+            return Err(DecodeError::StackTooDeep {
+                sample: i,
+                depth: s.location_id.len(),
+                limit,
+            });
+        }
         if s.value.len() != sample_types.len() {
             return Err(DecodeError::ValueCountMismatch {
                 sample: i,
@@ -263,6 +281,14 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             .iter()
             .map(|&id| Ok(LocationId(location_ids.get(id, || format!("sample {i}"))?)))
             .collect::<Result<Vec<_>, DecodeError>>()?;
+        let stack = match stack_ids.get(&locations) {
+            Some(&id) => id,
+            None => {
+                let id = stacks.push(&locations);
+                stack_ids.insert(locations, id);
+                id
+            }
+        };
         let mut labels = s
             .label
             .iter()
@@ -272,7 +298,7 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
         labels.dedup();
         let link = take_link(&mut labels, &strings);
         samples.push(Sample {
-            locations,
+            stack,
             values: s.value,
             labels,
             link,
@@ -288,14 +314,17 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
         .collect::<Result<Vec<_>, _>>()?;
 
     Ok(Profile {
-        strings,
+        dictionary: std::sync::Arc::new(Dictionary {
+            strings,
+            functions,
+            locations,
+            stacks,
+        }),
         sample_types,
         period_type,
         period: p.period,
         time_nanos: p.time_nanos,
         duration_nanos: p.duration_nanos,
-        functions,
-        locations,
         samples,
         comments,
     })

@@ -67,13 +67,14 @@ fn to_pb(p: &Profile) -> proto::Profile {
         r#type: str_index(vt.ty),
         unit: str_index(vt.unit),
     };
-    let mut string_table: Vec<Vec<u8>> = p.strings.iter().map(|s| s.as_bytes().to_vec()).collect();
+    let mut string_table: Vec<Vec<u8>> =
+        p.strings().iter().map(|s| s.as_bytes().to_vec()).collect();
     if string_table.is_empty() {
         string_table.push(Vec::new());
     }
     // Links become the string labels `trace_id` / `span_id` (lowercase hex, Pyroscope's
     // names); their strings are appended to the table here, not kept in the model.
-    let mut extra = ExtraStrings::new(&p.strings, &mut string_table);
+    let mut extra = ExtraStrings::new(p.strings(), &mut string_table);
     let sample = p
         .samples
         .iter()
@@ -93,7 +94,7 @@ fn to_pb(p: &Profile) -> proto::Profile {
                 }
             }
             proto::Sample {
-                location_id: s.locations.iter().map(|l| u64::from(l.0)).collect(),
+                location_id: p.stack(s.stack).iter().map(|l| u64::from(l.0)).collect(),
                 value: s.values.clone(),
                 label,
             }
@@ -104,7 +105,7 @@ fn to_pb(p: &Profile) -> proto::Profile {
         sample,
         mapping: Vec::new(),
         location: p
-            .locations
+            .locations()
             .iter()
             .enumerate()
             .skip(1)
@@ -125,7 +126,7 @@ fn to_pb(p: &Profile) -> proto::Profile {
             })
             .collect(),
         function: p
-            .functions
+            .functions()
             .iter()
             .enumerate()
             .skip(1)
