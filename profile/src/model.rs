@@ -541,7 +541,10 @@ mod tests {
         assert_eq!(p.locations()[0], Location::default());
         assert_eq!(p.samples.len(), 2);
         assert_eq!(p.stack(p.samples[0].stack), [leaf]);
-        assert_eq!(p.stack(p.samples[0].stack).as_ptr(), p.stack(p.samples[1].stack).as_ptr());
+        assert_eq!(
+            p.stack(p.samples[0].stack).as_ptr(),
+            p.stack(p.samples[1].stack).as_ptr()
+        );
         assert_eq!(p.samples[0].values, vec![3, 30]);
         assert_eq!(p.label_str(&p.samples[0], "thread_name"), Some("main"));
         assert_eq!(p.sample_type_index("cpu"), Some(1));

@@ -412,7 +412,11 @@ impl Merger {
         function: FunctionId,
     ) -> u32 {
         let slot = function.0 as usize;
-        if let Some(&id) = cache.function_frames.get(slot).filter(|id| **id != u32::MAX) {
+        if let Some(&id) = cache
+            .function_frames
+            .get(slot)
+            .filter(|id| **id != u32::MAX)
+        {
             return id;
         }
         let name = profile

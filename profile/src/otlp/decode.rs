@@ -632,12 +632,7 @@ fn read_profile<const BUILD: bool>(
         let stack = if stack == 0 && d.stacks.is_empty() {
             0
         } else {
-            check(
-                i64::from(stack),
-                d.stacks.len(),
-                "a sample",
-                "stack_table",
-            )?
+            check(i64::from(stack), d.stacks.len(), "a sample", "stack_table")?
         };
         let mut labels = Vec::with_capacity(if BUILD { attrs.len() } else { 0 });
         for &a in &attrs {

@@ -259,7 +259,8 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
     let mut samples = Vec::with_capacity(p.sample.len());
     // pprof lists a sample's locations in the sample; the model keeps each distinct stack once.
     let mut stacks = Stacks::default();
-    let mut stack_ids: HashMap<Vec<LocationId>, StackId> = HashMap::from([(Vec::new(), StackId(0))]);
+    let mut stack_ids: HashMap<Vec<LocationId>, StackId> =
+        HashMap::from([(Vec::new(), StackId(0))]);
     let limit = Limits::DEFAULT.stack_depth;
     for (i, s) in p.sample.into_iter().enumerate() {
         if s.location_id.len() > limit {

@@ -158,20 +158,38 @@ impl Tree {
     /// `frame;frame;frame value` lines (Brendan Gregg's folded format), root first, or
     /// `… base head` lines for a differential tree; what inferno reads.
     pub fn folded(&self) -> Vec<String> {
+        // Depth first with a stack of its own: a tree is as deep as the deepest stack it was
+        // made from, which the input decides, so recursion could exhaust the thread's stack.
+        enum Step {
+            Enter(usize),
+            Leave,
+        }
         let mut lines = Vec::new();
         let mut path: Vec<&str> = Vec::new();
-        self.fold(0, &mut path, &mut lines);
+        let mut todo = vec![Step::Enter(0)];
+        while let Some(step) = todo.pop() {
+            let node = match step {
+                Step::Leave => {
+                    path.pop();
+                    continue;
+                }
+                Step::Enter(node) => node,
+            };
+            let Some(n) = self.nodes.get(node) else {
+                continue;
+            };
+            if node != 0 {
+                path.push(self.names.get(n.frame as usize).map_or("?", String::as_str));
+                todo.push(Step::Leave);
+                self.fold_line(n, &path, &mut lines);
+            }
+            todo.extend(n.children.iter().rev().map(|&c| Step::Enter(c)));
+        }
         lines
     }
 
-    fn fold<'a>(&'a self, node: usize, path: &mut Vec<&'a str>, out: &mut Vec<String>) {
-        let Some(n) = self.nodes.get(node) else {
-            return;
-        };
-        let pushed = node != 0;
-        if pushed {
-            path.push(self.names.get(n.frame as usize).map_or("?", String::as_str));
-        }
+    /// The folded line of node `n` at `path`, if it has value of its own.
+    fn fold_line(&self, n: &Node, path: &[&str], out: &mut Vec<String>) {
         let child_value: f64 = n
             .children
             .iter()
@@ -186,7 +204,7 @@ impl Tree {
             .sum();
         let own = (n.value - child_value).max(0.0).round() as i64;
         let own_base = (n.base - child_base).max(0.0).round() as i64;
-        if pushed && (own > 0 || (self.differential && own_base > 0)) {
+        if own > 0 || (self.differential && own_base > 0) {
             // Folded frame names must not contain the separator or the count's space.
             let stack: Vec<String> = path.iter().map(|p| p.replace(';', ":")).collect();
             let stack = stack.join(";");
@@ -195,12 +213,6 @@ impl Tree {
             } else {
                 out.push(format!("{stack} {own}"));
             }
-        }
-        for &c in &n.children {
-            self.fold(c, path, out);
-        }
-        if pushed {
-            path.pop();
         }
     }
 }
