@@ -10,7 +10,7 @@ use std::collections::HashMap;
 // SipHash cost a third of the merge: rustc's FxHash instead.
 use rustc_hash::FxHashMap as FxMap;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use otelprof_profile::model::{Dictionary, FunctionId, Link, Profile, StackId};
 
@@ -102,28 +102,32 @@ pub struct Merger {
     merged: Merged,
     frame_index: FxMap<String, u32>,
     group_index: FxMap<String, u32>,
-    stack_index: FxMap<(u32, Vec<u32>), usize>,
+    /// Merged stack by `[group, frames…]`, so that a lookup can borrow a scratch slice.
+    stack_index: FxMap<Vec<u32>, usize>,
+    key: Vec<u32>,
     instance_index: HashMap<String, ()>,
     cache: DictionaryCache,
 }
 
 /// What the merger has resolved of the dictionary it met last. The profiles of one OTLP
-/// request share one dictionary, and the samples of a profile share stacks: each function,
-/// location and stack is resolved once per dictionary, so the work of a request follows its
+/// request share one dictionary, and the samples of a profile share stacks: each function and
+/// location is resolved once per dictionary, and each stack once per dictionary and group, so the work of a request follows its
 /// size, not profiles × dictionary or samples × stack depth.
 #[derive(Default)]
 struct DictionaryCache {
-    dictionary: Option<Arc<Dictionary>>,
+    /// Which dictionary this is. Weak: the dictionary's tables are freed with its last
+    /// profile, while its allocation (and so its address) stays taken, so a new dictionary
+    /// can never be mistaken for it.
+    dictionary: Option<Weak<Dictionary>>,
     /// Frame id per function; `u32::MAX` until resolved.
     function_frames: Vec<u32>,
-    /// Per location, `(start, len)` of its frames (innermost first) in `location_flat`;
-    /// `len == u32::MAX` until resolved.
-    location_frames: Vec<(u32, u32)>,
+    /// Per location, its frame id when it has one line (nearly all do), [`UNRESOLVED`] until
+    /// resolved, [`MANY`] when its frames are a range in `location_ranges`.
+    location_frames: Vec<u32>,
+    /// `(start, len)` in `location_flat` of the frames (innermost first) of locations with
+    /// other than one line, by location.
+    location_ranges: FxMap<u32, (u32, u32)>,
     location_flat: Vec<u32>,
-    /// Per stack, `(start, len)` of its frames (root first) in `stack_flat`; `len == u32::MAX`
-    /// until resolved.
-    stack_frames: Vec<(u32, u32)>,
-    stack_flat: Vec<u32>,
     /// The merged stack each (stack, group) of this dictionary went to.
     merged: FxMap<(u32, u32), usize>,
 }
@@ -132,22 +136,26 @@ impl DictionaryCache {
     /// Makes this the cache of `profile`'s dictionary, starting over if it is another one.
     fn enter(&mut self, profile: &Profile) {
         if let Some(d) = &self.dictionary {
-            if Arc::ptr_eq(d, &profile.dictionary) {
+            if std::ptr::eq(d.as_ptr(), Arc::as_ptr(&profile.dictionary)) {
                 return;
             }
         }
         let d = &profile.dictionary;
         *self = DictionaryCache {
-            dictionary: Some(d.clone()),
+            dictionary: Some(Arc::downgrade(d)),
             function_frames: vec![u32::MAX; d.functions.len()],
-            location_frames: vec![(0, u32::MAX); d.locations.len()],
+            location_frames: vec![UNRESOLVED; d.locations.len()],
+            location_ranges: FxMap::default(),
             location_flat: Vec::new(),
-            stack_frames: vec![(0, u32::MAX); d.stacks.len()],
-            stack_flat: Vec::new(),
             merged: FxMap::default(),
         };
     }
 }
+
+/// A location not resolved yet ([`DictionaryCache::location_frames`]).
+const UNRESOLVED: u32 = u32::MAX;
+/// A location of other than one line.
+const MANY: u32 = u32::MAX - 1;
 
 impl Merger {
     /// Keeps samples of type `ty` that `selector` selects; `group_by` names a resource or
@@ -162,6 +170,7 @@ impl Merger {
             frame_index: FxMap::default(),
             group_index: FxMap::default(),
             stack_index: FxMap::default(),
+            key: Vec::new(),
             instance_index: HashMap::new(),
             cache: DictionaryCache::default(),
         }
@@ -319,89 +328,79 @@ impl Merger {
         if let Some(&i) = cache.merged.get(&(stack.0, group)) {
             return i;
         }
-        let (start, len) = self.stack_frames(cache, profile, stack);
-        let range = start as usize..start as usize + len as usize;
-        let frames = cache.stack_flat.get(range).unwrap_or(&[]).to_vec();
-        let i = self.accumulate(group, frames, 0.0, 0.0);
+        // The merged stack's key, `[group, frames root first…]`, made in place.
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.push(group);
+        for &loc in profile.stack(stack).iter().rev() {
+            let frame = match cache.location_frames.get(loc.0 as usize) {
+                Some(&f) if f < MANY => f,
+                _ => self.location_frame(cache, profile, loc.0),
+            };
+            if frame != MANY {
+                key.push(frame);
+                continue;
+            }
+            let (from, n) = cache.location_ranges.get(&loc.0).copied().unwrap_or((0, 0));
+            let lines = from as usize..from as usize + n as usize;
+            // Lines are innermost first; root-first order wants them reversed.
+            if let Some(frames) = cache.location_flat.get(lines) {
+                key.extend(frames.iter().rev());
+            }
+        }
+        let i = self.index_of_key(&key);
+        self.key = key;
         cache.merged.insert((stack.0, group), i);
         i
     }
 
-    /// `(start, len)` of the frames of `stack`, root first, in `cache.stack_flat`.
-    fn stack_frames(
+    /// Resolves location `index`: its frame id if it has one line, else [`MANY`] with its
+    /// frames (innermost first) put in `cache.location_ranges`.
+    fn location_frame(
         &mut self,
         cache: &mut DictionaryCache,
         profile: &Profile,
-        stack: StackId,
-    ) -> (u32, u32) {
-        let slot = stack.0 as usize;
-        if let Some(&range) = cache.stack_frames.get(slot).filter(|r| r.1 != u32::MAX) {
-            return range;
-        }
-        let start = cache.stack_flat.len();
-        for &loc in profile.stack(stack).iter().rev() {
-            let (from, n) = self.location_frames(cache, profile, loc.0 as usize);
-            // Lines are innermost first; root-first order wants them reversed.
-            for k in (0..n as usize).rev() {
-                let frame = cache
-                    .location_flat
-                    .get(from as usize + k)
-                    .copied()
-                    .unwrap_or(0);
-                cache.stack_flat.push(frame);
-            }
-        }
-        let range = (
-            u32::try_from(start).unwrap_or(u32::MAX),
-            u32::try_from(cache.stack_flat.len() - start).unwrap_or(0),
-        );
-        if let Some(x) = cache.stack_frames.get_mut(slot) {
-            *x = range;
-        }
-        range
-    }
-
-    /// `(start, len)` of the frame ids of location `index` (innermost first) in
-    /// `cache.location_flat`.
-    fn location_frames(
-        &mut self,
-        cache: &mut DictionaryCache,
-        profile: &Profile,
-        index: usize,
-    ) -> (u32, u32) {
-        if let Some(&range) = cache.location_frames.get(index).filter(|r| r.1 != u32::MAX) {
-            return range;
-        }
-        let start = cache.location_flat.len();
-        match profile.locations().get(index) {
-            None => {
-                let unknown = self.intern_frame(UNKNOWN_FRAME);
-                cache.location_flat.push(unknown);
-            }
-            Some(loc) if loc.lines.is_empty() => {
-                let name = if loc.address == 0 {
-                    UNKNOWN_FRAME.to_owned()
-                } else {
-                    format!("{:#x}", loc.address)
-                };
-                let id = self.intern_frame(&name);
-                cache.location_flat.push(id);
-            }
-            Some(loc) => {
-                for line in &loc.lines {
-                    let id = self.function_frame(cache, profile, line.function);
+        index: u32,
+    ) -> u32 {
+        let location = profile.locations().get(index as usize);
+        let frame = match location.map(|l| l.lines.as_slice()) {
+            Some([line]) => self.function_frame(cache, profile, line.function),
+            _ => MANY,
+        };
+        // A frame id can never reach MANY: the frame table would need 4 billion names.
+        let frame = if frame < MANY {
+            frame
+        } else {
+            let start = u32::try_from(cache.location_flat.len()).unwrap_or(u32::MAX);
+            match location {
+                None => {
+                    let unknown = self.intern_frame(UNKNOWN_FRAME);
+                    cache.location_flat.push(unknown);
+                }
+                Some(loc) if loc.lines.is_empty() => {
+                    let name = if loc.address == 0 {
+                        UNKNOWN_FRAME.to_owned()
+                    } else {
+                        format!("{:#x}", loc.address)
+                    };
+                    let id = self.intern_frame(&name);
                     cache.location_flat.push(id);
                 }
+                Some(loc) => {
+                    for line in &loc.lines {
+                        let id = self.function_frame(cache, profile, line.function);
+                        cache.location_flat.push(id);
+                    }
+                }
             }
+            let end = u32::try_from(cache.location_flat.len()).unwrap_or(u32::MAX);
+            cache.location_ranges.insert(index, (start, end - start));
+            MANY
+        };
+        if let Some(x) = cache.location_frames.get_mut(index as usize) {
+            *x = frame;
         }
-        let range = (
-            u32::try_from(start).unwrap_or(u32::MAX),
-            u32::try_from(cache.location_flat.len() - start).unwrap_or(0),
-        );
-        if let Some(x) = cache.location_frames.get_mut(index) {
-            *x = range;
-        }
-        range
+        frame
     }
 
     /// The frame id of `function`, memoized per dictionary.
@@ -435,29 +434,41 @@ impl Merger {
         self.merged
     }
 
-    /// Adds `value` and `count` to the merged stack of `frames` (root first) in `group`,
-    /// creating it at zero if new; returns its index.
-    fn accumulate(&mut self, group: u32, frames: Vec<u32>, value: f64, count: f64) -> usize {
-        let key = (group, frames);
-        let index = match self.stack_index.get(&key) {
-            Some(&i) => i,
-            None => {
-                let i = self.merged.stacks.len();
-                self.merged.stacks.push(MergedStack {
-                    group,
-                    frames: key.1.clone(),
-                    value: 0.0,
-                    count: 0.0,
-                });
-                self.stack_index.insert(key.clone(), i);
-                i
-            }
-        };
+    /// The index of the merged stack of `frames` (root first) in `group`, made at zero if new.
+    fn merged_index(&mut self, group: u32, frames: &[u32]) -> usize {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.push(group);
+        key.extend_from_slice(frames);
+        let index = self.index_of_key(&key);
+        self.key = key;
+        index
+    }
+
+    /// The index of the merged stack whose key is `[group, frames…]`, made at zero if new.
+    fn index_of_key(&mut self, key: &[u32]) -> usize {
+        if let Some(&i) = self.stack_index.get(key) {
+            return i;
+        }
+        let (group, frames) = key.split_first().unwrap_or((&0, &[]));
+        let i = self.merged.stacks.len();
+        self.merged.stacks.push(MergedStack {
+            group: *group,
+            frames: frames.to_vec(),
+            value: 0.0,
+            count: 0.0,
+        });
+        self.stack_index.insert(key.to_vec(), i);
+        i
+    }
+
+    /// Adds `value` and `count` to the merged stack of `frames` (root first) in `group`.
+    fn accumulate(&mut self, group: u32, frames: &[u32], value: f64, count: f64) {
+        let index = self.merged_index(group, frames);
         if let Some(s) = self.merged.stacks.get_mut(index) {
             s.value += value;
             s.count += count;
         }
-        index
     }
 
     /// Adds what another merger (of the same type and selection, e.g. on another thread)
@@ -479,12 +490,12 @@ impl Merger {
         };
         for s in o.stacks {
             let group = groups.get(s.group as usize).copied().unwrap_or(0);
-            let mapped = s
+            let mapped: Vec<u32> = s
                 .frames
                 .iter()
                 .map(|f| frames.get(*f as usize).copied().unwrap_or(0))
                 .collect();
-            self.accumulate(group, mapped, s.value, s.count);
+            self.accumulate(group, &mapped, s.value, s.count);
         }
         self.merged.profiles_used += o.profiles_used;
         self.merged.profiles_seen += o.profiles_seen;
