@@ -141,6 +141,13 @@ pub struct SelectArgs {
     /// Profile type: cpu, wall, alloc or lock [default: cpu when present]
     #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
     pub ty: Option<ProfileType>,
+    /// What to add up, one unit at a time: time (cpu, wall) or samples; bytes (alloc) or
+    /// objects; delay (lock) or contentions [default: time, bytes, delay]
+    #[arg(long, value_name = "VALUE")]
+    pub value: Option<String>,
+    /// Break functions down to source lines: `Class.method (File.java:123)`
+    #[arg(long)]
+    pub lines: bool,
 }
 
 impl SelectArgs {

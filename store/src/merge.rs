@@ -15,7 +15,7 @@ use std::sync::{Arc, Weak};
 use otelprof_profile::model::{Dictionary, FunctionId, Link, Profile, StackId};
 
 use crate::select::{
-    resource_value, sample_value, ProfileType, ProfileVerdict, SampleText, Selector,
+    resource_value, sample_value, Measure, ProfileType, ProfileVerdict, SampleText, Selector,
 };
 
 /// Name used for a group when the grouping key is missing.
@@ -55,7 +55,13 @@ pub struct SpanStats {
 pub struct Merged {
     pub sample_type: String,
     pub unit: String,
+    /// Frame names: `pkg.Class.method`, or with [`Merger::lines`] `pkg.Class.method
+    /// (File.java:123)`.
     pub frames: Vec<String>,
+    /// The source file of each frame (`""` when unknown), the first one seen.
+    pub files: Vec<String>,
+    /// Whether frames are lines ([`Merger::lines`]).
+    pub lines: bool,
     pub groups: Vec<String>,
     pub stacks: Vec<MergedStack>,
     /// Profiles with at least one selected sample, and all profiles of the type looked at.
@@ -86,6 +92,21 @@ impl Merged {
             .map_or(UNKNOWN_FRAME, String::as_str)
     }
 
+    /// The source file of frame `id`, `""` when unknown.
+    pub fn file(&self, id: u32) -> &str {
+        self.files.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// A frame as people read it: `pkg.Class.method (File.java)`, or its line when merging by
+    /// lines (the name then holds it already).
+    pub fn frame_label(&self, id: u32) -> std::borrow::Cow<'_, str> {
+        match self.file(id) {
+            "" => self.frame(id).into(),
+            _ if self.lines => self.frame(id).into(),
+            file => format!("{} ({file})", self.frame(id)).into(),
+        }
+    }
+
     pub fn group(&self, id: u32) -> &str {
         self.groups
             .get(id as usize)
@@ -96,6 +117,7 @@ impl Merged {
 /// Accumulates selected samples; see the module docs.
 pub struct Merger {
     ty: ProfileType,
+    measure: Measure,
     selector: Selector,
     group_by: Option<String>,
     collect_spans: bool,
@@ -163,6 +185,7 @@ impl Merger {
     pub fn new(ty: ProfileType, selector: Selector, group_by: Option<&str>) -> Merger {
         Merger {
             ty,
+            measure: Measure::Amount,
             selector,
             group_by: group_by.map(str::to_owned),
             collect_spans: false,
@@ -182,12 +205,41 @@ impl Merger {
         self
     }
 
+    /// Adds up `measure` of the profile type (time, bytes, delay; or their counts).
+    pub fn measure(mut self, measure: Measure) -> Merger {
+        self.measure = measure;
+        self
+    }
+
+    /// Frames are source lines, `pkg.Class.method (File.java:123)`, not functions (pprof's
+    /// granularity of the same name).
+    pub fn lines(mut self, lines: bool) -> Merger {
+        self.merged.lines = lines;
+        self
+    }
+
     fn intern_frame(&mut self, name: &str) -> u32 {
+        self.intern_frame_in(name, "")
+    }
+
+    /// The frame id of `name`, remembering `file` as its source file if none is known yet.
+    fn intern_frame_in(&mut self, name: &str, file: &str) -> u32 {
         if let Some(&i) = self.frame_index.get(name) {
+            if !file.is_empty() {
+                if let Some(f) = self
+                    .merged
+                    .files
+                    .get_mut(i as usize)
+                    .filter(|f| f.is_empty())
+                {
+                    *f = file.to_owned();
+                }
+            }
             return i;
         }
         let i = u32::try_from(self.merged.frames.len()).unwrap_or(u32::MAX);
         self.merged.frames.push(name.to_owned());
+        self.merged.files.push(file.to_owned());
         self.frame_index.insert(name.to_owned(), i);
         i
     }
@@ -204,7 +256,7 @@ impl Merger {
 
     /// Adds the selected samples of `profile`. Returns whether any was selected.
     pub fn add(&mut self, resource: &[opentelemetry::KeyValue], profile: &Profile) -> bool {
-        let Some(vi) = self.ty.value_index(profile) else {
+        let Some(vi) = self.ty.value_index(profile, self.measure) else {
             self.merged.other_type += 1;
             return false;
         };
@@ -364,6 +416,7 @@ impl Merger {
     ) -> u32 {
         let location = profile.locations().get(index as usize);
         let frame = match location.map(|l| l.lines.as_slice()) {
+            Some([line]) if self.merged.lines => self.line_frame(profile, line),
             Some([line]) => self.function_frame(cache, profile, line.function),
             _ => MANY,
         };
@@ -388,7 +441,11 @@ impl Merger {
                 }
                 Some(loc) => {
                     for line in &loc.lines {
-                        let id = self.function_frame(cache, profile, line.function);
+                        let id = if self.merged.lines {
+                            self.line_frame(profile, line)
+                        } else {
+                            self.function_frame(cache, profile, line.function)
+                        };
                         cache.location_flat.push(id);
                     }
                 }
@@ -418,16 +475,35 @@ impl Merger {
         {
             return id;
         }
-        let name = profile
-            .function(function)
+        let f = profile.function(function);
+        let name = f
             .map(|f| profile.str(f.name))
             .filter(|n| !n.is_empty())
             .unwrap_or(UNKNOWN_FRAME);
-        let id = self.intern_frame(name);
+        let file = f.map_or("", |f| profile.str(f.filename));
+        let id = self.intern_frame_in(name, file);
         if let Some(x) = cache.function_frames.get_mut(slot) {
             *x = id;
         }
         id
+    }
+
+    /// The frame of one source line: `pkg.Class.method (File.java:123)`; resolved once per
+    /// location, which holds it.
+    fn line_frame(&mut self, profile: &Profile, line: &otelprof_profile::Line) -> u32 {
+        let f = profile.function(line.function);
+        let name = f
+            .map(|f| profile.str(f.name))
+            .filter(|n| !n.is_empty())
+            .unwrap_or(UNKNOWN_FRAME);
+        let file = f.map_or("", |f| profile.str(f.filename));
+        let label = match (file, line.line) {
+            ("", 0) => name.to_owned(),
+            ("", n) => format!("{name} (line {n})"),
+            (file, 0) => format!("{name} ({file})"),
+            (file, n) => format!("{name} ({file}:{n})"),
+        };
+        self.intern_frame_in(&label, file)
     }
 
     pub fn finish(self) -> Merged {
@@ -482,7 +558,17 @@ impl Merger {
         if self.group_by.is_none() && self.merged.groups.is_empty() && !o.groups.is_empty() {
             self.merged.groups.push(String::new());
         }
-        let frames: Vec<u32> = o.frames.iter().map(|f| self.intern_frame(f)).collect();
+        let frames: Vec<u32> = o
+            .frames
+            .iter()
+            .zip(
+                o.files
+                    .iter()
+                    .map(String::as_str)
+                    .chain(std::iter::repeat("")),
+            )
+            .map(|(f, file)| self.intern_frame_in(f, file))
+            .collect();
         let groups: Vec<u32> = if self.group_by.is_none() {
             vec![0; o.groups.len()]
         } else {

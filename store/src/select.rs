@@ -39,6 +39,11 @@ pub enum SelectorError {
     BadTime(#[from] crate::time::TimeError),
     #[error("unknown profile type {0:?} (use cpu, wall, alloc or lock)")]
     BadType(String),
+    #[error(
+        "unknown value {0:?} (use time or samples for cpu and wall, bytes or objects for alloc, \
+         delay or contentions for lock)"
+    )]
+    BadValue(String),
 }
 
 impl Condition {
@@ -97,37 +102,40 @@ impl ProfileType {
         }
     }
 
-    /// Index of the value to add up for this type in `profile`'s samples, and of the value
-    /// that counts observations (for significance), if the profile is of this type.
+    /// Index of the value to add up for this type and `measure` in `profile`'s samples, and of
+    /// the value that counts observations (for significance), if the profile has it. One sample
+    /// type only, never one standing in for another: an OTLP request carries an allocation
+    /// profile as two profiles, bytes and objects, which must not add up.
     ///
-    /// CPU: `cpu/nanoseconds` (restored by the OTLP decoder from `samples/count` × period),
-    /// counted by `samples/count`. Wall: `wall/nanoseconds`. Allocation: `alloc_space/bytes`,
-    /// counted by `alloc_objects/count`. Lock: `delay/nanoseconds`, counted by
-    /// `contentions/count`.
-    pub fn value_index(self, profile: &Profile) -> Option<ValueIndex> {
+    /// CPU: `cpu/nanoseconds` (restored by the OTLP decoder from `samples/count` × period), or
+    /// `samples/count`. Wall: `wall/nanoseconds`, or `samples/count`. Allocation:
+    /// `alloc_space/bytes`, or `alloc_objects/count`. Lock: `delay/nanoseconds`, or
+    /// `contentions/count`. Counted by samples, objects and contentions.
+    pub fn value_index(self, profile: &Profile, measure: Measure) -> Option<ValueIndex> {
         let find = |ty: &str| profile.sample_type_index(ty);
         let period = profile.str(profile.period_type.ty);
-        let (value, count) = match self {
-            ProfileType::Cpu => {
-                let value = find("cpu").or_else(|| {
-                    // A bare samples/count profile sampled on the CPU clock.
-                    (period == "cpu").then(|| find("samples")).flatten()
-                })?;
-                (value, find("samples"))
+        let count = match self {
+            ProfileType::Cpu | ProfileType::Wall => find("samples"),
+            ProfileType::Alloc => find("alloc_objects"),
+            ProfileType::Lock => find("contentions"),
+        };
+        let value = match (self, measure) {
+            (ProfileType::Cpu, Measure::Amount) => find("cpu").or_else(|| {
+                // A bare samples/count profile sampled on the CPU clock.
+                (period == "cpu").then(|| find("samples")).flatten()
+            })?,
+            (ProfileType::Wall, Measure::Amount) => {
+                find("wall").or_else(|| (period == "wall").then(|| find("samples")).flatten())?
             }
-            ProfileType::Wall => {
-                let value = find("wall")
-                    .or_else(|| (period == "wall").then(|| find("samples")).flatten())?;
-                (value, find("samples"))
+            (ProfileType::Cpu, Measure::Count) => {
+                (period == "cpu" || find("cpu").is_some()).then_some(count)??
             }
-            ProfileType::Alloc => {
-                let value = find("alloc_space").or_else(|| find("alloc_objects"))?;
-                (value, find("alloc_objects"))
+            (ProfileType::Wall, Measure::Count) => {
+                (period == "wall" || find("wall").is_some()).then_some(count)??
             }
-            ProfileType::Lock => {
-                let value = find("delay").or_else(|| find("contentions"))?;
-                (value, find("contentions"))
-            }
+            (ProfileType::Alloc, Measure::Amount) => find("alloc_space")?,
+            (ProfileType::Lock, Measure::Amount) => find("delay")?,
+            (ProfileType::Alloc | ProfileType::Lock, Measure::Count) => count?,
         };
         Some(ValueIndex { value, count })
     }
@@ -141,7 +149,34 @@ impl ProfileType {
             ProfileType::Lock,
         ]
         .into_iter()
-        .find(|t| t.value_index(profile).is_some())
+        .find(|t| t.value_index(profile, Measure::Amount).is_some())
+    }
+}
+
+/// Which of a profile type's sample types a reading adds up: one at a time, so that units are
+/// never mixed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Measure {
+    /// Time (CPU, wall: nanoseconds), allocated bytes, or the delay of lock waits
+    /// (nanoseconds).
+    #[default]
+    Amount,
+    /// Samples (CPU, wall), allocated objects, or lock contentions.
+    Count,
+}
+
+impl Measure {
+    /// A `--value` name: what it measures, and the profile type it belongs to if only one.
+    pub fn parse(text: &str) -> Result<(Measure, Option<ProfileType>), SelectorError> {
+        Ok(match text {
+            "time" => (Measure::Amount, None),
+            "samples" => (Measure::Count, None),
+            "bytes" | "alloc_space" => (Measure::Amount, Some(ProfileType::Alloc)),
+            "objects" | "alloc_objects" => (Measure::Count, Some(ProfileType::Alloc)),
+            "delay" => (Measure::Amount, Some(ProfileType::Lock)),
+            "contentions" => (Measure::Count, Some(ProfileType::Lock)),
+            _ => return Err(SelectorError::BadValue(text.to_owned())),
+        })
     }
 }
 
@@ -442,10 +477,38 @@ mod tests {
     #[test]
     fn profile_types_find_their_values() {
         let p = profile();
-        let vi = ProfileType::Cpu.value_index(&p).unwrap();
+        let vi = ProfileType::Cpu.value_index(&p, Measure::Amount).unwrap();
         assert_eq!((vi.value, vi.count), (1, Some(0)));
-        assert!(ProfileType::Alloc.value_index(&p).is_none());
+        assert!(ProfileType::Alloc
+            .value_index(&p, Measure::Amount)
+            .is_none());
         assert_eq!(ProfileType::of(&p), Some(ProfileType::Cpu));
         assert!(ProfileType::parse("heap").is_err());
+        let vi = ProfileType::Cpu.value_index(&p, Measure::Count).unwrap();
+        assert_eq!((vi.value, vi.count), (0, Some(0)));
+    }
+
+    #[test]
+    fn bytes_and_objects_never_stand_in_for_each_other() {
+        // An OTLP request carries an allocation profile as two profiles, one per sample type.
+        let one = |ty: &str, unit: &str| {
+            let mut b = ProfileBuilder::new(&[(ty, unit)], ("space", "bytes"), 524_288);
+            let f = b.function("a.B.c", "B.java", 1);
+            let l = b.location(f, 1, FrameKind::Jvm);
+            b.add_sample(&[l], &[], &[7]);
+            b.build(0, 10)
+        };
+        let (bytes, objects) = (one("alloc_space", "bytes"), one("alloc_objects", "count"));
+        let amount = |p: &Profile| ProfileType::Alloc.value_index(p, Measure::Amount);
+        let count = |p: &Profile| ProfileType::Alloc.value_index(p, Measure::Count);
+        assert_eq!(amount(&bytes).map(|v| v.value), Some(0));
+        assert!(amount(&objects).is_none());
+        assert_eq!(count(&objects).map(|v| v.value), Some(0));
+        assert!(count(&bytes).is_none());
+        assert_eq!(
+            Measure::parse("objects").unwrap(),
+            (Measure::Count, Some(ProfileType::Alloc))
+        );
+        assert!(Measure::parse("weight").is_err());
     }
 }

@@ -9,10 +9,11 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use otelprof_tests::{cli_path, free_port, python, repo_root, run_with_timeout, scratch_dir};
+use otelprof_tests::receive::ReceiveProcess;
+use otelprof_tests::{cli_path, python, repo_root, run_with_timeout, scratch_dir};
 
 /// The hostile and good requests, written by the Python generator.
 fn requests() -> PathBuf {
@@ -82,42 +83,6 @@ fn post(port: u16, body: &[u8]) -> (u16, Vec<u8>) {
     (code, response[head_end + 4..].to_vec())
 }
 
-struct Receive {
-    child: std::process::Child,
-    http: u16,
-    store: PathBuf,
-}
-
-impl Receive {
-    fn start() -> Receive {
-        let store = scratch_dir("hostile-store");
-        let http = free_port();
-        let child = Command::new(cli_path())
-            .args(["receive", "--quiet", "--grpc", "off", "--store"])
-            .arg(&store)
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", http)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "receive did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Receive { child, http, store }
-    }
-}
-
-impl Drop for Receive {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
@@ -127,7 +92,7 @@ const GIB: u64 = 1 << 30;
 #[test]
 fn small_requests_cannot_make_the_readers_explode() {
     let dir = requests();
-    let receive = Receive::start();
+    let receive = ReceiveProcess::start(&[]);
     // Over a stated limit: refused with a 400 that names it.
     let (code, body) = post(receive.http, &read(&dir.join("stack_bomb.otlp.pb")));
     let reason = String::from_utf8_lossy(&body).into_owned();

@@ -10,9 +10,9 @@ use otelprof_store::select::Selector;
 use crate::cli::DiffArgs;
 use crate::flame;
 use crate::table::{render_columns, render_header, value};
+use otelprof_store::query;
 use otelprof_store::query::diff::{self, Change, GroupChange, SIGNIFICANT_Z};
 use otelprof_store::query::requests;
-use otelprof_store::query::{self, Spec};
 
 /// Exit code of `diff --fail-above` when a regression exceeds the threshold.
 pub const EXIT_REGRESSION: u8 = 3;
@@ -42,8 +42,8 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
     let mut sides = query::merge_many(
         &source,
         &[
-            Spec::new(args.select.ty, &base_sel).by(by),
-            Spec::new(args.select.ty, &head_sel).by(by),
+            args.select.spec(&base_sel)?.by(by),
+            args.select.spec(&head_sel)?.by(by),
         ],
     )?
     .into_iter();

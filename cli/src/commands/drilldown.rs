@@ -32,19 +32,23 @@ pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
             .conditions
             .push(Condition::parse(&format!("span_name={e}"))?);
     }
+    let (ty, measure) = args.select.view()?;
     let source = super::open_source(&args.paths)?;
     let target = drilldown::Target {
         selector: selector.clone(),
         children: args.children,
+        measure,
+        lines: args.select.lines,
     };
-    let (mut d, ty) = drilldown::drill(&source, args.select.ty, &target)?;
+    let (mut d, ty) = drilldown::drill(&source, ty, &target)?;
     if d.merged.stacks.is_empty() && d.fallback.is_none() {
         if let Some(e) = &args.endpoint {
             let mut by_endpoint = Selector::default();
             by_endpoint
                 .conditions
                 .push(Condition::parse(&format!("span_name={e}"))?);
-            let (m, _) = query::merge(&source, Spec::new(Some(ty), &by_endpoint))?;
+            let spec = Spec::new(Some(ty), &by_endpoint).view(measure, args.select.lines);
+            let (m, _) = query::merge(&source, spec)?;
             if !m.stacks.is_empty() {
                 d.notes.push(format!(
                     "instead, the profile of the endpoint {e:?} follows"

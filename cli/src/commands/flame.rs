@@ -7,13 +7,13 @@ use anyhow::bail;
 use crate::cli::FlameArgs;
 use crate::flame;
 use crate::table::render_header;
-use otelprof_store::query::{self, Spec};
+use otelprof_store::query;
 
 pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;
     let selector = args.select.selector()?;
     let source = super::open_source(&args.paths)?;
-    let (merged, ty) = query::merge(&source, Spec::new(args.select.ty, &selector))?;
+    let (merged, ty) = query::merge(&source, args.select.spec(&selector)?)?;
     if merged.stacks.is_empty() {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
     }

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{bail, Context as _};
-use otelprof_store::select::{self, Op, ProfileType, Selector};
+use otelprof_store::query::Spec;
+use otelprof_store::select::{self, Measure, Op, ProfileType, Selector};
 use otelprof_store::{chain, format_time, Source};
 
 use crate::cli::SelectArgs;
@@ -25,6 +26,38 @@ pub fn now_unix_nanos() -> i64 {
 }
 
 impl SelectArgs {
+    /// The profile type and what to add up of it: `--type` and `--value`, checked together.
+    pub fn view(&self) -> anyhow::Result<(Option<ProfileType>, Measure)> {
+        let Some(value) = &self.value else {
+            return Ok((self.ty, Measure::Amount));
+        };
+        let (measure, implied) = Measure::parse(value).context("--value")?;
+        let ty = match (self.ty, implied) {
+            (Some(t), Some(i)) if t != i => bail!(
+                "--value {value} is a value of {} profiles, not of {} (drop --type or --value)",
+                i.name(),
+                t.name()
+            ),
+            (Some(t), None) if matches!(t, ProfileType::Alloc | ProfileType::Lock) => bail!(
+                "--value {value} is for cpu and wall profiles; {} profiles have {}",
+                t.name(),
+                if t == ProfileType::Alloc {
+                    "bytes or objects"
+                } else {
+                    "delay or contentions"
+                }
+            ),
+            (t, i) => t.or(i),
+        };
+        Ok((ty, measure))
+    }
+
+    /// One merge of `selector` in the view the flags ask for (`--type`, `--value`, `--lines`).
+    pub fn spec(&self, selector: &Selector) -> anyhow::Result<Spec> {
+        let (ty, measure) = self.view()?;
+        Ok(Spec::new(ty, selector).view(measure, self.lines))
+    }
+
     /// The selector the flags describe.
     pub fn selector(&self) -> anyhow::Result<Selector> {
         let now = now_unix_nanos();

@@ -8,9 +8,9 @@ use anyhow::bail;
 
 use crate::cli::TopArgs;
 use crate::table::{render_columns, render_header, share, value};
+use otelprof_store::query;
 use otelprof_store::query::requests;
 use otelprof_store::query::top::{self, GroupRow, TopTable};
-use otelprof_store::query::{self, Spec};
 
 pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
     let selector = args.select.selector()?;
@@ -20,7 +20,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.by.as_deref()
     };
-    let (merged, ty) = query::merge(&source, Spec::new(args.select.ty, &selector).by(by))?;
+    let (merged, ty) = query::merge(&source, args.select.spec(&selector)?.by(by))?;
     if merged.stacks.is_empty() {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
     }
@@ -63,7 +63,7 @@ pub fn render_top(table: &TopTable, unit: &str, limit: usize) -> String {
                 share(r.self_value, table.total),
                 value(r.total_value, unit),
                 share(r.total_value, table.total),
-                r.name.clone(),
+                r.label.clone(),
             ]
         })
         .collect();
@@ -139,6 +139,7 @@ mod tests {
     fn row(name: &str, self_value: f64, total_value: f64) -> FunctionRow {
         FunctionRow {
             name: name.to_owned(),
+            label: format!("{name} (X.java)"),
             self_value,
             total_value,
         }
@@ -191,9 +192,9 @@ total  total%  samples  thread.name
         let text = render_top(&table, "nanoseconds", 3);
         let expected = "\
 self   self%  total   total%  function
-20ns  62.50%   20ns   62.50%  app.A.a
-10ns  31.25%   10ns   31.25%  app.C.c
- 2ns   6.25%   32ns  100.00%  app.Main.main
+20ns  62.50%   20ns   62.50%  app.A.a (X.java)
+10ns  31.25%   10ns   31.25%  app.C.c (X.java)
+ 2ns   6.25%   32ns  100.00%  app.Main.main (X.java)
 (1 more functions; --limit 0 shows all)
 ";
         assert_eq!(text, expected);

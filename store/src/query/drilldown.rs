@@ -14,13 +14,16 @@ use crate::error::Error;
 use crate::merge::{Merged, SpanStats};
 use crate::query::{self, Spec};
 use crate::reader::Source;
-use crate::select::{ProfileType, Selector};
+use crate::select::{Measure, ProfileType, Selector};
 
 /// What to drill into.
 #[derive(Clone, Debug)]
 pub struct Target {
     pub selector: Selector,
     pub children: bool,
+    /// What to add up, and whether frames are lines ([`Spec::view`]).
+    pub measure: Measure,
+    pub lines: bool,
 }
 
 /// The result.
@@ -38,12 +41,14 @@ pub struct Drilldown {
 fn children_of(
     source: &Source,
     ty: Option<ProfileType>,
+    target: &Target,
     base: &Selector,
     roots: &[[u8; 8]],
 ) -> Result<(Vec<[u8; 8]>, bool), Error> {
     let mut trace_only = base.clone();
     trace_only.span_ids.clear();
-    let (all, _) = query::merge(source, Spec::new(ty, &trace_only).spans())?;
+    let spec = Spec::new(ty, &trace_only).view(target.measure, target.lines);
+    let (all, _) = query::merge(source, spec.spans())?;
     let mut found = BTreeSet::new();
     let mut any_root_label = false;
     for (link, stats) in &all.spans {
@@ -69,10 +74,11 @@ pub fn drill(
     ty: Option<ProfileType>,
     target: &Target,
 ) -> Result<(Drilldown, ProfileType), Error> {
+    let view = |spec: Spec| spec.view(target.measure, target.lines);
     let mut selector = target.selector.clone();
     let mut notes = Vec::new();
     if target.children && !selector.span_ids.is_empty() {
-        let (spans, labelled) = children_of(source, ty, &selector, &selector.span_ids)?;
+        let (spans, labelled) = children_of(source, ty, target, &selector, &selector.span_ids)?;
         if !labelled {
             notes.push(
                 "--children: these profiles carry no local_root_span_id, so only the span itself \
@@ -100,9 +106,9 @@ pub fn drill(
     let [(merged, ty), (trace, _), (by_endpoint, _)] = query::merge_many(
         source,
         &[
-            Spec::new(ty, &selector).spans(),
-            Spec::new(ty, &trace_only).spans(),
-            Spec::new(ty, &endpoints).by(Some("span_name")),
+            view(Spec::new(ty, &selector)).spans(),
+            view(Spec::new(ty, &trace_only)).spans(),
+            view(Spec::new(ty, &endpoints)).by(Some("span_name")),
         ],
     )?;
     let mut spans: Vec<(Link, SpanStats)> =

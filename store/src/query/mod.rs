@@ -14,13 +14,15 @@ use std::collections::BTreeSet;
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
 use crate::reader::Source;
-use crate::select::{self, ProfileType, Selector};
+use crate::select::{self, Measure, ProfileType, Selector};
 
 /// One merge to make in a pass.
 #[derive(Clone, Debug)]
 pub struct Spec {
     /// `None`: CPU if there is any, else the most common type.
     pub ty: Option<ProfileType>,
+    pub measure: Measure,
+    pub lines: bool,
     pub selector: Selector,
     pub group_by: Option<String>,
     pub spans: bool,
@@ -30,10 +32,19 @@ impl Spec {
     pub fn new(ty: Option<ProfileType>, selector: &Selector) -> Spec {
         Spec {
             ty,
+            measure: Measure::Amount,
+            lines: false,
             selector: selector.clone(),
             group_by: None,
             spans: false,
         }
+    }
+
+    /// What to add up ([`Measure`]) and whether frames are lines: the reading's view.
+    pub fn view(mut self, measure: Measure, lines: bool) -> Spec {
+        self.measure = measure;
+        self.lines = lines;
+        self
     }
 
     pub fn by(mut self, key: Option<&str>) -> Spec {
@@ -68,7 +79,9 @@ pub fn merge_many<const N: usize>(
             types
                 .into_iter()
                 .map(|t| {
-                    let mut m = Merger::new(t, spec.selector.clone(), spec.group_by.as_deref());
+                    let mut m = Merger::new(t, spec.selector.clone(), spec.group_by.as_deref())
+                        .measure(spec.measure)
+                        .lines(spec.lines);
                     if spec.spans {
                         m = m.collect_spans();
                     }
@@ -127,7 +140,7 @@ pub fn explain_empty(
 ) -> String {
     if merged.profiles_seen == 0 {
         return format!(
-            "none of the profiles is a {} profile (try --type)",
+            "none of the profiles is of type {} (try --type, or --value)",
             ty.name()
         );
     }

@@ -63,6 +63,8 @@ pub fn frame_totals(m: &Merged, group: Option<u32>) -> FrameTotals {
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionRow {
     pub name: String,
+    /// The name as people read it, with its source file ([`Merged::frame_label`]).
+    pub label: String,
     pub self_value: f64,
     pub total_value: f64,
 }
@@ -81,6 +83,9 @@ pub fn top_functions(m: &Merged, group: Option<u32>) -> TopTable {
         .filter(|&i| t.total_value.get(i).is_some_and(|v| *v != 0.0))
         .map(|i| FunctionRow {
             name: m.frames.get(i).cloned().unwrap_or_default(),
+            label: m
+                .frame_label(u32::try_from(i).unwrap_or(u32::MAX))
+                .into_owned(),
             self_value: t.self_value.get(i).copied().unwrap_or(0.0),
             total_value: t.total_value.get(i).copied().unwrap_or(0.0),
         })
@@ -177,6 +182,7 @@ mod tests {
     fn row(name: &str, self_value: f64, total_value: f64) -> FunctionRow {
         FunctionRow {
             name: name.to_owned(),
+            label: format!("{name} (X.java)"),
             self_value,
             total_value,
         }
@@ -216,5 +222,42 @@ mod tests {
         );
         let counts: Vec<f64> = rows.iter().map(|r| r.count).collect();
         assert_eq!(counts, [2.0, 2.0, 2.0]);
+    }
+
+    #[test]
+    fn lines_break_functions_down() {
+        let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
+        let main = b.function("app.Main.main", "Main.java", 1);
+        let work = b.function("app.Work.run", "Work.java", 10);
+        let l_main = b.location(main, 3, FrameKind::Jvm);
+        let hot = b.location(work, 12, FrameKind::Jvm);
+        let cold = b.location(work, 15, FrameKind::Jvm);
+        b.add_sample(&[hot, l_main], &[], &[7]);
+        b.add_sample(&[cold, l_main], &[], &[3]);
+        let p = b.build(0, 0);
+        let by = |lines: bool| {
+            let mut m = Merger::new(ProfileType::Cpu, Selector::default(), None).lines(lines);
+            m.add(&[], &p);
+            let t = top_functions(&m.finish(), None);
+            t.rows
+                .into_iter()
+                .map(|r| (r.label, r.self_value))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            by(false),
+            [
+                ("app.Work.run (Work.java)".to_owned(), 10.0),
+                ("app.Main.main (Main.java)".to_owned(), 0.0)
+            ]
+        );
+        assert_eq!(
+            by(true),
+            [
+                ("app.Work.run (Work.java:12)".to_owned(), 7.0),
+                ("app.Work.run (Work.java:15)".to_owned(), 3.0),
+                ("app.Main.main (Main.java:3)".to_owned(), 0.0)
+            ]
+        );
     }
 }

@@ -121,14 +121,28 @@ impl Builder {
     }
 }
 
+/// Every frame of `merged` as people read it, with its source file ([`Merged::frame_label`]).
+fn labels(merged: &Merged) -> Vec<std::borrow::Cow<'_, str>> {
+    (0..merged.frames.len())
+        .map(|i| merged.frame_label(u32::try_from(i).unwrap_or(u32::MAX)))
+        .collect()
+}
+
+fn label<'a>(labels: &'a [std::borrow::Cow<'_, str>], frame: u32) -> &'a str {
+    labels
+        .get(frame as usize)
+        .map_or(crate::merge::UNKNOWN_FRAME, |l| l.as_ref())
+}
+
 impl Tree {
     /// The tree of `merged` (all groups).
     pub fn of(merged: &Merged, title: &str) -> Tree {
         let mut b = Builder::new();
+        let labels = labels(merged);
         let mut frames: Vec<&str> = Vec::new();
         for s in &merged.stacks {
             frames.clear();
-            frames.extend(s.frames.iter().map(|&f| merged.frame(f)));
+            frames.extend(s.frames.iter().map(|&f| label(&labels, f)));
             b.add(&frames, s.value, 0.0);
         }
         b.finish(&merged.unit, title, false)
@@ -141,15 +155,16 @@ impl Tree {
         let (bt, ht) = (base.total(), head.total());
         let scale = if bt > 0.0 { ht / bt } else { 0.0 };
         let mut b = Builder::new();
+        let (head_labels, base_labels) = (labels(head), labels(base));
         let mut frames: Vec<&str> = Vec::new();
         for s in &head.stacks {
             frames.clear();
-            frames.extend(s.frames.iter().map(|&f| head.frame(f)));
+            frames.extend(s.frames.iter().map(|&f| label(&head_labels, f)));
             b.add(&frames, s.value, 0.0);
         }
         for s in &base.stacks {
             frames.clear();
-            frames.extend(s.frames.iter().map(|&f| base.frame(f)));
+            frames.extend(s.frames.iter().map(|&f| label(&base_labels, f)));
             b.add(&frames, 0.0, s.value * scale);
         }
         b.finish(&head.unit, title, true)
