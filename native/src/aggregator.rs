@@ -153,7 +153,7 @@ struct Lane {
     pseudo: HashMap<i32, LocationId>,
     /// Interned class name id -> leaf location (allocated class, monitor class).
     leaves: HashMap<u32, LocationId>,
-    thread_labels: HashMap<u64, [Label; 2]>,
+    thread_labels: HashMap<u64, [Label; 3]>,
     /// Samples of this period, before labels are resolved: thread names and endpoint names
     /// are bound when the profile is written, so late renames still apply.
     samples: HashMap<SampleKey, Accumulated>,
@@ -293,7 +293,7 @@ impl Lane {
         l
     }
 
-    fn labels(&mut self, serial: u64, tid: i32, jvmti: &Jvmti, jni: *mut JNIEnv) -> [Label; 2] {
+    fn labels(&mut self, serial: u64, tid: i32, jvmti: &Jvmti, jni: *mut JNIEnv) -> [Label; 3] {
         if let Some(l) = self.thread_labels.get(&serial) {
             return *l;
         }
@@ -324,6 +324,11 @@ impl Lane {
         let labels = [
             self.builder.str_label("thread_name", &name),
             self.builder.str_label("thread_id", &tid.to_string()),
+            // The pool, for readers and backends to group by (few values, unlike names).
+            self.builder.str_label(
+                "thread_pool",
+                &otelprof_profile::thread_pool::pool_of(&name),
+            ),
         ];
         self.thread_labels.insert(serial, labels);
         labels
@@ -397,8 +402,9 @@ impl Lane {
         now_unix: i64,
     ) -> Profile {
         for (key, acc) in std::mem::take(&mut self.samples) {
-            let [thread_name, thread_id] = self.labels(key.serial, key.tid, jvmti, jni);
-            let mut labels = vec![thread_name, thread_id];
+            let [thread_name, thread_id, thread_pool] =
+                self.labels(key.serial, key.tid, jvmti, jni);
+            let mut labels = vec![thread_name, thread_id, thread_pool];
             let mut link = None;
             if let Some(span) = key.span {
                 if let Some(name) = ENDPOINTS.name(span.local_root_span_id) {

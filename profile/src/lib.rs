@@ -27,6 +27,7 @@ pub mod otlp;
 pub mod pprof;
 pub mod process_context;
 pub mod resource;
+pub mod thread_pool;
 pub mod units;
 
 pub use model::{

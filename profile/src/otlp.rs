@@ -66,6 +66,9 @@ pub const THREAD_NAME: &str = "thread.name";
 pub const THREAD_ID: &str = "thread.id";
 /// Java thread state of a wall-clock sample (`RUNNABLE`, `BLOCKED`, `WAITING`, `TIMED_WAITING`).
 pub const THREAD_STATE: &str = "thread.state";
+/// The thread's pool: its name with the last number folded ([`crate::thread_pool`]); a key
+/// backends can group by (few values, unlike the thread name).
+pub const THREAD_POOL: &str = "thread.pool";
 pub const SPAN_NAME: &str = "span_name";
 pub const LOCAL_ROOT_SPAN_ID: &str = "local_root_span_id";
 
@@ -79,10 +82,11 @@ pub const GRPC_EXPORT_PATH: &str =
 pub const HTTP_PATH: &str = "/v1development/profiles";
 
 /// Model label keys and the OTLP sample attribute keys they travel under.
-const LABEL_KEYS: [(&str, &str); 5] = [
+const LABEL_KEYS: [(&str, &str); 6] = [
     ("thread_name", THREAD_NAME),
     ("thread_id", THREAD_ID),
     ("thread_state", THREAD_STATE),
+    ("thread_pool", THREAD_POOL),
     ("span_name", SPAN_NAME),
     ("local_root_span_id", LOCAL_ROOT_SPAN_ID),
 ];

@@ -228,6 +228,8 @@ pub fn label_spellings(key: &str) -> [&str; 2] {
     match key {
         "thread.name" | "thread_name" => ["thread.name", "thread_name"],
         "thread.id" | "thread_id" => ["thread.id", "thread_id"],
+        "thread.state" | "thread_state" => ["thread.state", "thread_state"],
+        "thread.pool" | "thread_pool" => ["thread.pool", "thread_pool"],
         other => [other, other],
     }
 }
@@ -239,7 +241,7 @@ pub fn sample_value<'a>(
     key: &str,
 ) -> Option<SampleText<'a>> {
     let [a, b] = label_spellings(key);
-    sample.labels.iter().find_map(|l| {
+    let found = sample.labels.iter().find_map(|l| {
         let k = profile.str(l.key);
         if k != a && k != b {
             return None;
@@ -248,7 +250,14 @@ pub fn sample_value<'a>(
             LabelValue::Str(v) => SampleText::Str(profile.str(v)),
             LabelValue::Num { value, .. } => SampleText::Num(value),
         })
-    })
+    });
+    // Profiles written before the agent sent pools: the pool of the thread's name.
+    if found.is_none() && a == "thread.pool" {
+        if let Some(SampleText::Str(name)) = sample_value(profile, sample, "thread.name") {
+            return Some(SampleText::PoolOf(name));
+        }
+    }
+    found
 }
 
 /// A sample label value, borrowed when it is a string.
@@ -256,6 +265,8 @@ pub fn sample_value<'a>(
 pub enum SampleText<'a> {
     Str(&'a str),
     Num(i64),
+    /// The pool of this thread name ([`otelprof_profile::thread_pool::pool_of`]).
+    PoolOf(&'a str),
 }
 
 impl SampleText<'_> {
@@ -263,6 +274,7 @@ impl SampleText<'_> {
         match self {
             SampleText::Str(s) => s.to_owned(),
             SampleText::Num(n) => n.to_string(),
+            SampleText::PoolOf(name) => otelprof_profile::thread_pool::pool_of(name).into_owned(),
         }
     }
 }

@@ -58,6 +58,7 @@ class Checker:
         self.shapes = defaultdict(int)
         self.functions = {}
         self.threads = defaultdict(int)
+        self.pools = defaultdict(int)
         self.sample_attr_keys = set()
         self.span_names = defaultdict(int)
         self.frame_types = defaultdict(int)
@@ -246,6 +247,8 @@ class Checker:
                 self.threads[sa["thread.name"]] += value
             else:
                 self.fail(sw, "no thread.name")
+            if "thread.pool" in sa:
+                self.pools[sa["thread.pool"]] += value
             if "span_name" in sa:
                 self.span_names[sa["span_name"]] += value
             stack = []
@@ -291,6 +294,7 @@ class Checker:
                 k: {**v, "lines": dict(v["lines"])} for k, v in self.functions.items()
             },
             "threads": dict(self.threads),
+            "pools": dict(self.pools),
             "sample_attribute_keys": sorted(self.sample_attr_keys),
             "span_names": dict(self.span_names),
             "frame_types": {str(k): v for k, v in self.frame_types.items()},

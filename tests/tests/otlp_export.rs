@@ -191,14 +191,16 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_i
         ["jvm"]
     );
 
-    // Threads: thread.name only; thread.id is opt-in (Pyroscope cardinality).
+    // Threads: thread.name and its pool; thread.id is opt-in (Pyroscope cardinality).
     let keys = if thread_id {
-        serde_json::json!(["thread.id", "thread.name"])
+        serde_json::json!(["thread.id", "thread.name", "thread.pool"])
     } else {
-        serde_json::json!(["thread.name"])
+        serde_json::json!(["thread.name", "thread.pool"])
     };
     assert_eq!(s["sample_attribute_keys"], keys);
     let workers = num(&s["threads"]["worker-0"]) + num(&s["threads"]["worker-1"]);
+    // Both workers read as one pool.
+    assert_eq!(num(&s["pools"]["worker-N"]), workers, "{}", s["pools"]);
     let reported: f64 = out
         .stdout
         .lines()

@@ -225,6 +225,33 @@ mod tests {
     }
 
     #[test]
+    fn pools_read_as_one() {
+        let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
+        let f = b.function("app.Work.run", "Work.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        for (thread, value) in [("exec-1", 3), ("exec-2", 4), ("exec-19", 5), ("main", 1)] {
+            let t = b.str_label("thread_name", thread);
+            b.add_sample(&[l], &[t], &[value]);
+        }
+        let p = b.build(0, 0);
+        let mut m = Merger::new(ProfileType::Cpu, Selector::default(), Some("thread.pool"));
+        m.add(&[], &p);
+        let groups: Vec<(String, f64)> = by_group(&m.finish())
+            .into_iter()
+            .map(|g| (g.name, g.value))
+            .collect();
+        assert_eq!(
+            groups,
+            [("exec-N".to_owned(), 12.0), ("main".to_owned(), 1.0)]
+        );
+        let mut only = Selector::default();
+        only.add_terms("thread.pool=exec-N", 0).unwrap();
+        let mut m = Merger::new(ProfileType::Cpu, only, None);
+        m.add(&[], &p);
+        assert_eq!(m.finish().total(), 12.0);
+    }
+
+    #[test]
     fn lines_break_functions_down() {
         let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
         let main = b.function("app.Main.main", "Main.java", 1);
