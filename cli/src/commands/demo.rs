@@ -20,7 +20,7 @@ use crate::commands;
 use crate::receiver::{self, ReceiveConfig};
 
 /// The demo service, compiled at run time.
-const SOURCES: [(&str, &str); 5] = [
+const SOURCES: [(&str, &str); 6] = [
     (
         "Shop.java",
         include_str!("../../../examples/demo/otelprof/demo/Shop.java"),
@@ -40,6 +40,10 @@ const SOURCES: [(&str, &str); 5] = [
     (
         "OtlpMetrics.java",
         include_str!("../../../examples/demo/otelprof/demo/OtlpMetrics.java"),
+    ),
+    (
+        "LoadGen.java",
+        include_str!("../../../examples/demo/otelprof/demo/LoadGen.java"),
     ),
 ];
 
@@ -78,6 +82,8 @@ fn jdk_tool(args: &DemoArgs, tool: &str) -> anyhow::Result<PathBuf> {
 #[derive(Debug, Default)]
 struct ShopRun {
     served: String,
+    /// What the load generator said it sent.
+    sent: String,
     slowest_trace: Option<String>,
     slowest_line: String,
 }
@@ -102,7 +108,6 @@ fn run_shop(
             "otelprof.demo.Shop",
         ])
         .args(["--version", version.split('.').next().unwrap_or("1")])
-        .args(["--seconds", &seconds.to_string()])
         .args(["--metrics", &format!("http://{http}/v1/metrics")])
         .env("OTEL_SERVICE_NAME", "shop")
         .env(
@@ -112,7 +117,7 @@ fn run_shop(
         .env_remove("JAVA_TOOL_OPTIONS")
         .env_remove("_JAVA_OPTIONS")
         .env_remove("JDK_JAVA_OPTIONS")
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -130,8 +135,39 @@ fn run_shop(
     });
     let mut run = ShopRun::default();
     let mut out_text = String::new();
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
+    let mut lines = child
+        .stdout
+        .take()
+        .map(|out| BufReader::new(out).lines().map_while(Result::ok));
+    // The shop says where it listens; then the load runs in a JVM of its own, without the
+    // agent, so that the profile is the service's, not its clients'.
+    let mut base = None;
+    if let Some(lines) = lines.as_mut() {
+        for line in lines.by_ref() {
+            out_text.push_str(&line);
+            out_text.push('\n');
+            if let Some((_, url)) = line.split_once(": listening on ") {
+                base = Some(url.to_owned());
+                break;
+            }
+        }
+    }
+    let load = match &base {
+        Some(base) => Command::new(java)
+            .args(["-Xms64m", "-Xmx256m", "-cp", classpath, "otelprof.demo.LoadGen"])
+            .args([base.as_str(), &seconds.to_string(), "3"])
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .env_remove("_JAVA_OPTIONS")
+            .env_remove("JDK_JAVA_OPTIONS")
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot start the load generator with {}", java.display())),
+        None => Err(anyhow::anyhow!("the shop did not say where it listens")),
+    };
+    // Closing its standard input stops the shop, whatever happened to the load.
+    drop(child.stdin.take());
+    if let Some(lines) = lines {
+        for line in lines {
             if let Some(rest) = line.strip_prefix("slowest ") {
                 run.slowest_line = rest.replace('_', " ");
                 run.slowest_trace = rest
@@ -145,6 +181,13 @@ fn run_shop(
             out_text.push('\n');
         }
     }
+    let load = load?;
+    let load_text = String::from_utf8_lossy(&load.stdout).into_owned()
+        + &String::from_utf8_lossy(&load.stderr);
+    if !load.status.success() {
+        bail!("the load generator failed ({}):\n{load_text}", load.status);
+    }
+    run.sent = load_text.lines().find(|l| l.starts_with("load: ")).unwrap_or("").to_owned();
     let status = child.wait().context("waiting for the shop")?;
     let err_text = errors.join().unwrap_or_default();
     if !status.success() || run.served.is_empty() {
@@ -242,7 +285,12 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         );
         let t = Instant::now();
         let run = run_shop(&java, &classpath, &agent, grpc, http, version, args.seconds)?;
-        eprintln!("  {} ({:.0} s)", run.served, t.elapsed().as_secs_f64());
+        eprintln!(
+            "  {}; {} ({:.0} s)",
+            run.served,
+            run.sent,
+            t.elapsed().as_secs_f64()
+        );
         runs.push(run);
     }
     let summary = receiver::summary(running.counters());

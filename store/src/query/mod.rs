@@ -167,16 +167,33 @@ pub fn explain_empty(
         ));
     }
     let keys: Vec<String> = selector.conditions.iter().map(|c| c.key.clone()).collect();
-    let values = distinct_values(source, &keys, 8);
+    let values = distinct_values(source, &keys, DISTINCT_VALUES);
     for (key, vals) in keys.iter().zip(values) {
         if vals.is_empty() {
             why.push_str(&format!("; no profile has {key}"));
-        } else {
-            why.push_str(&format!("; {key} has: {}", vals.join(", ")));
+            continue;
+        }
+        // Every value, unless there are too many to read; then say how many were left out.
+        let shown = vals.len().min(SHOWN_VALUES);
+        why.push_str(&format!("; {key} has: {}", vals[..shown].join(", ")));
+        if vals.len() > shown {
+            let more = if vals.len() >= DISTINCT_VALUES {
+                format!("at least {}", vals.len() - shown)
+            } else {
+                (vals.len() - shown).to_string()
+            };
+            why.push_str(&format!(
+                " and {more} more (otelprof top --by {key} --limit 0 lists them)"
+            ));
         }
     }
     why
 }
+
+/// Values of a key an empty selection's explanation names; more are counted, not listed.
+const SHOWN_VALUES: usize = 50;
+/// Values of a key collected at most (a key can be as varied as a trace id).
+const DISTINCT_VALUES: usize = 10_000;
 
 /// Up to `limit` distinct values of each key (resource first, then samples), in one pass.
 pub fn distinct_values(source: &Source, keys: &[String], limit: usize) -> Vec<Vec<String>> {
@@ -213,4 +230,44 @@ pub fn distinct_values(source: &Source, keys: &[String], limit: usize) -> Vec<Ve
     out.into_iter()
         .map(|s| s.into_iter().take(limit).collect())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::Source;
+    use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+    use otelprof_profile::{FrameKind, ProfileBuilder};
+
+    #[test]
+    fn an_empty_selection_names_every_value_of_its_key() {
+        let dir = std::env::temp_dir().join(format!("otelprof-empty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
+        let f = b.function("a.B.c", "B.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        for i in 0..60 {
+            let ep = b.str_label("span_name", &format!("GET /e{i:02}"));
+            b.add_sample(&[l], &[ep], &[1]);
+        }
+        let resource = opentelemetry_sdk::Resource::builder_empty().build();
+        let bytes = otelprof_profile::otlp::encode_to_vec(
+            &b.build(0, 1),
+            &resource,
+            ProfileId::from_random([1; 16]),
+            &EncodeOptions::default(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("1.otlp.pb"), bytes).unwrap();
+        let source = Source::open(&[dir.clone()], Box::new(|_, _| {})).unwrap();
+        let mut selector = Selector::default();
+        selector.add_terms("span_name=GET /none", 0).unwrap();
+        let spec = Spec::new(Some(ProfileType::Cpu), &selector);
+        let (merged, ty) = merge(&source, spec).unwrap();
+        let why = explain_empty(&source, &merged, ty, &selector);
+        assert!(why.contains("span_name has: GET /e00, GET /e01"), "{why}");
+        assert!(why.contains("GET /e49 and 10 more (otelprof top --by span_name"), "{why}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -5,10 +5,6 @@ import com.sun.net.httpserver.HttpServer;
 import java.math.BigDecimal;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -23,20 +19,22 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The demo service: a small shop on the JDK's own HTTP server with four endpoints, a load
- * generator that calls them, spans set through otelprof's direct Java API, and the HTTP
- * server metrics exported over OTLP. Version 2 carries one deliberate regression
- * ({@link Catalog#findProduct}).
+ * The demo service: a small shop on the JDK's own HTTP server with four endpoints, spans set
+ * through otelprof's direct Java API, and the HTTP server metrics exported over OTLP. Version
+ * 2 carries one deliberate regression ({@link Catalog#findProduct}). Its load comes from
+ * {@link LoadGen}, in another process.
  *
- * <p>Usage: {@code Shop --version 1|2 --seconds S --clients N --metrics URL}. Prints how many
- * requests each endpoint served and the slowest trace.
+ * <p>Usage: {@code Shop --version 1|2 --metrics URL}. Prints the URL it listens on, serves
+ * until its standard input closes, then prints how many requests each endpoint served and the
+ * slowest trace.
  */
 public final class Shop {
     private Shop() {}
 
     static Catalog catalog;
     static OtlpMetrics metrics;
-    static volatile long sink;
+    static final AtomicLong SERVED = new AtomicLong();
+    static final AtomicLong ERRORS = new AtomicLong();
 
     private static final Object SLOWEST_LOCK = new Object();
     private static long slowestNanos;
@@ -191,8 +189,8 @@ public final class Shop {
         server.createContext(prefix, ex -> {
             long start = System.nanoTime();
             Tracer.Span span = Tracer.startRoot(endpoint);
+            int status = 200;
             try {
-                int status = 200;
                 byte[] body;
                 try {
                     body = handler.handle(ex);
@@ -208,6 +206,7 @@ public final class Shop {
                 Tracer.end(span);
             }
             histogram.record((System.nanoTime() - start) / 1e9);
+            (status == 200 ? SERVED : ERRORS).incrementAndGet();
             synchronized (SLOWEST_LOCK) {
                 if (span.durationNanos > slowestNanos) {
                     slowestNanos = span.durationNanos;
@@ -229,8 +228,6 @@ public final class Shop {
 
     public static void main(String[] args) throws Exception {
         int version = Integer.parseInt(arg(args, "--version", "1"));
-        double seconds = Double.parseDouble(arg(args, "--seconds", "20"));
-        int clients = Integer.parseInt(arg(args, "--clients", "3"));
         metrics = new OtlpMetrics(arg(args, "--metrics", ""));
         catalog = new Catalog(20_000, version >= 2);
 
@@ -252,46 +249,11 @@ public final class Shop {
         server.start();
         String base = "http://127.0.0.1:" + server.getAddress().getPort();
         System.out.println("shop " + version + ": listening on " + base);
+        System.out.flush();
 
-        HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-        long deadline = System.nanoTime() + (long) (seconds * 1e9);
-        AtomicLong served = new AtomicLong();
-        AtomicLong errors = new AtomicLong();
-        List<Thread> load = new ArrayList<>();
-        for (int c = 0; c < clients; c++) {
-            Thread t = new Thread(() -> {
-                ThreadLocalRandom r = ThreadLocalRandom.current();
-                while (System.nanoTime() < deadline) {
-                    int dice = r.nextInt(1000);
-                    HttpRequest.Builder b;
-                    if (dice < 500) {
-                        b = HttpRequest.newBuilder(URI.create(base + "/products/" + catalog.idAt(r.nextInt(20_000))));
-                    } else if (dice < 800) {
-                        b = HttpRequest.newBuilder(URI.create(base + "/cart"));
-                    } else if (dice < 995) {
-                        b = HttpRequest.newBuilder(URI.create(base + "/checkout"))
-                                .POST(HttpRequest.BodyPublishers.ofString("user=" + r.nextInt(10_000)));
-                    } else {
-                        b = HttpRequest.newBuilder(URI.create(base + "/report"));
-                    }
-                    try {
-                        HttpResponse<byte[]> resp = client.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
-                        sink += resp.body().length;
-                        if (resp.statusCode() == 200) {
-                            served.incrementAndGet();
-                        } else {
-                            errors.incrementAndGet();
-                        }
-                    } catch (Exception e) {
-                        errors.incrementAndGet();
-                    }
-                }
-            }, "load-" + c);
-            t.start();
-            load.add(t);
-        }
+        long started = System.nanoTime();
         Thread exporter = new Thread(() -> {
-            while (System.nanoTime() < deadline) {
+            while (true) {
                 try {
                     Thread.sleep(5_000);
                 } catch (InterruptedException e) {
@@ -302,14 +264,16 @@ public final class Shop {
         }, "metrics-export");
         exporter.setDaemon(true);
         exporter.start();
-        for (Thread t : load) {
-            t.join();
+        // Serve until the demo closes our standard input (it does when the load is done).
+        while (System.in.read() >= 0) {
+            // Nothing is expected on it.
         }
         exporter.interrupt();
         metrics.export();
         server.stop(0);
         pool.shutdownNow();
-        System.out.printf("shop %d: served %d requests in %.1f s (%d errors)%n", version, served.get(), seconds, errors.get());
+        System.out.printf("shop %d: served %d requests in %.1f s (%d errors)%n", version, SERVED.get(),
+                (System.nanoTime() - started) / 1e9, ERRORS.get());
         for (OtlpMetrics.Route r : metrics.routes.values()) {
             System.out.println("endpoint " + r.method + "_" + r.route + " " + r.count());
         }
