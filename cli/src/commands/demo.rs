@@ -154,7 +154,13 @@ fn run_shop(
     }
     let load = match &base {
         Some(base) => Command::new(java)
-            .args(["-Xms64m", "-Xmx256m", "-cp", classpath, "otelprof.demo.LoadGen"])
+            .args([
+                "-Xms64m",
+                "-Xmx256m",
+                "-cp",
+                classpath,
+                "otelprof.demo.LoadGen",
+            ])
             .args([base.as_str(), &seconds.to_string(), "3"])
             .env_remove("JAVA_TOOL_OPTIONS")
             .env_remove("_JAVA_OPTIONS")
@@ -182,12 +188,16 @@ fn run_shop(
         }
     }
     let load = load?;
-    let load_text = String::from_utf8_lossy(&load.stdout).into_owned()
-        + &String::from_utf8_lossy(&load.stderr);
+    let load_text =
+        String::from_utf8_lossy(&load.stdout).into_owned() + &String::from_utf8_lossy(&load.stderr);
     if !load.status.success() {
         bail!("the load generator failed ({}):\n{load_text}", load.status);
     }
-    run.sent = load_text.lines().find(|l| l.starts_with("load: ")).unwrap_or("").to_owned();
+    run.sent = load_text
+        .lines()
+        .find(|l| l.starts_with("load: "))
+        .unwrap_or("")
+        .to_owned();
     let status = child.wait().context("waiting for the shop")?;
     let err_text = errors.join().unwrap_or_default();
     if !status.success() || run.served.is_empty() {

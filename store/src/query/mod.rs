@@ -267,7 +267,10 @@ mod tests {
         let (merged, ty) = merge(&source, spec).unwrap();
         let why = explain_empty(&source, &merged, ty, &selector);
         assert!(why.contains("span_name has: GET /e00, GET /e01"), "{why}");
-        assert!(why.contains("GET /e49 and 10 more (otelprof top --by span_name"), "{why}");
+        assert!(
+            why.contains("GET /e49 and 10 more (otelprof top --by span_name"),
+            "{why}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
