@@ -349,12 +349,12 @@ def check_agent_output(cfg: Config, run_dir: Path, stderr: str, want_samples: bo
     if fatal:
         raise BenchError(f"the agent reported: {fatal[0]}")
     stats = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)\b", stopped[0])}
-    for key in ("samples", "profiles_written", "write_errors"):
+    for key in ("samples_all_types", "profiles_written", "write_errors"):
         if key not in stats:
             raise BenchError(f"`{key}=` missing from the stopped line: {stopped[0]}")
     if stats["profiles_written"] < 1 or stats["write_errors"] != 0:
         raise BenchError(f"the agent wrote no profile or had write errors: {stopped[0]}")
-    if want_samples and stats["samples"] == 0:
+    if want_samples and stats["samples_all_types"] == 0:
         raise BenchError(f"the agent took no samples of a CPU-bound workload: {stopped[0]}")
     files = sorted((run_dir / "out").glob("*.pb.gz"))
     if not files:
@@ -551,7 +551,7 @@ def cpu_table(configs: list[Config], results: dict[str, list[Run]], steady: bool
         cpu = statistics.median(r.cpu_s for r in runs)
         wr, cr = ratios(runs, base, "wall_s"), ratios(runs, base, "cpu_s")
         sr = ratios(runs, base, "window_cpu_s") if steady else []
-        samples = statistics.median(r.agent_stats["samples"] for r in runs) if cfg.kind == "agent" else None
+        samples = statistics.median(r.agent_stats["samples_all_types"] for r in runs) if cfg.kind == "agent" else None
         other = statistics.median(r.other_load for r in runs)
         summary[cfg.key] = {
             "wall_median_s": wall, "cpu_median_s": cpu,

@@ -98,7 +98,7 @@ WORKLOADS = {
 }
 
 # The counter that proves each type sampled something.
-TYPE_COUNTER = {"cpu": "weight", "wall": "wall_samples", "alloc": "alloc_samples", "lock": "lock_samples"}
+TYPE_COUNTER = {"cpu": "cpu_ticks", "wall": "wall_samples", "alloc": "alloc_samples", "lock": "lock_samples"}
 
 
 @dataclasses.dataclass

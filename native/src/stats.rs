@@ -141,7 +141,7 @@ pub(crate) fn summary() -> String {
     let c = &COUNTERS;
     let failed: u64 = c.walk_failed.iter().map(get).sum();
     format!(
-        "samples={} weight={} failed_walks={} walks_recovered={} truncated={} samples_with_span={} context_torn={} \
+        "samples_all_types={} cpu_ticks={} failed_walks={} walks_recovered={} truncated={} samples_with_span={} context_torn={} \
          dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={} \

@@ -39,10 +39,10 @@ fn split(jdk: Jdk, extra_flags: &[&str], what: &str) {
     let counters = run.agent_counters();
     println!(
         "{} {what}: sixty {:.2}% thirty {:.2}% ten {:.2}% ({} signals, {:.0} ms sampled)",
-        jdk.name, shares[0], shares[1], shares[2], counters["samples"], pooled
+        jdk.name, shares[0], shares[1], shares[2], counters["samples_all_types"], pooled
     );
     assert!(
-        counters["samples"] >= 8_000,
+        counters["samples_all_types"] >= 8_000,
         "too few samples for the tolerance: {counters:?}"
     );
     for ((method, truth), share) in TRUTH.iter().zip(&shares) {
@@ -139,7 +139,7 @@ fn walks_recover_from_stubs_and_prologues() {
             .run();
         run.assert_clean_exit();
         let counters = run.agent_counters();
-        let samples = counters["samples"] as f64;
+        let samples = counters["samples_all_types"] as f64;
         let failed = counters["failed_walks"] as f64;
         let recovered = counters["walks_recovered"] as f64;
         let top = pprof_top(&run.profiles(), "cpu", &[]);

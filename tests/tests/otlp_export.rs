@@ -92,7 +92,7 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_i
     assert_eq!(c["otlp_unsent"], 0);
     assert_eq!(
         s["total"].as_u64().unwrap(),
-        c["weight"],
+        c["cpu_ticks"],
         "{what}: every sampled interval arrives once"
     );
     assert_eq!(
@@ -215,7 +215,7 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_i
 
     // The agent's own metrics reached the same receiver.
     let m = &s["metrics"];
-    assert_eq!(m["otelprof.samples"].as_u64(), Some(c["samples"]), "{m}");
+    assert_eq!(m["otelprof.samples"].as_u64(), Some(c["samples_all_types"]), "{m}");
     assert!(m["otelprof.export.attempts"].as_u64().unwrap() >= 1, "{m}");
     assert!(num(&m["otelprof.sampled_cpu_time"]) > 5.0, "{m}");
     assert!(
@@ -227,7 +227,7 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_i
     if with_files {
         let top = pprof_top(&out.profiles(), "samples", &[]);
         assert_eq!(
-            top.total as u64, c["weight"],
+            top.total as u64, c["cpu_ticks"],
             "pprof and OTLP carry the same samples"
         );
     } else {
@@ -290,7 +290,7 @@ fn receiver_absent_at_start_gets_everything_once_started() {
         assert_eq!(c["otlp_unsent"], 0);
         assert_eq!(
             s["total"].as_u64().unwrap(),
-            c["weight"],
+            c["cpu_ticks"],
             "{protocol:?}: the profiles queued while the receiver was absent arrive"
         );
     }
@@ -368,7 +368,7 @@ fn retryable_throttled_and_permanent_failures() {
         let s = receiver.check();
         assert_no_violations(&s);
         assert!(
-            s["total"].as_u64().unwrap() < c["weight"],
+            s["total"].as_u64().unwrap() < c["cpu_ticks"],
             "one profile was dropped"
         );
     }

@@ -118,7 +118,7 @@ fn check_scenarios(jdk: Jdk, scenarios: &[&str]) {
         counters
     );
     assert_eq!(
-        counters["context_torn"] * 100 / counters["samples"].max(1),
+        counters["context_torn"] * 100 / counters["samples_all_types"].max(1),
         0,
         "more than 1% of samples saw a record mid-write: {counters:?}"
     );
