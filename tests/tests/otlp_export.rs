@@ -215,7 +215,11 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_i
 
     // The agent's own metrics reached the same receiver.
     let m = &s["metrics"];
-    assert_eq!(m["otelprof.samples"].as_u64(), Some(c["samples_all_types"]), "{m}");
+    assert_eq!(
+        m["otelprof.samples"].as_u64(),
+        Some(c["samples_all_types"]),
+        "{m}"
+    );
     assert!(m["otelprof.export.attempts"].as_u64().unwrap() >= 1, "{m}");
     assert!(num(&m["otelprof.sampled_cpu_time"]) > 5.0, "{m}");
     assert!(

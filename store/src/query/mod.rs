@@ -260,7 +260,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("1.otlp.pb"), bytes).unwrap();
-        let source = Source::open(&[dir.clone()], Box::new(|_, _| {})).unwrap();
+        let source = Source::open(std::slice::from_ref(&dir), Box::new(|_, _| {})).unwrap();
         let mut selector = Selector::default();
         selector.add_terms("span_name=GET /none", 0).unwrap();
         let spec = Spec::new(Some(ProfileType::Cpu), &selector);
