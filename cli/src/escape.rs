@@ -122,9 +122,15 @@ pub fn quote(s: &str) -> String {
     format!("\"{}{}\"", escape(cut), if more { "…" } else { "" })
 }
 
-/// An error message as one printable line: escaped, and when longer than [`LINE_CHARS`]
-/// characters, its middle cut out (the start says what failed, the end usually why), so that
-/// an error quoting a huge input stays readable.
+/// An error message for a terminal: every line escaped ([`line`]); the line breaks stay, for
+/// the few errors that carry a block of text (a failed program's output in `demo`).
+pub fn message(s: &str) -> String {
+    s.split('\n').map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// One printable line: escaped, and when longer than [`LINE_CHARS`] characters, its middle
+/// cut out (the start says what failed, the end usually why), so that an error quoting a huge
+/// input stays readable.
 pub fn line(s: &str) -> String {
     let escaped = escape(s);
     let chars = escaped.chars().count();
@@ -207,5 +213,11 @@ mod tests {
         assert!(l.ends_with("vvv\" is not key=value"), "{l}");
         assert!(l.contains("characters cut"), "{l}");
         assert!(l.chars().count() < LINE_CHARS + 40, "{}", l.len());
+        let block = format!("javac failed:\n{huge}\n\x1b[2Jdone");
+        let m = message(&block);
+        let lines: Vec<&str> = m.lines().collect();
+        assert_eq!(lines.len(), 3, "{m}");
+        assert_eq!(lines[1], l);
+        assert_eq!(lines[2], "\\x1b[2Jdone");
     }
 }

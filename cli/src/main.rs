@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if output::is_stdout_closed(&e) => ExitCode::from(output::EXIT_STDOUT_CLOSED),
         Err(e) => {
-            errln!("otelprof: {}", escape::line(&format!("{e:#}")));
+            errln!("otelprof: {}", escape::message(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
