@@ -3,10 +3,17 @@
 //! (`drilldown`), what changed between two releases (`diff`). `demo` shows all of it.
 //!
 //! [`cli`] declares the commands and their flags, [`commands`] runs them (one module each),
-//! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers.
+//! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers. Everything
+//! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
+//! outside through [`escape`] (no terminal escape injection).
+
+// First: the other modules use its macros.
+#[macro_use]
+mod output;
 
 mod cli;
 mod commands;
+mod escape;
 mod flame;
 mod receiver;
 mod signals;
@@ -29,10 +36,11 @@ fn main() -> ExitCode {
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),
         Cmd::Demo(args) => commands::demo::command(args),
     };
-    match result {
+    match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,
+        Err(e) if output::is_stdout_closed(&e) => ExitCode::from(output::EXIT_STDOUT_CLOSED),
         Err(e) => {
-            eprintln!("otelprof: {e:#}");
+            errln!("otelprof: {}", escape::message(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

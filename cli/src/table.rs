@@ -1,9 +1,12 @@
 //! Tables for the terminal: right-aligned columns, and quantities (durations, bytes, shares) in
-//! the units a person reads.
+//! the units a person reads. Every cell and every name from a profile is escaped here
+//! ([`crate::escape`]): a function named `\x1b[2J` is printed as those characters, not obeyed.
 
 use std::fmt::Write as _;
 
 use otelprof_store::merge::Merged;
+
+use crate::escape::escape;
 
 /// `value` in `unit` (a pprof sample-type unit) for a human: durations as `1.23s`, bytes as
 /// `1.5MiB`, anything else as a plain integer.
@@ -89,8 +92,8 @@ pub fn share(part: f64, whole: f64) -> String {
 pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
     let mut h = format!(
         "Type: {} ({}); {} profile{}",
-        m.sample_type,
-        m.unit,
+        escape(&m.sample_type),
+        escape(&m.unit),
         m.profiles_used,
         if m.profiles_used == 1 { "" } else { "s" }
     );
@@ -109,13 +112,19 @@ pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
     h
 }
 
-/// Right-aligned columns, then the last one (a name) left-aligned and unpadded.
+/// Right-aligned columns, then the last one (a name) left-aligned and unpadded. Cells are
+/// escaped before they are measured, so a name cannot break the table or the terminal.
 pub fn render_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let header = header.map(escape);
+    let rows: Vec<[std::borrow::Cow<'_, str>; N]> = rows
+        .iter()
+        .map(|row| row.each_ref().map(|cell| escape(cell)))
+        .collect();
     let mut widths = [0usize; N];
     for (i, h) in header.iter().enumerate() {
         widths[i] = h.chars().count();
     }
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.chars().count());
         }
@@ -131,9 +140,9 @@ pub fn render_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) 
         }
         out.push('\n');
     };
-    line(&mut header.iter().copied());
-    for row in rows {
-        line(&mut row.iter().map(String::as_str));
+    line(&mut header.iter().map(|h| h.as_ref()));
+    for row in &rows {
+        line(&mut row.iter().map(|c| c.as_ref()));
     }
     out
 }
@@ -154,6 +163,29 @@ mod tests {
         assert_eq!(
             render_header(&m, 32.0, 6.0),
             "Type: cpu (nanoseconds); 2 profiles, 1970-01-01T00:00:00.000Z to 1970-01-01T00:00:00.000Z; 6 samples, total 32ns"
+        );
+    }
+
+    #[test]
+    fn names_from_profiles_cannot_steer_the_terminal() {
+        let rows = [[
+            "1".to_owned(),
+            "app.Evil.\x1b]0;pwned\x07\x1b[2J\u{202e}txt\rrow".to_owned(),
+        ]];
+        let text = render_columns(&["n", "function\x1b[8m"], &rows);
+        assert_eq!(
+            text,
+            "n  function\\x1b[8m\n1  app.Evil.\\x1b]0;pwned\\x07\\x1b[2J\\u{202e}txt\\rrow\n"
+        );
+        let m = Merged {
+            sample_type: "cpu\x1b[31m".into(),
+            unit: "nanoseconds\u{9b}".into(),
+            ..Merged::default()
+        };
+        let header = render_header(&m, 1.0, 1.0);
+        assert!(
+            header.starts_with("Type: cpu\\x1b[31m (nanoseconds\\u{9b})"),
+            "{header}"
         );
     }
 

@@ -101,19 +101,78 @@ pub struct AgentOtlpOptions {
     pub protocol: Option<Protocol>,
 }
 
-/// A setting that cannot be used; the exporter stays off and the caller reports it.
+/// A setting that cannot be used; the exporter stays off and the caller reports it. Values are
+/// quoted with [`echo`]: an error line is short and prints no control characters, whatever
+/// the environment held.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{var}={value:?}: expected grpc or http/protobuf")]
+    #[error("{var}=\"{}\": expected grpc or http/protobuf", echo(.value))]
     BadProtocol { var: &'static str, value: String },
-    #[error("{var}={value:?}: expected a whole number of milliseconds")]
+    #[error("{var}=\"{}\": expected a whole number of milliseconds", echo(.value))]
     BadTimeout { var: &'static str, value: String },
-    #[error("{var}={value:?}: expected gzip or none")]
+    #[error("{var}=\"{}\": expected gzip or none", echo(.value))]
     BadCompression { var: &'static str, value: String },
-    #[error("{var}={value:?}: expected key=value pairs separated by commas")]
-    BadHeaders { var: &'static str, value: String },
-    #[error("{what} {value:?} is not an http:// or https:// URL")]
+    /// Headers carry credentials (`authorization=Bearer …`): the error names the entry by
+    /// its position and never shows it.
+    #[error(
+        "{var}: entry {entry} is not key=value with complete percent-escapes \
+         (entries are counted from 1; their text is not shown, headers hold secrets)"
+    )]
+    BadHeaders { var: &'static str, entry: usize },
+    #[error("{what} \"{}\" is not an http:// or https:// URL", echo(.value))]
     BadEndpoint { what: &'static str, value: String },
+}
+
+/// How much of a value an error message shows (characters).
+pub const ECHO_CHARS: usize = 64;
+
+/// A value from outside (an option, an environment variable) as an error message shows it: cut
+/// after [`ECHO_CHARS`] characters with `…`, and with control characters escaped (`\x1b`,
+/// `\u{202e}`), so that a log line stays one short line that cannot steer the terminal or
+/// the log viewer it ends up in.
+pub fn echo(value: &str) -> String {
+    inert(value, ECHO_CHARS)
+}
+
+/// `value` with control characters escaped, cut after `max_chars` characters.
+fn inert(value: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in value.chars().enumerate() {
+        if i == max_chars {
+            out.push('…');
+            break;
+        }
+        let bidi = matches!(c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}');
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_ascii_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if c.is_control() || bidi => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Bytes for people: `64 KiB`, `16 MiB`, `1.5 GiB`, `100 bytes` (binary units, the ones the
+/// size options take). The agent's and the exporter's messages all say sizes this way.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let text = format!("{value:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {}", UNITS[unit])
 }
 
 impl OtlpConfig {
@@ -182,7 +241,7 @@ impl OtlpConfig {
 
         let headers = match pick(env::PROFILES_HEADERS, env::HEADERS) {
             Some((var, v)) => {
-                parse_key_values(&v).ok_or(ConfigError::BadHeaders { var, value: v })?
+                parse_key_values(&v).map_err(|entry| ConfigError::BadHeaders { var, entry })?
             }
             None => Vec::new(),
         };
@@ -221,17 +280,39 @@ impl OtlpConfig {
     }
 }
 
-/// Human summary of a configuration, for the agent's start line.
+/// Human summary of a configuration, for the agent's start line: where profiles go (without
+/// any `user:password@` the URL carries: logs are read by more people than the config), how,
+/// and how much the queue holds while the endpoint is away.
 pub fn describe(config: &OtlpConfig) -> String {
     format!(
-        "{} ({}{})",
-        config.profiles_endpoint,
+        "{} ({}{}, queue {})",
+        shown_endpoint(&config.profiles_endpoint),
         config.protocol.name(),
         match config.compression {
             Compression::Gzip => ", gzip",
             Compression::None => "",
-        }
+        },
+        format_size(config.queue_bytes as u64)
     )
+}
+
+/// An endpoint URL as log lines show it: credentials replaced by `***`, control characters
+/// escaped (it was checked to be a URL, and is shown whole).
+pub fn shown_endpoint(url: &str) -> String {
+    inert(&without_userinfo(url), usize::MAX)
+}
+
+/// `url` with the credentials of its authority, if any, replaced by `***`.
+fn without_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..scheme_end], &rest[at..]),
+        None => url.to_owned(),
+    }
 }
 
 fn check_url(what: &'static str, url: &str) -> Result<(), ConfigError> {
@@ -272,18 +353,18 @@ fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
 /// `k1=v1,k2=v2` with percent-decoded keys and values, the format of
 /// `OTEL_EXPORTER_OTLP_HEADERS`
 /// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#specifying-headers-via-environment-variables>).
-/// `None` when an entry is malformed.
-fn parse_key_values(raw: &str) -> Option<Vec<(String, String)>> {
+/// A malformed entry is an error naming its position (from 1), not its text.
+fn parse_key_values(raw: &str) -> Result<Vec<(String, String)>, usize> {
     let mut out = Vec::new();
-    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (k, v) = entry.split_once('=')?;
-        let k = percent_decode(k.trim())?;
-        if k.is_empty() {
-            return None;
-        }
-        out.push((k, percent_decode(v.trim())?));
+    let entries = raw.split(',').map(str::trim).filter(|e| !e.is_empty());
+    for (i, entry) in entries.enumerate() {
+        let decoded = entry.split_once('=').and_then(|(k, v)| {
+            let k = percent_decode(k.trim()).filter(|k| !k.is_empty())?;
+            Some((k, percent_decode(v.trim())?))
+        });
+        out.push(decoded.ok_or(i + 1)?);
     }
-    Some(out)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -425,9 +506,14 @@ mod tests {
                 ("x-y".into(), "a,b".into())
             ]
         );
-        assert_eq!(parse_key_values("k=100%"), None);
-        assert_eq!(parse_key_values("k=%zz"), None);
-        assert_eq!(parse_key_values("k=%ff"), None, "not UTF-8");
+        assert_eq!(parse_key_values("k=100%"), Err(1));
+        assert_eq!(parse_key_values("a=1,k=%zz"), Err(2));
+        assert_eq!(parse_key_values("k=%ff"), Err(1), "not UTF-8");
+        assert_eq!(
+            parse_key_values("a=1, ,=x"),
+            Err(2),
+            "empty entries are not counted"
+        );
     }
 
     #[test]
@@ -446,13 +532,75 @@ mod tests {
         );
         let e = resolve(&[(env::COMPRESSION, "zstd")], agent.clone()).unwrap_err();
         assert!(e.to_string().contains("zstd"), "{e}");
-        let e = resolve(&[(env::HEADERS, "novalue")], agent).unwrap_err();
-        assert!(matches!(e, ConfigError::BadHeaders { .. }));
+        let e = resolve(&[(env::HEADERS, "novalue")], agent.clone()).unwrap_err();
+        assert!(matches!(e, ConfigError::BadHeaders { entry: 1, .. }));
         let e = resolve(
             &[(env::ENDPOINT, "collector:4317")],
             AgentOtlpOptions::default(),
         )
         .unwrap_err();
         assert!(matches!(e, ConfigError::BadEndpoint { .. }), "{e}");
+    }
+
+    #[test]
+    fn errors_never_show_header_values() {
+        let headers = "authorization=Bearer%20s3cr3t,x-scope-orgid";
+        let e = resolve(
+            &[(env::ENDPOINT, "http://h:1"), (env::HEADERS, headers)],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2"), "{e}");
+        assert!(!e.contains("s3cr3t") && !e.contains("orgid"), "{e}");
+    }
+
+    #[test]
+    fn echoed_values_are_short_and_inert() {
+        assert_eq!(echo("zstd"), "zstd");
+        assert_eq!(
+            echo("a\x1b[31m\r\u{9b}\u{202e}b"),
+            "a\\x1b[31m\\r\\u{9b}\\u{202e}b"
+        );
+        let long = "x".repeat(10_000);
+        assert_eq!(echo(&long), format!("{}…", "x".repeat(ECHO_CHARS)));
+        let e = resolve(
+            &[(env::ENDPOINT, &format!("\x1b]0;{long}"))],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.len() < 200 && !e.contains('\x1b'), "{e}");
+        assert!(
+            e.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT \"\\x1b]0;xxx"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sizes_read_as_written() {
+        assert_eq!(format_size(64 << 10), "64 KiB");
+        assert_eq!(format_size(16 << 20), "16 MiB");
+        assert_eq!(format_size(3 << 29), "1.5 GiB");
+        assert_eq!(format_size(1000), "1000 bytes");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(u64::MAX), "16 EiB");
+    }
+
+    #[test]
+    fn the_start_line_shows_the_queue_and_no_credentials() {
+        let mut c = resolve(
+            &[(env::ENDPOINT, "https://user:pa55@collector:4318/base")],
+            AgentOtlpOptions::default(),
+        )
+        .unwrap()
+        .unwrap();
+        c.queue_bytes = 64 << 10;
+        let d = describe(&c);
+        assert_eq!(
+            d,
+            "https://***@collector:4318/base/v1development/profiles (http/protobuf, gzip, queue 64 KiB)"
+        );
+        assert_eq!(without_userinfo("http://h:1/a@b"), "http://h:1/a@b");
     }
 }

@@ -281,9 +281,9 @@ async fn run(
             log(
                 level,
                 &format!(
-                    "cannot export profiles to {} ({error}); retrying with backoff, keeping at most {} MiB (oldest dropped)",
+                    "cannot export profiles to {} ({error}); retrying with backoff, keeping at most {} (oldest dropped)",
                     shared.endpoint,
-                    c.queue.limit() >> 20
+                    crate::config::format_size(c.queue.limit() as u64)
                 ),
             );
         } else {

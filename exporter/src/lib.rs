@@ -5,8 +5,9 @@
 //! imports one that imports it back:
 //! - leaves: [`config`] (the `OTEL_EXPORTER_OTLP_*` variables and agent options), `queue`
 //!   (the byte-bounded queue of encoded requests), `retry` (the pure failure classification
-//!   and the backoff), `logger` (where the few log lines go), `profile_ids`, and
-//!   `pprof_file_sink` (pprof files, no network);
+//!   and the backoff), `logger` (where the few log lines go), `profile_ids`,
+//!   `pprof_file_sink` (pprof files, no network) and `failure_log` (a repeated failure told
+//!   once, then counted);
 //! - `error` (one enum per operation; reads `retry`), `export_counters` (what the exporter
 //!   did, with the queue it counts around);
 //! - `transport/`: OTLP/gRPC and OTLP/HTTP behind one `Transport`, the HTTP client and gRPC
@@ -24,6 +25,7 @@ pub mod config;
 mod error;
 mod export_counters;
 mod export_thread;
+mod failure_log;
 mod logger;
 mod otlp_exporter;
 mod pprof_file_sink;
@@ -36,6 +38,7 @@ mod transport;
 pub use config::{describe, AgentOtlpOptions, Compression, ConfigError, OtlpConfig, Protocol};
 pub use error::{ExportError, StartError, SubmitError};
 pub use export_counters::{ExportCounters, ExportStats};
+pub use failure_log::FailureLog;
 pub use logger::{LogLevel, Logger};
 pub use otlp_exporter::{ExporterSettings, OtlpExporter, ShutdownReport};
 pub use pprof_file_sink::{utc_stamp, PprofFileSink};

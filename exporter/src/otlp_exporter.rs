@@ -72,7 +72,7 @@ impl OtlpExporter {
             done: Mutex::new(false),
             done_cv: Condvar::new(),
             log: settings.log.clone(),
-            endpoint: config.profiles_endpoint.clone(),
+            endpoint: crate::config::shown_endpoint(&config.profiles_endpoint),
             queue_full_logged: AtomicBool::new(false),
         });
         spawn_export_thread(
@@ -121,8 +121,8 @@ impl OtlpExporter {
             (self.shared.log)(
                 LogLevel::Warn,
                 &format!(
-                    "OTLP export queue full ({} MiB): dropping the oldest profiles until {} accepts data again",
-                    self.shared.counters.queue.limit() >> 20,
+                    "OTLP export queue full ({}): dropping the oldest profiles until {} accepts data again",
+                    crate::config::format_size(self.shared.counters.queue.limit() as u64),
                     self.shared.endpoint
                 ),
             );

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
-use otelprof_exporter::{OtlpExporter, PprofFileSink};
+use otelprof_exporter::{FailureLog, OtlpExporter, PprofFileSink};
 use otelprof_profile::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 
 use crate::context::endpoints::{span_id_hex, ENDPOINTS};
@@ -36,6 +36,10 @@ static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
 /// How often the buffer is drained. Short enough that arenas never fill at the highest
 /// sampling rate we accept, long enough to cost nothing.
 const DRAIN_EVERY: Duration = Duration::from_millis(50);
+
+/// Least time between two log lines about pprof writes that keep failing (a full disk fails
+/// every write of every period; the first failure is told at once, later ones counted).
+const WRITE_FAILURES_TOLD_EVERY: Duration = Duration::from_secs(60);
 
 pub(crate) struct Config {
     pub(crate) vm: *mut JavaVM,
@@ -139,6 +143,8 @@ struct Period {
     unix_minus_monotonic: i64,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
+    /// What the log says about failed pprof writes (one line, then counts).
+    write_failures: FailureLog,
 }
 
 /// One profile type's profile of the current period.
@@ -458,6 +464,13 @@ impl Period {
             unix_minus_monotonic: unix_nanos(SystemTime::now()) - os::monotonic_ns() as i64,
             jvmti: config.jvmti,
             jni,
+            write_failures: FailureLog::new(
+                config.out_dir.as_ref().map_or_else(
+                    || "writing pprof files".to_owned(),
+                    |d| format!("writing pprof files to {}", d.display()),
+                ),
+                WRITE_FAILURES_TOLD_EVERY,
+            ),
         }
     }
 
@@ -479,12 +492,16 @@ impl Period {
 
     fn flush(&mut self) {
         let now_unix = unix_nanos(SystemTime::now());
+        // One verdict per flush, however many profile types failed alike.
+        let mut failed: Option<(std::io::Error, u64)> = None;
+        let mut wrote = false;
         for lane in &mut self.lanes {
             let profile = lane.finish_profile(&self.jvmti, self.jni, self.started_unix, now_unix);
             if let Some(sink) = &mut lane.sink {
                 match sink.write(lane.kind.name(), &profile) {
                     Ok(path) => {
                         stats::bump(&COUNTERS.profiles_written);
+                        wrote = true;
                         log_debug!(
                             "wrote {} ({} samples)",
                             path.display(),
@@ -493,7 +510,8 @@ impl Period {
                     }
                     Err(e) => {
                         stats::bump(&COUNTERS.write_errors);
-                        log_warn!("cannot write profile to {}: {e}", sink.dir().display());
+                        let count = failed.as_ref().map_or(0, |(_, n)| *n) + 1;
+                        failed = Some((e, count));
                     }
                 }
             }
@@ -506,7 +524,16 @@ impl Period {
                 }
             }
         }
-        self.started = Instant::now();
+        let now = Instant::now();
+        let told = match &failed {
+            Some((e, count)) => self.write_failures.failed(now, e, *count),
+            None if wrote => self.write_failures.succeeded(now),
+            None => None,
+        };
+        if let Some(line) = told {
+            log_warn!("{line}");
+        }
+        self.started = now;
         self.started_unix = now_unix;
         self.symbols.clear();
         ENDPOINTS.expire();

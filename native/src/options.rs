@@ -5,12 +5,17 @@
 //! defaults the user did not ask for. Durations and sizes are read with the workspace's one
 //! grammar (`otelprof_profile::units`: `10ms`, `1.5s`, `2m`, `512k`, `16m`), the one the CLI's
 //! flags use; the bounds below are the agent's own.
+//!
+//! Errors quote what was given through [`echo`]: at most 64 characters, control characters
+//! escaped. Options come from command lines and `JAVA_TOOL_OPTIONS`, and the error line lands
+//! in the application's log; a pasted megabyte or an escape sequence must not land with it.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use otelprof_profile::units::{parse_duration, parse_size};
+use otelprof_exporter::config::echo;
+use otelprof_profile::units::{parse_duration, parse_size, UnitError};
 
 use crate::log::LogLevel;
 
@@ -96,19 +101,19 @@ impl Default for Options {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum OptionError {
     #[error(
-        "unknown option '{0}' (known: cpu, wall, wall_threads, alloc, alloc_rate, lock, clock, depth, out, \
-         period, log, endpoint, protocol, service, timestamps, thread_id, queue)"
+        "unknown option '{}' (known: cpu, wall, wall_threads, alloc, alloc_rate, lock, clock, depth, out, \
+         period, log, endpoint, protocol, service, timestamps, thread_id, queue)", echo(.0)
     )]
     UnknownKey(String),
     #[error("option '{key}' needs a value, as in {key}={example}")]
     MissingValue { key: String, example: &'static str },
-    #[error("option '{key}={value}': {reason}")]
+    #[error("option '{key}={}': {reason}", echo(.value))]
     BadValue {
         key: String,
         value: String,
         reason: String,
     },
-    #[error("option '{0}' is given twice")]
+    #[error("option '{}' is given twice", echo(.0))]
     Duplicate(String),
 }
 
@@ -161,7 +166,7 @@ impl Options {
                     o.cpu_interval = if value == "off" {
                         None
                     } else {
-                        let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
+                        let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
                         if d < MIN_INTERVAL {
                             return Err(bad("the shortest interval is 100us"));
                         }
@@ -173,7 +178,7 @@ impl Options {
                     o.wall_interval = if value == "off" {
                         None
                     } else {
-                        let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
+                        let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
                         if d < MIN_WALL_INTERVAL {
                             return Err(bad("the shortest wall-clock interval is 1ms"));
                         }
@@ -195,7 +200,7 @@ impl Options {
                     o.alloc_interval = if value == "off" {
                         None
                     } else {
-                        let n = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+                        let n = parse_size(value).map_err(|e| bad(unit_reason(&e)))?;
                         // JVMTI takes the interval as a jint.
                         Some(
                             u32::try_from(n)
@@ -221,7 +226,7 @@ impl Options {
                         "off" => None,
                         // Zero needs no unit: every contended wait.
                         "0" => Some(Duration::ZERO),
-                        _ => Some(parse_duration(value).map_err(|e| bad(&e.to_string()))?),
+                        _ => Some(parse_duration(value).map_err(|e| bad(unit_reason(&e)))?),
                     };
                 }
                 "clock" => {
@@ -252,7 +257,7 @@ impl Options {
                 }
                 "period" => {
                     need("60s")?;
-                    let d = parse_duration(value).map_err(|e| bad(&e.to_string()))?;
+                    let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
                     if d < Duration::from_secs(1) {
                         return Err(bad("the shortest period is 1s"));
                     }
@@ -307,7 +312,7 @@ impl Options {
                 }
                 "queue" => {
                     need("16m")?;
-                    let n = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+                    let n = parse_size(value).map_err(|e| bad(unit_reason(&e)))?;
                     let n = usize::try_from(n).map_err(|_| bad("size too large"))?;
                     if n < MIN_QUEUE_BYTES {
                         return Err(bad("the smallest queue is 64k"));
@@ -318,6 +323,17 @@ impl Options {
             }
         }
         Ok(o)
+    }
+}
+
+/// Why a duration or size was refused, without the value (the error quotes it once, cut).
+fn unit_reason(e: &UnitError) -> &'static str {
+    match e {
+        UnitError::NoUnit(_) => "a duration needs a unit, e.g. 10ms",
+        UnitError::NotDuration(_) => "not a duration (e.g. 10ms, 1.5s, 2m, 1h)",
+        UnitError::Negative(_) => "negative",
+        UnitError::OutOfRange(_) => "out of range",
+        UnitError::NotSize(_) => "not a size (e.g. 512k, 16m, 1g, 65536)",
     }
 }
 
@@ -478,5 +494,30 @@ mod tests {
             OptionError::Duplicate("cpu".into())
         );
         assert!(Options::parse("period=99999999999999999999s").is_err());
+    }
+
+    #[test]
+    fn echoed_values_are_cut_and_inert() {
+        let long = "9".repeat(100_000);
+        for opts in [
+            format!("cpu={long}ms"),
+            format!("queue={long}q"),
+            format!("depth={long}"),
+            format!("{long}=1"),
+            format!("{long}=1,{long}=2"),
+        ] {
+            let e = Options::parse(&opts).unwrap_err().to_string();
+            assert!(e.len() < 300, "{}: {e}", e.len());
+            assert!(e.contains(&format!("{}…", "9".repeat(64))), "{e}");
+        }
+        let e = Options::parse("cpu=\x1b]0;pwned\x07\x1b[2J\u{202e}")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "option 'cpu=\\x1b]0;pwned\\x07\\x1b[2J\\u{202e}': not a duration (e.g. 10ms, 1.5s, 2m, 1h)"
+        );
+        let e = Options::parse("\x1b[31m=1").unwrap_err().to_string();
+        assert!(e.starts_with("unknown option '\\x1b[31m'"), "{e}");
     }
 }

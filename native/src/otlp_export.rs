@@ -64,7 +64,12 @@ pub(crate) fn read_env(
                 .ok()
                 .filter(|ms| *ms > 0)
                 .map(Duration::from_millis)
-                .ok_or_else(|| format!("{METRIC_EXPORT_INTERVAL}={v:?}: expected milliseconds"))?,
+                .ok_or_else(|| {
+                    format!(
+                        "{METRIC_EXPORT_INTERVAL}=\"{}\": expected milliseconds",
+                        otelprof_exporter::config::echo(&v)
+                    )
+                })?,
         ),
         None => None,
     };

@@ -41,12 +41,25 @@ pub enum FileError {
     SeenBefore,
     #[error("cannot read")]
     Read(#[source] std::io::Error),
+    #[error("{0}, not a regular file: never opened (profiles are read from regular files)")]
+    NotAFile(&'static str),
+    #[error("larger than {}, the most a profile file is read", limit_text(*.limit))]
+    TooLarge { limit: u64 },
     #[error("not OTLP profiles")]
     NotOtlp(#[source] OtlpFileError),
     #[error("not a pprof profile")]
     NotPprof(#[source] otelprof_profile::pprof::DecodeError),
     #[error("neither OTLP profiles nor pprof")]
     Neither(#[source] otelprof_profile::pprof::DecodeError),
+}
+
+/// `512 MiB`, or bytes when the limit is not a whole number of MiB.
+fn limit_text(limit: u64) -> String {
+    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
+        format!("{} MiB", limit >> 20)
+    } else {
+        format!("{limit} bytes")
+    }
 }
 
 /// Why a file read as OTLP is not.

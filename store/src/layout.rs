@@ -11,6 +11,13 @@
 //! (`.otlp.pb.gz`). The name's first number is the time of receipt in Unix nanoseconds, so
 //! names sort by arrival; then the receiver's process id and a sequence number. Entries whose
 //! names start with `.` are never read.
+//!
+//! Names are tested on their bytes, not as UTF-8: a directory of agent output or a copied
+//! store may hold names in any encoding (`caf\xe9.pb.gz` from a Latin-1 system), and a name
+//! that is not UTF-8 is still a profile's name.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt as _;
 
 /// Writes in progress; readers never look here, and opening a store empties it.
 pub const TMP: &str = ".tmp";
@@ -43,13 +50,14 @@ impl Signal {
 }
 
 /// Whether a file name is a stored metrics request (not a profile).
-pub fn is_metrics_file(name: &str) -> bool {
-    name.ends_with(METRICS_SUFFIX) || name.ends_with(".metrics.otlp.pb.gz")
+pub fn is_metrics_file<N: AsRef<OsStr> + ?Sized>(name: &N) -> bool {
+    let name = name.as_ref().as_bytes();
+    name.ends_with(METRICS_SUFFIX.as_bytes()) || name.ends_with(b".metrics.otlp.pb.gz")
 }
 
 /// Whether readers skip an entry of this name (hidden: `.tmp`, editors' files).
-pub fn is_hidden(name: &str) -> bool {
-    name.starts_with('.')
+pub fn is_hidden<N: AsRef<OsStr> + ?Sized>(name: &N) -> bool {
+    name.as_ref().as_bytes().first() == Some(&b'.')
 }
 
 /// The name of a stored request: received at `unix_nanos`, by process `pid`, `seq`th of the
@@ -81,5 +89,13 @@ mod tests {
         assert!(is_metrics_file(&m) && !is_metrics_file(&p));
         assert_eq!(day_dir(1_738_324_800_000_000_000), "2025-01-31");
         assert!(is_hidden(TMP));
+    }
+
+    #[test]
+    fn names_need_not_be_utf8() {
+        let latin1 = OsStr::from_bytes(b"caf\xe9.metrics.otlp.pb");
+        assert!(is_metrics_file(latin1));
+        assert!(is_hidden(OsStr::from_bytes(b".\xff")));
+        assert!(!is_hidden(OsStr::from_bytes(b"\xff.")));
     }
 }

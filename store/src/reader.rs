@@ -6,8 +6,17 @@
 //! folds it into its own state: memory does not grow with the store. A file that cannot be
 //! read or decoded is reported (once per source) with its reason, and the others are still
 //! used: one corrupt file must not hide an hour of data.
+//!
+//! Only regular files are read, and at most [`MAX_FILE_BYTES`] of each: a FIFO, socket or
+//! device (given by name, found in a directory, or swapped in after it was listed) is refused
+//! without being read, and a file that is huge or keeps growing stops at the limit. Every pass
+//! reads the files again, which a pipe could not support anyway.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::io::Read as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -18,7 +27,12 @@ use otelprof_profile::Profile;
 
 use crate::error::{Error, FileError, OtlpFileError};
 use crate::layout::{is_hidden, is_metrics_file};
-use crate::walk::walk;
+use crate::walk::{special_kind, walk};
+
+/// The most of one file a reader reads: the size an OTLP request may inflate to
+/// ([`gzip::MAX_INFLATED_BYTES`]). No profile file the receiver or the agent writes comes
+/// near it, and a gzip file is smaller than what it inflates to.
+pub const MAX_FILE_BYTES: u64 = gzip::MAX_INFLATED_BYTES as u64;
 
 /// One decoded profile and the resource it came with (empty for pprof, which has none).
 #[derive(Debug)]
@@ -97,13 +111,18 @@ enum Format {
     Unknown,
 }
 
-fn format_of(name: &str) -> Option<Format> {
+fn format_of(name: &OsStr) -> Option<Format> {
     if is_hidden(name) || is_metrics_file(name) {
         return None;
     }
-    if name.ends_with(".otlp.pb") || name.ends_with(".otlp.pb.gz") || name.ends_with(".otlp") {
+    let ends = |suffixes: &[&str]| {
+        suffixes
+            .iter()
+            .any(|s| name.as_bytes().ends_with(s.as_bytes()))
+    };
+    if ends(&[".otlp.pb", ".otlp.pb.gz", ".otlp"]) {
         Some(Format::Otlp)
-    } else if name.ends_with(".pb.gz") || name.ends_with(".pb") || name.ends_with(".pprof") {
+    } else if ends(&[".pb.gz", ".pb", ".pprof"]) {
         Some(Format::Pprof)
     } else {
         None
@@ -111,29 +130,75 @@ fn format_of(name: &str) -> Option<Format> {
 }
 
 fn path_format(path: &Path) -> Option<Format> {
-    format_of(path.file_name()?.to_str()?)
+    format_of(path.file_name()?)
 }
 
-/// Every profile file under `paths`: files as given (any name), directories searched
+/// Every profile file under `paths`: regular files as given (any name), directories searched
 /// recursively for profile file names (hidden entries, such as the store's `.tmp`, skipped).
+/// A path that is neither (a FIFO, a device) is reported, never opened.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, FileError)>) {
     let mut files = Vec::new();
     let mut failures = Vec::new();
     for path in paths {
-        if path.is_dir() {
+        let meta = match std::fs::metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                failures.push((path.clone(), FileError::Missing));
+                continue;
+            }
+            Err(e) => {
+                failures.push((path.clone(), FileError::Read(e)));
+                continue;
+            }
+        };
+        if meta.is_dir() {
             let found = walk(path, |name| format_of(name).is_some());
             if found.files.is_empty() && found.failures.is_empty() {
                 failures.push((path.clone(), FileError::NoProfiles));
             }
             files.extend(found.files);
             failures.extend(found.failures);
-        } else if path.exists() {
-            files.push(path.clone());
+        } else if let Some(kind) = special_kind(&meta.file_type()) {
+            failures.push((path.clone(), FileError::NotAFile(kind)));
         } else {
-            failures.push((path.clone(), FileError::Missing));
+            files.push(path.clone());
         }
     }
     (files, failures)
+}
+
+/// Reads the regular file at `path` into `buf` (emptied first), at most `limit` bytes.
+///
+/// The file is opened non-blocking and checked once open (`fstat`), so a FIFO put in its
+/// place after it was listed fails at once instead of blocking the reader; a file larger than
+/// `limit`, or growing past it while being read, is refused with [`FileError::TooLarge`].
+pub fn read_bounded(path: &Path, buf: &mut Vec<u8>, limit: u64) -> Result<(), FileError> {
+    buf.clear();
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        // No effect on regular files; makes opening a FIFO return at once.
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(FileError::Read)?;
+    let meta = file.metadata().map_err(FileError::Read)?;
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(FileError::NotAFile(kind));
+    }
+    if meta.len() > limit {
+        return Err(FileError::TooLarge { limit });
+    }
+    buf.try_reserve(usize::try_from(meta.len()).unwrap_or(usize::MAX))
+        .map_err(|_| FileError::Read(std::io::ErrorKind::OutOfMemory.into()))?;
+    // One byte past the limit tells a file that grew past it from one that ends there.
+    (&mut file)
+        .take(limit.saturating_add(1))
+        .read_to_end(buf)
+        .map_err(FileError::Read)?;
+    if buf.len() as u64 > limit {
+        buf.clear();
+        return Err(FileError::TooLarge { limit });
+    }
+    Ok(())
 }
 
 /// A file's profiles, and whether it was pprof.
@@ -143,11 +208,7 @@ type FileResult = Result<(Vec<Decoded>, bool), FileError>;
 /// for every file does not fault in fresh pages for each (the decoded profiles own copies of
 /// what they keep).
 pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
-    use std::io::Read as _;
-    buf.clear();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(buf))
-        .map_err(FileError::Read)?;
+    read_bounded(path, buf, MAX_FILE_BYTES)?;
     let bytes = &buf[..];
     let otlp = |bytes: &[u8]| -> Result<Vec<Decoded>, OtlpFileError> {
         let raw = gzip::inflate_bounded(bytes, gzip::MAX_INFLATED_BYTES)?;
@@ -312,6 +373,65 @@ mod tests {
         assert!(
             failed[1].starts_with("broken.otlp.pb.gz: not OTLP profiles"),
             "{failed:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_only_so_much() {
+        let dir = scratch_dir("special");
+        let fifo = dir.join("given.otlp.pb");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let latin1 = dir.join(OsStr::from_bytes(b"caf\xe9.pb.gz"));
+        std::fs::write(&latin1, otelprof_profile::pprof::encode_gzip(&profile())).unwrap();
+        // Given by name, a FIFO and a device are refused before anything opens them.
+        let (files, failures) = discover(&[fifo.clone(), PathBuf::from("/dev/zero")]);
+        assert!(files.is_empty());
+        let reasons: Vec<String> = failures.iter().map(|(_, e)| e.to_string()).collect();
+        assert!(
+            reasons[0].starts_with("a FIFO, not a regular file"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[1].starts_with("a character device, not a regular file"),
+            "{reasons:?}"
+        );
+        // Found in a directory: the FIFO is reported, the Latin-1 name read.
+        let (files, failures) = discover(std::slice::from_ref(&dir));
+        assert_eq!(files, std::slice::from_ref(&latin1));
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].0, fifo);
+        let (_, stats) = scan(&files, || (), |_, _| {});
+        assert_eq!((stats.files, stats.profiles), (1, 1));
+        // Reading straight at a FIFO (one swapped in after listing) fails at once.
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_bounded(&fifo, &mut buf, 1 << 20),
+            Err(FileError::NotAFile("a FIFO"))
+        ));
+        // Too large by its size, and too large by what it yields (procfs files have size 0).
+        assert!(matches!(
+            read_bounded(&latin1, &mut buf, 10),
+            Err(FileError::TooLarge { limit: 10 })
+        ));
+        let e = read_bounded(Path::new("/proc/self/maps"), &mut buf, 10).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "larger than 10 bytes, the most a profile file is read"
+        );
+        assert!(buf.is_empty());
+        read_bounded(&latin1, &mut buf, 1 << 20).unwrap();
+        assert_eq!(buf.len() as u64, std::fs::metadata(&latin1).unwrap().len());
+        assert_eq!(
+            FileError::TooLarge {
+                limit: MAX_FILE_BYTES
+            }
+            .to_string(),
+            "larger than 512 MiB, the most a profile file is read"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

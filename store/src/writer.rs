@@ -121,9 +121,7 @@ mod tests {
         let m = store
             .put_raw(Signal::Metrics, b"m", 1_738_324_800_000_000_001)
             .unwrap();
-        assert!(layout::is_metrics_file(
-            &m.file_name().unwrap().to_string_lossy()
-        ));
+        assert!(layout::is_metrics_file(m.file_name().unwrap()));
         assert_eq!(std::fs::read_dir(root.join(TMP)).unwrap().count(), 0);
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -209,9 +209,9 @@ fn run_shop(
     Ok(run)
 }
 
-fn section(title: &str, command: &str) {
-    println!("\n== {title}");
-    println!("   ({command})\n");
+fn section(title: &str, command: &str) -> anyhow::Result<()> {
+    outln!("\n== {title}")?;
+    outln!("   ({command})\n")
 }
 
 pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -249,7 +249,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
         files.push(p);
     }
-    eprintln!(
+    errln!(
         "otelprof demo: compiling the shop service (JDK-only Java) with {}",
         javac.display()
     );
@@ -282,20 +282,20 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let (Some(grpc), Some(http)) = (running.grpc, running.http) else {
         bail!("the embedded receiver did not start");
     };
-    eprintln!(
+    errln!(
         "otelprof demo: embedded receiver on grpc://{grpc} and http://{http}, storing in {}",
         store.display()
     );
     let mut runs = Vec::new();
     for (i, version) in ["1.0", "2.0"].into_iter().enumerate() {
-        eprintln!(
+        errln!(
             "otelprof demo: [{}/2] shop version {version} under load for {} s, profiled (CPU every 10 ms) ...",
             i + 1,
             args.seconds
         );
         let t = Instant::now();
         let run = run_shop(&java, &classpath, &agent, grpc, http, version, args.seconds)?;
-        eprintln!(
+        errln!(
             "  {}; {} ({:.0} s)",
             run.served,
             run.sent,
@@ -305,7 +305,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     }
     let summary = receiver::summary(running.counters());
     running.stop();
-    eprintln!("otelprof demo: receiver stopped; {summary}");
+    errln!("otelprof demo: receiver stopped; {summary}");
 
     let paths = vec![store.clone()];
     let store_arg = store.display().to_string();
@@ -313,7 +313,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     section(
         "CPU per endpoint, version 2.0",
         &format!("otelprof top --by span_name --where service.version=2.0 {store_arg}"),
-    );
+    )?;
     commands::top::run(&TopArgs {
         select: SelectArgs::conditions(&["service.version=2.0"]),
         by: Some("span_name".to_owned()),
@@ -328,7 +328,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             section(
                 &format!("The slowest trace of version 2.0: {}", run.slowest_line),
                 &format!("otelprof drilldown --trace-id {trace} {store_arg}"),
-            );
+            )?;
             let out = dir.join("slowest-trace.html");
             let s = SelectArgs {
                 trace_id: Some(trace.clone()),
@@ -349,7 +349,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     section(
         "What changed from version 1.0 to 2.0",
         &format!("otelprof diff --base service.version=1.0 --head service.version=2.0 {store_arg}"),
-    );
+    )?;
     let diff_html = dir.join("diff-1.0-2.0.html");
     let (_, headline) = commands::diff::run(&DiffArgs {
         base: "service.version=1.0".to_owned(),
@@ -363,21 +363,21 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     })?;
     written.push(diff_html);
 
-    println!();
+    outln!()?;
     match headline.as_deref() {
-        Some(REGRESSED_METHOD) => println!(
+        Some(REGRESSED_METHOD) => outln!(
             "The regression: {REGRESSED_METHOD}. Version 2.0 replaced its hash lookup with a \
              scan of the catalogue, and the diff found it without being told."
         ),
-        Some(other) => println!(
+        Some(other) => outln!(
             "The diff's top suspect is {other}; the deliberate regression is in \
              {REGRESSED_METHOD} (too little load to separate them? try --seconds 40)."
         ),
-        None => println!(
+        None => outln!(
             "The diff found no significant change; the deliberate regression is in \
              {REGRESSED_METHOD} (too little load? try --seconds 40)."
         ),
-    }
+    }?;
 
     for (version, name) in [
         ("1.0", "flame-1.0.html"),
@@ -393,16 +393,16 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         })?;
         written.push(out);
     }
-    println!("\n== Flame graphs (self-contained: open them in any browser, offline)");
+    outln!("\n== Flame graphs (self-contained: open them in any browser, offline)")?;
     for p in &written {
-        println!("   {}", p.display());
+        outln!("   {}", crate::escape::path(p))?;
     }
-    println!(
+    outln!(
         "\nThe store is plain OTLP: explore it with otelprof top|flame|drilldown|diff {store_arg}\n\
          (e.g. otelprof top --by thread.name --where service.version=2.0 {store_arg}).\n\
          Demo finished in {:.0} s.",
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,7 @@ use anyhow::{bail, Context as _};
 use otelprof_store::select::Selector;
 
 use crate::cli::DiffArgs;
+use crate::escape::{self, escape};
 use crate::flame;
 use crate::table::{render_columns, render_header, value};
 use otelprof_store::query;
@@ -62,30 +63,30 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
             query::explain_empty(&source, &head, ty, &head_sel)
         );
     }
-    println!(
+    outln!(
         "base: {}",
         render_header(&base, base.total(), base.total_count())
-    );
-    println!(
+    )?;
+    outln!(
         "head: {}",
         render_header(&head, head.total(), head.total_count())
-    );
-    println!();
+    )?;
+    outln!()?;
     let counts = requests::endpoint_requests(&args.paths, &base_sel, &head_sel);
     let groups = diff::group_changes(&base, &head, &|is_head, name| counts.get(is_head, name));
-    print!("{}", render_groups(&groups, &args.by, &head.unit));
+    out!("{}", render_groups(&groups, &args.by, &head.unit))?;
     if counts.is_empty() {
-        println!("(per-request columns need request counts: OTLP metrics http.server.request.duration in the store)");
+        outln!("(per-request columns need request counts: OTLP metrics http.server.request.duration in the store)")?;
     }
-    println!();
+    outln!()?;
     let changes = diff::changes(&base, &head);
-    print!("{}", render(&changes, args.limit));
-    println!();
+    out!("{}", render(&changes, args.limit))?;
+    outln!()?;
     let headline = diff::headline(&changes).map(|c| c.name.clone());
     match diff::headline(&changes) {
-        Some(c) => println!(
+        Some(c) => outln!(
             "Largest significant increase: {} (self {:+.2} pp, total {:+.2} pp, z = {:.1})",
-            c.name,
+            escape(&c.name),
             c.delta_self() * 100.0,
             c.delta_total() * 100.0,
             if c.z_self >= diff::SIGNIFICANT_Z {
@@ -94,8 +95,8 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
                 c.z_total
             }
         ),
-        None => println!("No significant increase (|z| < {}).", diff::SIGNIFICANT_Z),
-    }
+        None => outln!("No significant increase (|z| < {}).", diff::SIGNIFICANT_Z),
+    }?;
     if let Some(o) = &args.output {
         let tree = flame::Tree::diff(
             &base,
@@ -108,15 +109,15 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
             super::describe(&head_sel, ty)
         );
         let path = flame::write(&tree, &subtitle, o)?;
-        println!("differential flame graph: {}", path.display());
+        outln!("differential flame graph: {}", escape::path(&path))?;
     }
     if let Some(limit) = args.fail_above {
         let bad = diff::regressions(&changes, limit);
         if !bad.is_empty() {
             for c in bad.iter().take(5) {
-                eprintln!(
+                errln!(
                     "otelprof: regression: {} grew from {:.2}% to {:.2}% of the total ({:+.2} pp > {limit} pp, z = {:.1})",
-                    c.name,
+                    escape(&c.name),
                     c.base_total * 100.0,
                     c.head_total * 100.0,
                     c.delta_total() * 100.0,

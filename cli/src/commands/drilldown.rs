@@ -9,6 +9,7 @@ use otelprof_store::format_time;
 use otelprof_store::select::{Condition, Selector};
 
 use crate::cli::DrilldownArgs;
+use crate::escape::{self, escape};
 use crate::flame;
 use crate::table::{format_value, render_columns, render_header, share, value};
 use otelprof_store::query::drilldown::{self, Drilldown};
@@ -51,15 +52,16 @@ pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
             let (m, _) = query::merge(&source, spec)?;
             if !m.stacks.is_empty() {
                 d.notes.push(format!(
-                    "instead, the profile of the endpoint {e:?} follows"
+                    "instead, the profile of the endpoint {} follows",
+                    escape::quote(e)
                 ));
                 d.fallback = Some((e.clone(), m));
             }
         }
     }
-    print!("{}", render_summary(&d, selector.trace_id));
+    out!("{}", render_summary(&d, selector.trace_id))?;
     for n in &d.notes {
-        println!("note: {n}");
+        outln!("note: {}", escape(n))?;
     }
     let (shown, title) = match (&d.fallback, d.merged.stacks.is_empty()) {
         (_, false) => (
@@ -72,25 +74,25 @@ pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if !d.merged.stacks.is_empty() && !endpoint_only {
-        println!();
-        print!("{}", render_spans(&d, &d.merged.unit));
+        outln!()?;
+        out!("{}", render_spans(&d, &d.merged.unit))?;
     }
-    println!();
+    outln!()?;
     if d.merged.stacks.is_empty() {
-        println!(
+        outln!(
             "{}",
             render_header(shown, shown.total(), shown.total_count())
-        );
+        )?;
     }
     let table = top::top_functions(shown, None);
-    print!(
+    out!(
         "{}",
         super::top::render_top(&table, &shown.unit, args.limit)
-    );
+    )?;
     if let Some(o) = &args.output {
         let subtitle = render_header(shown, shown.total(), shown.total_count());
         let path = flame::write(&flame::Tree::of(shown, &title), &subtitle, o)?;
-        println!("\nflame graph: {}", path.display());
+        outln!("\nflame graph: {}", escape::path(&path))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -142,10 +144,10 @@ pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
     if let Some(t) = trace {
         let _ = writeln!(out, "trace {}", otelprof_profile::model::hex(&t));
     }
-    let mut endpoints: Vec<&str> = d
+    let mut endpoints: Vec<std::borrow::Cow<'_, str>> = d
         .spans
         .iter()
-        .flat_map(|(_, s)| s.endpoints.iter().map(String::as_str))
+        .flat_map(|(_, s)| s.endpoints.iter().map(|e| escape(e)))
         .collect();
     endpoints.sort_unstable();
     endpoints.dedup();

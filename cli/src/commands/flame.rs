@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use crate::cli::FlameArgs;
+use crate::escape;
 use crate::flame;
 use crate::table::render_header;
 use otelprof_store::query;
@@ -24,6 +25,6 @@ pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     let subtitle = render_header(&merged, merged.total(), merged.total_count());
     let tree = flame::Tree::of(&merged, &title);
     let path = flame::write(&tree, &subtitle, &args.output)?;
-    println!("wrote {}", path.display());
+    outln!("wrote {}", escape::path(&path))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,7 @@ use otelprof_store::select::{self, Measure, Op, ProfileType, Selector};
 use otelprof_store::{chain, format_time, Source};
 
 use crate::cli::SelectArgs;
+use crate::escape;
 
 pub fn now_unix_nanos() -> i64 {
     SystemTime::now()
@@ -88,10 +89,15 @@ impl SelectArgs {
     }
 }
 
-/// The files under `paths`, with every file that cannot be read reported once on stderr.
+/// The files under `paths`, with every file that cannot be read reported once on stderr (the
+/// name and the reason escaped: both can carry bytes from outside).
 pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<Source> {
     let report = |path: &Path, err: &otelprof_store::FileError| {
-        eprintln!("otelprof: skipped {}: {}", path.display(), chain(err));
+        errln!(
+            "otelprof: skipped {}: {}",
+            escape::path(path),
+            escape::escape(&chain(err))
+        );
     };
     Ok(Source::open(paths, Box::new(report))?)
 }

@@ -15,7 +15,8 @@ fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
         .to_socket_addrs()
         .with_context(|| {
             format!(
-                "--{what} {text:?} is not a listen address (e.g. {})",
+                "--{what} {} is not a listen address (e.g. {})",
+                crate::escape::quote(text),
                 if what == "grpc" {
                     DEFAULT_GRPC
                 } else {
@@ -24,7 +25,12 @@ fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
             )
         })?
         .next()
-        .with_context(|| format!("--{what} {text:?} resolves to no address"))?;
+        .with_context(|| {
+            format!(
+                "--{what} {} resolves to no address",
+                crate::escape::quote(text)
+            )
+        })?;
     Ok(Some(addr))
 }
 
@@ -52,23 +58,23 @@ pub fn run(args: &ReceiveArgs) -> anyhow::Result<()> {
         } else {
             "http"
         };
-        eprintln!(
+        errln!(
             "otelprof receive: storing OTLP profiles in {}",
             config.store.display()
         );
         if let Some(a) = running.grpc {
-            eprintln!("  gRPC  {scheme}://{a}  (ProfilesService/Export; agent: endpoint={scheme}://{a},protocol=grpc)");
+            errln!("  gRPC  {scheme}://{a}  (ProfilesService/Export; agent: endpoint={scheme}://{a},protocol=grpc)");
         }
         if let Some(a) = running.http {
-            eprintln!(
+            errln!(
                 "  HTTP  {scheme}://{a}{}  (agent: endpoint={scheme}://{a})",
                 otelprof_profile::otlp::HTTP_PATH
             );
         }
         if config.token.is_some() {
-            eprintln!("  every request needs the header Authorization: Bearer <token>");
+            errln!("  every request needs the header Authorization: Bearer <token>");
         }
-        eprintln!(
+        errln!(
             "  read it with: otelprof top {}   (Ctrl-C stops)",
             config.store.display()
         );
@@ -77,7 +83,7 @@ pub fn run(args: &ReceiveArgs) -> anyhow::Result<()> {
     let line = receiver::summary(running.counters());
     running.stop();
     if !args.quiet {
-        eprintln!("otelprof receive: stopped; {line}");
+        errln!("otelprof receive: stopped; {line}");
     }
     Ok(())
 }

@@ -90,7 +90,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         Ok(child) => child,
         Err(e) => {
             let program = Path::new(&launch.program).display();
-            eprintln!("otelprof: cannot run {program}: {e}");
+            errln!("otelprof: cannot run {program}: {e}");
             // The shell's conventions: 127 not found, 126 found but not runnable.
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -106,7 +106,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let status = child.wait().context("waiting for the command")?;
 
     let files = count_new_files(&report_dir, started);
-    eprintln!(
+    errln!(
         "otelprof: profiles in {} ({files} file{})",
         report_dir.display(),
         if files == 1 { "" } else { "s" }

@@ -25,7 +25,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
     }
     let (total, count) = (merged.total(), merged.total_count());
-    println!("{}", render_header(&merged, total, count));
+    outln!("{}", render_header(&merged, total, count))?;
     match by {
         Some(key) => {
             let mut rows = top::by_group(&merged);
@@ -35,14 +35,14 @@ pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
                     r.requests = counts.get(false, &r.name);
                 }
             }
-            print!(
+            out!(
                 "{}",
                 render_groups(&rows, key, &merged.unit, total, args.limit)
-            );
+            )?;
         }
         None => {
             let table = top::top_functions(&merged, None);
-            print!("{}", render_top(&table, &merged.unit, args.limit));
+            out!("{}", render_top(&table, &merged.unit, args.limit))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -3,16 +3,24 @@
 use anyhow::Context as _;
 
 use super::Tree;
+use crate::escape::escape;
 
 pub fn render(tree: &Tree, subtitle: &str) -> anyhow::Result<Vec<u8>> {
-    let lines = tree.folded();
+    // XML 1.0 has no way to carry most control characters, not even as character references:
+    // one ESC in a function name would make the whole file unreadable. They are shown escaped,
+    // as on the terminal (inferno escapes `<`, `&` and quotes itself).
+    let lines: Vec<String> = tree
+        .folded()
+        .iter()
+        .map(|l| escape(l).into_owned())
+        .collect();
     let mut options = inferno::flamegraph::Options::default();
-    options.title = tree.title.clone();
-    options.subtitle = Some(subtitle.to_owned());
+    options.title = escape(&tree.title).into_owned();
+    options.subtitle = Some(escape(subtitle).into_owned());
     options.count_name = match tree.unit.as_str() {
         "nanoseconds" => "ns".to_owned(),
         "" => "samples".to_owned(),
-        other => other.to_owned(),
+        other => escape(other).into_owned(),
     };
     options.colors =
         inferno::flamegraph::color::Palette::Multi(inferno::flamegraph::color::MultiPalette::Java);

@@ -110,7 +110,7 @@ impl Running {
                         let c = &ingest.counters;
                         let now = (c.requests.load(Relaxed), c.rejected.load(Relaxed));
                         if !quiet && now != last {
-                            eprintln!("otelprof receive: {}", summary(c));
+                            errln!("otelprof receive: {}", summary(c));
                             last = now;
                         }
                     }
@@ -232,7 +232,7 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
                 let _ = stop.wait_for(|s| *s).await;
             };
             if let Err(e) = router.serve_with_incoming_shutdown(incoming, signal).await {
-                eprintln!("otelprof receive: the gRPC server stopped: {e}");
+                errln!("otelprof receive: the gRPC server stopped: {e}");
             }
         }));
     }
@@ -253,7 +253,7 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
                         accepted = listener.accept() => match accepted {
                             Ok(a) => a,
                             Err(e) => {
-                                eprintln!("otelprof receive: HTTP accept failed: {e}");
+                                errln!("otelprof receive: HTTP accept failed: {e}");
                                 tokio::time::sleep(Duration::from_millis(100)).await;
                                 continue;
                             }

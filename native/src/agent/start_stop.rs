@@ -159,12 +159,12 @@ impl Agent {
                 Ok(()) if bytes == 0 => what.push("every allocation".to_owned()),
                 Ok(()) if self.options.alloc_rate == 0 => what.push(format!(
                     "allocations (one sample per {} allocated, on average)",
-                    human_bytes(bytes)
+                    otelprof_exporter::config::format_size(u64::from(bytes))
                 )),
                 Ok(()) => what.push(format!(
                     "allocations (one sample per {} allocated, on average; at most {} samples/s, \
                      the interval growing while allocation is faster)",
-                    human_bytes(bytes),
+                    otelprof_exporter::config::format_size(u64::from(bytes)),
                     self.options.alloc_rate
                 )),
                 Err(e) => log_error!("cannot start allocation sampling: {e}; it stays off"),
@@ -283,7 +283,7 @@ impl Agent {
                 log_warn!(
                     "{} profiles not delivered to {} within {:?} at exit",
                     report.unsent,
-                    e.config().profiles_endpoint,
+                    otelprof_exporter::config::shown_endpoint(&e.config().profiles_endpoint),
                     otlp_export::SHUTDOWN_BOUND
                 );
             }
@@ -328,15 +328,6 @@ impl Agent {
             (None, Some(o)) => o,
             (None, None) => "profiles go nowhere".into(),
         }
-    }
-}
-
-/// `512 KiB`, `1 MiB`, `100 bytes`.
-fn human_bytes(n: u32) -> String {
-    match n {
-        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
-        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
-        n => format!("{n} bytes"),
     }
 }
 

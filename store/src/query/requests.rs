@@ -19,6 +19,9 @@ use crate::walk::walk;
 
 pub const HTTP_SERVER_DURATION: &str = "http.server.request.duration";
 
+/// The most of one stored metrics request read, and inflated (bytes).
+const METRICS_LIMIT: u64 = 64 << 20;
+
 /// Requests per endpoint on each side of a diff.
 #[derive(Debug, Default)]
 pub struct EndpointCounts {
@@ -153,11 +156,12 @@ fn count_side(
 /// Request counts per endpoint for both sides of a diff, from the metrics stored under `paths`.
 pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) -> EndpointCounts {
     let mut requests = Vec::new();
+    let mut bytes = Vec::new();
     for f in metrics_files(paths) {
-        let Ok(bytes) = std::fs::read(&f) else {
+        if crate::reader::read_bounded(&f, &mut bytes, METRICS_LIMIT).is_err() {
             continue;
-        };
-        let Ok(raw) = gzip::inflate_bounded(&bytes, 64 << 20) else {
+        }
+        let Ok(raw) = gzip::inflate_bounded(&bytes, METRICS_LIMIT as usize) else {
             continue;
         };
         if let Ok(r) = ExportMetricsServiceRequest::decode(raw.as_ref()) {
