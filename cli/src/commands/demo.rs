@@ -85,6 +85,9 @@ struct ShopRun {
     /// What the load generator said it sent.
     sent: String,
     slowest_trace: Option<String>,
+    /// Its endpoint: the drilldown's fallback when the trace got no CPU samples (a request can
+    /// be slow because it waited).
+    slowest_endpoint: Option<String>,
     slowest_line: String,
 }
 
@@ -180,6 +183,10 @@ fn run_shop(
                     .split_whitespace()
                     .find_map(|kv| kv.strip_prefix("trace="))
                     .map(str::to_owned);
+                run.slowest_endpoint = rest
+                    .split_whitespace()
+                    .find_map(|kv| kv.strip_prefix("endpoint="))
+                    .map(|e| e.replace('_', " "));
             } else if line.contains(": served ") {
                 run.served = line.clone();
             }
@@ -337,7 +344,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             commands::drilldown::run(&DrilldownArgs {
                 select: s,
                 children: false,
-                endpoint: None,
+                endpoint: run.slowest_endpoint.clone(),
                 limit: 10,
                 output: Some(out.clone()),
                 paths: paths.clone(),
