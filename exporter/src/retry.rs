@@ -28,8 +28,12 @@ pub(crate) enum Disposition {
 /// What happened to one attempt, as seen by the transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Failure {
-    /// The request never got an answer: connection refused or reset, DNS, TLS, timeout.
-    Transport,
+    /// No connection could be made: refused, DNS, TLS handshake, connect timeout. Nothing
+    /// reached a server.
+    Unreachable,
+    /// Connected, but no answer came: the connection broke, or the timeout passed. The
+    /// request may be why (a proxy that resets oversized uploads, one too slow to send).
+    NoAnswer,
     /// A gRPC status other than OK, with the RetryInfo delay if the server sent one.
     Grpc {
         code: Code,
@@ -56,7 +60,7 @@ pub(crate) fn classify(failure: &Failure) -> Disposition {
     };
     let throttled = |d: Duration| Disposition::Throttled(d.min(MAX_SERVER_DELAY));
     match *failure {
-        Failure::Transport => Disposition::Retry,
+        Failure::Unreachable | Failure::NoAnswer => Disposition::Retry,
         Failure::Grpc { code, retry_info } => match (code, retry_info) {
             (ResourceExhausted, Some(d)) => throttled(d),
             (ResourceExhausted, None) => Disposition::Permanent,
@@ -191,7 +195,8 @@ mod tests {
         for s in [400, 401, 403, 404, 405, 413, 415, 500, 501] {
             assert_eq!(h(s, None), Disposition::Permanent, "{s}");
         }
-        assert_eq!(classify(&Failure::Transport), Disposition::Retry);
+        assert_eq!(classify(&Failure::Unreachable), Disposition::Retry);
+        assert_eq!(classify(&Failure::NoAnswer), Disposition::Retry);
     }
 
     #[test]
