@@ -9,6 +9,14 @@
 //! permanent; for HTTP, 429, 502, 503 and 504 are retryable and every other error status is
 //! permanent. A server's RetryInfo / Retry-After is honoured (bounded by [`MAX_SERVER_DELAY`]);
 //! otherwise the wait grows exponentially with jitter ([`Backoff`]).
+//!
+//! Retrying is bounded per request: the queue sends its oldest request first, so a request
+//! that keeps failing holds back every newer one. A request is retried for at most its retry
+//! budget (`OtlpConfig::retry_budget`, by default 5 minutes, as the Collector's
+//! `retry_on_failure.max_elapsed_time`) after its first failure, then dropped and counted.
+//! Failing to connect at all does not spend the budget ([`spends_retry_budget`]): that says
+//! the endpoint is down, not that the request is bad, and the byte-bounded queue already
+//! decides what an outage costs.
 
 use std::time::Duration;
 
@@ -53,6 +61,12 @@ pub(crate) const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 /// First wait after a failure, and the longest one (before the server's own requests).
 pub(crate) const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Whether a failure spends the failed request's retry budget: every failure but
+/// [`Failure::Unreachable`], which says nothing about the request.
+pub(crate) fn spends_retry_budget(failure: &Failure) -> bool {
+    !matches!(failure, Failure::Unreachable)
+}
 
 pub(crate) fn classify(failure: &Failure) -> Disposition {
     use Code::{
@@ -197,6 +211,25 @@ mod tests {
         }
         assert_eq!(classify(&Failure::Unreachable), Disposition::Retry);
         assert_eq!(classify(&Failure::NoAnswer), Disposition::Retry);
+    }
+
+    #[test]
+    fn only_an_unreachable_endpoint_leaves_the_retry_budget_alone() {
+        assert!(!spends_retry_budget(&Failure::Unreachable));
+        assert!(spends_retry_budget(&Failure::NoAnswer));
+        // OUT_OF_RANGE is retryable by the spec, and what tonic answers to an oversized
+        // request: the budget is what keeps it from holding the queue.
+        let out_of_range = Failure::Grpc {
+            code: Code::OutOfRange,
+            retry_info: None,
+        };
+        assert_eq!(classify(&out_of_range), Disposition::Retry);
+        assert!(spends_retry_budget(&out_of_range));
+        let throttled = Failure::Http {
+            status: 429,
+            retry_after: Some(Duration::from_secs(1)),
+        };
+        assert!(spends_retry_budget(&throttled));
     }
 
     #[test]
