@@ -11,10 +11,9 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use prost::Message as _;
 
 use super::deadline_body::timed_out;
+use super::http_headers::{content_coding, is_protobuf, Coding, PROTOBUF};
 use super::ingest::{Body, Ingest, Rejected};
 use super::request_gate::RequestGate;
-
-const PROTOBUF: &str = "application/x-protobuf";
 
 /// `google.rpc.Status`, the error body of OTLP/HTTP.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -120,30 +119,26 @@ fn check_head<B>(
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let media = content_type.split(';').next().unwrap_or("").trim();
-    if media != PROTOBUF {
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    if !is_protobuf(&content_type) {
         return Err(Box::new(reply(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             INVALID_ARGUMENT,
             &format!("Content-Type {content_type:?} is not served: send {PROTOBUF} (OTLP/JSON is not supported)"),
         )));
     }
-    let gzip = match request
+    let encoding = request
         .headers()
         .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-    {
-        None | Some("identity") | Some("") => false,
-        Some("gzip") => true,
-        Some(other) => {
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let gzip = match content_coding(encoding.as_deref()) {
+        Ok(coding) => coding == Coding::Gzip,
+        Err(reason) => {
             return Err(Box::new(reply(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 INVALID_ARGUMENT,
-                &format!("Content-Encoding {other:?} is not served: use gzip or none"),
+                &reason,
             )))
         }
     };

@@ -14,7 +14,7 @@
 //! is the tonic services in [`grpc`] over HTTP/2.
 //!
 //! Module map, from the leaves up: `limits`, `fd_limit`, `connection_limit`,
-//! `deadline_body`, `ingest` (leaves); `request_gate` (reads
+//! `deadline_body`, `http_headers`, `ingest` (leaves); `request_gate` (reads
 //! `deadline_body`); `grpc` and `http` (the two wires over `ingest` and `request_gate`);
 //! `connection`, then `accept`; this file wires them.
 
@@ -25,6 +25,7 @@ mod deadline_body;
 mod fd_limit;
 mod grpc;
 mod http;
+mod http_headers;
 mod ingest;
 mod limits;
 mod request_gate;
