@@ -9,8 +9,9 @@
 //!   be closed to admit a new one once the connection limit is reached
 //!   (see `connection_limit`).
 //! - A request's body must arrive within [`Limits::body_timeout`] of being read.
-//! - At most [`request_slots`] requests are read and checked at once, so the bodies in memory
-//!   are bounded by that many times `--max-request-size`; HTTP/2 lets a client send at most
+//! - At most [`request_slots`] requests are read and checked at once, so the request bytes in
+//!   memory (each body, and its inflated copy when it is gzip, at most `--max-request-size`
+//!   apiece) are bounded by twice that many times the limit; HTTP/2 lets a client send at most
 //!   [`H2_CONNECTION_WINDOW`] bytes ahead of what the receiver has read, on at most
 //!   [`H2_MAX_STREAMS`] streams per connection.
 
@@ -27,8 +28,9 @@ pub struct Limits {
     /// From the connection's start (after TLS) to its first request, and for the headers of
     /// every HTTP/1.1 request. OTLP clients send a request as soon as they connect.
     pub header_read_timeout: Duration,
-    /// Between two requests on one connection. Clients reconnect cheaply; an idle
-    /// connection holds a file descriptor that a waiting client could use.
+    /// Between two requests on one connection: longer than the agent's default period
+    /// (60 s), so that an exporter keeps its connection from one export to the next; at the
+    /// connection limit, idle connections are closed sooner (see `connection_limit`).
     pub idle_timeout: Duration,
     /// From the start of reading a body to its last byte. OTLP clients give up on a whole
     /// export after 10 s by default (`OTEL_EXPORTER_OTLP_TIMEOUT`): 30 s is slack for slow
@@ -45,16 +47,17 @@ impl Default for Limits {
             max_connections: None,
             tls_handshake_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(120),
             body_timeout: Duration::from_secs(30),
             slot_wait: Duration::from_secs(10),
         }
     }
 }
 
-/// Most request bodies held in memory at once, over all connections: 256 MiB of them at
-/// `--max-request-size`, at least 2 (one slow client cannot stop the receiver) and at most
-/// 64 (each also needs a blocking thread and a few file descriptors to be stored).
+/// Most requests read and checked at once, over all connections: 256 MiB of bodies at
+/// `--max-request-size` (their inflated copies as much again), at least 2 (one slow client
+/// cannot stop the receiver) and at most 64 (each also needs a blocking thread and a few
+/// file descriptors to be stored).
 pub fn request_slots(max_request_bytes: usize) -> usize {
     ((256usize << 20) / max_request_bytes.max(1)).clamp(2, 64)
 }
