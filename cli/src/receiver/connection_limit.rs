@@ -19,7 +19,6 @@ use tokio::sync::Notify;
 /// What happened to connections, for the summary lines.
 #[derive(Debug, Default)]
 pub struct ConnectionCounters {
-    pub accepted: AtomicU64,
     /// Idle connections closed to admit a new one at the limit.
     pub evicted: AtomicU64,
     /// Times the limit was reached with every connection in a request (new clients waited).
@@ -204,7 +203,6 @@ impl ConnectionLimit {
     /// Registers a connection just accepted. At the limit, the longest idle other
     /// connection is asked to close to make room for it.
     pub fn register(self: &Arc<Self>) -> Registered {
-        self.counters.accepted.fetch_add(1, Relaxed);
         let state = Arc::new(ConnectionState {
             active: AtomicU32::new(0),
             idle_since_ms: AtomicU64::new(self.now_ms()),

@@ -6,8 +6,10 @@
 //! what is left after a reserve for everything else.
 
 /// Descriptors kept for everything but client connections: stdio, the runtime's epoll and
-/// wakers, the listeners, the store's directories; plus [`FDS_PER_REQUEST`] for each
-/// request that may be stored at once.
+/// wakers, the listeners, the store's directories, the few connections closing while new
+/// ones are accepted (`connection_limit::MAX_CLOSING`, 8), one connection per listener
+/// accepted beyond the limit; plus [`FDS_PER_REQUEST`] (the file written, its directory, a
+/// margin) for each request that may be stored at once.
 pub const RESERVED_FDS: u64 = 32;
 pub const FDS_PER_REQUEST: u64 = 4;
 

@@ -145,24 +145,27 @@ impl Running {
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                     .context("cannot watch SIGTERM")?;
             let mut ticker = tokio::time::interval(Duration::from_secs(10));
-            let mut last = String::new();
+            // What changed, not every 10 s: a quiet receiver stays quiet.
+            let state = || {
+                let c = &ingest.counters;
+                format!(
+                    "{} {}{}",
+                    c.requests.load(Relaxed),
+                    c.rejected.load(Relaxed),
+                    connection_summary(&connections.counters)
+                )
+            };
+            let mut last = state();
             loop {
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => break,
                     _ = term.recv() => break,
                     _ = ticker.tick() => {
-                        // What changed, not every 10 s: a quiet receiver stays quiet.
-                        let c = &ingest.counters;
-                        let now = format!(
-                            "{} {}{}",
-                            c.requests.load(Relaxed),
-                            c.rejected.load(Relaxed),
-                            connection_summary(&connections.counters)
-                        );
+                        let now = state();
                         if !quiet && now != last {
                             eprintln!(
                                 "otelprof receive: {}{}",
-                                summary(c),
+                                summary(&ingest.counters),
                                 connection_summary(&connections.counters)
                             );
                             last = now;
