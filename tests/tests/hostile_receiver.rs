@@ -692,82 +692,91 @@ fn http_header_values_match_without_case() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("py.sender.Work.compute"));
 }
 
-/// A real JVM exports to `otelprof receive --max-request-size 1500` over gRPC: the profiles
-/// of its burst of distinct stacks (2 × 2 s of CPU sampled every 2 ms: several KB a period,
-/// even when a busy machine spreads the burst thin) are over the limit, the later ones (one
-/// stack, about 850 bytes) under it. The agent
-/// drops each oversized one at its first refusal (no retry) and counts it; every other
-/// profile arrives about a period after the one before, none left unsent at exit.
+/// A real JVM exports to `otelprof receive --max-request-size 1500`, over gRPC and over
+/// HTTP: the profiles of its burst of distinct stacks (2 × 2 s of CPU sampled every 2 ms:
+/// several KB a period, even when a busy machine spreads the burst thin) are over the limit,
+/// the later ones (one stack, about 850 bytes) under it. The agent drops each oversized one
+/// at its first refusal (gRPC INVALID_ARGUMENT, HTTP 413: no retry) and counts it; every
+/// other profile arrives about a period after the one before, none left unsent at exit.
 #[test]
 fn an_agent_drops_and_counts_an_oversized_profile_and_the_rest_arrive_promptly() {
-    let receive = Receive::start(&["--max-request-size", "1500", "--quiet"], None);
-    let out = JvmRun::new(jdk17(), "otelprof.tests.BurstThenSteady")
-        .args(&["2000", "8"])
-        .agent(&format!(
-            "cpu=2ms,period=1s,endpoint=http://127.0.0.1:{},protocol=grpc",
+    for protocol in ["grpc", "http/protobuf"] {
+        let receive = Receive::start(&["--max-request-size", "1500", "--quiet"], None);
+        let port = if protocol == "grpc" {
             receive.grpc
-        ))
-        .run();
-    out.assert_clean_exit();
-    let c = out.agent_counters();
-    println!("agent: {c:?}");
-    for l in out.agent_lines() {
-        println!("  {l}");
-    }
-    let mut stored: Vec<(std::time::SystemTime, u64)> = receive
-        .stored_profiles()
-        .iter()
-        .map(|p| {
-            let m = std::fs::metadata(p).unwrap();
-            (m.modified().unwrap(), m.len())
-        })
-        .collect();
-    stored.sort();
-    let gaps: Vec<Duration> = stored
-        .windows(2)
-        .map(|w| w[1].0.duration_since(w[0].0).unwrap_or_default())
-        .collect();
-    println!(
-        "stored {} profiles of {:?} bytes, {:?} apart",
-        stored.len(),
-        stored.iter().map(|s| s.1).collect::<Vec<_>>(),
-        gaps
-    );
-    assert!(
-        c["otlp_rejected"] >= 1,
-        "the burst is over the limit: {c:?}"
-    );
-    assert_eq!(
-        c["otlp_retried"], 0,
-        "a refusal for size is not retried: {c:?}"
-    );
-    assert_eq!(c["otlp_throttled"], 0, "{c:?}");
-    assert_eq!(c["otlp_unsent"], 0, "{c:?}");
-    assert_eq!(
-        c["otlp_attempts"],
-        c["otlp_sent"] + c["otlp_rejected"],
-        "one attempt per profile: {c:?}"
-    );
-    assert_eq!(stored.len() as u64, c["otlp_sent"]);
-    assert!(stored.len() >= 6, "the steady profiles arrive: {stored:?}");
-    assert!(stored.iter().all(|s| s.1 <= 1500));
-    // A period apart, give or take a busy machine; a queue held up by retries shows gaps
-    // of the backoff (1, 2, 4, 8 s …).
-    for g in &gaps {
-        assert!(
-            *g < Duration::from_secs(4),
-            "a gap of {g:?} between deliveries"
+        } else {
+            receive.http
+        };
+        let out = JvmRun::new(jdk17(), "otelprof.tests.BurstThenSteady")
+            .args(&["2000", "8"])
+            .agent(&format!(
+                "cpu=2ms,period=1s,endpoint=http://127.0.0.1:{port},protocol={protocol}"
+            ))
+            .run();
+        out.assert_clean_exit();
+        let c = out.agent_counters();
+        println!("{protocol}: agent {c:?}");
+        for l in out.agent_lines() {
+            println!("  {l}");
+        }
+        let mut stored: Vec<(std::time::SystemTime, u64)> = receive
+            .stored_profiles()
+            .iter()
+            .map(|p| {
+                let m = std::fs::metadata(p).unwrap();
+                (m.modified().unwrap(), m.len())
+            })
+            .collect();
+        stored.sort();
+        let gaps: Vec<Duration> = stored
+            .windows(2)
+            .map(|w| w[1].0.duration_since(w[0].0).unwrap_or_default())
+            .collect();
+        println!(
+            "{protocol}: stored {} profiles of {:?} bytes, {:?} apart",
+            stored.len(),
+            stored.iter().map(|s| s.1).collect::<Vec<_>>(),
+            gaps
         );
+        assert!(
+            c["otlp_rejected"] >= 1,
+            "the burst is over the limit: {c:?}"
+        );
+        assert_eq!(
+            c["otlp_retried"], 0,
+            "a refusal for size is not retried: {c:?}"
+        );
+        assert_eq!(c["otlp_throttled"], 0, "{c:?}");
+        assert_eq!(c["otlp_unsent"], 0, "{c:?}");
+        assert_eq!(
+            c["otlp_attempts"],
+            c["otlp_sent"] + c["otlp_rejected"],
+            "one attempt per profile: {c:?}"
+        );
+        assert_eq!(stored.len() as u64, c["otlp_sent"]);
+        assert!(stored.len() >= 6, "the steady profiles arrive: {stored:?}");
+        // Stored as they came: protobuf from gRPC, the agent's gzip from HTTP.
+        assert!(stored.iter().all(|s| s.1 <= 1500));
+        // A period apart, give or take a busy machine; a queue held up by retries shows gaps
+        // of the backoff (1, 2, 4, 8 s …).
+        for g in &gaps {
+            assert!(
+                *g < Duration::from_secs(4),
+                "a gap of {g:?} between deliveries"
+            );
+        }
+        let rejected: Vec<&str> = out
+            .agent_lines()
+            .into_iter()
+            .filter(|l| l.contains("not retried"))
+            .collect();
+        assert_eq!(rejected.len(), 1, "one line per kind of rejection");
+        let code = if protocol == "grpc" {
+            "gRPC status 3"
+        } else {
+            "HTTP 413"
+        };
+        assert!(rejected[0].contains(code), "{rejected:?}");
+        assert!(rejected[0].contains("--max-request-size"), "{rejected:?}");
     }
-    let rejected: Vec<&str> = out
-        .agent_lines()
-        .into_iter()
-        .filter(|l| l.contains("not retried"))
-        .collect();
-    assert_eq!(rejected.len(), 1, "one line per kind of rejection");
-    assert!(
-        rejected[0].contains("INVALID_ARGUMENT") || rejected[0].contains("status 3"),
-        "{rejected:?}"
-    );
-    assert!(rejected[0].contains("--max-request-size"), "{rejected:?}");
 }
