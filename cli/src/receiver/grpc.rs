@@ -289,3 +289,105 @@ fn accept_gzip() -> EnabledCompressionEncodings {
     e.enable(CompressionEncoding::Gzip);
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::time::Duration;
+
+    use std::path::PathBuf;
+
+    use http_body_util::Full;
+    use tower_service::Service as _;
+
+    use crate::receiver::ingest::Counters;
+
+    /// The service over a fresh store (removed by the caller).
+    fn service(token: Option<&str>, max_bytes: usize) -> (ExportService<Profiles>, PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "otelprof-grpc-{}-{}",
+            std::process::id(),
+            max_bytes
+        ));
+        let ingest = Arc::new(Ingest {
+            store: otelprof_store::Store::open(&dir).unwrap(),
+            max_bytes,
+            counters: Counters::default(),
+            token: token.map(str::to_owned),
+        });
+        let gate = Arc::new(RequestGate::new(
+            2,
+            Duration::from_secs(1),
+            Duration::from_secs(5),
+        ));
+        (ExportService::new(ingest, gate), dir)
+    }
+
+    fn grpc_status(response: &http::Response<tonic::body::Body>) -> (String, String) {
+        let get = |k: &str| {
+            response
+                .headers()
+                .get(k)
+                .map(|v| v.to_str().unwrap().to_owned())
+                .unwrap_or_default()
+        };
+        (get("grpc-status"), get("grpc-message"))
+    }
+
+    /// A body that notes whether it was read, and never ends.
+    struct Watched(Arc<AtomicBool>);
+
+    impl http_body::Body for Watched {
+        type Data = Bytes;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+            self.0.store(true, Relaxed);
+            Poll::Pending
+        }
+    }
+
+    fn request<B>(body: B, authorization: Option<&str>) -> http::Request<B> {
+        let mut r = http::Request::post(format!("http://x{}", Profiles::PATH))
+            .header("content-type", "application/grpc");
+        if let Some(a) = authorization {
+            r = r.header("authorization", a);
+        }
+        r.body(body).unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_token_is_checked_before_the_body_is_read() {
+        let (mut svc, dir) = service(Some("s3cret"), 1 << 20);
+        let read = Arc::new(AtomicBool::new(false));
+        // A body that never ends: checking the token after reading it would never answer.
+        let call = svc.call(request(Watched(read.clone()), Some("Bearer wrong")));
+        let response = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("answered on the headers")
+            .unwrap();
+        let (code, message) = grpc_status(&response);
+        assert_eq!(code, "16", "UNAUTHENTICATED: {message}");
+        assert!(!read.load(Relaxed), "the body was read");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn too_large_is_invalid_argument_naming_the_limit() {
+        let (mut svc, dir) = service(None, 1024);
+        // A gRPC frame declaring a 1 MiB message: uncompressed, length 0x00100000.
+        let frame = Bytes::from_static(&[0, 0, 0x10, 0, 0, 1, 2, 3]);
+        let response = svc.call(request(Full::new(frame), None)).await.unwrap();
+        let (code, message) = grpc_status(&response);
+        assert_eq!(code, "3", "INVALID_ARGUMENT, not OUT_OF_RANGE: {message}");
+        assert!(
+            message.contains("1024") && message.contains("--max-request-size"),
+            "{message}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
