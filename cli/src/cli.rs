@@ -113,6 +113,11 @@ pub struct ReceiveArgs {
     /// Largest request accepted, compressed or inflated (`k`, `m` suffixes)
     #[arg(long, value_name = "SIZE", default_value = "32m", value_parser = parse_size)]
     pub max_request_size: usize,
+    /// Most connections open at once, over both listeners; at the limit the longest idle
+    /// one is closed for each new client [default: what the open-file limit allows, after
+    /// a reserve for the store; at most 1024]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
     /// Print nothing but errors
     #[arg(long, short)]
     pub quiet: bool,

@@ -41,6 +41,12 @@ pub mod env {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound of the export queue.
 pub const DEFAULT_QUEUE_BYTES: usize = 16 << 20;
+/// How long one request is retried after its first failure before it is dropped: 5 minutes,
+/// the Collector's `retry_on_failure.max_elapsed_time` default. Long enough that a receiver
+/// restarting or a disk being cleaned loses nothing; short enough that a request a server
+/// will never take (one answering a retryable code to an oversized request) holds the ones
+/// queued behind it back for minutes, not for as long as the process runs.
+pub const DEFAULT_RETRY_BUDGET: Duration = Duration::from_secs(300);
 /// HTTP paths appended to a base endpoint.
 pub const HTTP_PROFILES_PATH: &str = otelprof_profile::otlp::HTTP_PATH;
 pub const HTTP_METRICS_PATH: &str = "/v1/metrics";
@@ -90,6 +96,9 @@ pub struct OtlpConfig {
     /// PEM file of CA certificates to trust, besides the system's and the Mozilla roots.
     pub certificate: Option<PathBuf>,
     pub queue_bytes: usize,
+    /// How long one request is retried after its first failure before it is dropped (see
+    /// [`DEFAULT_RETRY_BUDGET`]).
+    pub retry_budget: Duration,
 }
 
 /// What the agent's options contribute.
@@ -276,6 +285,7 @@ impl OtlpConfig {
             compression,
             certificate,
             queue_bytes: DEFAULT_QUEUE_BYTES,
+            retry_budget: DEFAULT_RETRY_BUDGET,
         }))
     }
 }

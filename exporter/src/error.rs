@@ -30,6 +30,10 @@ pub enum StartError {
 /// retried after a backoff, retried when the server asked, or dropped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
+    /// No connection could be made (refused, DNS, TLS, connect timeout).
+    #[error("cannot connect: {0}")]
+    Unreachable(String),
+    /// Connected, but the exchange broke off before an answer.
     #[error("{0}")]
     Transport(String),
     #[error("gRPC status {code}: {message}")]
@@ -52,7 +56,8 @@ impl ExportError {
     /// What [`crate::retry::classify`] reads.
     pub(crate) fn failure(&self) -> Failure {
         match self {
-            ExportError::Transport(_) | ExportError::Timeout(_) => Failure::Transport,
+            ExportError::Unreachable(_) => Failure::Unreachable,
+            ExportError::Transport(_) | ExportError::Timeout(_) => Failure::NoAnswer,
             ExportError::Grpc {
                 code, retry_info, ..
             } => Failure::Grpc {
@@ -73,7 +78,10 @@ impl ExportError {
     /// A short name for the kind of failure, to log each kind once.
     pub(crate) fn kind(&self) -> String {
         match self {
-            ExportError::Transport(_) | ExportError::Timeout(_) => "unreachable".into(),
+            // One kind for all three: an outage is logged once, however its attempts failed.
+            ExportError::Unreachable(_) | ExportError::Transport(_) | ExportError::Timeout(_) => {
+                "unreachable".into()
+            }
             ExportError::Grpc { code, .. } => format!("grpc-{code}"),
             ExportError::Http { status, .. } => format!("http-{status}"),
         }

@@ -15,6 +15,8 @@ pub struct ExportCounters {
     pub(crate) retryable: AtomicU64,
     pub(crate) throttled: AtomicU64,
     pub(crate) permanent: AtomicU64,
+    /// Requests dropped after retrying for their whole retry budget.
+    pub(crate) retries_exhausted: AtomicU64,
     pub(crate) partially_rejected: AtomicU64,
     pub(crate) encode_errors: AtomicU64,
     pub(crate) unsent_at_exit: AtomicU64,
@@ -31,6 +33,8 @@ pub struct ExportStats {
     pub retryable_failures: u64,
     pub throttled: u64,
     pub permanent_failures: u64,
+    /// Requests dropped because they still failed when their retry budget ran out.
+    pub retries_exhausted: u64,
     pub partially_rejected: u64,
     pub dropped_queue_full: u64,
     pub encode_errors: u64,
@@ -51,6 +55,7 @@ impl ExportCounters {
             retryable: AtomicU64::new(0),
             throttled: AtomicU64::new(0),
             permanent: AtomicU64::new(0),
+            retries_exhausted: AtomicU64::new(0),
             partially_rejected: AtomicU64::new(0),
             encode_errors: AtomicU64::new(0),
             unsent_at_exit: AtomicU64::new(0),
@@ -76,18 +81,22 @@ impl ExportCounters {
         [
             ("retried", self.retryable.load(Relaxed)),
             ("throttled", self.throttled.load(Relaxed)),
-            ("dropped", self.permanent.load(Relaxed)),
+            (
+                "dropped",
+                self.permanent.load(Relaxed) + self.retries_exhausted.load(Relaxed),
+            ),
         ]
     }
 
     /// Profiles that never reached a receiver, by reason.
-    pub(crate) fn dropped(&self) -> [(&'static str, u64); 4] {
+    pub(crate) fn dropped(&self) -> [(&'static str, u64); 5] {
         [
             (
                 "queue_full",
                 self.queue.counters.dropped_items.load(Relaxed),
             ),
             ("rejected", self.permanent.load(Relaxed)),
+            ("retries_exhausted", self.retries_exhausted.load(Relaxed)),
             ("encode_error", self.encode_errors.load(Relaxed)),
             ("unsent_at_exit", self.unsent_at_exit.load(Relaxed)),
         ]
@@ -101,6 +110,7 @@ impl ExportCounters {
             retryable_failures: self.retryable.load(Relaxed),
             throttled: self.throttled.load(Relaxed),
             permanent_failures: self.permanent.load(Relaxed),
+            retries_exhausted: self.retries_exhausted.load(Relaxed),
             partially_rejected: self.partially_rejected.load(Relaxed),
             dropped_queue_full: self.queue.counters.dropped_items.load(Relaxed),
             encode_errors: self.encode_errors.load(Relaxed),

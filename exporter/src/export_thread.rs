@@ -4,6 +4,11 @@
 //!
 //! It speaks rarely: one line when exports start failing (not one per attempt or period),
 //! one when they recover, one per kind of rejection.
+//!
+//! A request is dropped, never retried, when the server rejects it for good; one that keeps
+//! failing in a retryable way is retried for at most `OtlpConfig::retry_budget` from its
+//! first failure, then dropped, so no request holds the newer ones behind it for long. Both
+//! are counted (`permanent`, `retries_exhausted`).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -16,7 +21,9 @@ use crate::config::OtlpConfig;
 use crate::error::{ExportError, StartError};
 use crate::export_counters::ExportCounters;
 use crate::logger::{LogLevel, Logger};
-use crate::retry::{classify, Backoff, Disposition, BACKOFF_INITIAL, BACKOFF_MAX};
+use crate::retry::{
+    classify, spends_retry_budget, Backoff, Disposition, BACKOFF_INITIAL, BACKOFF_MAX,
+};
 use crate::self_metrics::{CounterSource, SelfMetrics};
 use crate::transport::{HttpClient, Transport};
 
@@ -133,6 +140,12 @@ fn thread_main(
     });
 }
 
+/// The request at the head of the queue that has failed, and since when.
+struct Failing {
+    seq: u64,
+    since: Instant,
+}
+
 /// State of an ongoing outage, to log it once and its end once.
 struct Outage {
     since: Instant,
@@ -152,6 +165,8 @@ async fn run(
     let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX, jitter_seed());
     let mut outage: Option<Outage> = None;
     let mut rejected_kinds: HashSet<String> = HashSet::new();
+    let mut exhausted_kinds: HashSet<String> = HashSet::new();
+    let mut failing: Option<Failing> = None;
     let mut partial_logged: HashSet<String> = HashSet::new();
     let metrics_interval = metrics_interval.max(Duration::from_millis(100));
     let mut next_metrics = tokio::time::Instant::now() + metrics_interval;
@@ -201,6 +216,7 @@ async fn run(
         let error = match result {
             Ok(sent) => {
                 c.queue.remove(item.seq);
+                failing = None;
                 c.sent.fetch_add(1, Relaxed);
                 c.bytes_sent.fetch_add(item.bytes.len() as u64, Relaxed);
                 backoff.reset();
@@ -241,10 +257,40 @@ async fn run(
             }
             Err(e) => e,
         };
-        let disposition = classify(&error.failure());
+        let failure = error.failure();
+        let disposition = classify(&failure);
+        if disposition != Disposition::Permanent && spends_retry_budget(&failure) {
+            let since = match &failing {
+                Some(f) if f.seq == item.seq => f.since,
+                _ => Instant::now(),
+            };
+            failing = Some(Failing {
+                seq: item.seq,
+                since,
+            });
+            if since.elapsed() >= config.retry_budget {
+                // Its retry budget is spent: drop it so that the newer ones go. The backoff
+                // is kept, so a server failing every request is not hammered.
+                c.queue.remove(item.seq);
+                c.retries_exhausted.fetch_add(1, Relaxed);
+                failing = None;
+                if exhausted_kinds.insert(error.kind()) {
+                    log(
+                        LogLevel::Warn,
+                        &format!(
+                            "{} still failed a profile after {:.0?} of retries ({error}); it is dropped so that the newer ones can go",
+                            shared.endpoint,
+                            since.elapsed()
+                        ),
+                    );
+                }
+                continue;
+            }
+        }
         let wait = match disposition {
             Disposition::Permanent => {
                 c.queue.remove(item.seq);
+                failing = None;
                 c.permanent.fetch_add(1, Relaxed);
                 if rejected_kinds.insert(error.kind()) {
                     log(

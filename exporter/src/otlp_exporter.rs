@@ -6,7 +6,9 @@
 //! export thread sends the oldest request; on a retryable failure it waits (exponential
 //! backoff with jitter, or what the server asked for) and tries the same request again while
 //! newer ones queue up behind it, the oldest being dropped once the byte bound is reached.
-//! Permanent failures drop the request at once. [`OtlpExporter::shutdown`] gives the thread a
+//! Permanent failures drop the request at once; a request still failing when its retry budget
+//! (`OtlpConfig::retry_budget`) is spent is dropped too, so that it cannot hold the newer ones
+//! back for longer than that. [`OtlpExporter::shutdown`] gives the thread a
 //! deadline to send what is queued and returns by then whatever happens: the JVM must
 //! never hang at exit because a collector is slow or gone.
 

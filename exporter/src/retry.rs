@@ -9,6 +9,14 @@
 //! permanent; for HTTP, 429, 502, 503 and 504 are retryable and every other error status is
 //! permanent. A server's RetryInfo / Retry-After is honoured (bounded by [`MAX_SERVER_DELAY`]);
 //! otherwise the wait grows exponentially with jitter ([`Backoff`]).
+//!
+//! Retrying is bounded per request: the queue sends its oldest request first, so a request
+//! that keeps failing holds back every newer one. A request is retried for at most its retry
+//! budget (`OtlpConfig::retry_budget`, by default 5 minutes, as the Collector's
+//! `retry_on_failure.max_elapsed_time`) after its first failure, then dropped and counted.
+//! Failing to connect at all does not spend the budget ([`spends_retry_budget`]): that says
+//! the endpoint is down, not that the request is bad, and the byte-bounded queue already
+//! decides what an outage costs.
 
 use std::time::Duration;
 
@@ -28,8 +36,12 @@ pub(crate) enum Disposition {
 /// What happened to one attempt, as seen by the transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Failure {
-    /// The request never got an answer: connection refused or reset, DNS, TLS, timeout.
-    Transport,
+    /// No connection could be made: refused, DNS, TLS handshake, connect timeout. Nothing
+    /// reached a server.
+    Unreachable,
+    /// Connected, but no answer came: the connection broke, or the timeout passed. The
+    /// request may be why (a proxy that resets oversized uploads, one too slow to send).
+    NoAnswer,
     /// A gRPC status other than OK, with the RetryInfo delay if the server sent one.
     Grpc {
         code: Code,
@@ -50,13 +62,19 @@ pub(crate) const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 pub(crate) const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
+/// Whether a failure spends the failed request's retry budget: every failure but
+/// [`Failure::Unreachable`], which says nothing about the request.
+pub(crate) fn spends_retry_budget(failure: &Failure) -> bool {
+    !matches!(failure, Failure::Unreachable)
+}
+
 pub(crate) fn classify(failure: &Failure) -> Disposition {
     use Code::{
         Aborted, Cancelled, DataLoss, DeadlineExceeded, OutOfRange, ResourceExhausted, Unavailable,
     };
     let throttled = |d: Duration| Disposition::Throttled(d.min(MAX_SERVER_DELAY));
     match *failure {
-        Failure::Transport => Disposition::Retry,
+        Failure::Unreachable | Failure::NoAnswer => Disposition::Retry,
         Failure::Grpc { code, retry_info } => match (code, retry_info) {
             (ResourceExhausted, Some(d)) => throttled(d),
             (ResourceExhausted, None) => Disposition::Permanent,
@@ -191,7 +209,27 @@ mod tests {
         for s in [400, 401, 403, 404, 405, 413, 415, 500, 501] {
             assert_eq!(h(s, None), Disposition::Permanent, "{s}");
         }
-        assert_eq!(classify(&Failure::Transport), Disposition::Retry);
+        assert_eq!(classify(&Failure::Unreachable), Disposition::Retry);
+        assert_eq!(classify(&Failure::NoAnswer), Disposition::Retry);
+    }
+
+    #[test]
+    fn only_an_unreachable_endpoint_leaves_the_retry_budget_alone() {
+        assert!(!spends_retry_budget(&Failure::Unreachable));
+        assert!(spends_retry_budget(&Failure::NoAnswer));
+        // OUT_OF_RANGE is retryable by the spec, and what tonic answers to an oversized
+        // request: the budget is what keeps it from holding the queue.
+        let out_of_range = Failure::Grpc {
+            code: Code::OutOfRange,
+            retry_info: None,
+        };
+        assert_eq!(classify(&out_of_range), Disposition::Retry);
+        assert!(spends_retry_budget(&out_of_range));
+        let throttled = Failure::Http {
+            status: 429,
+            retry_after: Some(Duration::from_secs(1)),
+        };
+        assert!(spends_retry_budget(&throttled));
     }
 
     #[test]

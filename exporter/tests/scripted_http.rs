@@ -88,6 +88,7 @@ fn config(base: &str) -> OtlpConfig {
         compression: Compression::Gzip,
         certificate: None,
         queue_bytes: 1 << 20,
+        retry_budget: otelprof_exporter::config::DEFAULT_RETRY_BUDGET,
     }
 }
 

@@ -285,6 +285,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         token: None,
         tls: None,
         max_bytes: 32 << 20,
+        limits: receiver::Limits::default(),
     })?;
     let (Some(grpc), Some(http)) = (running.grpc, running.http) else {
         bail!("the embedded receiver did not start");

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs as _};
 use anyhow::Context as _;
 
 use crate::cli::ReceiveArgs;
-use crate::receiver::{self, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
+use crate::receiver::{self, Limits, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
 
 fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
     if text == "off" {
@@ -43,6 +43,10 @@ pub fn config(args: &ReceiveArgs) -> anyhow::Result<ReceiveConfig> {
         token: args.token.clone().filter(|t| !t.is_empty()),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
         max_bytes: args.max_request_size,
+        limits: Limits {
+            max_connections: args.max_connections.map(|n| n as usize),
+            ..Limits::default()
+        },
     };
     config.check()?;
     Ok(config)
@@ -75,12 +79,17 @@ pub fn run(args: &ReceiveArgs) -> anyhow::Result<()> {
             errln!("  every request needs the header Authorization: Bearer <token>");
         }
         errln!(
+            "  at most {} connections at once (--max-connections; {} open files allowed)",
+            running.max_connections,
+            running.open_files
+        );
+        errln!(
             "  read it with: otelprof top {}   (Ctrl-C stops)",
             config.store.display()
         );
     }
     running.wait_for_signal(args.quiet)?;
-    let line = receiver::summary(running.counters());
+    let line = running.summary();
     running.stop();
     if !args.quiet {
         errln!("otelprof receive: stopped; {line}");
@@ -102,6 +111,7 @@ mod tests {
             tls_cert: None,
             tls_key: None,
             max_request_size: 1 << 20,
+            max_connections: None,
             quiet: true,
         };
         assert!(config(&args("127.0.0.1:0", None)).is_ok());

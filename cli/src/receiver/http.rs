@@ -10,7 +10,10 @@ use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full, Limited};
 use prost::Message as _;
 
+use super::deadline_body::timed_out;
+use super::http_headers::{content_coding, is_protobuf, Coding, PROTOBUF};
 use super::ingest::{Body, Ingest, Rejected};
+use super::request_gate::RequestGate;
 
 /// `google.rpc.Status`, the error body of OTLP/HTTP.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -20,8 +23,6 @@ struct RpcStatus {
     #[prost(string, tag = "2")]
     message: String,
 }
-
-const PROTOBUF: &str = "application/x-protobuf";
 
 fn reply(status: StatusCode, grpc_code: i32, message: &str) -> Response<Full<Bytes>> {
     let body = RpcStatus {
@@ -50,8 +51,8 @@ fn success() -> Response<Full<Bytes>> {
 
 /// gRPC status codes used in the error bodies.
 const INVALID_ARGUMENT: i32 = 3;
+const DEADLINE_EXCEEDED: i32 = 4;
 const NOT_FOUND: i32 = 5;
-const RESOURCE_EXHAUSTED: i32 = 8;
 const UNIMPLEMENTED: i32 = 12;
 const UNAVAILABLE: i32 = 14;
 const UNAUTHENTICATED: i32 = 16;
@@ -59,38 +60,39 @@ const UNAUTHENTICATED: i32 = 16;
 fn rejected(r: Rejected) -> Response<Full<Bytes>> {
     match r {
         Rejected::Invalid(m) => reply(StatusCode::BAD_REQUEST, INVALID_ARGUMENT, &m),
-        Rejected::TooLarge(m) => reply(StatusCode::PAYLOAD_TOO_LARGE, RESOURCE_EXHAUSTED, &m),
-        Rejected::Storage(m) => {
-            let mut r = reply(
-                StatusCode::SERVICE_UNAVAILABLE,
-                UNAVAILABLE,
-                &format!("cannot store the request: {m}"),
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
-            r
-        }
+        // The gRPC code gRPC clients get for the same request (see grpc.rs): do not retry.
+        Rejected::TooLarge(m) => reply(StatusCode::PAYLOAD_TOO_LARGE, INVALID_ARGUMENT, &m),
+        Rejected::Storage(m) => unavailable(&format!("cannot store the request: {m}")),
     }
 }
 
-/// Serves one request.
-pub async fn handle<B>(ingest: Arc<Ingest>, request: Request<B>) -> Response<Full<Bytes>>
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+/// 503 with a Retry-After: OTLP clients retry it.
+fn unavailable(message: &str) -> Response<Full<Bytes>> {
+    let mut r = reply(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE, message);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+    r
+}
+
+/// What the request's head says: whether it is profiles (else metrics) and gzip, or the
+/// answer that refuses it. Nothing of the body is read yet, so a refused client (a wrong
+/// token above all) costs no more than its headers.
+fn check_head<B>(
+    ingest: &Ingest,
+    request: &Request<B>,
+) -> Result<(bool, bool), Box<Response<Full<Bytes>>>> {
     let profiles = match request.uri().path() {
         otelprof_profile::otlp::HTTP_PATH => true,
         "/v1/metrics" => false,
         other => {
-            return reply(
+            return Err(Box::new(reply(
                 StatusCode::NOT_FOUND,
                 NOT_FOUND,
                 &format!(
                     "no such path {other:?}: profiles go to {} (metrics to /v1/metrics)",
                     otelprof_profile::otlp::HTTP_PATH
                 ),
-            )
+            )))
         }
     };
     if request.method() != Method::POST {
@@ -101,47 +103,43 @@ where
         );
         r.headers_mut()
             .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
-        return r;
+        return Err(Box::new(r));
     }
     let authorization = request
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes().to_vec());
     if !ingest.authorized(authorization.as_deref()) {
-        return reply(
+        return Err(Box::new(reply(
             StatusCode::UNAUTHORIZED,
             UNAUTHENTICATED,
             "missing or wrong token: send the header Authorization: Bearer <token>",
-        );
+        )));
     }
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let media = content_type.split(';').next().unwrap_or("").trim();
-    if media != PROTOBUF {
-        return reply(
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    if !is_protobuf(&content_type) {
+        return Err(Box::new(reply(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             INVALID_ARGUMENT,
             &format!("Content-Type {content_type:?} is not served: send {PROTOBUF} (OTLP/JSON is not supported)"),
-        );
+        )));
     }
-    let gzip = match request
+    let encoding = request
         .headers()
         .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-    {
-        None | Some("identity") | Some("") => false,
-        Some("gzip") => true,
-        Some(other) => {
-            return reply(
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let gzip = match content_coding(encoding.as_deref()) {
+        Ok(coding) => coding == Coding::Gzip,
+        Err(reason) => {
+            return Err(Box::new(reply(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 INVALID_ARGUMENT,
-                &format!("Content-Encoding {other:?} is not served: use gzip or none"),
-            )
+                &reason,
+            )))
         }
     };
     let declared_too_large = request
@@ -150,13 +148,60 @@ where
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
         .is_some_and(|n| n > ingest.max_bytes);
-    let limit = ingest.max_bytes;
     if declared_too_large {
-        return rejected(Rejected::TooLarge(format!(
-            "the body is larger than the limit of {limit} bytes (receive --max-request-size)"
-        )));
+        return Err(Box::new(rejected(Rejected::TooLarge(format!(
+            "the body is larger than the limit of {} bytes (receive --max-request-size)",
+            ingest.max_bytes
+        )))));
     }
-    let body = match Limited::new(request.into_body(), limit).collect().await {
+    Ok((profiles, gzip))
+}
+
+/// Most of a refused request's body read (and dropped) before answering, and for how long.
+const DRAIN_MAX: u64 = 64 << 10;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads what is left of a refused request's body when it is small. A server that closes
+/// a connection with bytes unread makes the kernel reset it, and the client may lose the
+/// answer (Python's urllib does); a large body is left unread, the connection closed: it is
+/// not worth the receiver's time.
+async fn drain_small<B>(body: B)
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if body.size_hint().upper().is_some_and(|n| n <= DRAIN_MAX) {
+        let read = Limited::new(body, DRAIN_MAX as usize).collect();
+        let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+    }
+}
+
+/// Serves one request.
+pub async fn handle<B>(
+    ingest: Arc<Ingest>,
+    gate: Arc<RequestGate>,
+    request: Request<B>,
+) -> Response<Full<Bytes>>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (profiles, gzip) = match check_head(&ingest, &request) {
+        Ok(checked) => checked,
+        Err(refusal) => {
+            drain_small(request.into_body()).await;
+            return *refusal;
+        }
+    };
+    let limit = ingest.max_bytes;
+    let slot = match gate.enter().await {
+        Ok(slot) => slot,
+        Err(busy) => return unavailable(&busy.to_string()),
+    };
+    let body = match Limited::new(slot.read(request.into_body()), limit)
+        .collect()
+        .await
+    {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -166,6 +211,13 @@ where
                     "the body is larger than the limit of {limit} bytes (receive --max-request-size)"
                 )));
             }
+            if timed_out(e.as_ref()) {
+                return reply(
+                    StatusCode::REQUEST_TIMEOUT,
+                    DEADLINE_EXCEEDED,
+                    &e.to_string(),
+                );
+            }
             return reply(
                 StatusCode::BAD_REQUEST,
                 INVALID_ARGUMENT,
@@ -173,6 +225,7 @@ where
             );
         }
     };
+    // The slot is held until the request is stored: it also bounds the writes at once.
     let outcome = tokio::task::spawn_blocking(move || {
         let body = if gzip {
             Body::Gzip(&body)
@@ -186,6 +239,7 @@ where
         }
     })
     .await;
+    drop(slot);
     match outcome {
         Ok(Ok(())) => success(),
         Ok(Err(r)) => rejected(r),

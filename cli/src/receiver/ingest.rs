@@ -58,14 +58,27 @@ fn now_unix_nanos() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// The token of an `Authorization: Bearer <token>` value.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    rest.get(start..)
+}
+
 impl Ingest {
     /// Whether `authorization` (the header's value) carries the token, compared in constant
-    /// time so the comparison does not leak how much of a guess was right.
+    /// time so the comparison does not leak how much of a guess was right. The scheme
+    /// `Bearer` is case-insensitive and followed by one or more spaces (RFC 9110 §11.1,
+    /// §11.4); the token is compared exactly.
     pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
-        let Some(given) = authorization.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+        let Some(given) = authorization.and_then(bearer_token) else {
             return false;
         };
         let want = token.as_bytes();
@@ -172,5 +185,33 @@ impl Ingest {
         self.keep(Signal::Metrics, &raw, gzip)?;
         self.counters.metric_requests.fetch_add(1, Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_the_token_is_not() {
+        assert_eq!(bearer_token(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"BEARER   abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"Basic abc"), None);
+        assert_eq!(bearer_token(b"Bearerabc"), None);
+        assert_eq!(bearer_token(b"Bearer "), None);
+        assert_eq!(bearer_token(b"Bearer"), None);
+        let store = std::env::temp_dir().join(format!("otelprof-auth-{}", std::process::id()));
+        let ingest = Ingest {
+            store: Store::open(&store).unwrap(),
+            max_bytes: 1 << 20,
+            counters: Counters::default(),
+            token: Some("Tok3n".to_owned()),
+        };
+        assert!(ingest.authorized(Some(b"bearer Tok3n")));
+        assert!(!ingest.authorized(Some(b"Bearer tok3n")));
+        assert!(!ingest.authorized(Some(b"Bearer Tok3n2")));
+        assert!(!ingest.authorized(None));
+        let _ = std::fs::remove_dir_all(&store);
     }
 }

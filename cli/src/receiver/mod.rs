@@ -5,23 +5,46 @@
 //! It binds to loopback by default. Any other address exposes it to the network, so it then
 //! needs `--token` (clients send `Authorization: Bearer <token>`) or TLS, and refuses to
 //! start otherwise. The same receiver runs inside `otelprof demo` (see [`start`]).
+//!
+//! Clients are not trusted to be quick or few: [`limits`] lists the rules (timeouts for each
+//! phase of a connection, a connection limit below the file descriptors the process may
+//! open, a bound on request bodies in memory), [`connection_limit`] who makes room at the
+//! limit, [`accept`] and [`connection`] how each listener and each connection is served.
+//! Both listeners are served the same way (hyper, with TLS in front when configured); gRPC
+//! is the tonic services in [`grpc`] over HTTP/2.
+//!
+//! Module map, from the leaves up: `limits`, `fd_limit`, `connection_limit`,
+//! `deadline_body`, `http_headers`, `ingest` (leaves); `request_gate` (reads
+//! `deadline_body`); `grpc` and `http` (the two wires over `ingest` and `request_gate`);
+//! `connection`, then `accept`; this file wires them.
 
+mod accept;
+mod connection;
+mod connection_limit;
+mod deadline_body;
+mod fd_limit;
 mod grpc;
 mod http;
+mod http_headers;
 mod ingest;
+mod limits;
+mod request_gate;
 
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::watch;
 
+use accept::{accept_loop, Listener};
+use connection_limit::{ConnectionCounters, ConnectionLimit};
 use ingest::Counters;
 pub use ingest::Ingest;
+pub use limits::Limits;
+use request_gate::RequestGate;
 
 use otelprof_store::Store;
 
@@ -38,6 +61,7 @@ pub struct ReceiveConfig {
     pub token: Option<String>,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub max_bytes: usize,
+    pub limits: Limits,
 }
 
 impl ReceiveConfig {
@@ -66,6 +90,10 @@ pub struct Running {
     pub grpc: Option<SocketAddr>,
     pub http: Option<SocketAddr>,
     pub ingest: Arc<Ingest>,
+    /// The connection limit in force, and the file descriptors it was derived from.
+    pub max_connections: usize,
+    pub open_files: u64,
+    connections: Arc<ConnectionLimit>,
     shutdown: watch::Sender<bool>,
     runtime: tokio::runtime::Runtime,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -76,18 +104,33 @@ impl Running {
         &self.ingest.counters
     }
 
+    pub fn connection_counters(&self) -> &ConnectionCounters {
+        &self.connections.counters
+    }
+
+    /// The summary line of what was received, and of what was done to connections.
+    pub fn summary(&self) -> String {
+        summary(self.counters()) + &connection_summary(self.connection_counters())
+    }
+
     /// Stops listening and lets requests in progress finish (at most 10 s). Every request
     /// acknowledged so far is on disk.
     pub fn stop(self) {
         let _ = self.shutdown.send(true);
         let tasks = self.tasks;
+        let connections = self.connections;
         self.runtime.block_on(async move {
-            let all = async {
-                for t in tasks {
-                    let _ = t.await;
+            for t in tasks {
+                let _ = t.await;
+            }
+            connections.close_all();
+            let drained = async {
+                while connections.open() > 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             };
-            let _ = tokio::time::timeout(Duration::from_secs(10), all).await;
+            let bound = limits::CLOSE_GRACE + Duration::from_secs(1);
+            let _ = tokio::time::timeout(bound, drained).await;
         });
         // Blocking tasks (a store write in progress) run to completion before this returns.
         self.runtime.shutdown_timeout(Duration::from_secs(10));
@@ -96,21 +139,35 @@ impl Running {
     /// Waits for SIGINT or SIGTERM.
     pub fn wait_for_signal(&self, quiet: bool) -> anyhow::Result<()> {
         let ingest = self.ingest.clone();
+        let connections = self.connections.clone();
         self.runtime.block_on(async move {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                     .context("cannot watch SIGTERM")?;
             let mut ticker = tokio::time::interval(Duration::from_secs(10));
-            let mut last = (0, 0);
+            // What changed, not every 10 s: a quiet receiver stays quiet.
+            let state = || {
+                let c = &ingest.counters;
+                format!(
+                    "{} {}{}",
+                    c.requests.load(Relaxed),
+                    c.rejected.load(Relaxed),
+                    connection_summary(&connections.counters)
+                )
+            };
+            let mut last = state();
             loop {
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => break,
                     _ = term.recv() => break,
                     _ = ticker.tick() => {
-                        let c = &ingest.counters;
-                        let now = (c.requests.load(Relaxed), c.rejected.load(Relaxed));
+                        let now = state();
                         if !quiet && now != last {
-                            errln!("otelprof receive: {}", summary(c));
+                            errln!(
+                                "otelprof receive: {}{}",
+                                summary(&ingest.counters),
+                                connection_summary(&connections.counters)
+                            );
                             last = now;
                         }
                     }
@@ -123,7 +180,9 @@ impl Running {
 
 pub fn summary(c: &Counters) -> String {
     format!(
-        "{} requests stored ({} profiles, {} samples, {:.1} MiB), {} metrics requests, {} rejected",
+        // An OTLP sample aggregates every observation of one stack, attribute set and link:
+        // "sample records", lest they be read as CPU samples.
+        "{} requests stored ({} profiles, {} sample records, {:.1} MiB), {} metrics requests, {} rejected",
         c.requests.load(Relaxed),
         c.profiles.load(Relaxed),
         c.samples.load(Relaxed),
@@ -131,6 +190,30 @@ pub fn summary(c: &Counters) -> String {
         c.metric_requests.load(Relaxed),
         c.rejected.load(Relaxed)
     )
+}
+
+/// What was done to connections, when anything was: the counts behind the one line said
+/// when the connection limit was first reached, or accept() first failed.
+fn connection_summary(c: &ConnectionCounters) -> String {
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (
+            c.evicted.load(Relaxed),
+            "idle connections closed to make room",
+        ),
+        (c.waited.load(Relaxed), "waits at the connection limit"),
+        (c.timed_out.load(Relaxed), "connections timed out"),
+        (c.accept_errors.load(Relaxed), "failed accepts"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join(", "))
+    }
 }
 
 fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<StdListener> {
@@ -168,9 +251,29 @@ fn tls_server_config(
     Ok(config)
 }
 
+/// The connection limit: `--max-connections`, or derived from the file descriptors the
+/// process may open (after raising its soft limit), and never more than they allow.
+fn connection_limit(config: &ReceiveConfig, open_files: u64, slots: usize) -> usize {
+    let allowed = fd_limit::connections_allowed(open_files, slots);
+    match config.limits.max_connections {
+        None => fd_limit::default_connections(open_files, slots),
+        Some(n) if n > allowed => {
+            errln!(
+                "otelprof receive: --max-connections {n} lowered to {allowed}: the process may \
+                 open {open_files} files, and the store needs some of them (raise `ulimit -n` \
+                 for more)"
+            );
+            allowed
+        }
+        Some(n) => n,
+    }
+}
+
 /// Opens the store, binds both listeners (so a port conflict fails here, not later) and
 /// starts serving on a runtime of its own.
 pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
+    // Before anything opens files: more descriptors for connections and the store.
+    let open_files = fd_limit::raise_nofile().unwrap_or(1024);
     let store = Store::open(&config.store)?;
     let ingest = Arc::new(Ingest {
         store,
@@ -178,24 +281,23 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
         counters: Counters::default(),
         token: config.token.clone(),
     });
+    let limits = config.limits;
+    let slots = limits::request_slots(config.max_bytes);
+    let gate = Arc::new(RequestGate::new(
+        slots,
+        limits.slot_wait,
+        limits.body_timeout,
+    ));
+    let max_connections = connection_limit(config, open_files, slots);
+    let connections = ConnectionLimit::new(max_connections);
     let grpc_listener = config.grpc.map(|a| bind(a, "grpc")).transpose()?;
     let http_listener = config.http.map(|a| bind(a, "http")).transpose()?;
     let tls = config
         .tls
         .as_ref()
         .map(|(c, k)| tls_server_config(c, k))
-        .transpose()?;
-    let grpc_tls = match &config.tls {
-        Some((cert, key)) => {
-            let read = |p: &PathBuf| {
-                std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))
-            };
-            Some(tonic::transport::ServerTlsConfig::new().identity(
-                tonic::transport::Identity::from_pem(read(cert)?, read(key)?),
-            ))
-        }
-        None => None,
-    };
+        .transpose()?
+        .map(|c| tokio_rustls::TlsAcceptor::from(Arc::new(c)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("otelprof-receive")
@@ -203,97 +305,72 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
         .build()
         .context("cannot start the receiver's runtime")?;
     let (shutdown, watch_rx) = watch::channel(false);
+    let accept_error_said = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
     let mut grpc_addr = None;
     let mut http_addr = None;
+    let tokio_listener = |l: StdListener, what: &str| {
+        let _guard = runtime.enter();
+        tokio::net::TcpListener::from_std(l).with_context(|| format!("{what} listener"))
+    };
 
     if let Some(listener) = grpc_listener {
         grpc_addr = Some(listener.local_addr().context("gRPC listener")?);
-        let ingest = ingest.clone();
-        let mut stop = watch_rx.clone();
-        let listener = {
-            let _guard = runtime.enter();
-            tokio::net::TcpListener::from_std(listener).context("gRPC listener")?
+        let router = grpc::Router::new(ingest.clone(), gate.clone());
+        let listener = Listener {
+            tcp: tokio_listener(listener, "gRPC")?,
+            what: "gRPC",
+            tls: tls.clone(),
+            builder: Arc::new(connection::builder(&limits, true)),
+            handler: move |request| {
+                let router = router.clone();
+                async move { router.call(request).await }
+            },
         };
-        // HTTP/2 flow-control windows sized for profiles (hundreds of KB per request): with
-        // the 64 KiB default, a large export waits for several window updates.
-        let mut builder = tonic::transport::Server::builder()
-            .initial_stream_window_size(Some(4 << 20))
-            .initial_connection_window_size(Some(16 << 20));
-        if let Some(tls) = grpc_tls {
-            builder = builder.tls_config(tls).context("TLS setup for gRPC")?;
-        }
-        let router = builder
-            .add_service(grpc::ExportService::<grpc::Profiles>::new(ingest.clone()))
-            .add_service(grpc::ExportService::<grpc::Metrics>::new(ingest));
-        tasks.push(runtime.spawn(async move {
-            let incoming = tonic::transport::server::TcpIncoming::from(listener);
-            let signal = async move {
-                let _ = stop.wait_for(|s| *s).await;
-            };
-            if let Err(e) = router.serve_with_incoming_shutdown(incoming, signal).await {
-                errln!("otelprof receive: the gRPC server stopped: {e}");
-            }
-        }));
+        tasks.push(runtime.spawn(accept_loop(
+            listener,
+            connections.clone(),
+            limits,
+            accept_error_said.clone(),
+            watch_rx.clone(),
+        )));
     }
 
     if let Some(listener) = http_listener {
         http_addr = Some(listener.local_addr().context("HTTP listener")?);
-        let listener = {
-            let _guard = runtime.enter();
-            tokio::net::TcpListener::from_std(listener).context("HTTP listener")?
-        };
-        let acceptor = tls.map(|c| tokio_rustls::TlsAcceptor::from(Arc::new(c)));
-        let mut stop = watch_rx.clone();
         let ingest = ingest.clone();
-        tasks.push(
-            runtime.spawn(async move {
-                loop {
-                    let (stream, _) = tokio::select! {
-                        accepted = listener.accept() => match accepted {
-                            Ok(a) => a,
-                            Err(e) => {
-                                errln!("otelprof receive: HTTP accept failed: {e}");
-                                tokio::time::sleep(Duration::from_millis(100)).await;
-                                continue;
-                            }
-                        },
-                        _ = stop.changed() => break,
-                    };
-                    let ingest = ingest.clone();
-                    let acceptor = acceptor.clone();
-                    tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |req| {
-                            let ingest = ingest.clone();
-                            async move {
-                                Ok::<_, std::convert::Infallible>(http::handle(ingest, req).await)
-                            }
-                        });
-                        let builder =
-                            hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                        let _ = match acceptor {
-                            Some(acceptor) => match acceptor.accept(stream).await {
-                                Ok(tls) => {
-                                    builder.serve_connection(TokioIo::new(tls), service).await
-                                }
-                                Err(_) => return,
-                            },
-                            None => {
-                                builder
-                                    .serve_connection(TokioIo::new(stream), service)
-                                    .await
-                            }
-                        };
-                    });
+        let gate = gate.clone();
+        let listener = Listener {
+            tcp: tokio_listener(listener, "HTTP")?,
+            what: "HTTP",
+            tls,
+            builder: Arc::new(connection::builder(&limits, false)),
+            handler: move |request| {
+                let ingest = ingest.clone();
+                let gate = gate.clone();
+                async move {
+                    http::handle(ingest, gate, request)
+                        .await
+                        .map(connection::ResponseBody::new)
                 }
-            }),
-        );
+            },
+        };
+        tasks.push(runtime.spawn(accept_loop(
+            listener,
+            connections.clone(),
+            limits,
+            accept_error_said,
+            watch_rx,
+        )));
     }
 
     Ok(Running {
         grpc: grpc_addr,
         http: http_addr,
         ingest,
+        max_connections,
+        open_files,
+        connections,
         shutdown,
         runtime,
         tasks,

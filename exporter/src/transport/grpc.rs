@@ -33,7 +33,7 @@ pub(crate) fn lazy_channel(config: &OtlpConfig, url: &str) -> Result<Channel, St
     };
     let mut endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| bad(&e))?
-        .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+        .connect_timeout(config.timeout.min(super::http_client::CONNECT_TIMEOUT))
         .timeout(config.timeout)
         .tcp_nodelay(true);
     if url.starts_with("https://") {
@@ -88,7 +88,7 @@ impl GrpcTransport {
         self.client
             .ready()
             .await
-            .map_err(|e| ExportError::Transport(format!("not connected: {e}")))?;
+            .map_err(|e| ExportError::Unreachable(e.to_string()))?;
         let mut request = tonic::Request::new(body);
         *request.metadata_mut() = self.headers.clone();
         let path = http::uri::PathAndQuery::from_static(GRPC_EXPORT_PATH);
@@ -102,8 +102,13 @@ impl GrpcTransport {
 }
 
 fn status_to_error(status: &tonic::Status) -> ExportError {
-    // tonic reports connection failures as UNAVAILABLE/UNKNOWN statuses with a transport
-    // source; they never reached a server.
+    // A lazy channel connects on the first call; a failed connect comes back as a status
+    // whose source chain holds tonic's ConnectError.
+    if has_source::<tonic::ConnectError>(status) {
+        return ExportError::Unreachable(format!("{}: {}", status.code(), status.message()));
+    }
+    // Other transport failures (a connection that broke) are UNAVAILABLE/UNKNOWN statuses
+    // with a transport source: no server answered them.
     let from_transport = std::error::Error::source(status).is_some()
         && status.metadata().is_empty()
         && matches!(
@@ -118,6 +123,18 @@ fn status_to_error(status: &tonic::Status) -> ExportError {
         message: status.message().to_owned(),
         retry_info: retry_delay(status.details()),
     }
+}
+
+/// Whether `error`'s source chain holds an `E`.
+fn has_source<E: std::error::Error + 'static>(error: &dyn std::error::Error) -> bool {
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        if c.is::<E>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The RetryInfo delay in a status's `grpc-status-details-bin`, if any (OTLP/gRPC

@@ -17,6 +17,9 @@ const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
+/// Longest wait for a TCP connection, as for the gRPC channel.
+pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A small HTTP(S) client shared by the profile transport and the metrics exporter.
 #[derive(Clone, Debug)]
 pub(crate) struct HttpClient {
@@ -57,12 +60,18 @@ impl HttpClient {
             .map_err(|e| StartError::Tls(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        // A connect timeout of its own (as the gRPC channel has), so that an endpoint that
+        // drops packets reads as unreachable, not as a request that got no answer: only the
+        // latter spends the request's retry budget.
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(config.timeout.min(CONNECT_TIMEOUT)));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .enable_http2()
-            .build();
+            .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).build(connector);
         Ok(HttpClient { client })
     }
@@ -74,11 +83,13 @@ impl HttpClient {
     ) -> Result<http::Response<Bytes>, ExportError> {
         let (parts, body) = request.into_parts();
         let request = http::Request::from_parts(parts, Full::new(body));
-        let response = self
-            .client
-            .request(request)
-            .await
-            .map_err(|e| ExportError::Transport(error_chain(&e)))?;
+        let response = self.client.request(request).await.map_err(|e| {
+            if e.is_connect() {
+                ExportError::Unreachable(error_chain(&e))
+            } else {
+                ExportError::Transport(error_chain(&e))
+            }
+        })?;
         let (parts, body) = response.into_parts();
         let body = Limited::new(body, MAX_RESPONSE_BYTES)
             .collect()
