@@ -9,9 +9,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use otelprof_store::merge::Merged;
 use otelprof_store::query::diff::{
-    self, Basis, FunctionChange, FunctionDiff, GroupChange, GroupDiff, Measure, Test,
+    self, Basis, Criteria, Dispersion, FunctionChange, FunctionDiff, GroupChange, GroupDiff,
+    Measure, Test,
 };
 use otelprof_store::query::requests;
+use otelprof_store::query::slices::{self, SliceSpec};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::select::Selector;
 
@@ -43,7 +45,6 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
             args.fdr
         );
     }
-    let fdr = args.fdr / 100.0;
     let (base_sel, head_sel) = sides(args, super::now_unix_nanos())?;
     if let Some(warning) = overlap_warning(&base_sel, &head_sel) {
         eprintln!("otelprof: warning: {warning}");
@@ -77,6 +78,21 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
             ty.name()
         );
     }
+    let dispersion = if diff::testable(ty) {
+        let side = |m: &Merged, selector: &Selector| SliceSpec {
+            ty,
+            selector: selector.clone(),
+            window: m.window.unwrap_or((0, 0)),
+            slices: slices::slices_for(m.total_count()),
+        };
+        let sliced =
+            slices::merge_slices(&source, &[side(&base, &base_sel), side(&head, &head_sel)])?;
+        let sides: Vec<&[Merged]> = sliced.iter().map(Vec::as_slice).collect();
+        diff::dispersion::estimate(&sides)
+    } else {
+        Dispersion::binomial()
+    };
+    let criteria = Criteria::new(args.fdr / 100.0).with_dispersion(dispersion.factor);
     println!(
         "base: {}",
         render_header(&base, base.total(), base.total_count())
@@ -93,15 +109,18 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
         &head,
         &|is_head, name| counts.get(is_head, name),
         ty,
-        fdr,
+        criteria,
     );
     print!(
         "{}",
         render_group_section(&groups, &args.by, &base, args.limit)
     );
 
-    let functions = diff::compare(&base, &head, ty, fdr);
+    let functions = diff::compare(&base, &head, ty, criteria);
     print!("{}", render(&functions, args.limit));
+    if let Some(line) = render_dispersion(&dispersion) {
+        println!("{line}");
+    }
     println!();
     println!("{}", render_headline(&functions));
 
@@ -291,7 +310,7 @@ fn legend(d: &FunctionDiff) -> String {
         Some(f) => format!(
             "* = significant: Benjamini–Hochberg at a {} false discovery rate over {} tests \
              (the self and total share of {} functions)",
-            percent_text(f.fdr),
+            percent_text(f.criteria.fdr),
             f.tests,
             f.functions
         ),
@@ -406,7 +425,7 @@ pub fn render_headline(d: &FunctionDiff) -> String {
     };
     let mut line = format!(
         "No significant increase (at a {} false discovery rate over {} tests).",
-        percent_text(f.fdr),
+        percent_text(f.criteria.fdr),
         f.tests
     );
     if let (Some(half), Some(tenth)) = (d.detectable(0.5), d.detectable(0.1)) {
@@ -421,6 +440,25 @@ pub fn render_headline(d: &FunctionDiff) -> String {
         );
     }
     line
+}
+
+/// How noisy the sides measured, under the tables: the z above are divided by √φ.
+pub fn render_dispersion(d: &Dispersion) -> Option<String> {
+    if d.estimated() {
+        Some(format!(
+            "\n(noise: shares varied {:.2} times as much as their sample counts explain between \
+             time slices of each side ({} and {} slices); every z is divided by √{:.2})",
+            d.factor, d.slices[0], d.slices[1], d.factor
+        ))
+    } else if d.slices != [0, 0] {
+        Some(
+            "\n(noise not measured: too few samples or time slices per side; z assume \
+             independent samples)"
+                .to_owned(),
+        )
+    } else {
+        None
+    }
 }
 
 /// One failing function of `--fail-above`, for stderr.
@@ -453,7 +491,8 @@ fn blind_spot_warning(d: &FunctionDiff, limit: f64) -> Option<String> {
         format!(
             "--fail-above {limit}: with {:.0} and {:.0} samples, a growth of {limit} pp in a \
              function at 50% of the total is found less than 4 times in 5 (that takes \
-             {mde:.2} pp); profile longer, under more load, or at a shorter CPU interval",
+             {mde:.2} pp); profile longer or under more load (a CPU interval shorter than the \
+             kernel's tick, 4 ms at HZ=250, adds counts but no information)",
             d.base_samples, d.head_samples
         )
     })
@@ -597,7 +636,7 @@ mod tests {
     fn the_regression_is_ranked_starred_and_carried() {
         let base = side(&[(&[0, 1, 2, 3], 1000.0), (&[0, 1, 4], 3000.0)]);
         let head = side(&[(&[0, 1, 2, 3], 3000.0), (&[0, 1, 4], 3000.0)]);
-        let d = diff::compare(&base, &head, ProfileType::Cpu, 0.01);
+        let d = diff::compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         let text = render(&d, 5);
         let grew = text.split("Shrank:").next().unwrap();
         // renderHtml and escape hold the same samples: one leads, both carry the path.
@@ -625,7 +664,7 @@ mod tests {
     fn no_change_says_what_could_have_been_seen() {
         let base = side(&[(&[0, 1, 2, 3], 1000.0), (&[0, 1, 4], 1000.0)]);
         let head = side(&[(&[0, 1, 2, 3], 1010.0), (&[0, 1, 4], 990.0)]);
-        let d = diff::compare(&base, &head, ProfileType::Cpu, 0.01);
+        let d = diff::compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         let line = render_headline(&d);
         assert!(line.starts_with("No significant increase (at a 1% false discovery rate over 5 tests). Smallest change these 2000 and 2000 samples would have caught 4 times in 5: "), "{line}");
         // (z of p = 0.01 / 5, two-sided, + z of 80% power) × sqrt(0.25 × 2 / 2000)

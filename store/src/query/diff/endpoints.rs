@@ -8,7 +8,7 @@ use crate::merge::Merged;
 use crate::select::ProfileType;
 
 use super::functions::testable;
-use super::significance::{benjamini_hochberg, z_rate, z_score, Test};
+use super::significance::{benjamini_hochberg, z_rate, z_score, Criteria, Test};
 
 /// What a group's test compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn compare_groups(
     head: &Merged,
     requests: &dyn Fn(bool, &str) -> Option<f64>,
     ty: ProfileType,
-    fdr: f64,
+    criteria: Criteria,
 ) -> GroupDiff {
     let mut by: HashMap<&str, GroupChange> = HashMap::new();
     for (m, is_head) in [(base, false), (head, true)] {
@@ -167,7 +167,7 @@ pub fn compare_groups(
                     }
                     Basis::Share => Some(z_score(g.base_count, bn, g.head_count, hn)),
                 };
-                g.test = z.map(Test::of);
+                g.test = z.map(|z| criteria.test(z));
             }
             g
         })
@@ -175,7 +175,7 @@ pub fn compare_groups(
     let tests = tested.then(|| {
         let mut family: Vec<&mut Test> = rows.iter_mut().filter_map(|g| g.test.as_mut()).collect();
         let n = family.len();
-        benjamini_hochberg(&mut family, fdr);
+        benjamini_hochberg(&mut family, criteria.fdr);
         n
     });
     rows.sort_by(|a, b| {
@@ -241,7 +241,13 @@ mod tests {
             "GET /cart" | "GET /home" => Some(if is_head { 2000.0 } else { 1000.0 }),
             _ => None,
         };
-        let d = compare_groups(&base, &head, &requests, ProfileType::Cpu, 0.01);
+        let d = compare_groups(
+            &base,
+            &head,
+            &requests,
+            ProfileType::Cpu,
+            Criteria::new(0.01),
+        );
         assert!(d.per_request);
         assert_eq!(d.tests, Some(3));
         let cart = d.headline().unwrap();
@@ -268,7 +274,13 @@ mod tests {
             s.value /= 10.0;
         }
         let requests = |_: bool, _: &str| Some(500.0);
-        let d = compare_groups(&base, &head, &requests, ProfileType::Cpu, 0.01);
+        let d = compare_groups(
+            &base,
+            &head,
+            &requests,
+            ProfileType::Cpu,
+            Criteria::new(0.01),
+        );
         let a = &d.rows[0];
         assert!(a.per_request_change().unwrap().abs() < 1e-9);
         assert!(a.test.unwrap().z.abs() < 1e-9);
@@ -278,11 +290,23 @@ mod tests {
     fn without_requests_shares_are_compared() {
         let base = side(&[("GET /a", 500.0), ("GET /b", 500.0)]);
         let head = side(&[("GET /a", 800.0), ("GET /b", 200.0)]);
-        let d = compare_groups(&base, &head, &|_, _| None, ProfileType::Cpu, 0.01);
+        let d = compare_groups(
+            &base,
+            &head,
+            &|_, _| None,
+            ProfileType::Cpu,
+            Criteria::new(0.01),
+        );
         assert!(!d.per_request);
         assert_eq!(d.headline().unwrap().name, "GET /a");
         assert!((d.rows[0].delta() - 0.3).abs() < 1e-9);
-        let wall = compare_groups(&base, &head, &|_, _| None, ProfileType::Wall, 0.01);
+        let wall = compare_groups(
+            &base,
+            &head,
+            &|_, _| None,
+            ProfileType::Wall,
+            Criteria::new(0.01),
+        );
         assert!(wall.tests.is_none() && wall.headline().is_none());
         assert_eq!(wall.rows[0].name, "GET /a", "largest head value first");
     }

@@ -10,7 +10,7 @@ use crate::select::ProfileType;
 
 use super::paths::{CallTree, Carrier};
 use super::significance::{
-    benjamini_hochberg, detectable_change, first_step_z, z_difference, z_score, Test,
+    benjamini_hochberg, detectable_change, first_step_z, z_difference, z_score, Criteria, Test,
 };
 
 /// The two shares of a function a diff compares.
@@ -133,8 +133,8 @@ pub struct Family {
     /// function's two counted once when they are the same samples.
     pub tests: usize,
     pub functions: usize,
-    /// The false discovery rate controlled, e.g. 0.01.
-    pub fdr: f64,
+    /// The false discovery rate controlled and the dispersion factor applied.
+    pub criteria: Criteria,
 }
 
 /// Every function of two sides, ranked.
@@ -169,15 +169,17 @@ impl FunctionDiff {
     }
 
     /// The smallest change of a share `p` these sample counts would have shown as significant
-    /// 4 times in 5, had it been the only real change among the family's tests.
+    /// 4 times in 5, had it been the only real change among the family's tests (with the
+    /// variance scaled by the dispersion factor, as the tests are).
     pub fn detectable(&self, p: f64) -> Option<f64> {
         let f = self.family?;
         detectable_change(
             p,
             self.base_samples,
             self.head_samples,
-            first_step_z(f.tests, f.fdr),
+            first_step_z(f.tests, f.criteria.fdr),
         )
+        .map(|d| d * f.criteria.dispersion.max(1.0).sqrt())
     }
 }
 
@@ -191,8 +193,8 @@ pub fn testable(ty: ProfileType) -> bool {
 }
 
 /// Compares every function of `base` and `head` (merges of one profile type `ty`), testing
-/// at false discovery rate `fdr` when [`testable`].
-pub fn compare(base: &Merged, head: &Merged, ty: ProfileType, fdr: f64) -> FunctionDiff {
+/// by `criteria` when [`testable`].
+pub fn compare(base: &Merged, head: &Merged, ty: ProfileType, criteria: Criteria) -> FunctionDiff {
     let (bt, ht) = (frame_totals(base, None), frame_totals(head, None));
     let mut by_name: HashMap<&str, FunctionChange> = HashMap::new();
     for (m, t, head_side) in [(base, &bt, false), (head, &ht, true)] {
@@ -228,7 +230,7 @@ pub fn compare(base: &Merged, head: &Merged, ty: ProfileType, fdr: f64) -> Funct
         }
     }
     let mut all: Vec<FunctionChange> = by_name.into_values().collect();
-    let family = testable(ty).then(|| test_all(&mut all, bt.count, ht.count, fdr));
+    let family = testable(ty).then(|| test_all(&mut all, bt.count, ht.count, criteria));
     let carriers = CallTree::new(base, head).carriers();
     for c in &mut all {
         c.carrier = carriers.get(&c.name).cloned();
@@ -286,18 +288,18 @@ fn share(part: f64, whole: f64) -> f64 {
 
 /// Tests every share that has samples on either side and marks the significant ones by the
 /// Benjamini–Hochberg procedure over all of them at once.
-fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, fdr: f64) -> Family {
+fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, criteria: Criteria) -> Family {
     let mut same = Vec::with_capacity(all.len());
     for c in all.iter_mut() {
         let [bs, bt, hs, ht] = c.counts;
         if bs + hs > 0.0 {
-            c.self_test = Some(Test::of(z_score(bs, n_base, hs, n_head)));
+            c.self_test = Some(criteria.test(z_score(bs, n_base, hs, n_head)));
         }
         // A function never below itself and never a caller has its self and total on the
         // same samples: one test, not two.
         let identical = bs == bt && hs == ht && c.self_test.is_some();
         if bt + ht > 0.0 && !identical {
-            c.total_test = Some(Test::of(z_score(bt, n_base, ht, n_head)));
+            c.total_test = Some(criteria.test(z_score(bt, n_base, ht, n_head)));
         }
         same.push(identical);
     }
@@ -307,7 +309,7 @@ fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, fdr: f64) -> F
         .flatten()
         .collect();
     let tests = family.len();
-    benjamini_hochberg(&mut family, fdr);
+    benjamini_hochberg(&mut family, criteria.fdr);
     for (c, identical) in all.iter_mut().zip(same) {
         if identical {
             c.total_test = c.self_test;
@@ -316,7 +318,7 @@ fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, fdr: f64) -> F
     Family {
         tests,
         functions: all.len(),
-        fdr,
+        criteria,
     }
 }
 
@@ -458,7 +460,7 @@ mod tests {
             (SEARCH, 2000.0),
             (NOISE, 62.0),
         ]);
-        let d = compare(&base, &head, ProfileType::Cpu, 0.01);
+        let d = compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         let top = &d.grew[0];
         assert_eq!(top.name, "html");
         assert_eq!(top.increase().unwrap().0, Measure::TotalShare);
@@ -502,7 +504,7 @@ mod tests {
         // score's own loop doubled; search only calls score (and a few samples of its own).
         let base = side(&[(HTML, 1000.0), (SEARCH, 1000.0), (SEARCH_SELF, 10.0)]);
         let head = side(&[(HTML, 1000.0), (SEARCH, 2000.0), (SEARCH_SELF, 20.0)]);
-        let d = compare(&base, &head, ProfileType::Cpu, 0.01);
+        let d = compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         // search's total grew a little more than score's (its own few samples grew by
         // chance), but the difference is noise: score leads.
         let (score, search) = (&d.grew[0], &d.grew[1]);
@@ -515,7 +517,7 @@ mod tests {
     fn noise_is_not_significant_and_says_what_it_could_have_seen() {
         let base = side(&[(HTML, 950.0), (JSON, 50.0)]);
         let head = side(&[(HTML, 930.0), (JSON, 70.0)]);
-        let d = compare(&base, &head, ProfileType::Cpu, 0.01);
+        let d = compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         assert!(d.headline().is_none());
         assert!(d.regressions(0.0).is_empty());
         // json's +2 pp has a z of about 1.9: unstarred, but ranked first among the growers.
@@ -523,17 +525,28 @@ mod tests {
         let mde = d.detectable(0.5).unwrap();
         assert!(mde > 0.05 && mde < 0.15, "{mde}");
         assert!(d.detectable(0.05).unwrap() < mde);
+        // Four times the variance: the json change is half as many standard errors, and
+        // twice the change would be needed to see.
+        let noisy = compare(
+            &base,
+            &head,
+            ProfileType::Cpu,
+            Criteria::new(0.01).with_dispersion(4.0),
+        );
+        let z = |d: &FunctionDiff| d.grew[0].total_test.unwrap().z;
+        assert!((z(&d) / z(&noisy) - 2.0).abs() < 1e-9);
+        assert!((noisy.detectable(0.5).unwrap() / mde - 2.0).abs() < 1e-9);
     }
 
     #[test]
     fn other_types_are_compared_but_not_tested() {
         let base = side(&[(HTML, 100.0), (JSON, 900.0)]);
         let head = side(&[(HTML, 900.0), (JSON, 100.0)]);
-        let d = compare(&base, &head, ProfileType::Alloc, 0.01);
+        let d = compare(&base, &head, ProfileType::Alloc, Criteria::new(0.01));
         assert!(d.family.is_none() && d.headline().is_none());
         assert_eq!(d.grew[0].name, "html");
         assert!(d.detectable(0.5).is_none());
-        assert!(compare(&base, &head, ProfileType::Cpu, 0.01)
+        assert!(compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01))
             .headline()
             .is_some());
     }
@@ -542,7 +555,7 @@ mod tests {
     fn an_empty_side_is_no_evidence() {
         let base = side(&[]);
         let head = side(&[(HTML, 10.0)]);
-        let d = compare(&base, &head, ProfileType::Cpu, 0.01);
+        let d = compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         assert!(d.headline().is_none());
         assert!(d.grew.iter().all(|c| c.increase().is_none()));
     }

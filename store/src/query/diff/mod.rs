@@ -19,19 +19,24 @@
 //! and an endpoint's CPU per request with the conditional test of two Poisson rates whose
 //! exposures are the requests ([`significance::z_rate`]).
 //!
-//! This is close to the truth, not the truth:
-//! - Ticks are not independent draws. They are regular in CPU time, and consecutive ticks of a
-//!   thread fall in the same phase of its work when phases are longer than the interval (a
-//!   50 ms request sampled every 10 ms gives 5 correlated samples). Period boundaries cut
-//!   profiles but change nothing here. When the work mixes faster than the interval (many
-//!   short requests, the usual case for a service) the binomial variance is right; when a few
-//!   long phases dominate it is too small and the tests flag too much.
-//! - Two runs of one build differ by more than sampling: JIT compilation (when, what is
-//!   inlined), warm-up, GC, the request mix, the machine. The tests ask "could these samples
-//!   come from one distribution", not "did the code change". Compare runs under the same load,
-//!   leave warm-up out (time ranges), and run long enough; `--fail-above` adds a size below
-//!   which no change fails a build. `tests/tests/diff_regressions.rs` measures the false alarm
-//!   rate of real A/A pairs.
+//! This is close to the truth, not the truth, and the diff measures by how much:
+//! - A sample's count is not one observation. It counts the timer intervals it stands for,
+//!   and the kernel checks CPU timers on its tick (4 ms at HZ=250), so at `cpu=1ms` a signal
+//!   counts about 4. Consecutive ticks of a thread fall in the same phase of its work when
+//!   phases are longer than the interval (a 50 ms request sampled every 10 ms gives 5 alike
+//!   samples). JIT compilation and load drift during a run. Each makes shares vary more than
+//!   binomially. The diff therefore cuts each side into time slices
+//!   ([`crate::query::slices`]), measures how much shares vary between them beyond their
+//!   counts ([`dispersion`]: the quasi-binomial factor φ, pooled over functions and both
+//!   sides, never below 1), and divides every z by √φ. Period boundaries cut profiles but
+//!   change nothing here.
+//! - Two runs of one build also differ in ways that stay constant during each run (one
+//!   process's JIT placing a hot loop less well than the other's, a different request mix).
+//!   Slices of one side cannot see that. The tests ask "could these samples come from one
+//!   distribution", not "did the code change": compare runs under the same load, leave
+//!   warm-up out (time ranges), and let `--fail-above` set a size below which no change fails
+//!   a build. `tests/tests/diff_regressions.rs` measures the false alarm rate of real A/A
+//!   pairs.
 //! - Per request, the request counts are taken as exact and the CPU of one request as varying
 //!   little around its mean; counts read from cumulative metrics over a time range are exact
 //!   only as far as the metric's points fall on the range's edges.
@@ -59,7 +64,7 @@
 //!
 //! When nothing is significant, [`FunctionDiff::detectable`] says what could have been: the
 //! change of a share `p` that would reach the procedure's first threshold (p ≤ fdr / tests)
-//! with probability 0.8, given the two sides' sample counts.
+//! with probability 0.8, given the two sides' sample counts and φ.
 //!
 //! # Ranking, and where a change lives
 //!
@@ -73,11 +78,13 @@
 //! more precise answer, is put first (a difference of the two sets' shares with |z| < 1.96;
 //! an ordering rule, not one of the family's tests).
 
+pub mod dispersion;
 mod endpoints;
 mod functions;
 pub mod paths;
 pub mod significance;
 
+pub use dispersion::Dispersion;
 pub use endpoints::{compare_groups, Basis, GroupChange, GroupDiff};
 pub use functions::{compare, testable, Family, FunctionChange, FunctionDiff, Measure};
-pub use significance::{Test, DEFAULT_FDR};
+pub use significance::{Criteria, Test, DEFAULT_FDR};

@@ -9,6 +9,36 @@ pub const DEFAULT_FDR: f64 = 0.01;
 /// Power the minimum detectable effect is stated at: a change that size is found 4 times in 5.
 pub const POWER: f64 = 0.8;
 
+/// How a diff judges a change: the false discovery rate it controls, and the dispersion
+/// factor φ (≥ 1) its variances are scaled by (see [`super::dispersion`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Criteria {
+    pub fdr: f64,
+    pub dispersion: f64,
+}
+
+impl Criteria {
+    /// At false discovery rate `fdr`, with the binomial variance as it is.
+    pub fn new(fdr: f64) -> Criteria {
+        Criteria {
+            fdr,
+            dispersion: 1.0,
+        }
+    }
+
+    pub fn with_dispersion(self, dispersion: f64) -> Criteria {
+        Criteria {
+            dispersion: dispersion.max(1.0),
+            ..self
+        }
+    }
+
+    /// A test of a binomial or Poisson `z`, its variance scaled by φ.
+    pub fn test(&self, z: f64) -> Test {
+        Test::of(z / self.dispersion.max(1.0).sqrt())
+    }
+}
+
 /// One test of one change.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Test {

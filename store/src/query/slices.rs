@@ -1,0 +1,178 @@
+//! A second kind of merge, for `diff`: each side cut into equal slices of its time window and
+//! merged slice by slice, so that the diff can measure how much shares vary *within* a side
+//! beyond what sampling alone explains ([`crate::query::diff::dispersion`]).
+//!
+//! A sample with a timestamp goes to the slice its timestamp is in (the selector's time cut,
+//! as `--from`/`--to` do). A profile whose samples have none goes whole to the slice its
+//! middle is in, never to two.
+
+use crate::error::Error;
+use crate::merge::{Merged, Merger};
+use crate::reader::Source;
+use crate::select::{ProfileType, Selector};
+
+/// Most slices a side is cut into.
+pub const SLICES: usize = 10;
+/// Samples a slice should hold, for its shares to say something about their variance.
+pub const SAMPLES_PER_SLICE: f64 = 50.0;
+
+/// Slices for a side of `samples` samples: one per [`SAMPLES_PER_SLICE`], 2 to [`SLICES`].
+pub fn slices_for(samples: f64) -> usize {
+    let n = (samples / SAMPLES_PER_SLICE).floor();
+    if n >= SLICES as f64 {
+        SLICES
+    } else if n >= 2.0 {
+        n as usize
+    } else {
+        2
+    }
+}
+
+/// One side to slice: the type and selection of its merge, and the time its merge covered.
+#[derive(Clone, Debug)]
+pub struct SliceSpec {
+    pub ty: ProfileType,
+    pub selector: Selector,
+    /// Earliest start and latest end of the side's profiles ([`Merged::window`]).
+    pub window: (i64, i64),
+    /// Slices to cut it into (see [`slices_for`]).
+    pub slices: usize,
+}
+
+impl SliceSpec {
+    /// The slices' boundaries: the window, narrowed to the selector's time range, cut in
+    /// [`SliceSpec::slices`] equal parts (fewer when it is too short to cut).
+    fn bounds(&self) -> Vec<(i64, i64)> {
+        let n = self.slices;
+        let from = self
+            .selector
+            .from
+            .map_or(self.window.0, |f| f.max(self.window.0));
+        let to = self
+            .selector
+            .to
+            .map_or(self.window.1, |t| t.min(self.window.1));
+        let span = i128::from(to) - i128::from(from);
+        let n = i128::try_from(n).unwrap_or(1).clamp(1, span.max(1));
+        (0..n)
+            .map(|k| {
+                let at = |k: i128| i64::try_from(i128::from(from) + span * k / n).unwrap_or(to);
+                (at(k), at(k + 1))
+            })
+            .collect()
+    }
+}
+
+/// Per slice: one merger for samples cut by timestamp, one for whole profiles.
+struct SliceMergers {
+    bounds: (i64, i64),
+    cut: Merger,
+    whole: Merger,
+}
+
+/// Merges every side of `sides` slice by slice, in one pass over the files: per side, the
+/// merges of its slices in time order.
+pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Vec<Vec<Merged>>, Error> {
+    let bounds: Vec<Vec<(i64, i64)>> = sides.iter().map(SliceSpec::bounds).collect();
+    let make = || -> Vec<Vec<SliceMergers>> {
+        sides
+            .iter()
+            .zip(&bounds)
+            .map(|(side, bounds)| {
+                bounds
+                    .iter()
+                    .map(|&(from, to)| {
+                        let mut cut = side.selector.clone();
+                        cut.from = Some(cut.from.map_or(from, |f| f.max(from)));
+                        cut.to = Some(cut.to.map_or(to, |t| t.min(to)));
+                        SliceMergers {
+                            bounds: (from, to),
+                            cut: Merger::new(side.ty, cut, None),
+                            whole: Merger::new(side.ty, side.selector.clone(), None),
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let states = source.scan(make, |state, d| {
+        let p = &d.profile;
+        let timestamped = p.samples.first().is_some_and(|s| !s.timestamps.is_empty());
+        let middle = p.time_nanos.saturating_add(p.duration_nanos.max(0) / 2);
+        for side in state.iter_mut() {
+            if timestamped {
+                for s in side.iter_mut() {
+                    s.cut.add(&d.resource, p);
+                }
+                continue;
+            }
+            // The slice the profile's middle is in; the first or last when it is outside.
+            let k = side
+                .iter()
+                .position(|s| middle < s.bounds.1)
+                .unwrap_or(side.len().saturating_sub(1));
+            if let Some(s) = side.get_mut(k) {
+                s.whole.add(&d.resource, p);
+            }
+        }
+    })?;
+    let mut combined = make();
+    for state in states {
+        for (into, from) in combined.iter_mut().zip(state) {
+            for (a, b) in into.iter_mut().zip(from) {
+                a.cut.absorb(b.cut);
+                a.whole.absorb(b.whole);
+            }
+        }
+    }
+    Ok(combined
+        .into_iter()
+        .map(|side| {
+            side.into_iter()
+                .map(|mut s| {
+                    s.cut.absorb(s.whole);
+                    s.cut.finish()
+                })
+                .collect()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_cut_into_equal_slices_within_the_selection() {
+        let selector = Selector {
+            from: Some(150),
+            ..Selector::default()
+        };
+        let spec = SliceSpec {
+            ty: ProfileType::Cpu,
+            selector,
+            window: (100, 1150),
+            slices: 10,
+        };
+        let b = spec.bounds();
+        assert_eq!(b.len(), 10);
+        assert_eq!(b[0], (150, 250));
+        assert_eq!(b[9], (1050, 1150));
+        assert!(b.windows(2).all(|w| w[0].1 == w[1].0));
+        // A window shorter than the slices asked for: as many as it has nanoseconds.
+        let short = SliceSpec {
+            window: (0, 3),
+            selector: Selector::default(),
+            ..spec
+        };
+        assert_eq!(short.bounds(), [(0, 1), (1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn fewer_samples_fewer_slices() {
+        assert_eq!(slices_for(0.0), 2);
+        assert_eq!(slices_for(160.0), 3);
+        assert_eq!(slices_for(499.0), 9);
+        assert_eq!(slices_for(1e9), SLICES);
+    }
+}
