@@ -248,8 +248,8 @@ pub struct DiffArgs {
     /// Write a differential flame graph: *.html or *.svg
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Exit with code 3 when a function's share grew significantly by more than PCT
-    /// percentage points: its self or its total share, the larger (CPU profiles)
+    /// Exit with code 3 when the samples show that a function's share (self or total) grew
+    /// by more than PCT percentage points, at the false discovery rate (CPU profiles)
     #[arg(long, value_name = "PCT")]
     pub fail_above: Option<f64>,
     /// False discovery rate of the significance tests, in percent: the expected share of

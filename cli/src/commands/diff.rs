@@ -10,7 +10,7 @@ use anyhow::{bail, Context as _};
 use otelprof_store::merge::Merged;
 use otelprof_store::query::diff::{
     self, Basis, Criteria, Dispersion, FunctionChange, FunctionDiff, GroupChange, GroupDiff,
-    Measure, Test,
+    Measure, Regression, Test,
 };
 use otelprof_store::query::requests;
 use otelprof_store::query::slices::{self, SliceSpec};
@@ -92,7 +92,8 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
     } else {
         Dispersion::binomial()
     };
-    let criteria = Criteria::new(args.fdr / 100.0).with_dispersion(dispersion.factor);
+    let criteria =
+        Criteria::new(args.fdr / 100.0).with_dispersion(dispersion.factor, dispersion.test_df());
     println!(
         "base: {}",
         render_header(&base, base.total(), base.total_count())
@@ -141,8 +142,8 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
         }
         let bad = functions.regressions(limit);
         if !bad.is_empty() {
-            for c in bad.iter().take(5) {
-                eprintln!("otelprof: regression: {}", render_regression(c, limit));
+            for r in bad.iter().take(5) {
+                eprintln!("otelprof: regression: {}", render_regression(r, limit));
             }
             return Ok((ExitCode::from(EXIT_REGRESSION), headline));
         }
@@ -447,8 +448,13 @@ pub fn render_dispersion(d: &Dispersion) -> Option<String> {
     if d.estimated() {
         Some(format!(
             "\n(noise: shares varied {:.2} times as much as their sample counts explain between \
-             time slices of each side ({} and {} slices); every z is divided by √{:.2})",
-            d.factor, d.slices[0], d.slices[1], d.factor
+             time slices of each side ({} and {} slices); every z is divided by √{:.2} and read \
+             as Student's t with {:.0} degrees of freedom)",
+            d.factor,
+            d.slices[0],
+            d.slices[1],
+            d.factor,
+            d.test_df()
         ))
     } else if d.slices != [0, 0] {
         Some(
@@ -462,20 +468,21 @@ pub fn render_dispersion(d: &Dispersion) -> Option<String> {
 }
 
 /// One failing function of `--fail-above`, for stderr.
-pub fn render_regression(c: &FunctionChange, limit: f64) -> String {
-    let (measure, delta) = c.increase().unwrap_or((Measure::TotalShare, 0.0));
-    let (base, head) = match measure {
+pub fn render_regression(r: &Regression<'_>, limit: f64) -> String {
+    let c = r.change;
+    let (base, head) = match r.measure {
         Measure::SelfShare => (c.base_self, c.head_self),
         Measure::TotalShare => (c.base_total, c.head_total),
     };
     let mut line = format!(
-        "{} grew from {:.2}% to {:.2}% of the total ({}, {} pp > {limit} pp, z = {:.1})",
+        "{} grew from {:.2}% to {:.2}% of the total ({}, {} pp, more than {limit} pp by {:.1} \
+         standard errors)",
         c.name,
         base * 100.0,
         head * 100.0,
-        measure.name(),
-        pp(delta),
-        c.test(measure).map_or(0.0, |t| t.z)
+        r.measure.name(),
+        pp(r.delta),
+        r.beyond.z
     );
     if let Some(path) = &c.carrier {
         let _ = write!(line, " via {}", render_path(&path.path));
@@ -653,9 +660,11 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("via Text.escape ← Web.renderHtml"), "{line}");
-        let failing = render_regression(d.regressions(20.0)[0], 20.0);
+        let failing = render_regression(&d.regressions(20.0)[0], 20.0);
         assert!(
-            failing.contains("grew from 25.00% to 50.00% of the total"),
+            failing.contains(
+                "grew from 25.00% to 50.00% of the total (self, +25.00 pp, more than 20 pp by"
+            ),
             "{failing}"
         );
     }

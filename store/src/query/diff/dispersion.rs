@@ -51,6 +51,22 @@ impl Dispersion {
     pub fn estimated(&self) -> bool {
         self.df > 0.0
     }
+
+    /// Degrees of freedom to read a z scaled by this factor with (as Student's t). The
+    /// estimate pools many shares, but they are far from independent (one side's self shares
+    /// sum to 1, totals nest), so its effective degrees of freedom are nearer those of one
+    /// share across the slices than their sum: (K_base − 1) + (K_head − 1), the cautious
+    /// choice. Infinite (the normal) when nothing was estimated.
+    pub fn test_df(&self) -> f64 {
+        if !self.estimated() {
+            return f64::INFINITY;
+        }
+        self.slices
+            .iter()
+            .filter(|&&k| k >= 2)
+            .map(|&k| (k - 1) as f64)
+            .sum()
+    }
 }
 
 /// Per function: counts per slice, self and total.
@@ -192,6 +208,7 @@ mod tests {
         let (base, head) = (draws(1, 10, 1000, 0.3, 1.0), draws(2, 10, 1000, 0.3, 1.0));
         let d = estimate(&[&base, &head]);
         assert!(d.estimated() && d.slices == [10, 10]);
+        assert_eq!(d.test_df(), 18.0);
         // a and b are one share seen twice (b = 1 − a): 4 × 9 degrees of freedom.
         assert_eq!(d.df, 36.0);
         assert!(d.factor < 1.8, "{d:?}");
@@ -211,6 +228,7 @@ mod tests {
         let d = estimate(&[&one, &one]);
         assert!(!d.estimated());
         assert_eq!(d.factor, 1.0);
+        assert_eq!(d.test_df(), f64::INFINITY);
         // Two slices but a share too rare to expect 5 samples per slice.
         let rare = [slice(1.0, 100.0, 1.0), slice(0.0, 100.0, 1.0)];
         assert!(!estimate(&[&rare]).estimated());

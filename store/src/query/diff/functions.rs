@@ -9,9 +9,7 @@ use crate::query::top::frame_totals;
 use crate::select::ProfileType;
 
 use super::paths::{CallTree, Carrier};
-use super::significance::{
-    benjamini_hochberg, detectable_change, first_step_z, z_difference, z_score, Criteria, Test,
-};
+use super::significance::{benjamini_hochberg, z_above, z_difference, z_score, Criteria, Test};
 
 /// The two shares of a function a diff compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +135,28 @@ pub struct Family {
     pub criteria: Criteria,
 }
 
+/// A function `--fail-above` fails on.
+#[derive(Clone, Copy, Debug)]
+pub struct Regression<'a> {
+    pub change: &'a FunctionChange,
+    /// The share that grew beyond the threshold (the larger, when both did).
+    pub measure: Measure,
+    pub delta: f64,
+    /// The test of "grew by at most the threshold", scaled.
+    pub beyond: Test,
+}
+
+impl<'a> Regression<'a> {
+    fn new(change: &'a FunctionChange, measure: Measure, beyond: Test) -> Regression<'a> {
+        Regression {
+            change,
+            measure,
+            delta: change.delta(measure),
+            beyond,
+        }
+    }
+}
+
 /// Every function of two sides, ranked.
 #[derive(Clone, Debug, Default)]
 pub struct FunctionDiff {
@@ -159,13 +179,61 @@ impl FunctionDiff {
         self.grew.first().filter(|c| c.increase().is_some())
     }
 
-    /// Functions whose significant increase (self or total, the larger) exceeds `pct`
-    /// percentage points, in ranking order.
-    pub fn regressions(&self, pct: f64) -> Vec<&FunctionChange> {
-        self.grew
-            .iter()
-            .filter(|c| c.increase().is_some_and(|(_, d)| d * 100.0 > pct))
-            .collect()
+    /// Functions whose share the samples show grew by more than `pct` percentage points, in
+    /// ranking order: a significant increase (self or total) that is also significantly
+    /// larger than `pct`, by a one-sided test of "grew by at most `pct`" for every share of
+    /// the family, corrected as the stars are. A CI gate should fail on what the samples
+    /// prove, not on what they merely allow: a growth of `pct` plus the detectable change is
+    /// caught 4 times in 5.
+    pub fn regressions(&self, pct: f64) -> Vec<Regression<'_>> {
+        let Some(family) = self.family else {
+            return Vec::new();
+        };
+        let shift = pct / 100.0;
+        let (n1, n2) = (self.base_samples, self.head_samples);
+        // One test per share of the family, as the stars: (row, measure, test).
+        let mut tests: Vec<(usize, Measure, Test)> = Vec::new();
+        for (i, c) in self.grew.iter().chain(&self.shrank).enumerate() {
+            let [bs, bt, hs, ht] = c.counts;
+            let identical = c.self_test == c.total_test && bs == bt && hs == ht;
+            for (m, k1, k2) in [(Measure::SelfShare, bs, hs), (Measure::TotalShare, bt, ht)] {
+                if c.test(m).is_none() || (identical && m == Measure::TotalShare) {
+                    continue;
+                }
+                let z = z_above(k1, n1, k2, n2, shift);
+                let test = Test {
+                    z: family.criteria.scale(z),
+                    p: family.criteria.upper_p(z),
+                    significant: false,
+                };
+                tests.push((i, m, test));
+            }
+        }
+        let mut refs: Vec<&mut Test> = tests.iter_mut().map(|(_, _, t)| t).collect();
+        benjamini_hochberg(&mut refs, family.criteria.fdr);
+        let mut out: Vec<Regression<'_>> = Vec::new();
+        for (i, m, test) in tests {
+            let Some(c) = self.grew.get(i) else {
+                continue; // a function that shrank
+            };
+            let grew = c.significant(m) && c.delta(m) > shift;
+            if !(grew && test.significant) {
+                continue;
+            }
+            match out.iter_mut().find(|r| std::ptr::eq(r.change, c)) {
+                Some(r) if c.delta(m) > r.delta => *r = Regression::new(c, m, test),
+                Some(_) => {}
+                None => out.push(Regression::new(c, m, test)),
+            }
+        }
+        let rank = |r: &Regression<'_>| {
+            self.grew
+                .iter()
+                .position(|c| std::ptr::eq(c, r.change))
+                .unwrap_or(usize::MAX)
+        };
+        out.sort_by_key(rank);
+        out
     }
 
     /// The smallest change of a share `p` these sample counts would have shown as significant
@@ -173,13 +241,8 @@ impl FunctionDiff {
     /// variance scaled by the dispersion factor, as the tests are).
     pub fn detectable(&self, p: f64) -> Option<f64> {
         let f = self.family?;
-        detectable_change(
-            p,
-            self.base_samples,
-            self.head_samples,
-            first_step_z(f.tests, f.criteria.fdr),
-        )
-        .map(|d| d * f.criteria.dispersion.max(1.0).sqrt())
+        f.criteria
+            .detectable(p, self.base_samples, self.head_samples, f.tests)
     }
 }
 
@@ -482,12 +545,22 @@ mod tests {
         let noise = d.grew.iter().find(|c| c.name == "noise").unwrap();
         assert!(noise.increase().is_none());
         assert_eq!(d.grew.last().unwrap().name, "noise");
-        // html +24.7 pp in total, escape +16.5 pp (self and total).
-        let regressions =
-            |pct| -> Vec<&str> { d.regressions(pct).iter().map(|c| c.name.as_str()).collect() };
-        assert_eq!(regressions(15.0), ["html", "escape"]);
+        // html +24.7 pp in total, escape +16.5 pp (self and total), each within about 1 pp:
+        // the gate fails on a growth shown to exceed the threshold, not one that merely
+        // might.
+        let regressions = |pct| -> Vec<&str> {
+            d.regressions(pct)
+                .iter()
+                .map(|r| r.change.name.as_str())
+                .collect()
+        };
+        assert_eq!(regressions(10.0), ["html", "escape"]);
+        assert_eq!(regressions(15.0), ["html"]);
         assert_eq!(regressions(20.0), ["html"]);
-        assert!(regressions(25.0).is_empty());
+        assert!(regressions(24.0).is_empty());
+        let r = &d.regressions(20.0)[0];
+        assert_eq!(r.measure, Measure::TotalShare);
+        assert!(r.beyond.significant && r.beyond.z > 3.0, "{r:?}");
         assert_eq!(
             names(&d.shrank)[..2],
             ["score", "search"],
@@ -531,7 +604,7 @@ mod tests {
             &base,
             &head,
             ProfileType::Cpu,
-            Criteria::new(0.01).with_dispersion(4.0),
+            Criteria::new(0.01).with_dispersion(4.0, f64::INFINITY),
         );
         let z = |d: &FunctionDiff| d.grew[0].total_test.unwrap().z;
         assert!((z(&d) / z(&noisy) - 2.0).abs() < 1e-9);

@@ -28,8 +28,10 @@
 //!   binomially. The diff therefore cuts each side into time slices
 //!   ([`crate::query::slices`]), measures how much shares vary between them beyond their
 //!   counts ([`dispersion`]: the quasi-binomial factor φ, pooled over functions and both
-//!   sides, never below 1), and divides every z by √φ. Period boundaries cut profiles but
-//!   change nothing here.
+//!   sides, never below 1), divides every z by √φ, and reads it as Student's t with the
+//!   estimate's degrees of freedom ([`Dispersion::test_df`]): a variance estimated from a
+//!   handful of slices is itself uncertain. Period boundaries cut profiles but change
+//!   nothing here.
 //! - Two runs of one build also differ in ways that stay constant during each run (one
 //!   process's JIT placing a hot loop less well than the other's, a different request mix).
 //!   Slices of one side cannot see that. The tests ask "could these samples come from one
@@ -66,6 +68,15 @@
 //! change of a share `p` that would reach the procedure's first threshold (p ≤ fdr / tests)
 //! with probability 0.8, given the two sides' sample counts and φ.
 //!
+//! # The gate
+//!
+//! `--fail-above PCT` fails on a function whose share the samples *show* grew by more than PCT
+//! percentage points: its increase is starred, and a one-sided test of "grew by at most PCT"
+//! (unpooled standard error, scaled as above) rejects, corrected over the same family by the
+//! same procedure ([`FunctionDiff::regressions`]). Noise in an A/A pair must then both reach
+//! significance and clear the threshold by its own standard errors to fail a build; a real
+//! growth of PCT plus the detectable change fails it 4 times in 5.
+//!
 //! # Ranking, and where a change lives
 //!
 //! Functions that grew are ranked by the larger of their significant increases of self and
@@ -79,6 +90,7 @@
 //! an ordering rule, not one of the family's tests).
 
 pub mod dispersion;
+pub mod distributions;
 mod endpoints;
 mod functions;
 pub mod paths;
@@ -86,5 +98,5 @@ pub mod significance;
 
 pub use dispersion::Dispersion;
 pub use endpoints::{compare_groups, Basis, GroupChange, GroupDiff};
-pub use functions::{compare, testable, Family, FunctionChange, FunctionDiff, Measure};
+pub use functions::{compare, testable, Family, FunctionChange, FunctionDiff, Measure, Regression};
 pub use significance::{Criteria, Test, DEFAULT_FDR};

@@ -1,7 +1,9 @@
-//! The statistics a diff's verdicts rest on, free of profiles: the normal distribution, the
-//! two tests a diff makes (two proportions; two Poisson rates with exposures), the
+//! The statistics a diff's verdicts rest on, free of profiles: the tests a diff makes (two
+//! proportions; two Poisson rates with exposures; a growth beyond a threshold), the
 //! Benjamini–Hochberg procedure that controls the false discovery rate over a family of
 //! tests, and the minimum detectable effect. The model behind them is in the parent module.
+
+use super::distributions::{t_quantile_upper, t_upper};
 
 /// The false discovery rate a diff controls unless told otherwise: 1 %.
 pub const DEFAULT_FDR: f64 = 0.01;
@@ -9,33 +11,72 @@ pub const DEFAULT_FDR: f64 = 0.01;
 /// Power the minimum detectable effect is stated at: a change that size is found 4 times in 5.
 pub const POWER: f64 = 0.8;
 
-/// How a diff judges a change: the false discovery rate it controls, and the dispersion
-/// factor φ (≥ 1) its variances are scaled by (see [`super::dispersion`]).
+/// How a diff judges a change: the false discovery rate it controls, the dispersion factor
+/// φ (≥ 1) its variances are scaled by (see [`super::dispersion`]), and the degrees of freedom
+/// of that estimate: with an estimated variance a scaled z is Student's t, not normal.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Criteria {
     pub fdr: f64,
     pub dispersion: f64,
+    /// Degrees of freedom of the t the scaled z is read as; infinite: the normal.
+    pub df: f64,
 }
 
 impl Criteria {
-    /// At false discovery rate `fdr`, with the binomial variance as it is.
+    /// At false discovery rate `fdr`, with the binomial variance as it is (normal z).
     pub fn new(fdr: f64) -> Criteria {
         Criteria {
             fdr,
             dispersion: 1.0,
+            df: f64::INFINITY,
         }
     }
 
-    pub fn with_dispersion(self, dispersion: f64) -> Criteria {
+    /// With variances scaled by `dispersion`, estimated with `df` degrees of freedom.
+    pub fn with_dispersion(self, dispersion: f64, df: f64) -> Criteria {
         Criteria {
             dispersion: dispersion.max(1.0),
+            df: if df > 0.0 { df } else { f64::INFINITY },
             ..self
         }
     }
 
-    /// A test of a binomial or Poisson `z`, its variance scaled by φ.
+    /// `z` with its variance scaled by φ.
+    pub fn scale(&self, z: f64) -> f64 {
+        z / self.dispersion.max(1.0).sqrt()
+    }
+
+    /// A two-sided test of a binomial or Poisson `z`, its variance scaled by φ.
     pub fn test(&self, z: f64) -> Test {
-        Test::of(z / self.dispersion.max(1.0).sqrt())
+        let z = self.scale(z);
+        Test {
+            z,
+            p: (2.0 * t_upper(z.abs(), self.df)).min(1.0),
+            significant: false,
+        }
+    }
+
+    /// One-sided p-value of a scaled `z` (that it is this large by chance).
+    pub fn upper_p(&self, z: f64) -> f64 {
+        t_upper(self.scale(z), self.df)
+    }
+
+    /// The scaled z one real change among `m` tests must reach to be found: the procedure's
+    /// first step, two-sided p ≤ fdr/m.
+    pub fn first_step(&self, m: usize) -> f64 {
+        t_quantile_upper(self.fdr / (2.0 * m.max(1) as f64), self.df)
+    }
+
+    /// The smallest change of a share `p` that samples of `n1` and `n2` show with probability
+    /// [`POWER`] at the threshold of `m` tests: (threshold + z of the power) standard errors
+    /// of the difference of two shares at `p`, scaled by √φ. A fraction, like the shares.
+    pub fn detectable(&self, p: f64, n1: f64, n2: f64, m: usize) -> Option<f64> {
+        if !(n1 > 0.0 && n2 > 0.0 && (0.0..=1.0).contains(&p)) {
+            return None;
+        }
+        let z_power = t_quantile_upper(1.0 - POWER, self.df);
+        let se = (p * (1.0 - p) * (1.0 / n1 + 1.0 / n2)).sqrt();
+        Some((self.first_step(m) + z_power) * se * self.dispersion.max(1.0).sqrt())
     }
 }
 
@@ -51,71 +92,10 @@ pub struct Test {
 }
 
 impl Test {
-    /// A test of `z`, not yet judged against its family.
+    /// A test of a normal `z`, not yet judged against its family.
     pub fn of(z: f64) -> Test {
-        Test {
-            z,
-            p: two_sided_p(z),
-            significant: false,
-        }
+        Criteria::new(DEFAULT_FDR).test(z)
     }
-}
-
-/// The complementary error function. Chebyshev fit of Numerical Recipes (§6.2, `erfcc`), with
-/// a fractional error below 1.2e-7 everywhere: p-values far finer than any decision here.
-pub fn erfc(x: f64) -> f64 {
-    let t = 1.0 / (1.0 + 0.5 * x.abs());
-    const C: [f64; 10] = [
-        -1.265_512_23,
-        1.000_023_68,
-        0.374_091_96,
-        0.096_784_18,
-        -0.186_288_06,
-        0.278_868_07,
-        -1.135_203_98,
-        1.488_515_87,
-        -0.822_152_23,
-        0.170_872_77,
-    ];
-    // Horner's rule from the highest coefficient down.
-    let poly = C.iter().rev().fold(0.0, |acc, c| acc * t + c);
-    let y = t * (-x * x + poly).exp();
-    if x >= 0.0 {
-        y
-    } else {
-        2.0 - y
-    }
-}
-
-/// P(|Z| ≥ |z|) for a standard normal Z.
-pub fn two_sided_p(z: f64) -> f64 {
-    if z.is_nan() {
-        return 1.0;
-    }
-    erfc(z.abs() / std::f64::consts::SQRT_2).clamp(0.0, 1.0)
-}
-
-/// The `z` with P(Z ≥ z) = `upper` (0 < upper < 1), by bisection: called a few times per
-/// diff, so simplicity wins over speed.
-pub fn normal_quantile_upper(upper: f64) -> f64 {
-    if !(upper > 0.0 && upper < 1.0) {
-        return if upper <= 0.0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        };
-    }
-    let tail = |z: f64| 0.5 * erfc(z / std::f64::consts::SQRT_2);
-    let (mut lo, mut hi) = (-40.0_f64, 40.0_f64);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if tail(mid) > upper {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
 }
 
 /// Two-proportion z statistic: `k2` of `n2` against `k1` of `n1` (positive when the second
@@ -136,6 +116,27 @@ pub fn z_score(k1: f64, n1: f64, k2: f64, n2: f64) -> f64 {
         };
     }
     (p2 - p1) / se
+}
+
+/// z of a share growing by more than `shift`: (`k2/n2` − `k1/n1` − `shift`) over the
+/// unpooled standard error (no change is not the hypothesis here, so nothing is pooled).
+pub fn z_above(k1: f64, n1: f64, k2: f64, n2: f64, shift: f64) -> f64 {
+    if n1 <= 0.0 || n2 <= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    let (p1, p2) = (k1 / n1, k2 / n2);
+    let d = p2 - p1 - shift;
+    let se = (p1 * (1.0 - p1) / n1 + p2 * (1.0 - p2) / n2).sqrt();
+    if se <= 0.0 {
+        return if d > 0.0 {
+            f64::INFINITY
+        } else if d < 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
+    }
+    d / se
 }
 
 /// z of the change between two shares of one multinomial per side: how far (`a2 - b2`) −
@@ -208,42 +209,9 @@ pub fn benjamini_hochberg(tests: &mut [&mut Test], q: f64) {
     }
 }
 
-/// |z| that one real change among `m` tests must reach to be found at false discovery rate
-/// `q`: the procedure's first step, p ≤ q/m.
-pub fn first_step_z(m: usize, q: f64) -> f64 {
-    normal_quantile_upper(q / (2.0 * m.max(1) as f64))
-}
-
-/// The smallest change of a share `p` (0..1) that samples of `n1` and `n2` would show with
-/// probability [`POWER`] at the threshold `z_crit`: (z_crit + z_power) standard errors of
-/// the difference of two shares at `p`. A fraction, like the shares.
-pub fn detectable_change(p: f64, n1: f64, n2: f64, z_crit: f64) -> Option<f64> {
-    if !(n1 > 0.0 && n2 > 0.0 && (0.0..=1.0).contains(&p)) {
-        return None;
-    }
-    let z_power = normal_quantile_upper(1.0 - POWER);
-    Some((z_crit + z_power) * (p * (1.0 - p) * (1.0 / n1 + 1.0 / n2)).sqrt())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normal_tails_match_tables() {
-        // Values from any table of the normal distribution.
-        assert!((two_sided_p(1.959_964) - 0.05).abs() < 1e-6);
-        assert!((two_sided_p(3.290_527) - 0.001).abs() < 1e-7);
-        assert!((two_sided_p(-2.575_829) - 0.01).abs() < 1e-7);
-        assert_eq!(two_sided_p(0.0), 1.0);
-        assert!(two_sided_p(40.0) < 1e-300);
-        assert_eq!(two_sided_p(f64::INFINITY), 0.0);
-        assert!((erfc(-1.0) - 1.842_700_79).abs() < 1e-7);
-        assert!((normal_quantile_upper(0.025) - 1.959_964).abs() < 1e-5);
-        assert!((normal_quantile_upper(0.2) - 0.841_621).abs() < 1e-5);
-        assert!((normal_quantile_upper(0.5)).abs() < 1e-6);
-        assert_eq!(normal_quantile_upper(0.0), f64::INFINITY);
-    }
 
     #[test]
     fn z_scores_behave() {
@@ -323,15 +291,38 @@ mod tests {
     }
 
     #[test]
-    fn detectable_changes_shrink_with_samples() {
-        let z = first_step_z(1, 0.05);
-        assert!((z - 1.959_964).abs() < 1e-5);
-        let small = detectable_change(0.5, 10_000.0, 10_000.0, z).unwrap();
-        let large = detectable_change(0.5, 100.0, 100.0, z).unwrap();
+    fn criteria_scale_and_read_t() {
+        let c = Criteria::new(0.05);
+        assert!((c.first_step(1) - 1.959_964).abs() < 1e-5);
+        assert!((c.test(1.959_964).p - 0.05).abs() < 1e-6);
+        let small = c.detectable(0.5, 10_000.0, 10_000.0, 1).unwrap();
+        let large = c.detectable(0.5, 100.0, 100.0, 1).unwrap();
         // (1.96 + 0.84) × sqrt(0.25 × 2 / 10000) = 0.0198.
         assert!((small - 0.0198).abs() < 0.0002, "{small}");
         assert!((large / small - 10.0).abs() < 1e-9);
-        assert!(first_step_z(1000, 0.01) > 4.4);
-        assert!(detectable_change(0.5, 0.0, 10.0, z).is_none());
+        assert!(Criteria::new(0.01).first_step(1000) > 4.4);
+        assert!(c.detectable(0.5, 0.0, 10.0, 1).is_none());
+        // Four times the variance, estimated with 10 degrees of freedom: z halves and is read
+        // as t(10): 3.169 is then two-sided p = 0.01, not 0.0015.
+        let noisy = c.with_dispersion(4.0, 10.0);
+        let t = noisy.test(2.0 * 3.169);
+        assert!(
+            (t.z - 3.169).abs() < 1e-9 && (t.p - 0.01).abs() < 1e-4,
+            "{t:?}"
+        );
+        assert!((noisy.upper_p(2.0 * 3.169) - 0.005).abs() < 1e-4);
+        assert!(noisy.first_step(1) > c.first_step(1));
+        assert_eq!(c.with_dispersion(0.5, 0.0), c, "never below binomial");
+    }
+
+    #[test]
+    fn growth_beyond_a_threshold() {
+        // 10% → 20% of 1000 each: 10 pp; more than 5 pp by 5 pp over an unpooled 1.6 pp.
+        let z = z_above(100.0, 1000.0, 200.0, 1000.0, 0.05);
+        let se = (0.1f64 * 0.9 / 1000.0 + 0.2 * 0.8 / 1000.0).sqrt();
+        assert!((z - 0.05 / se).abs() < 1e-9, "{z}");
+        assert!(z_above(100.0, 1000.0, 200.0, 1000.0, 0.15) < 0.0);
+        assert_eq!(z_above(0.0, 10.0, 10.0, 10.0, 0.5), f64::INFINITY);
+        assert_eq!(z_above(1.0, 0.0, 10.0, 10.0, 0.0), f64::NEG_INFINITY);
     }
 }
