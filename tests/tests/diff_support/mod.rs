@@ -107,7 +107,7 @@ impl FunctionRow {
 pub fn function_rows(stdout: &str, title: &str) -> Vec<FunctionRow> {
     let mut lines = stdout
         .lines()
-        .skip_while(|l| !l.starts_with(&format!("{title}")))
+        .skip_while(|l| !l.starts_with(title))
         .skip(2);
     let mut rows = Vec::new();
     for line in lines.by_ref() {
