@@ -239,7 +239,8 @@ pub struct DiffArgs {
     /// Applies to both sides
     #[command(flatten)]
     pub select: SelectArgs,
-    /// Key of the per-endpoint table
+    /// Key of the per-endpoint table: CPU per request where request counts exist (OTLP metric
+    /// http.server.request.duration in the store), else shares
     #[arg(long, value_name = "KEY", default_value = "span_name")]
     pub by: String,
     /// Rows per ranking, 0 for all

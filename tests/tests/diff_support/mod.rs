@@ -105,10 +105,7 @@ impl FunctionRow {
 
 /// The rows of the table titled `title` ("Grew" or "Shrank"), in order.
 pub fn function_rows(stdout: &str, title: &str) -> Vec<FunctionRow> {
-    let mut lines = stdout
-        .lines()
-        .skip_while(|l| !l.starts_with(title))
-        .skip(2);
+    let mut lines = stdout.lines().skip_while(|l| !l.starts_with(title)).skip(2);
     let mut rows = Vec::new();
     for line in lines.by_ref() {
         if line.trim().is_empty() {

@@ -79,8 +79,8 @@ impl GroupChange {
 /// Every group of two sides, ranked.
 #[derive(Clone, Debug, Default)]
 pub struct GroupDiff {
-    /// Significant increases first (per-request ones by the value added per request, then
-    /// shares by percentage points), then the rest, largest head value first.
+    /// Significant increases first, then the rest; in each, per-request changes (by the
+    /// value added per request) before share changes (by percentage points), largest first.
     pub rows: Vec<GroupChange>,
     /// Whether any row compares values per request.
     pub per_request: bool,
@@ -178,18 +178,21 @@ pub fn compare_groups(
         benjamini_hochberg(&mut family, criteria.fdr);
         n
     });
+    // Significant increases first, then the rest; within each, values per request before
+    // shares (their changes are in different units), each by its change, largest first.
     rows.sort_by(|a, b| {
-        let rank = |g: &GroupChange| match (g.increase(), g.basis) {
-            (Some(_), Basis::PerRequest) => 0,
-            (Some(_), Basis::Share) => 1,
-            (None, _) => 2,
+        let tier = |g: &GroupChange| {
+            let significant = g.increase().is_some();
+            match (significant, g.basis) {
+                (true, Basis::PerRequest) => 0,
+                (true, Basis::Share) => 1,
+                (false, Basis::PerRequest) => 2,
+                (false, Basis::Share) => 3,
+            }
         };
-        rank(a)
-            .cmp(&rank(b))
-            .then_with(|| match (a.increase(), b.increase()) {
-                (Some(x), Some(y)) => y.total_cmp(&x),
-                _ => b.head_value.total_cmp(&a.head_value),
-            })
+        tier(a)
+            .cmp(&tier(b))
+            .then_with(|| b.delta().total_cmp(&a.delta()))
             .then_with(|| a.name.cmp(&b.name))
     });
     GroupDiff {
@@ -308,6 +311,10 @@ mod tests {
             Criteria::new(0.01),
         );
         assert!(wall.tests.is_none() && wall.headline().is_none());
-        assert_eq!(wall.rows[0].name, "GET /a", "largest head value first");
+        assert_eq!(
+            wall.rows[0].name, "GET /a",
+            "untested, still ranked by change"
+        );
+        assert_eq!(wall.rows[1].name, "GET /b");
     }
 }
