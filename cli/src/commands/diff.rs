@@ -87,8 +87,8 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
         };
         let sliced =
             slices::merge_slices(&source, &[side(&base, &base_sel), side(&head, &head_sel)])?;
-        let sides: Vec<&[Merged]> = sliced.iter().map(Vec::as_slice).collect();
-        diff::dispersion::estimate(&sides)
+        let sides: Vec<&[Merged]> = sliced.slices.iter().map(Vec::as_slice).collect();
+        diff::dispersion::estimate(&sides, &sliced.weights)
     } else {
         Dispersion::binomial()
     };
@@ -445,26 +445,40 @@ pub fn render_headline(d: &FunctionDiff) -> String {
 
 /// How noisy the sides measured, under the tables: the z above are divided by √φ.
 pub fn render_dispersion(d: &Dispersion) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
     if d.estimated() {
-        Some(format!(
-            "\n(noise: shares varied {:.2} times as much as their sample counts explain between \
-             time slices of each side ({} and {} slices); every z is divided by √{:.2} and read \
-             as Student's t with {:.0} degrees of freedom)",
-            d.factor,
-            d.slices[0],
-            d.slices[1],
-            d.factor,
-            d.test_df()
-        ))
+        parts.push(format!(
+            "shares varied {:.2} times as much as their sample counts explain between time \
+             slices of each side ({} and {} slices)",
+            d.between_slices, d.slices[0], d.slices[1]
+        ));
     } else if d.slices != [0, 0] {
-        Some(
-            "\n(noise not measured: too few samples or time slices per side; z assume \
-             independent samples)"
-                .to_owned(),
+        parts.push("too few samples or time slices per side to measure it".to_owned());
+    }
+    if let Some(w) = d.weights {
+        parts.push(format!(
+            "sample timestamps show each CPU signal counting {w:.2} times in variance (the \
+             timer intervals it stood for)"
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let scaled = if d.factor > 1.0 {
+        format!(
+            "every z is divided by √{:.2}, the larger, and read as Student's t with {} degrees \
+             of freedom",
+            d.factor,
+            if d.test_df().is_finite() {
+                format!("{:.0}", d.test_df())
+            } else {
+                "infinite".to_owned()
+            }
         )
     } else {
-        None
-    }
+        "z assume independent samples".to_owned()
+    };
+    Some(format!("\n(noise: {}; {scaled})", parts.join("; ")))
 }
 
 /// One failing function of `--fail-above`, for stderr.
@@ -681,6 +695,23 @@ mod tests {
         assert!(line.contains(": 6.22 pp for a function at 50%"), "{line}");
         assert!(blind_spot_warning(&d, 5.0).is_some());
         assert!(blind_spot_warning(&d, 10.0).is_none());
+    }
+
+    #[test]
+    fn the_noise_line_says_where_its_factor_comes_from() {
+        let d = Dispersion {
+            factor: 4.0,
+            between_slices: 2.5,
+            df: 40.0,
+            slices: [10, 8],
+            weights: Some(4.0),
+        };
+        let line = render_dispersion(&d).unwrap();
+        assert!(line.contains("varied 2.50 times"), "{line}");
+        assert!(line.contains("counting 4.00 times in variance"), "{line}");
+        assert!(line.contains("divided by √4.00, the larger"), "{line}");
+        assert!(line.contains("t with 16 degrees of freedom"), "{line}");
+        assert!(render_dispersion(&Dispersion::binomial()).is_none());
     }
 
     #[test]

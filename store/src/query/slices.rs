@@ -5,11 +5,16 @@
 //! A sample with a timestamp goes to the slice its timestamp is in (the selector's time cut,
 //! as `--from`/`--to` do). A profile whose samples have none goes whole to the slice its
 //! middle is in, never to two.
+//!
+//! The same pass reads, where timestamps allow, how many timer intervals each CPU signal
+//! counts ([`Weights`]): the agent writes one timestamp per counted interval, the surplus of a
+//! signal that counted several as copies of its own timestamp, so equal timestamps of one
+//! sample are one signal.
 
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
-use crate::reader::Source;
-use crate::select::{ProfileType, Selector};
+use crate::reader::{Decoded, Source};
+use crate::select::{ProfileType, ProfileVerdict, Selector};
 
 /// Most slices a side is cut into.
 pub const SLICES: usize = 10;
@@ -63,6 +68,70 @@ impl SliceSpec {
     }
 }
 
+/// What the signals of a side's timestamped CPU samples counted: `intervals` over `signals`,
+/// and the sum of each signal's count squared.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Weights {
+    pub intervals: f64,
+    pub squares: f64,
+    pub signals: f64,
+}
+
+impl Weights {
+    /// Σw² / Σw: the factor by which counting a signal `w` times inflates the variance of a
+    /// share over what its count would have were each interval observed apart. `None` when no
+    /// timestamped sample was seen.
+    pub fn inflation(&self) -> Option<f64> {
+        (self.intervals > 0.0 && self.signals > 0.0).then(|| self.squares / self.intervals)
+    }
+
+    fn absorb(&mut self, o: Weights) {
+        self.intervals += o.intervals;
+        self.squares += o.squares;
+        self.signals += o.signals;
+    }
+
+    /// Adds the signals of the samples of `d` that `spec` selects, in its time range, when
+    /// their timestamps number their counts.
+    fn add(&mut self, spec: &SliceSpec, d: &Decoded) {
+        let p = &d.profile;
+        if spec.ty != ProfileType::Cpu {
+            return;
+        }
+        let Some(count_index) = spec.ty.value_index(p).and_then(|vi| vi.count) else {
+            return;
+        };
+        let ProfileVerdict::Included { sample_conditions } =
+            spec.selector.profile_verdict(&d.resource, p)
+        else {
+            return;
+        };
+        let inside = |t: i64| {
+            spec.selector.from.is_none_or(|f| t >= f) && spec.selector.to.is_none_or(|e| t < e)
+        };
+        let mut times: Vec<i64> = Vec::new();
+        for sample in &p.samples {
+            let n = sample.timestamps.len();
+            let counted = sample.values.get(count_index).copied();
+            if n == 0 || counted != i64::try_from(n).ok() {
+                continue;
+            }
+            if spec.selector.sample_share(p, sample, &sample_conditions) <= 0.0 {
+                continue;
+            }
+            times.clear();
+            times.extend(sample.timestamps.iter().copied().filter(|&t| inside(t)));
+            times.sort_unstable();
+            for run in times.chunk_by(|a, b| a == b) {
+                let w = run.len() as f64;
+                self.intervals += w;
+                self.squares += w * w;
+                self.signals += 1.0;
+            }
+        }
+    }
+}
+
 /// Per slice: one merger for samples cut by timestamp, one for whole profiles.
 struct SliceMergers {
     bounds: (i64, i64),
@@ -70,11 +139,19 @@ struct SliceMergers {
     whole: Merger,
 }
 
-/// Merges every side of `sides` slice by slice, in one pass over the files: per side, the
-/// merges of its slices in time order.
-pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Vec<Vec<Merged>>, Error> {
+/// Each side of a diff, sliced.
+#[derive(Debug, Default)]
+pub struct Sliced {
+    /// Per side, the merges of its slices in time order.
+    pub slices: Vec<Vec<Merged>>,
+    /// Per side, what its timestamped CPU signals counted.
+    pub weights: Vec<Weights>,
+}
+
+/// Merges every side of `sides` slice by slice, in one pass over the files.
+pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Sliced, Error> {
     let bounds: Vec<Vec<(i64, i64)>> = sides.iter().map(SliceSpec::bounds).collect();
-    let make = || -> Vec<Vec<SliceMergers>> {
+    let make_mergers = || -> Vec<Vec<SliceMergers>> {
         sides
             .iter()
             .zip(&bounds)
@@ -95,8 +172,12 @@ pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Vec<Vec<Merg
             })
             .collect()
     };
-    let states = source.scan(make, |state, d| {
+    let make = || (make_mergers(), vec![Weights::default(); sides.len()]);
+    let states = source.scan(make, |(state, weights), d| {
         let p = &d.profile;
+        for (w, spec) in weights.iter_mut().zip(sides) {
+            w.add(spec, d);
+        }
         let timestamped = p.samples.first().is_some_and(|s| !s.timestamps.is_empty());
         let middle = p.time_nanos.saturating_add(p.duration_nanos.max(0) / 2);
         for side in state.iter_mut() {
@@ -116,16 +197,19 @@ pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Vec<Vec<Merg
             }
         }
     })?;
-    let mut combined = make();
-    for state in states {
+    let (mut combined, mut weights) = make();
+    for (state, w) in states {
         for (into, from) in combined.iter_mut().zip(state) {
             for (a, b) in into.iter_mut().zip(from) {
                 a.cut.absorb(b.cut);
                 a.whole.absorb(b.whole);
             }
         }
+        for (into, from) in weights.iter_mut().zip(w) {
+            into.absorb(from);
+        }
     }
-    Ok(combined
+    let slices = combined
         .into_iter()
         .map(|side| {
             side.into_iter()
@@ -135,7 +219,8 @@ pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Vec<Vec<Merg
                 })
                 .collect()
         })
-        .collect())
+        .collect();
+    Ok(Sliced { slices, weights })
 }
 
 #[cfg(test)]
@@ -166,6 +251,47 @@ mod tests {
             ..spec
         };
         assert_eq!(short.bounds(), [(0, 1), (1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn signals_counted_several_times_are_told_apart_by_their_timestamps() {
+        use otelprof_profile::model::{FrameKind, ProfileBuilder};
+        let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 1_000_000);
+        let f = b.function("a.B.c", "B.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        // Three signals: one counted 4 intervals (its timestamp 4 times), two counted 1.
+        b.add_linked_sample(&[l], &[], None, &[6], &[10, 10, 10, 10, 20, 30]);
+        // Outside the range: left out.
+        let other = b.str_label("thread_name", "other");
+        b.add_linked_sample(&[l], &[other], None, &[2], &[500, 500]);
+        let profile = b.build(0, 1000);
+        let spec = SliceSpec {
+            ty: ProfileType::Cpu,
+            selector: Selector {
+                to: Some(100),
+                ..Selector::default()
+            },
+            window: (0, 1000),
+            slices: 2,
+        };
+        let mut w = Weights::default();
+        w.add(
+            &spec,
+            &Decoded {
+                resource: Vec::new(),
+                profile,
+            },
+        );
+        assert_eq!(
+            w,
+            Weights {
+                intervals: 6.0,
+                squares: 18.0,
+                signals: 3.0
+            }
+        );
+        assert_eq!(w.inflation(), Some(3.0));
+        assert_eq!(Weights::default().inflation(), None);
     }
 
     #[test]

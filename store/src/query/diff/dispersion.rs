@@ -9,6 +9,11 @@
 //! inflates the variance by a factor the binomial model cannot know, and each shows as shares
 //! that vary between slices of one side more than their counts allow.
 //!
+//! When sample timestamps tell a side's signals apart ([`crate::query::slices::Weights`]), the
+//! inflation that counting a signal `w` times causes is known outright, Σw²/Σw, and φ is never
+//! taken below it: the slices' estimate, from a few slices, can fall below the truth by
+//! chance, the weights' cannot.
+//!
 //! The estimate is Pearson's: for every share (a function's self or total) with on average at
 //! least [`MIN_EXPECTED`] expected samples in and out of it per slice, X² = Σ (c_k − n_k·p̂)² /
 //! (n_k·p̂·(1−p̂)) over the slices k, with K − 1 degrees of freedom; φ = ΣX² / Σdf over both
@@ -21,6 +26,7 @@
 use std::collections::HashMap;
 
 use crate::merge::Merged;
+use crate::query::slices::Weights;
 use crate::query::top::frame_totals;
 
 /// Expected samples a share needs per slice on average, in and out of it, to count in the
@@ -30,12 +36,17 @@ pub const MIN_EXPECTED: f64 = 5.0;
 /// The dispersion factor and what it was estimated from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Dispersion {
-    /// φ ≥ 1; exactly 1 when not estimated.
+    /// φ ≥ 1, the larger of the slices' estimate and the weights' floor; 1 when neither.
     pub factor: f64,
+    /// The slices' estimate alone (1 when not estimated).
+    pub between_slices: f64,
     /// Degrees of freedom behind it (0: not estimated).
     pub df: f64,
     /// Non-empty slices on each side.
     pub slices: [usize; 2],
+    /// Σw²/Σw over both sides' timestamped signals, when there were any: the floor of
+    /// `factor`.
+    pub weights: Option<f64>,
 }
 
 impl Dispersion {
@@ -43,8 +54,10 @@ impl Dispersion {
     pub fn binomial() -> Dispersion {
         Dispersion {
             factor: 1.0,
+            between_slices: 1.0,
             df: 0.0,
             slices: [0, 0],
+            weights: None,
         }
     }
 
@@ -76,8 +89,26 @@ struct Counts {
     total_counts: Vec<f64>,
 }
 
-/// Estimates φ from each side's slices (merges of one side's time slices).
-pub fn estimate(sides: &[&[Merged]]) -> Dispersion {
+/// Estimates φ from each side's slices (merges of one side's time slices), never below what
+/// the signals' counts (`weights`, per side) imply.
+pub fn estimate(sides: &[&[Merged]], weights: &[Weights]) -> Dispersion {
+    let mut all = Weights::default();
+    for w in weights {
+        all.intervals += w.intervals;
+        all.squares += w.squares;
+        all.signals += w.signals;
+    }
+    let floor = all.inflation();
+    let d = from_slices(sides);
+    Dispersion {
+        factor: d.factor.max(floor.unwrap_or(1.0)),
+        weights: floor,
+        ..d
+    }
+}
+
+/// φ from the slices alone.
+fn from_slices(sides: &[&[Merged]]) -> Dispersion {
     let (mut x2, mut df) = (0.0, 0.0);
     let mut slices = [0usize; 2];
     for (side, merges) in sides.iter().enumerate() {
@@ -129,10 +160,13 @@ pub fn estimate(sides: &[&[Merged]]) -> Dispersion {
             ..Dispersion::binomial()
         };
     }
+    let factor = (x2 / df).max(1.0);
     Dispersion {
-        factor: (x2 / df).max(1.0),
+        factor,
+        between_slices: factor,
         df,
         slices,
+        weights: None,
     }
 }
 
@@ -206,7 +240,7 @@ mod tests {
     #[test]
     fn binomial_samples_measure_about_one() {
         let (base, head) = (draws(1, 10, 1000, 0.3, 1.0), draws(2, 10, 1000, 0.3, 1.0));
-        let d = estimate(&[&base, &head]);
+        let d = estimate(&[&base, &head], &[]);
         assert!(d.estimated() && d.slices == [10, 10]);
         assert_eq!(d.test_df(), 18.0);
         // a and b are one share seen twice (b = 1 − a): 4 × 9 degrees of freedom.
@@ -218,19 +252,27 @@ mod tests {
     fn samples_that_count_four_intervals_measure_about_four() {
         // Each signal counted 4 times, as cpu=1ms on a 4 ms kernel tick does.
         let (base, head) = (draws(3, 10, 1000, 0.3, 4.0), draws(4, 10, 1000, 0.3, 4.0));
-        let d = estimate(&[&base, &head]);
+        let d = estimate(&[&base, &head], &[]);
         assert!(d.factor > 2.5 && d.factor < 6.0, "{d:?}");
+        // Had timestamps said each signal counted 4, φ would not go below 4.
+        let four = Weights {
+            intervals: 4000.0,
+            squares: 16000.0,
+            signals: 1000.0,
+        };
+        let d = estimate(&[&base, &head], &[four, four]);
+        assert!(d.factor >= 4.0 && d.weights == Some(4.0), "{d:?}");
     }
 
     #[test]
     fn too_little_to_measure_is_binomial() {
         let one = [slice(10.0, 10.0, 1.0)];
-        let d = estimate(&[&one, &one]);
+        let d = estimate(&[&one, &one], &[]);
         assert!(!d.estimated());
         assert_eq!(d.factor, 1.0);
         assert_eq!(d.test_df(), f64::INFINITY);
         // Two slices but a share too rare to expect 5 samples per slice.
         let rare = [slice(1.0, 100.0, 1.0), slice(0.0, 100.0, 1.0)];
-        assert!(!estimate(&[&rare]).estimated());
+        assert!(!estimate(&[&rare], &[]).estimated());
     }
 }
