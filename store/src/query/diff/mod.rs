@@ -28,7 +28,8 @@
 //!   binomially. The diff therefore cuts each side into time slices
 //!   ([`crate::query::slices`]), measures how much shares vary between them beyond their
 //!   counts ([`dispersion`]: the quasi-binomial factor φ, pooled over functions and both
-//!   sides, never below 1), divides every z by √φ, and reads it as Student's t with the
+//!   sides, never below 1, nor below Σw²/Σw when sample timestamps show the intervals `w`
+//!   each signal counted), divides every z by √φ, and reads it as Student's t with the
 //!   estimate's degrees of freedom ([`Dispersion::test_df`]): a variance estimated from a
 //!   handful of slices is itself uncertain. Period boundaries cut profiles but change
 //!   nothing here.
