@@ -38,6 +38,12 @@ pub enum Cmd {
     /// Where one trace or span spent its time: its samples, endpoint and time window
     Drilldown(DrilldownArgs),
     /// Compare two selections (e.g. two releases): what grew, what shrank, and is it significant
+    #[command(after_help = "Examples:\n  \
+        otelprof diff --base service.version=1.4 --head service.version=1.5 STORE\n  \
+        otelprof diff --base-from now-25h --base-to now-24h --head-from now-1h STORE   \
+        (the last hour against the same hour yesterday)\n  \
+        otelprof diff --base service.version=1.4 --head service.version=1.5 --fail-above 2 STORE   \
+        (exit code 3 on a regression: a CI gate, see docs/ci-gate.md)")]
     Diff(DiffArgs),
     /// Profile an example service as version 1 and 2 and show what otelprof answers
     Demo(DemoArgs),
@@ -224,16 +230,29 @@ pub struct DrilldownArgs {
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The baseline: comma-separated KEY=VALUE (KEY!=VALUE) terms, and from=TIME, to=TIME,
-    /// e.g. service.version=1.4
-    #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
+    /// e.g. service.version=1.4 [default: everything selected, within --base-from/--base-to]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        allow_hyphen_values = true,
+        default_value = ""
+    )]
     pub base: String,
     /// The selection compared to the baseline, e.g. service.version=1.5
-    #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        allow_hyphen_values = true,
+        default_value = ""
+    )]
     pub head: String,
+    #[command(flatten)]
+    pub ranges: DiffRanges,
     /// Applies to both sides
     #[command(flatten)]
     pub select: SelectArgs,
-    /// Key of the per-endpoint table
+    /// Key of the per-endpoint table: CPU per request where request counts exist (OTLP metric
+    /// http.server.request.duration in the store), else shares
     #[arg(long, value_name = "KEY", default_value = "span_name")]
     pub by: String,
     /// Rows per ranking, 0 for all
@@ -242,13 +261,38 @@ pub struct DiffArgs {
     /// Write a differential flame graph: *.html or *.svg
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Exit with code 3 when a function's share of the total (inclusive) grew by more than
-    /// PCT percentage points, significantly
+    /// Exit with code 3 when the samples show that a function's share (self or total) grew
+    /// by more than PCT percentage points, at the false discovery rate (CPU profiles)
     #[arg(long, value_name = "PCT")]
     pub fail_above: Option<f64>,
+    /// False discovery rate of the significance tests, in percent: the expected share of
+    /// noise among the changes starred
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_FDR_PERCENT)]
+    pub fdr: f64,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,
+}
+
+/// `diff --fdr` unless given: 1 %.
+pub const DEFAULT_FDR_PERCENT: f64 = 1.0;
+
+/// Each side's own time range (times as --from reads them), e.g. the last hour against the
+/// same hour yesterday: --base-from now-25h --base-to now-24h --head-from now-1h.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DiffRanges {
+    /// The baseline's samples from this time on
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub base_from: Option<String>,
+    /// The baseline's samples before this time
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub base_to: Option<String>,
+    /// The compared side's samples from this time on
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub head_from: Option<String>,
+    /// The compared side's samples before this time
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub head_to: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -362,11 +362,13 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let (_, headline) = commands::diff::run(&DiffArgs {
         base: "service.version=1.0".to_owned(),
         head: "service.version=2.0".to_owned(),
+        ranges: Default::default(),
         select: SelectArgs::default(),
         by: "span_name".to_owned(),
         limit: 6,
         output: Some(diff_html.clone()),
         fail_above: None,
+        fdr: crate::cli::DEFAULT_FDR_PERCENT,
         paths: paths.clone(),
     })?;
     written.push(diff_html);

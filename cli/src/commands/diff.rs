@@ -1,22 +1,34 @@
 //! `otelprof diff`: what changed between two selections (two releases, two time ranges), with
-//! the significance of each change; `--fail-above` turns it into a CI gate.
+//! the significance of each change and the call path that carries it; `--fail-above` turns it
+//! into a CI gate (docs/ci-gate.md). The statistics are the store's
+//! ([`otelprof_store::query::diff`]); this file reads the flags and renders the answer.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
+use otelprof_store::merge::Merged;
+use otelprof_store::query;
+use otelprof_store::query::diff::{
+    self, Basis, Criteria, Dispersion, FunctionChange, FunctionDiff, GroupChange, GroupDiff,
+    Measure, Regression, Test,
+};
+use otelprof_store::query::requests;
+use otelprof_store::query::slices::{self, SliceSpec};
 use otelprof_store::select::Selector;
 
-use crate::cli::DiffArgs;
-use crate::escape::{self, escape};
+use crate::cli::{DiffArgs, DiffRanges};
+use crate::escape;
 use crate::flame;
 use crate::table::{render_columns, render_header, value};
-use otelprof_store::query;
-use otelprof_store::query::diff::{self, Change, GroupChange, SIGNIFICANT_Z};
-use otelprof_store::query::requests;
 
 /// Exit code of `diff --fail-above` when a regression exceeds the threshold.
 pub const EXIT_REGRESSION: u8 = 3;
+
+/// Rows of the "Grew" table whose carrying call path is shown.
+const PATH_ROWS: usize = 5;
+/// Callers shown on a path before it is cut short.
+const PATH_CALLERS: usize = 4;
 
 /// Runs `diff`; also returns the function the largest significant increase is in.
 pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
@@ -28,29 +40,26 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
             bail!("--fail-above takes percentage points between 0 and 100, got {p}");
         }
     }
-    let shared = args.select.selector()?;
-    let now = super::now_unix_nanos();
-    let mut base_sel = Selector::default();
-    base_sel.add_terms(&args.base, now).context("--base")?;
-    let mut head_sel = Selector::default();
-    head_sel.add_terms(&args.head, now).context("--head")?;
-    if base_sel.is_empty() || head_sel.is_empty() {
-        bail!("--base and --head each need a selector, e.g. --base service.version=1.4 --head service.version=1.5");
+    if !(args.fdr > 0.0 && args.fdr <= 50.0) {
+        bail!(
+            "--fdr takes a false discovery rate in percent, above 0 and at most 50, got {}",
+            args.fdr
+        );
     }
-    let (base_sel, head_sel) = (shared.and(&base_sel), shared.and(&head_sel));
+    let (base_sel, head_sel) = sides(args, super::now_unix_nanos())?;
+    if let Some(warning) = overlap_warning(&base_sel, &head_sel) {
+        errln!("otelprof: warning: {warning}");
+    }
     let source = super::open_source(&args.paths)?;
     let by = Some(args.by.as_str());
-    let mut sides = query::merge_many(
+    let (_, measure) = args.select.view()?;
+    let [(base, ty), (head, _)] = query::merge_many(
         &source,
         &[
             args.select.spec(&base_sel)?.by(by),
             args.select.spec(&head_sel)?.by(by),
         ],
-    )?
-    .into_iter();
-    let (Some((base, ty)), Some((head, _))) = (sides.next(), sides.next()) else {
-        bail!("internal error: the diff lost a side");
-    };
+    )?;
     if base.stacks.is_empty() {
         bail!(
             "base: {}",
@@ -63,6 +72,32 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
             query::explain_empty(&source, &head, ty, &head_sel)
         );
     }
+    if args.fail_above.is_some() && !diff::testable(ty) {
+        bail!(
+            "--fail-above needs significance tests, which are made for CPU profiles only (a {} \
+             sample's value is a weight, and the merge does not keep how many samples are \
+             behind it); compare --type cpu",
+            ty.name()
+        );
+    }
+    let dispersion = if diff::testable(ty) {
+        let side = |m: &Merged, selector: &Selector| SliceSpec {
+            ty,
+            measure,
+            lines: args.select.lines,
+            selector: selector.clone(),
+            window: m.window.unwrap_or((0, 0)),
+            slices: slices::slices_for(m.total_count()),
+        };
+        let sliced =
+            slices::merge_slices(&source, &[side(&base, &base_sel), side(&head, &head_sel)])?;
+        let sides: Vec<&[Merged]> = sliced.slices.iter().map(Vec::as_slice).collect();
+        diff::dispersion::estimate(&sides, &sliced.weights)
+    } else {
+        Dispersion::binomial()
+    };
+    let criteria =
+        Criteria::new(args.fdr / 100.0).with_dispersion(dispersion.factor, dispersion.test_df());
     outln!(
         "base: {}",
         render_header(&base, base.total(), base.total_count())
@@ -72,37 +107,30 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
         render_header(&head, head.total(), head.total_count())
     )?;
     outln!()?;
+
     let counts = requests::endpoint_requests(&args.paths, &base_sel, &head_sel);
-    let groups = diff::group_changes(&base, &head, &|is_head, name| counts.get(is_head, name));
-    out!("{}", render_groups(&groups, &args.by, &head.unit))?;
-    if counts.is_empty() {
-        outln!("(per-request columns need request counts: OTLP metrics http.server.request.duration in the store)")?;
+    let groups = diff::compare_groups(
+        &base,
+        &head,
+        &|is_head, name| counts.get(is_head, name),
+        ty,
+        criteria,
+    );
+    out!(
+        "{}",
+        render_group_section(&groups, &args.by, &base, args.limit)
+    )?;
+
+    let functions = diff::compare(&base, &head, ty, criteria);
+    out!("{}", render(&functions, args.limit))?;
+    if let Some(line) = render_dispersion(&dispersion) {
+        outln!("{line}")?;
     }
     outln!()?;
-    let changes = diff::changes(&base, &head);
-    out!("{}", render(&changes, args.limit))?;
-    outln!()?;
-    let headline = diff::headline(&changes).map(|c| c.name.clone());
-    match diff::headline(&changes) {
-        Some(c) => outln!(
-            "Largest significant increase: {} (self {:+.2} pp, total {:+.2} pp, z = {:.1})",
-            escape(&c.name),
-            c.delta_self() * 100.0,
-            c.delta_total() * 100.0,
-            if c.z_self >= diff::SIGNIFICANT_Z {
-                c.z_self
-            } else {
-                c.z_total
-            }
-        ),
-        None => outln!("No significant increase (|z| < {}).", diff::SIGNIFICANT_Z),
-    }?;
+    outln!("{}", render_headline(&functions))?;
+
     if let Some(o) = &args.output {
-        let tree = flame::Tree::diff(
-            &base,
-            &head,
-            &format!("otelprof diff: {} → {}", args.base, args.head),
-        );
+        let tree = flame::Tree::diff(&base, &head, &format!("otelprof diff: {}", title(args)));
         let subtitle = format!(
             "base: {} | head: {}",
             super::describe(&base_sel, ty),
@@ -111,23 +139,119 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
         let path = flame::write(&tree, &subtitle, o)?;
         outln!("differential flame graph: {}", escape::path(&path))?;
     }
+    let headline = functions.headline().map(|c| c.name.clone());
     if let Some(limit) = args.fail_above {
-        let bad = diff::regressions(&changes, limit);
+        if let Some(warning) = blind_spot_warning(&functions, limit) {
+            errln!("otelprof: warning: {warning}");
+        }
+        let bad = functions.regressions(limit);
         if !bad.is_empty() {
-            for c in bad.iter().take(5) {
-                errln!(
-                    "otelprof: regression: {} grew from {:.2}% to {:.2}% of the total ({:+.2} pp > {limit} pp, z = {:.1})",
-                    escape(&c.name),
-                    c.base_total * 100.0,
-                    c.head_total * 100.0,
-                    c.delta_total() * 100.0,
-                    c.z_total
-                );
+            for r in bad.iter().take(5) {
+                errln!("otelprof: regression: {}", render_regression(r, limit));
             }
             return Ok((ExitCode::from(EXIT_REGRESSION), headline));
         }
     }
     Ok((ExitCode::SUCCESS, headline))
+}
+
+/// The two sides' selectors: each side's terms and time range, and the shared flags.
+fn sides(args: &DiffArgs, now: i64) -> anyhow::Result<(Selector, Selector)> {
+    let shared = args.select.selector()?;
+    let DiffRanges {
+        base_from,
+        base_to,
+        head_from,
+        head_to,
+    } = &args.ranges;
+    let side = |terms: &str,
+                from: &Option<String>,
+                to: &Option<String>,
+                name: &str|
+     -> anyhow::Result<Selector> {
+        let mut s = Selector::default();
+        s.add_terms(terms, now)
+            .with_context(|| format!("--{name}"))?;
+        if let Some(t) = from {
+            s.from =
+                Some(otelprof_store::parse_time(t, now).with_context(|| format!("--{name}-from"))?);
+        }
+        if let Some(t) = to {
+            s.to =
+                Some(otelprof_store::parse_time(t, now).with_context(|| format!("--{name}-to"))?);
+        }
+        if let (Some(f), Some(t)) = (s.from, s.to) {
+            if f >= t {
+                bail!("the {name} side's time range is empty: its start must be before its end");
+            }
+        }
+        Ok(s)
+    };
+    let base = side(&args.base, base_from, base_to, "base")?;
+    let head = side(&args.head, head_from, head_to, "head")?;
+    if base.is_empty() && head.is_empty() {
+        bail!(
+            "say what to compare: a selector or a time range for either side, e.g. --base \
+             service.version=1.4 --head service.version=1.5, or --base-from now-25h --base-to \
+             now-24h --head-from now-1h"
+        );
+    }
+    let (base, head) = (shared.and(&base), shared.and(&head));
+    for (name, s) in [("base", &base), ("head", &head)] {
+        if let (Some(f), Some(t)) = (s.from, s.to) {
+            if f >= t {
+                bail!("the {name} side's time range and --from/--to do not overlap");
+            }
+        }
+    }
+    Ok((base, head))
+}
+
+/// A warning when the two sides can hold the same samples: the same conditions and
+/// overlapping, different time ranges. Samples on both sides make the tests conservative
+/// and the changes smaller than they are.
+fn overlap_warning(base: &Selector, head: &Selector) -> Option<String> {
+    let strip = |s: &Selector| Selector {
+        from: None,
+        to: None,
+        ..s.clone()
+    };
+    if strip(base) != strip(head) || (base.from, base.to) == (head.from, head.to) {
+        return None;
+    }
+    let (bf, bt) = (base.from.unwrap_or(i64::MIN), base.to.unwrap_or(i64::MAX));
+    let (hf, ht) = (head.from.unwrap_or(i64::MIN), head.to.unwrap_or(i64::MAX));
+    (bf < ht && hf < bt).then(|| {
+        "the two sides' time ranges overlap and nothing else tells them apart: samples in \
+         both ranges count on both sides, which hides part of any change"
+            .to_owned()
+    })
+}
+
+fn title(args: &DiffArgs) -> String {
+    let side = |terms: &str, from: &Option<String>, to: &Option<String>| {
+        let mut parts: Vec<String> = Vec::new();
+        if !terms.is_empty() {
+            parts.push(terms.to_owned());
+        }
+        if let Some(f) = from {
+            parts.push(format!("from {f}"));
+        }
+        if let Some(t) = to {
+            parts.push(format!("to {t}"));
+        }
+        if parts.is_empty() {
+            "everything".to_owned()
+        } else {
+            parts.join(" ")
+        }
+    };
+    let r = &args.ranges;
+    format!(
+        "{} → {}",
+        side(&args.base, &r.base_from, &r.base_to),
+        side(&args.head, &r.head_from, &r.head_to)
+    )
 }
 
 fn pp(x: f64) -> String {
@@ -138,132 +262,523 @@ fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
 }
 
-fn z_text(z: f64) -> String {
-    if z.is_infinite() {
-        return if z > 0.0 {
-            "+inf".into()
+/// A test as a cell: z, starred when significant; `-` when not tested.
+fn z_cell(test: Option<&Test>) -> String {
+    let Some(t) = test else {
+        return "-".into();
+    };
+    let z = if t.z.is_infinite() {
+        if t.z > 0.0 {
+            "+inf".to_owned()
         } else {
-            "-inf".into()
-        };
+            "-inf".to_owned()
+        }
+    } else {
+        format!("{:+.1}", t.z)
+    };
+    if t.significant {
+        format!("{z} *")
+    } else {
+        format!("{z}  ")
     }
-    let mark = if z.abs() >= SIGNIFICANT_Z { " *" } else { "" };
-    format!("{z:+.1}{mark}")
 }
 
-/// The ranking: functions that grew, then those that shrank, `limit` of each (0 = all).
-pub fn render(changes: &[Change], limit: usize) -> String {
-    let take = |it: &mut dyn Iterator<Item = &Change>| -> Vec<[String; 8]> {
-        it.take(if limit == 0 { usize::MAX } else { limit })
+/// `pkg.Class.method` as `Class.method`, for call paths (the table above has the full names).
+fn short(name: &str) -> &str {
+    let mut dots = name.rmatch_indices('.').map(|(i, _)| i);
+    match (dots.next(), dots.next()) {
+        // Only for Java-like names: no spaces or slashes (native libraries, pseudo-frames).
+        (Some(_), Some(i)) if !name.contains([' ', '/', '[']) => name.get(i + 1..).unwrap_or(name),
+        _ => name,
+    }
+}
+
+/// `leaf ← caller ← …` of a carrying path.
+pub fn render_path(path: &[String]) -> String {
+    let mut out = String::new();
+    for (i, f) in path.iter().enumerate() {
+        if i > PATH_CALLERS {
+            out.push_str(" ← …");
+            break;
+        }
+        if i > 0 {
+            out.push_str(" ← ");
+        }
+        out.push_str(short(f));
+    }
+    out
+}
+
+/// What the stars mean, in one line.
+fn legend(d: &FunctionDiff) -> String {
+    match d.family {
+        Some(f) => format!(
+            "* = significant: Benjamini–Hochberg at a {} false discovery rate over {} tests \
+             (the self and total share of {} functions)",
+            percent_text(f.criteria.fdr),
+            f.tests,
+            f.functions
+        ),
+        None => "not tested: significance is computed for CPU profiles only (a sample of this \
+                 type weighs what it stands for, and the merge does not keep how many samples \
+                 are behind a value)"
+            .to_owned(),
+    }
+}
+
+fn percent_text(fraction: f64) -> String {
+    let s = format!("{:.2}", fraction * 100.0);
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// The rankings: functions that grew, then those that shrank, `limit` of each (0 = all), with
+/// the call paths that carry the top increases.
+pub fn render(d: &FunctionDiff, limit: usize) -> String {
+    let take = if limit == 0 { usize::MAX } else { limit };
+    let header = [
+        "base self",
+        "head self",
+        "Δself pp",
+        "z self",
+        "base total",
+        "head total",
+        "Δtotal pp",
+        "z total",
+        "function",
+    ];
+    let rows = |list: &[FunctionChange]| -> Vec<[String; 9]> {
+        list.iter()
+            .take(take)
             .map(|c| {
                 [
                     pct(c.base_self),
                     pct(c.head_self),
                     pp(c.delta_self()),
-                    z_text(c.z_self),
+                    z_cell(c.test(Measure::SelfShare)),
                     pct(c.base_total),
                     pct(c.head_total),
                     pp(c.delta_total()),
+                    z_cell(c.test(Measure::TotalShare)),
                     c.name.clone(),
                 ]
             })
             .collect()
     };
-    let header = [
-        "base self",
-        "head self",
-        "Δself pp",
-        "z",
-        "base total",
-        "head total",
-        "Δtotal pp",
-        "function",
-    ];
     let mut out = String::new();
-    let grew = take(
-        &mut changes
-            .iter()
-            .filter(|c| c.delta_self() > 0.0 || (c.delta_self() == 0.0 && c.delta_total() > 0.0)),
-    );
     let _ = writeln!(
         out,
-        "Grew (share of own total; * = significant, |z| ≥ {SIGNIFICANT_Z}):"
+        "Grew (shares of each side's own total; {}):",
+        legend(d)
     );
-    out.push_str(&render_columns(&header, &grew));
-    let mut shrank_list: Vec<&Change> = changes.iter().filter(|c| c.delta_self() < 0.0).collect();
-    shrank_list.sort_by(|a, b| a.delta_self().total_cmp(&b.delta_self()));
-    let shrank = take(&mut shrank_list.into_iter());
+    out.push_str(&render_columns(&header, &rows(&d.grew)));
+    let carried: Vec<String> = d
+        .grew
+        .iter()
+        .take(take.min(PATH_ROWS))
+        .filter(|c| c.increase().is_some())
+        .filter_map(|c| {
+            let path = c.carrier.as_ref()?;
+            Some(format!(
+                "  {:>7} pp  {}",
+                pp(path.delta),
+                render_path(&path.path)
+            ))
+        })
+        .collect();
+    if !carried.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nWhere the top increases are carried (the function's call-tree node whose \
+             inclusive share grew most, callers to the right):"
+        );
+        for line in carried {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     let _ = writeln!(out, "\nShrank:");
-    out.push_str(&render_columns(&header, &shrank));
+    out.push_str(&render_columns(&header, &rows(&d.shrank)));
     out
 }
 
-pub fn render_groups(groups: &[GroupChange], key: &str, unit: &str) -> String {
-    let per_request = groups
+/// The closing line: the largest significant increase, or what the samples could have shown.
+pub fn render_headline(d: &FunctionDiff) -> String {
+    if let Some(c) = d.headline() {
+        let (measure, delta) = c.increase().unwrap_or((Measure::TotalShare, 0.0));
+        let other = match measure {
+            Measure::SelfShare => Measure::TotalShare,
+            Measure::TotalShare => Measure::SelfShare,
+        };
+        let z = c.test(measure).map_or(0.0, |t| t.z);
+        let mut line = format!(
+            "Largest significant increase: {} ({} {} pp, z = {:.1}; {} {} pp)",
+            c.name,
+            measure.name(),
+            pp(delta),
+            z,
+            other.name(),
+            pp(c.delta(other))
+        );
+        if let Some(path) = &c.carrier {
+            let _ = write!(line, "\n  via {}", render_path(&path.path));
+        }
+        return line;
+    }
+    let Some(f) = d.family else {
+        return "No significance tested (CPU profiles only): the changes above are shares, \
+                nothing more."
+            .to_owned();
+    };
+    let mut line = format!(
+        "No significant increase (at a {} false discovery rate over {} tests).",
+        percent_text(f.criteria.fdr),
+        f.tests
+    );
+    if let (Some(half), Some(tenth)) = (d.detectable(0.5), d.detectable(0.1)) {
+        let _ = write!(
+            line,
+            " Smallest change these {:.0} and {:.0} samples would have caught 4 times in 5: \
+             {:.2} pp for a function at 50% of the total, {:.2} pp at 10%.",
+            d.base_samples,
+            d.head_samples,
+            half * 100.0,
+            tenth * 100.0
+        );
+    }
+    line
+}
+
+/// How noisy the sides measured, under the tables: the z above are divided by √φ.
+pub fn render_dispersion(d: &Dispersion) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if d.estimated() {
+        parts.push(format!(
+            "shares varied {:.2} times as much as their sample counts explain between time \
+             slices of each side ({} and {} slices)",
+            d.between_slices, d.slices[0], d.slices[1]
+        ));
+    } else if d.slices != [0, 0] {
+        parts.push("too few samples or time slices per side to measure it".to_owned());
+    }
+    if let Some(w) = d.weights {
+        parts.push(format!(
+            "sample timestamps show each CPU signal counting {w:.2} times in variance (the \
+             timer intervals it stood for)"
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let scaled = if d.factor > 1.0 {
+        format!(
+            "every z is divided by √{:.2}, the larger, and read as Student's t with {} degrees \
+             of freedom",
+            d.factor,
+            if d.test_df().is_finite() {
+                format!("{:.0}", d.test_df())
+            } else {
+                "infinite".to_owned()
+            }
+        )
+    } else {
+        "z assume independent samples".to_owned()
+    };
+    Some(format!("\n(noise: {}; {scaled})", parts.join("; ")))
+}
+
+/// One failing function of `--fail-above`, for stderr.
+pub fn render_regression(r: &Regression<'_>, limit: f64) -> String {
+    let c = r.change;
+    let (base, head) = match r.measure {
+        Measure::SelfShare => (c.base_self, c.head_self),
+        Measure::TotalShare => (c.base_total, c.head_total),
+    };
+    let mut line = format!(
+        "{} grew from {:.2}% to {:.2}% of the total ({}, {} pp, more than {limit} pp by {:.1} \
+         standard errors)",
+        c.name,
+        base * 100.0,
+        head * 100.0,
+        r.measure.name(),
+        pp(r.delta),
+        r.beyond.z
+    );
+    if let Some(path) = &c.carrier {
+        let _ = write!(line, " via {}", render_path(&path.path));
+    }
+    line
+}
+
+/// A warning when the samples are too few for `--fail-above` to see a change of its size in
+/// a function at half the total (where a share is noisiest).
+fn blind_spot_warning(d: &FunctionDiff, limit: f64) -> Option<String> {
+    let mde = d.detectable(0.5)? * 100.0;
+    (mde > limit).then(|| {
+        format!(
+            "--fail-above {limit}: with {:.0} and {:.0} samples, a growth of {limit} pp in a \
+             function at 50% of the total is found less than 4 times in 5 (that takes \
+             {mde:.2} pp); profile longer or under more load (a CPU interval shorter than the \
+             kernel's tick, 4 ms at HZ=250, adds counts but no information)",
+            d.base_samples, d.head_samples
+        )
+    })
+}
+
+/// The per-group table (or why there is none) and its headline.
+fn render_group_section(groups: &GroupDiff, key: &str, base: &Merged, limit: usize) -> String {
+    let mut out = String::new();
+    let only_none = groups
+        .rows
         .iter()
-        .any(|g| g.base_requests.is_some() && g.head_requests.is_some());
-    let cells: Vec<[String; 6]> = groups
-        .iter()
+        .all(|g| g.name == otelprof_store::merge::NO_GROUP);
+    if only_none {
+        let _ = writeln!(out, "(no sample carries {key}: no table by {key})\n");
+        return out;
+    }
+    out.push_str(&render_groups(groups, key, &base.unit, limit));
+    if !groups.per_request && key == "span_name" {
+        out.push_str(
+            "(per-request columns need request counts: OTLP metrics http.server.request.duration in the store)\n",
+        );
+    }
+    if let Some(g) = groups.headline() {
+        let _ = writeln!(
+            out,
+            "Largest significant increase by {key}: {}",
+            render_group_change(g, &base.sample_type, &base.unit)
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// A group's change in words: `GET /cart (cpu per request +98.2%: 1.02ms → 2.02ms, z = 15.3)`.
+pub fn render_group_change(g: &GroupChange, sample_type: &str, unit: &str) -> String {
+    let z = g.test.map_or(0.0, |t| t.z);
+    match (g.basis, g.base_per_request(), g.head_per_request()) {
+        (Basis::PerRequest, Some(b), Some(h)) => format!(
+            "{} ({sample_type} per request {:+.1}%: {} → {}, z = {z:.1})",
+            g.name,
+            g.per_request_change().unwrap_or(0.0) * 100.0,
+            value(b, unit),
+            value(h, unit)
+        ),
+        _ => format!(
+            "{} (share {} pp: {} → {}, z = {z:.1})",
+            g.name,
+            pp(g.head_share - g.base_share),
+            pct(g.base_share),
+            pct(g.head_share)
+        ),
+    }
+}
+
+/// The table by `key`: shares, and per request when request counts exist; `limit` rows (0 =
+/// all).
+pub fn render_groups(groups: &GroupDiff, key: &str, unit: &str, limit: usize) -> String {
+    let take = if limit == 0 { usize::MAX } else { limit };
+    let rows = groups.rows.iter().take(take);
+    if !groups.per_request {
+        let cells: Vec<[String; 5]> = rows
+            .map(|g| {
+                [
+                    pct(g.base_share),
+                    pct(g.head_share),
+                    pp(g.head_share - g.base_share),
+                    z_cell(g.test.as_ref()),
+                    g.name.clone(),
+                ]
+            })
+            .collect();
+        return render_columns(&["base share", "head share", "Δ pp", "z", key], &cells);
+    }
+    let cells: Vec<[String; 7]> = rows
         .map(|g| {
-            let per = |v: f64, n: Option<f64>| match n {
-                Some(n) if n > 0.0 => Some(v / n),
-                _ => None,
-            };
-            let (bp, hp) = (
-                per(g.base_value, g.base_requests),
-                per(g.head_value, g.head_requests),
-            );
-            let change = match (bp, hp) {
-                (Some(b), Some(h)) if b > 0.0 => format!("{:+.1}%", (h / b - 1.0) * 100.0),
-                _ => "-".into(),
-            };
+            let change = g
+                .per_request_change()
+                .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0));
             [
                 pct(g.base_share),
                 pct(g.head_share),
                 pp(g.head_share - g.base_share),
-                bp.map_or("-".into(), |v| value(v, unit)),
-                hp.map_or("-".into(), |v| value(v, unit)),
-                if per_request {
-                    format!("{change:>8}  {}", g.name)
-                } else {
-                    g.name.clone()
-                },
+                g.base_per_request().map_or("-".into(), |v| value(v, unit)),
+                g.head_per_request().map_or("-".into(), |v| value(v, unit)),
+                z_cell(g.test.as_ref()),
+                format!("{change:>9}  {}", g.name),
             ]
         })
         .collect();
-    render_columns(
+    let mut out = render_columns(
         &[
             "base share",
             "head share",
             "Δ pp",
             "base/request",
             "head/request",
-            if per_request {
-                "Δ/request  endpoint"
-            } else {
-                key
-            },
+            "z",
+            "Δ/request  endpoint",
         ],
         &cells,
-    )
+    );
+    let _ = writeln!(
+        out,
+        "(z: of the value per request where both sides have request counts, else of the share)"
+    );
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use otelprof_store::merge::MergedStack;
+    use otelprof_store::select::ProfileType;
+
+    fn side(stacks: &[(&[u32], f64)]) -> Merged {
+        Merged {
+            sample_type: "cpu".into(),
+            unit: "nanoseconds".into(),
+            frames: vec![
+                "a.Main.run".into(),
+                "a.Web.handle".into(),
+                "a.Web.renderHtml".into(),
+                "a.Text.escape".into(),
+                "a.Search.score".into(),
+            ],
+            groups: vec![String::new()],
+            stacks: stacks
+                .iter()
+                .map(|(f, n)| MergedStack {
+                    group: 0,
+                    frames: f.to_vec(),
+                    value: *n * 1e7,
+                    count: *n,
+                })
+                .collect(),
+            ..Merged::default()
+        }
+    }
 
     #[test]
-    fn changes_render_in_percentage_points() {
-        let slow = Change {
-            name: "slow".into(),
-            base_self: 0.1,
-            head_self: 0.4,
-            base_total: 0.1,
-            head_total: 0.4,
-            z_self: 20.0,
-            z_total: 20.0,
+    fn the_regression_is_ranked_starred_and_carried() {
+        let base = side(&[(&[0, 1, 2, 3], 1000.0), (&[0, 1, 4], 3000.0)]);
+        let head = side(&[(&[0, 1, 2, 3], 3000.0), (&[0, 1, 4], 3000.0)]);
+        let d = diff::compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
+        let text = render(&d, 5);
+        let grew = text.split("Shrank:").next().unwrap();
+        // renderHtml and escape hold the same samples: one leads, both carry the path.
+        assert!(grew.contains("+25.00"), "{text}");
+        assert!(grew.contains(" *  "), "{text}");
+        assert!(
+            text.contains("Web.renderHtml ← Web.handle ← Main.run"),
+            "{text}"
+        );
+        assert!(text.contains("over 5 tests"), "{text}");
+        let line = render_headline(&d);
+        assert!(
+            line.starts_with("Largest significant increase: a.Text.escape (self +25.00 pp"),
+            "{line}"
+        );
+        assert!(line.contains("via Text.escape ← Web.renderHtml"), "{line}");
+        let failing = render_regression(&d.regressions(20.0)[0], 20.0);
+        assert!(
+            failing.contains(
+                "grew from 25.00% to 50.00% of the total (self, +25.00 pp, more than 20 pp by"
+            ),
+            "{failing}"
+        );
+    }
+
+    #[test]
+    fn no_change_says_what_could_have_been_seen() {
+        let base = side(&[(&[0, 1, 2, 3], 1000.0), (&[0, 1, 4], 1000.0)]);
+        let head = side(&[(&[0, 1, 2, 3], 1010.0), (&[0, 1, 4], 990.0)]);
+        let d = diff::compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
+        let line = render_headline(&d);
+        assert!(line.starts_with("No significant increase (at a 1% false discovery rate over 5 tests). Smallest change these 2000 and 2000 samples would have caught 4 times in 5: "), "{line}");
+        // (z of p = 0.01 / 5, two-sided, + z of 80% power) × sqrt(0.25 × 2 / 2000)
+        // = (3.09 + 0.84) × 0.0158 = 6.22 pp.
+        assert!(line.contains(": 6.22 pp for a function at 50%"), "{line}");
+        assert!(blind_spot_warning(&d, 5.0).is_some());
+        assert!(blind_spot_warning(&d, 10.0).is_none());
+    }
+
+    #[test]
+    fn the_noise_line_says_where_its_factor_comes_from() {
+        let d = Dispersion {
+            factor: 4.0,
+            between_slices: 2.5,
+            df: 40.0,
+            slices: [10, 8],
+            weights: Some(4.0),
         };
-        let text = render(&[slow], 5);
-        assert!(text.contains("+30.00"), "{text}");
-        assert!(text.contains("+20.0 *"), "{text}");
+        let line = render_dispersion(&d).unwrap();
+        assert!(line.contains("varied 2.50 times"), "{line}");
+        assert!(line.contains("counting 4.00 times in variance"), "{line}");
+        assert!(line.contains("divided by √4.00, the larger"), "{line}");
+        assert!(line.contains("t with 16 degrees of freedom"), "{line}");
+        assert!(render_dispersion(&Dispersion::binomial()).is_none());
+    }
+
+    #[test]
+    fn paths_are_short_and_bounded() {
+        assert_eq!(short("org.apache.Foo$Bar.run"), "Foo$Bar.run");
+        assert_eq!(short("main"), "main");
+        assert_eq!(short("Foo.run"), "Foo.run");
+        assert_eq!(short("libc.so.6 [native]"), "libc.so.6 [native]");
+        let long: Vec<String> = (0..20).map(|i| format!("p.C.m{i}")).collect();
+        let text = render_path(&long);
+        assert!(
+            text.starts_with("C.m0 ← C.m1") && text.ends_with("C.m4 ← …"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sides_take_terms_and_time_ranges() {
+        use clap::Parser as _;
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["otelprof", "diff"];
+            argv.extend_from_slice(extra);
+            argv.push("store");
+            let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+            let crate::cli::Cmd::Diff(args) = cli.command else {
+                unreachable!()
+            };
+            sides(&args, 100_000_000_000_000)
+        };
+        let (b, h) = parse(&[
+            "--base-from",
+            "now-25h",
+            "--base-to",
+            "now-24h",
+            "--head-from",
+            "now-1h",
+        ])
+        .unwrap();
+        let hour = 3_600_000_000_000;
+        assert_eq!(
+            (b.from, b.to),
+            (
+                Some(100_000_000_000_000 - 25 * hour),
+                Some(100_000_000_000_000 - 24 * hour)
+            )
+        );
+        assert_eq!((h.from, h.to), (Some(100_000_000_000_000 - hour), None));
+        assert!(overlap_warning(&b, &h).is_none());
+        let (b, h) = parse(&[
+            "--base",
+            "service.version=1",
+            "--head",
+            "service.version=2",
+            "--from",
+            "now-1h",
+        ])
+        .unwrap();
+        assert_eq!(b.conditions.len(), 1);
+        assert_eq!(b.from, h.from);
+        assert!(parse(&[]).is_err(), "nothing to compare");
+        assert!(parse(&["--base-from", "now-1h", "--base-to", "now-2h"]).is_err());
+        assert!(parse(&["--head-from", "yesterday"]).is_err());
+        let (b, h) = parse(&["--base-from", "now-2h", "--head-from", "now-1h"]).unwrap();
+        assert!(overlap_warning(&b, &h).is_some(), "the base runs on to now");
     }
 }

@@ -1,0 +1,278 @@
+//! How much more than binomial the shares of a side vary, measured on the side itself: the
+//! quasi-binomial dispersion factor φ, estimated from the side cut into time slices
+//! ([`crate::query::slices`]). Var(share) = φ·p(1−p)/n; every z of the diff is divided by √φ.
+//!
+//! Why measure it: the counts a CPU profile carries are not independent observations. A
+//! sample counts the timer intervals it stands for, and the kernel checks CPU timers on its
+//! tick (4 ms at HZ=250), so at `cpu=1ms` one signal counts about 4; phases longer than the
+//! interval make neighbouring samples alike; JIT compilation and load drift within a run. Each
+//! inflates the variance by a factor the binomial model cannot know, and each shows as shares
+//! that vary between slices of one side more than their counts allow.
+//!
+//! When sample timestamps tell a side's signals apart ([`crate::query::slices::Weights`]), the
+//! inflation that counting a signal `w` times causes is known outright, Σw²/Σw, and φ is never
+//! taken below it: the slices' estimate, from a few slices, can fall below the truth by
+//! chance, the weights' cannot.
+//!
+//! The estimate is Pearson's: for every share (a function's self or total) with on average at
+//! least [`MIN_EXPECTED`] expected samples in and out of it per slice, X² = Σ (c_k − n_k·p̂)² /
+//! (n_k·p̂·(1−p̂)) over the slices k, with K − 1 degrees of freedom; φ = ΣX² / Σdf over both
+//! sides, and never below 1. It is pooled over functions because one function's X² alone,
+//! over ten slices, is too noisy to use; a function that truly drifts within a side raises
+//! everyone's φ, which errs on the side of fewer alarms. Differences between the two sides'
+//! processes that stay constant over time (one process's JIT placing a loop less well) are not
+//! in it: slices only see variation within a side.
+
+use std::collections::HashMap;
+
+use crate::merge::Merged;
+use crate::query::slices::Weights;
+use crate::query::top::frame_totals;
+
+/// Expected samples a share needs per slice on average, in and out of it, to count in the
+/// estimate.
+pub const MIN_EXPECTED: f64 = 5.0;
+
+/// The dispersion factor and what it was estimated from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dispersion {
+    /// φ ≥ 1, the larger of the slices' estimate and the weights' floor; 1 when neither.
+    pub factor: f64,
+    /// The slices' estimate alone (1 when not estimated).
+    pub between_slices: f64,
+    /// Degrees of freedom behind it (0: not estimated).
+    pub df: f64,
+    /// Non-empty slices on each side.
+    pub slices: [usize; 2],
+    /// Σw²/Σw over both sides' timestamped signals, when there were any: the floor of
+    /// `factor`.
+    pub weights: Option<f64>,
+}
+
+impl Dispersion {
+    /// The binomial model as it is: φ = 1.
+    pub fn binomial() -> Dispersion {
+        Dispersion {
+            factor: 1.0,
+            between_slices: 1.0,
+            df: 0.0,
+            slices: [0, 0],
+            weights: None,
+        }
+    }
+
+    pub fn estimated(&self) -> bool {
+        self.df > 0.0
+    }
+
+    /// Degrees of freedom to read a z scaled by this factor with (as Student's t). The
+    /// estimate pools many shares, but they are far from independent (one side's self shares
+    /// sum to 1, totals nest), so its effective degrees of freedom are nearer those of one
+    /// share across the slices than their sum: (K_base − 1) + (K_head − 1), the cautious
+    /// choice. Infinite (the normal) when nothing was estimated.
+    pub fn test_df(&self) -> f64 {
+        if !self.estimated() {
+            return f64::INFINITY;
+        }
+        self.slices
+            .iter()
+            .filter(|&&k| k >= 2)
+            .map(|&k| (k - 1) as f64)
+            .sum()
+    }
+}
+
+/// Per function: counts per slice, self and total.
+#[derive(Default)]
+struct Counts {
+    self_counts: Vec<f64>,
+    total_counts: Vec<f64>,
+}
+
+/// Estimates φ from each side's slices (merges of one side's time slices), never below what
+/// the signals' counts (`weights`, per side) imply.
+pub fn estimate(sides: &[&[Merged]], weights: &[Weights]) -> Dispersion {
+    let mut all = Weights::default();
+    for w in weights {
+        all.intervals += w.intervals;
+        all.squares += w.squares;
+        all.signals += w.signals;
+    }
+    let floor = all.inflation();
+    let d = from_slices(sides);
+    Dispersion {
+        factor: d.factor.max(floor.unwrap_or(1.0)),
+        weights: floor,
+        ..d
+    }
+}
+
+/// φ from the slices alone.
+fn from_slices(sides: &[&[Merged]]) -> Dispersion {
+    let (mut x2, mut df) = (0.0, 0.0);
+    let mut slices = [0usize; 2];
+    for (side, merges) in sides.iter().enumerate() {
+        let merges: Vec<&Merged> = merges.iter().filter(|m| m.total_count() > 0.0).collect();
+        if let Some(s) = slices.get_mut(side) {
+            *s = merges.len();
+        }
+        if merges.len() < 2 {
+            continue;
+        }
+        let k = merges.len();
+        let mut n = vec![0.0; k];
+        let mut by_name: HashMap<&str, Counts> = HashMap::new();
+        for (slice, m) in merges.iter().enumerate() {
+            let t = frame_totals(m, None);
+            if let Some(x) = n.get_mut(slice) {
+                *x = t.count;
+            }
+            for (i, name) in m.frames.iter().enumerate() {
+                let c = by_name.entry(name).or_insert_with(|| Counts {
+                    self_counts: vec![0.0; k],
+                    total_counts: vec![0.0; k],
+                });
+                if let (Some(s), Some(v)) = (c.self_counts.get_mut(slice), t.self_count.get(i)) {
+                    *s += v;
+                }
+                if let (Some(s), Some(v)) = (c.total_counts.get_mut(slice), t.total_count.get(i)) {
+                    *s += v;
+                }
+            }
+        }
+        for c in by_name.values() {
+            let mut shares = vec![&c.self_counts];
+            // A function whose self and total are the same samples is one share, not two.
+            if c.total_counts != c.self_counts {
+                shares.push(&c.total_counts);
+            }
+            for counts in shares {
+                if let Some(x) = pearson(counts, &n) {
+                    x2 += x;
+                    df += (k - 1) as f64;
+                }
+            }
+        }
+    }
+    if df <= 0.0 {
+        return Dispersion {
+            slices,
+            ..Dispersion::binomial()
+        };
+    }
+    let factor = (x2 / df).max(1.0);
+    Dispersion {
+        factor,
+        between_slices: factor,
+        df,
+        slices,
+        weights: None,
+    }
+}
+
+/// Pearson's X² of counts `c` out of `n` per slice against one common share, when the
+/// slices expect enough samples in and out of it on average.
+fn pearson(c: &[f64], n: &[f64]) -> Option<f64> {
+    let (sc, sn): (f64, f64) = (c.iter().sum(), n.iter().sum());
+    if sn <= 0.0 || n.is_empty() {
+        return None;
+    }
+    let p = sc / sn;
+    let per_slice = sn / n.len() as f64;
+    if per_slice * p < MIN_EXPECTED || per_slice * (1.0 - p) < MIN_EXPECTED {
+        return None;
+    }
+    Some(
+        c.iter()
+            .zip(n)
+            .map(|(&ck, &nk)| (ck - nk * p).powi(2) / (nk * p * (1.0 - p)))
+            .sum(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merge::MergedStack;
+
+    /// A slice with `a` samples in function a, `b` in b (each under main).
+    fn slice(a: f64, b: f64, weight: f64) -> Merged {
+        Merged {
+            frames: vec!["main".into(), "a".into(), "b".into()],
+            groups: vec![String::new()],
+            stacks: vec![
+                MergedStack {
+                    group: 0,
+                    frames: vec![0, 1],
+                    value: a * weight,
+                    count: a * weight,
+                },
+                MergedStack {
+                    group: 0,
+                    frames: vec![0, 2],
+                    value: b * weight,
+                    count: b * weight,
+                },
+            ],
+            ..Merged::default()
+        }
+    }
+
+    /// Binomial draws by a small deterministic generator (an LCG: enough for a test).
+    fn draws(seed: u64, slices: usize, n: usize, p: f64, weight: f64) -> Vec<Merged> {
+        let mut state = seed;
+        (0..slices)
+            .map(|_| {
+                let mut a = 0.0;
+                for _ in 0..n {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    if ((state >> 11) as f64 / (1u64 << 53) as f64) < p {
+                        a += 1.0;
+                    }
+                }
+                slice(a, n as f64 - a, weight)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn binomial_samples_measure_about_one() {
+        let (base, head) = (draws(1, 10, 1000, 0.3, 1.0), draws(2, 10, 1000, 0.3, 1.0));
+        let d = estimate(&[&base, &head], &[]);
+        assert!(d.estimated() && d.slices == [10, 10]);
+        assert_eq!(d.test_df(), 18.0);
+        // a and b are one share seen twice (b = 1 − a): 4 × 9 degrees of freedom.
+        assert_eq!(d.df, 36.0);
+        assert!(d.factor < 1.8, "{d:?}");
+    }
+
+    #[test]
+    fn samples_that_count_four_intervals_measure_about_four() {
+        // Each signal counted 4 times, as cpu=1ms on a 4 ms kernel tick does.
+        let (base, head) = (draws(3, 10, 1000, 0.3, 4.0), draws(4, 10, 1000, 0.3, 4.0));
+        let d = estimate(&[&base, &head], &[]);
+        assert!(d.factor > 2.5 && d.factor < 6.0, "{d:?}");
+        // Had timestamps said each signal counted 4, φ would not go below 4.
+        let four = Weights {
+            intervals: 4000.0,
+            squares: 16000.0,
+            signals: 1000.0,
+        };
+        let d = estimate(&[&base, &head], &[four, four]);
+        assert!(d.factor >= 4.0 && d.weights == Some(4.0), "{d:?}");
+    }
+
+    #[test]
+    fn too_little_to_measure_is_binomial() {
+        let one = [slice(10.0, 10.0, 1.0)];
+        let d = estimate(&[&one, &one], &[]);
+        assert!(!d.estimated());
+        assert_eq!(d.factor, 1.0);
+        assert_eq!(d.test_df(), f64::INFINITY);
+        // Two slices but a share too rare to expect 5 samples per slice.
+        let rare = [slice(1.0, 100.0, 1.0), slice(0.0, 100.0, 1.0)];
+        assert!(!estimate(&[&rare], &[]).estimated());
+    }
+}
