@@ -48,7 +48,7 @@ mod encode;
 pub mod reference;
 mod wire;
 
-pub use decode::{check_request, decode, Checked, DecodeError, Limits};
+pub use decode::{check_request, decode, Checked, DecodeError, ErrorLayer, Limits};
 pub(crate) use encode::resource_to_pb;
 pub use encode::{encode, encode_to_vec, EncodeError};
 

@@ -78,6 +78,41 @@ pub enum DecodeError {
     },
 }
 
+/// Which rules an input broke, as [`DecodeError::layer`] tells: the protobuf encoding, which
+/// any protobuf parser (the official one included) rejects, or OTLP's rules for valid protobuf,
+/// which only an OTLP reader checks. `tests/tests/hostile_conformance` holds the decoder to
+/// the official parser with this split: whatever that parser accepts, [`check_request`] accepts
+/// or rejects at the [`Otlp`](ErrorLayer::Otlp) layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorLayer {
+    /// Not the protobuf encoding of the profiles messages (wire format, UTF-8 in a `string`
+    /// field, nesting depth), or not gzip.
+    Encoding,
+    /// Valid protobuf that breaks a rule of OTLP profiles (an index out of range, an id of the
+    /// wrong length, …) or one of the [`Limits`].
+    Otlp,
+}
+
+impl DecodeError {
+    /// Whether the input failed as protobuf or as OTLP (see [`ErrorLayer`]).
+    pub fn layer(&self) -> ErrorLayer {
+        match self {
+            DecodeError::Wire(_)
+            | DecodeError::Protobuf(_)
+            | DecodeError::Utf8
+            | DecodeError::Inflate(_) => ErrorLayer::Encoding,
+            DecodeError::NoDictionary
+            | DecodeError::FirstStringNotEmpty(_)
+            | DecodeError::OutOfRange { .. }
+            | DecodeError::BadIdLength { .. }
+            | DecodeError::BadProfileId(_)
+            | DecodeError::ValueCountMismatch { .. }
+            | DecodeError::NoSampleType
+            | DecodeError::OverLimit { .. } => ErrorLayer::Otlp,
+        }
+    }
+}
+
 /// How much one request may hold once decoded. The receiver rejects a request over any of them
 /// (HTTP 400, gRPC INVALID_ARGUMENT, naming the limit) and the readers hold stored files to the
 /// same, so whatever was accepted can be read. With stacks and the dictionary shared (see
