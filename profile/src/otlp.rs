@@ -46,6 +46,7 @@ mod decode;
 mod encode;
 #[cfg(any(test, feature = "reference-decoder"))]
 pub mod reference;
+mod schema;
 mod wire;
 
 pub use decode::{check_request, decode, Checked, DecodeError, ErrorLayer, Limits};
