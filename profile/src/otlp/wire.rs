@@ -63,14 +63,15 @@ impl<'a> Wire<'a> {
                 }
             }
         }
-        self.varint_long(10, "a varint longer than 10 bytes")
+        self.varint_long::<10>("a varint longer than 10 bytes")
     }
 
-    /// A varint of at most `max_bytes` bytes (10 for values, 5 for tags and lengths).
+    /// A varint of at most `MAX_BYTES` bytes (10 for values, 5 for tags and lengths); a
+    /// constant, so that the loop unrolls as it did before tags and lengths had their own limit.
     #[inline(never)]
-    fn varint_long(&mut self, max_bytes: u32, too_long: &'static str) -> Result<u64> {
+    fn varint_long<const MAX_BYTES: u32>(&mut self, too_long: &'static str) -> Result<u64> {
         let mut v: u64 = 0;
-        for shift in (0..7 * max_bytes).step_by(7) {
+        for shift in (0..7 * MAX_BYTES).step_by(7) {
             let b = *self
                 .buf
                 .get(self.pos)
@@ -99,7 +100,7 @@ impl<'a> Wire<'a> {
                 }
             }
         }
-        self.varint_long(5, too_long)
+        self.varint_long::<5>(too_long)
     }
 
     /// The next field's number and wire type, `None` at the end. Field number 0 and wire types
