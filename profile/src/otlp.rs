@@ -46,9 +46,10 @@ mod decode;
 mod encode;
 #[cfg(any(test, feature = "reference-decoder"))]
 pub mod reference;
+mod schema;
 mod wire;
 
-pub use decode::{check_request, decode, Checked, DecodeError, Limits};
+pub use decode::{check_request, decode, Checked, DecodeError, ErrorLayer, Limits};
 pub(crate) use encode::resource_to_pb;
 pub use encode::{encode, encode_to_vec, EncodeError};
 
