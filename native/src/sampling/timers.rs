@@ -94,8 +94,9 @@ fn first_expiration(interval: Duration, fraction: f64) -> Duration {
 }
 
 /// A number drawn uniformly from [0, 1): SplitMix64 over a shared counter, seeded from the
-/// monotonic clock. Not for cryptography; only to place timer phases without bias.
-fn random_fraction() -> f64 {
+/// monotonic clock. Not for cryptography; only to place timer phases and round credits
+/// without bias.
+pub(crate) fn random_fraction() -> f64 {
     static STATE: AtomicU64 = AtomicU64::new(0);
     if STATE.load(Ordering::Relaxed) == 0 {
         let seed = crate::sampling::os::monotonic_ns() | 1;
@@ -109,6 +110,17 @@ fn random_fraction() -> f64 {
     z ^= z >> 31;
     // The top 53 bits, as a double in [0, 1).
     (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Whole intervals standing for `cpu` (CPU a thread used before its timer started): the
+/// whole intervals in it, plus one with the probability of the remainder's fraction of an
+/// interval (`draw` uniform in [0, 1), e.g. [`random_fraction`]). Like the timers' own
+/// samples, its expectation is exactly `cpu / interval`.
+pub(crate) fn whole_intervals(cpu: Duration, interval: Duration, draw: f64) -> u64 {
+    let interval = interval.as_nanos().max(1);
+    let (whole, rest) = (cpu.as_nanos() / interval, cpu.as_nanos() % interval);
+    let extra = draw < rest as f64 / interval as f64;
+    u64::try_from(whole + u128::from(extra)).unwrap_or(u64::MAX)
 }
 
 /// The process-wide profiling interval timer.
@@ -249,6 +261,23 @@ mod tests {
         );
         assert_eq!(WRONG_THREAD.load(Ordering::Relaxed), 0);
         assert!(ThreadCpuTimer::delete(u32::MAX as u64).is_err());
+    }
+
+    #[test]
+    fn credits_are_whole_intervals_with_the_right_expectation() {
+        let ms = Duration::from_millis;
+        assert_eq!(whole_intervals(ms(0), ms(10), 0.0), 0);
+        assert_eq!(whole_intervals(ms(20), ms(10), 0.0), 2);
+        assert_eq!(whole_intervals(ms(24), ms(10), 0.39), 3);
+        assert_eq!(whole_intervals(ms(24), ms(10), 0.41), 2);
+        assert_eq!(whole_intervals(ms(7), Duration::ZERO, 0.5), 7_000_000);
+        // 3 ms of a 10 ms interval: one interval three times in ten, on average.
+        let n = 100_000;
+        let total: u64 = (0..n)
+            .map(|_| whole_intervals(ms(3), ms(10), random_fraction()))
+            .sum();
+        let mean = total as f64 / n as f64;
+        assert!((mean - 0.3).abs() < 0.01, "{mean}");
     }
 
     #[test]
