@@ -26,6 +26,7 @@ use crate::sampling::os;
 use crate::sampling::sample_buffer::Record;
 use crate::sampling::signal_handler::{self, Sampler, NOT_A_JAVA_THREAD};
 use crate::sampling::thread_registry;
+use crate::sampling::thread_roles::ThreadRole;
 use crate::stats::{self, COUNTERS};
 use crate::sys::ticks;
 
@@ -157,6 +158,8 @@ struct Lane {
     /// (jmethodID, bci) -> location, valid for this builder only.
     frames: HashMap<(usize, i32), LocationId>,
     pseudo: HashMap<i32, LocationId>,
+    /// The frame of each role of the threads that are not walked (`[GC]`, `[VM]`, …).
+    roles: HashMap<u8, LocationId>,
     /// Interned class name id -> leaf location (allocated class, monitor class).
     leaves: HashMap<u32, LocationId>,
     thread_labels: HashMap<u64, [Label; 3]>,
@@ -237,6 +240,7 @@ impl Lane {
             builder: new_builder(kind, period_value),
             frames: HashMap::new(),
             pseudo: HashMap::new(),
+            roles: HashMap::new(),
             leaves: HashMap::new(),
             thread_labels: HashMap::new(),
             samples: HashMap::new(),
@@ -250,6 +254,17 @@ impl Lane {
         let f = self.builder.function(pseudo_frame_name(code), "", 0);
         let l = self.builder.location(f, 0, FrameKind::Pseudo);
         self.pseudo.insert(code, l);
+        l
+    }
+
+    /// The frame of a thread that is not walked: its role, as native code of the JVM.
+    fn role_location(&mut self, role: ThreadRole, name: &str) -> LocationId {
+        if let Some(&l) = self.roles.get(&(role as u8)) {
+            return l;
+        }
+        let f = self.builder.function(name, "", 0);
+        let l = self.builder.location(f, 0, FrameKind::Native);
+        self.roles.insert(role as u8, l);
         l
     }
 
@@ -309,13 +324,15 @@ impl Lane {
                 .unwrap_or_else(|p| p.into_inner());
             match names.get_mut(serial) {
                 Some(info) => {
-                    // Read the name now: threads are often renamed after they start.
+                    // Read the name now: threads are often renamed after they start. A null
+                    // reference (a thread the scan found) would name the calling thread.
                     // SAFETY: `jni` is this (attached) thread's JNIEnv; `info.thread` is a
                     // global reference that lives until the entry is evicted, under this lock.
-                    if let Ok(current) = unsafe { jvmti.thread_name(jni, info.thread) } {
-                        if !current.is_empty() {
-                            info.name = current;
-                        }
+                    let current = (!info.thread.is_null())
+                        .then(|| unsafe { jvmti.thread_name(jni, info.thread) }.ok())
+                        .flatten();
+                    if let Some(current) = current.filter(|c| !c.is_empty()) {
+                        info.name = current;
                     }
                     info.name.clone()
                 }
@@ -346,7 +363,10 @@ impl Lane {
         if h.class_id != 0 {
             stack.push(self.class_location(h.class_id));
         }
-        if h.num_frames <= 0 {
+        let role = ThreadRole::from_u8(h.role);
+        if let (NOT_A_JAVA_THREAD, Some(name)) = (h.num_frames, role.frame_name()) {
+            stack.push(self.role_location(role, name));
+        } else if h.num_frames <= 0 {
             stats::walk_failed(h.num_frames);
             stack.push(self.pseudo_location(h.num_frames));
         } else {
@@ -435,6 +455,7 @@ impl Lane {
         builder.add_comment(&format!("otelprof agent: {}", stats::summary()));
         self.frames.clear();
         self.pseudo.clear();
+        self.roles.clear();
         self.leaves.clear();
         self.thread_labels.clear();
         builder.build(started_unix, (now_unix - started_unix).max(0))

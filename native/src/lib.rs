@@ -22,7 +22,11 @@
 //! thread that burned the CPU; the handler (`sampling::signal_handler`) finds the thread in
 //! `sampling::thread_table`, walks its stack with AsyncGetCallTrace (`jvm::agct`) and
 //! appends the frames to `sampling::sample_buffer`; the `aggregator` thread names the frames
-//! (`jvm::symbols`) and writes a profile every period.
+//! (`jvm::symbols`) and writes a profile every period. The threads JVMTI does not announce
+//! (garbage collector, JIT compilers, VM thread, native libraries) are found in
+//! `/proc/self/task` by `sampling::thread_scan`, get timers too, and are recorded under one
+//! frame naming their role (`[GC]`, `[JIT compiler]`, `[VM]`: `sampling::thread_roles`), so
+//! the CPU profile adds up to the process's CPU time.
 //!
 //! The other profile types take the same road from different starts: the wall-clock thread
 //! (`engines::wall`) signals threads in turn whatever they are doing; JVMTI callbacks record

@@ -76,6 +76,22 @@ pub(crate) struct Counters {
     pub(crate) table_full: AtomicU64,
     pub(crate) profiles_written: AtomicU64,
     pub(crate) write_errors: AtomicU64,
+    /// CPU sample weight (intervals) of the threads that are not walked, by role
+    /// (`crate::sampling::thread_roles`): GC, JIT compilers, the VM's own threads, the
+    /// agent's threads, and any other native thread. Credits at discovery included.
+    pub(crate) samples_gc: AtomicU64,
+    pub(crate) samples_jit: AtomicU64,
+    pub(crate) samples_vm: AtomicU64,
+    pub(crate) samples_otelprof: AtomicU64,
+    pub(crate) samples_native_other: AtomicU64,
+    /// Threads without JVMTI ThreadStart found in `/proc/self/task`, and found gone.
+    pub(crate) native_threads_found: AtomicU64,
+    pub(crate) native_threads_ended: AtomicU64,
+    /// CPU intervals such threads had used before they were found (credited then).
+    pub(crate) native_cpu_credited: AtomicU64,
+    /// Scans of `/proc/self/task`, and the CPU time they took in all (µs).
+    pub(crate) thread_scans: AtomicU64,
+    pub(crate) thread_scan_cpu_us: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -115,6 +131,16 @@ pub(crate) static COUNTERS: Counters = Counters {
     table_full: ZERO,
     profiles_written: ZERO,
     write_errors: ZERO,
+    samples_gc: ZERO,
+    samples_jit: ZERO,
+    samples_vm: ZERO,
+    samples_otelprof: ZERO,
+    samples_native_other: ZERO,
+    native_threads_found: ZERO,
+    native_threads_ended: ZERO,
+    native_cpu_credited: ZERO,
+    thread_scans: ZERO,
+    thread_scan_cpu_us: ZERO,
 };
 
 /// Adds one. Signal safety: a relaxed atomic add.
@@ -147,7 +173,9 @@ pub(crate) fn summary() -> String {
          timer_errors={} table_full={} profiles_written={} write_errors={} \
          wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_thread_gone={} wall_empty={} \
          alloc_samples={} alloc_interval_changes={} alloc_interval_max={} lock_samples={} lock_short={} \
-         lock_untimed={} stack_trace_failed={}",
+         lock_untimed={} stack_trace_failed={} \
+         samples_gc={} samples_jit={} samples_vm={} samples_otelprof={} samples_native_other={} \
+         native_threads_found={} native_threads_ended={} native_cpu_credited={} thread_scans={} thread_scan_cpu_us={}",
         get(&c.samples),
         get(&c.weight),
         failed,
@@ -180,5 +208,15 @@ pub(crate) fn summary() -> String {
         get(&c.lock_short),
         get(&c.lock_untimed),
         get(&c.stack_trace_failed),
+        get(&c.samples_gc),
+        get(&c.samples_jit),
+        get(&c.samples_vm),
+        get(&c.samples_otelprof),
+        get(&c.samples_native_other),
+        get(&c.native_threads_found),
+        get(&c.native_threads_ended),
+        get(&c.native_cpu_credited),
+        get(&c.thread_scans),
+        get(&c.thread_scan_cpu_us),
     )
 }

@@ -271,6 +271,7 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         sampler,
         aggregator: Mutex::new(None),
         wall: Mutex::new(None),
+        scan: Mutex::new(None),
         started: AtomicBool::new(false),
     };
     let env = agent.jvmti;

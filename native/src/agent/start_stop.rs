@@ -19,6 +19,7 @@ use crate::options::{Clock, Options};
 use crate::otlp_export::{self, ExportEnv};
 use crate::sampling::signal_handler::{self, Sampler};
 use crate::sampling::thread_registry::{self, Registration};
+use crate::sampling::thread_scan::{self, ThreadScan};
 use crate::sampling::timers::ProcessItimer;
 use crate::stats;
 use crate::sys::event;
@@ -41,6 +42,8 @@ pub(super) struct Agent {
     pub(super) sampler: &'static Sampler,
     pub(super) aggregator: Mutex<Option<Aggregator>>,
     pub(super) wall: Mutex<Option<WallClock>>,
+    /// The scan that puts the threads JVMTI does not announce (GC, JIT, VM) in the CPU profile.
+    pub(super) scan: Mutex<Option<ThreadScan>>,
     /// Set by the first `start`: under `-javaagent` the shim starts the agent from premain,
     /// which libinstrument runs inside its own VMInit callback, so our VMInit may follow.
     pub(super) started: AtomicBool,
@@ -72,6 +75,7 @@ impl Agent {
         unsafe {
             thread_registry::on_thread_start(&self.jvmti, jni, main_thread, self.registration())
         };
+        thread_registry::credit_cpu_before_start(self.registration());
         // SAFETY: `jni` is this (VMInit or shim) thread's JNIEnv, in the live phase.
         let resource = unsafe { otlp_export::build_resource(jni, &self.export_env, &self.options) };
         // Out-of-process readers (the OpenTelemetry eBPF profiler) learn who we are and how to
@@ -124,7 +128,22 @@ impl Agent {
                     }
                 },
             };
-            what.push(format!("CPU every {interval:?} ({engine})"));
+            let scan = ThreadScan::start(thread_scan::Config {
+                sampler: self.sampler,
+                timer_interval: self.registration().cpu_timer,
+                signo: libc::SIGPROF,
+            });
+            let threads = match scan {
+                Ok(s) => {
+                    *self.scan.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+                    "all threads"
+                }
+                Err(e) => {
+                    log_warn!("cannot start the thread scan: {e}; only Java threads are profiled");
+                    "Java threads"
+                }
+            };
+            what.push(format!("CPU every {interval:?} ({engine}, {threads})"));
         }
         if let Some(interval) = self.options.wall_interval {
             let started = WallClock::start(wall::Config {
@@ -228,7 +247,14 @@ impl Agent {
         if !signal_handler::is_active() && self.aggregator.lock().map_or(true, |a| a.is_none()) {
             return;
         }
-        // The wall thread first: it sends signals and reads thread states, and must be gone
+        // The thread scan first: it creates timers, which must all be gone at the end.
+        let scan = self.scan.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(s) = scan {
+            if !s.stop(Duration::from_secs(1)) {
+                log_warn!("the thread scan did not stop within 1s; continuing shutdown");
+            }
+        }
+        // The wall thread next: it sends signals and reads thread states, and must be gone
         // (or given up on) before threads and the JVM go away. Bounded: exit never hangs.
         let wall = self.wall.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(w) = wall {

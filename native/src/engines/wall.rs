@@ -74,6 +74,7 @@ use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::sample_buffer::{RecordHeader, WriteError};
 use crate::sampling::signal_handler::{self, Sampler};
 use crate::sampling::thread_registry;
+use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::ThreadSlot;
 use crate::sampling::wall_signal::{self, WallSignal};
 use crate::stats::{self, COUNTERS};
@@ -249,7 +250,9 @@ impl Rotation {
             let (planned, random) = (&mut self.planned, &mut self.random);
             self.cursor = thread_registry::TABLE.scan_from(self.cursor, |slot| {
                 let (tid, serial) = (slot.tid(), slot.serial());
-                if thread_registry::is_own_tid(tid) {
+                // Java threads only: the GC, JIT and VM threads in the table are there for
+                // the CPU profile.
+                if thread_registry::is_own_tid(tid) || slot.role() != ThreadRole::Java {
                     return true;
                 }
                 visits += 1;

@@ -1,6 +1,10 @@
 //! Taking samples: the SIGPROF handler and everything it reaches.
 //!
 //! - [`timers`]: the per-thread CPU timers (and `setitimer`) that send SIGPROF: the CPU engine;
+//! - [`thread_scan`]: the thread that keeps [`native_threads`] up to date: every thread JVMTI
+//!   does not announce (GC, JIT compilers, the VM thread, native libraries) found in
+//!   [`process_threads`] (`/proc/self/task`), registered with its [`thread_roles`] role and a
+//!   CPU timer, so that the CPU profile covers the whole process;
 //! - [`signal_handler`]: the handler (AsyncGetCallTrace, the span context, the buffer), with
 //!   [`caller_walk`] for walks that fail at the top frame and [`wall_signal`] for the signals
 //!   of the wall-clock thread;
@@ -16,10 +20,14 @@
 
 pub(crate) mod caller_walk;
 pub(crate) mod event_sample;
+pub(crate) mod native_threads;
 pub(crate) mod os;
+pub(crate) mod process_threads;
 pub(crate) mod sample_buffer;
 pub(crate) mod signal_handler;
 pub(crate) mod thread_registry;
+pub(crate) mod thread_roles;
+pub(crate) mod thread_scan;
 pub(crate) mod thread_table;
 pub(crate) mod timers;
 pub(crate) mod virtual_threads;

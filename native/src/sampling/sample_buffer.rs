@@ -45,8 +45,12 @@ pub(crate) struct RecordHeader {
     pub(crate) kind: u8,
     /// A [`crate::kinds::ThreadState`] (wall samples).
     pub(crate) state: u8,
+    /// A [`crate::sampling::thread_roles::ThreadRole`]: 0 (Java) for walked stacks, the
+    /// role of a thread that is not walked otherwise (`num_frames` is then
+    /// [`crate::sampling::signal_handler::NOT_A_JAVA_THREAD`]).
+    pub(crate) role: u8,
     /// Zero (explicit padding, so every byte of a record is initialised).
-    pub(crate) reserved: u16,
+    pub(crate) reserved: u8,
     /// Interned class name of the leaf frame ([`crate::jvm::class_names`]): the allocated class,
     /// or the class of the contended monitor. 0 for none.
     pub(crate) class_id: u32,

@@ -12,7 +12,10 @@
 //! - reads of the kernel's siginfo ([`WallSignal::decode`]: shifts and masks), and for wall
 //!   signals an atomic swap and store in the thread's slot
 //!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
-//! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler);
+//! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler), on
+//!   Java threads only: a thread registered without a JNIEnv (a GC, JIT compiler or VM
+//!   thread, found by [`crate::sampling::native_threads`]) is recorded under its role's frame
+//!   ([`Sampler::record_unwalked`]), never walked;
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
 //! - volatile loads of the thread's span context record ([`crate::context::reader::read`]),
 //!   memory that is never freed;
@@ -30,13 +33,16 @@ use crate::kinds::SampleKind;
 use crate::sampling::caller_walk::walk_from_caller;
 use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::ThreadTable;
 use crate::sampling::wall_signal::WallSignal;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
 
-/// `num_frames` code for a signal that landed on a thread the agent has not registered
-/// (a JVM-internal thread under `clock=itimer`). Outside AsyncGetCallTrace's own codes.
+/// `num_frames` code for a sample of a thread that is not walked: one the agent has not
+/// registered (a thread started since the last thread scan, under `clock=itimer`; or one
+/// ending), or one registered with a role ([`RecordHeader::role`] then names it). Outside
+/// AsyncGetCallTrace's own codes.
 pub(crate) const NOT_A_JAVA_THREAD: i32 = -100;
 
 /// What the handler needs, built once before the handler is installed and never freed, so a
@@ -197,7 +203,16 @@ impl Sampler {
             }
         };
         let (kind, weight, state) = match trigger {
-            Trigger::Cpu { intervals } => (SampleKind::Cpu, intervals, 0),
+            Trigger::Cpu { intervals } => {
+                // A thread with a JNIEnv is walked, whatever else its slot says (a Java
+                // thread taking over the scan's entry sets its JNIEnv first).
+                let role = slot.map_or(ThreadRole::Java, |s| s.role());
+                if env.is_null() && role != ThreadRole::Java {
+                    self.record_unwalked(tid, serial, role, intervals);
+                    return;
+                }
+                (SampleKind::Cpu, intervals, 0)
+            }
             Trigger::Wall(w) => {
                 // The wall time of every wall signal since the last sample (see WallSignal).
                 let weight = slot.map_or(0, |s| s.wall.take_pending());
@@ -273,6 +288,51 @@ impl Sampler {
             }
             Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
             Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
+        }
+    }
+
+    /// Records `intervals` of CPU used by `tid`, a thread that is not walked, under its
+    /// role's frame: from the handler, and from the thread scan for the CPU a thread used
+    /// before it was found. Returns whether the sample was stored.
+    ///
+    /// # Signal safety
+    /// A buffer write (try-locks, bounds-checked copies) and relaxed atomic adds.
+    pub(crate) fn record_unwalked(
+        &self,
+        tid: i32,
+        serial: u64,
+        role: ThreadRole,
+        intervals: u64,
+    ) -> bool {
+        let header = RecordHeader {
+            tid,
+            serial,
+            time_ns: monotonic_ns(),
+            weight: intervals,
+            kind: SampleKind::Cpu as u8,
+            role: role as u8,
+            ..Default::default()
+        };
+        match self
+            .buffer
+            .write(tid as usize, header, |_, _| NOT_A_JAVA_THREAD)
+        {
+            Ok(()) => {
+                stats::bump(&COUNTERS.samples);
+                COUNTERS.weight.fetch_add(intervals, Ordering::Relaxed);
+                if let Some(c) = role.samples_counter() {
+                    c.fetch_add(intervals, Ordering::Relaxed);
+                }
+                true
+            }
+            Err(WriteError::Full) => {
+                stats::bump(&COUNTERS.dropped_buffer_full);
+                false
+            }
+            Err(WriteError::Contended) => {
+                stats::bump(&COUNTERS.dropped_contended);
+                false
+            }
         }
     }
 }

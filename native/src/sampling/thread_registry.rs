@@ -3,11 +3,14 @@
 //!
 //! Registration puts the thread's JNIEnv in the [`ThreadTable`] (the signal handler passes it
 //! to AsyncGetCallTrace) and, with the per-thread CPU clock, starts the thread's timer.
-//! Names are kept apart in [`ThreadNames`], which only the aggregator and these callbacks
-//! touch: a thread may end while its samples still sit in the buffer, so its name outlives it
-//! until the profile that contains those samples is written.
+//! Names are kept apart in [`ThreadNames`], which only the aggregator, these callbacks and the
+//! thread scan touch: a thread may end while its samples still sit in the buffer, so its name
+//! outlives it until the profile that contains those samples is written. The threads the scan
+//! registers ([`crate::sampling::native_threads`]) take their serials and keep their names
+//! here too, with no `Thread` object.
 
 use std::collections::HashMap;
+use std::mem;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -16,8 +19,11 @@ use jni::sys::{jobject, JNIEnv};
 
 use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
 use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::process_threads;
+use crate::sampling::signal_handler;
+use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::{ThreadTable, NO_TIMER};
-use crate::sampling::timers::ThreadCpuTimer;
+use crate::sampling::timers::{random_fraction, whole_intervals, ThreadCpuTimer};
 use crate::stats::{self, COUNTERS};
 
 pub(crate) static TABLE: ThreadTable = ThreadTable::new();
@@ -28,12 +34,22 @@ static STOPPED: AtomicBool = AtomicBool::new(false);
 /// The agent's own threads attached to the VM (aggregator, wall clock): never profiled.
 static OWN_TIDS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
 static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
+/// Set while the thread scan runs: ThreadEnd then leaves the thread's CPU time in [`ENDED`].
+static NOTE_ENDS: AtomicBool = AtomicBool::new(false);
+/// CPU time of Java threads at their ThreadEnd, by tid, until the scan takes them. A thread
+/// still runs a little after ThreadEnd (and a native thread that detaches from the VM goes on
+/// running); if the scan finds it then, it must count only the CPU used after the end, the
+/// rest was sampled already.
+static ENDED: Mutex<Option<HashMap<i32, Duration>>> = Mutex::new(None);
+/// Most ends kept between two scans (a bound, should the scan stall).
+const MAX_ENDED: usize = 65_536;
 
 #[derive(Debug)]
 pub(crate) struct ThreadInfo {
     pub(crate) name: String,
     /// Global reference to the java.lang.Thread, to read its current name later
-    /// (threads are often renamed after they start). Null if it could not be made.
+    /// (threads are often renamed after they start). Null if it could not be made, and for
+    /// the threads the scan registers.
     pub(crate) thread: jobject,
     /// CLOCK_MONOTONIC time of ThreadEnd.
     pub(crate) ended_at: Option<u64>,
@@ -104,6 +120,53 @@ pub(crate) fn stop() {
     STOPPED.store(true, Ordering::SeqCst);
 }
 
+/// Whether profiling has stopped (nothing more is registered).
+pub(crate) fn stopped() -> bool {
+    STOPPED.load(Ordering::SeqCst)
+}
+
+/// A new thread life's serial.
+pub(crate) fn new_serial() -> u64 {
+    NEXT_SERIAL.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Keeps the name of a thread the scan registered under `serial`.
+pub(crate) fn remember_native(serial: u64, name: String) {
+    lock_names().map().insert(
+        serial,
+        ThreadInfo {
+            name,
+            thread: std::ptr::null_mut(),
+            ended_at: None,
+        },
+    );
+}
+
+/// Notes that the thread life `serial` ended (its name goes once its samples are written).
+pub(crate) fn mark_ended(serial: u64) {
+    if let Some(info) = lock_names().get_mut(serial) {
+        info.ended_at = Some(monotonic_ns());
+    }
+}
+
+/// Starts or stops keeping the CPU time of Java threads at their end for the scan.
+pub(crate) fn note_ends(on: bool) {
+    NOTE_ENDS.store(on, Ordering::SeqCst);
+    if !on {
+        ENDED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// The CPU times of Java threads that ended since the last call, by tid.
+pub(crate) fn take_ended() -> HashMap<i32, Duration> {
+    ENDED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()
+        .map(mem::take)
+        .unwrap_or_default()
+}
+
 /// How the current thread is sampled.
 #[derive(Clone, Copy)]
 pub(crate) struct Registration {
@@ -126,7 +189,10 @@ pub(crate) unsafe fn on_thread_start(
     if STOPPED.load(Ordering::SeqCst) || is_own_tid(tid) {
         return;
     }
-    if TABLE.lookup(tid).is_some() {
+    if TABLE
+        .lookup(tid)
+        .is_some_and(|s| s.role() == ThreadRole::Java)
+    {
         // Already registered (the main thread can be seen both at ThreadStart and VMInit).
         return;
     }
@@ -145,9 +211,20 @@ pub(crate) unsafe fn on_thread_start(
             ended_at: None,
         },
     );
-    if TABLE.insert(tid, jni, serial).is_err() {
-        stats::bump(&COUNTERS.table_full);
-        return;
+    match TABLE.insert(tid, jni, serial) {
+        Ok(None) => {}
+        Ok(Some(scanned)) => {
+            // The scan had found this thread first (or it was a native thread that attached):
+            // from now on it is sampled as Java, with a timer of its own.
+            if scanned.timer != NO_TIMER {
+                delete_timer(scanned.timer);
+            }
+            mark_ended(scanned.serial);
+        }
+        Err(_) => {
+            stats::bump(&COUNTERS.table_full);
+            return;
+        }
     }
     stats::bump(&COUNTERS.threads_started);
     let Some(interval) = how.cpu_timer else {
@@ -156,7 +233,10 @@ pub(crate) unsafe fn on_thread_start(
     match ThreadCpuTimer::start(tid, libc::SIGPROF, interval) {
         Ok(timer) => {
             stats::bump(&COUNTERS.timers_created);
-            TABLE.set_timer(tid, timer);
+            if !TABLE.set_timer(tid, serial, timer) {
+                delete_timer(timer);
+                return;
+            }
             if STOPPED.load(Ordering::SeqCst) {
                 // Profiling stopped while we were starting: do not leave a timer behind.
                 if let Some(t) = TABLE
@@ -179,9 +259,40 @@ pub(crate) unsafe fn on_thread_start(
     }
 }
 
+/// Records the CPU the calling thread used before its timer started, as one `[VM]` sample:
+/// for the thread that runs VMInit (or starts the agent from the Java shim), the JVM's
+/// start-up, which no timer saw. Call on that thread right after [`on_thread_start`].
+/// Other Java threads get their ThreadStart within microseconds of their start: nothing to
+/// credit.
+pub(crate) fn credit_cpu_before_start(how: Registration) {
+    let (Some(interval), Some(sampler)) = (how.cpu_timer, signal_handler::installed()) else {
+        return;
+    };
+    let tid = gettid();
+    let Some(slot) = TABLE.lookup(tid) else {
+        return;
+    };
+    let cpu = process_threads::cpu_time(tid).unwrap_or_default();
+    let intervals = whole_intervals(cpu, interval, random_fraction());
+    if intervals > 0 {
+        sampler.record_unwalked(tid, slot.serial(), ThreadRole::Vm, intervals);
+    }
+}
+
 /// Unregisters the calling thread (JVMTI ThreadEnd).
 pub(crate) fn on_thread_end() {
     let tid = gettid();
+    // Before the thread leaves the table: a scan that no longer finds it there then finds its
+    // CPU time here (the scan looks in this order too).
+    if NOTE_ENDS.load(Ordering::SeqCst) && TABLE.lookup(tid).is_some() {
+        if let Some(cpu) = process_threads::cpu_time(tid) {
+            let mut ended = ENDED.lock().unwrap_or_else(|p| p.into_inner());
+            let ended = ended.get_or_insert_with(HashMap::new);
+            if ended.len() < MAX_ENDED {
+                ended.insert(tid, cpu);
+            }
+        }
+    }
     let Some(removed) = TABLE.remove(tid) else {
         return;
     };
@@ -197,7 +308,8 @@ pub(crate) fn on_thread_end() {
     }
 }
 
-fn delete_timer(timer: u64) {
+/// Deletes a CPU timer, counting the outcome.
+pub(crate) fn delete_timer(timer: u64) {
     match ThreadCpuTimer::delete(timer) {
         Ok(()) => stats::bump(&COUNTERS.timers_deleted),
         Err(_) => stats::bump(&COUNTERS.timer_errors),

@@ -4,24 +4,38 @@
 //! Thread-local storage is not an option in the handler: a `#[thread_local]` in a dlopened
 //! library is dynamic TLS, and its first touch on a thread may allocate.
 //!
-//! Open addressing with linear probing over a fixed array. Writers (JVMTI ThreadStart /
-//! ThreadEnd, on the thread itself) serialise on a mutex; readers (the handler) take no lock.
-//! A thread only ever looks up its own tid, and only that thread inserts or removes it, so a
-//! handler that interrupts its own thread's insert or remove sees the slot either absent or
-//! complete: fields are written before the key is published (Release) and the key is retracted
-//! before fields are cleared.
+//! Open addressing with linear probing over a fixed array. Writers serialise on a mutex;
+//! readers (the handler) take no lock. Two kinds of entries:
+//!
+//! - **Java threads**, registered at JVMTI ThreadStart and removed at ThreadEnd on the thread
+//!   itself. A thread only ever looks up its own tid, and only that thread inserts or removes
+//!   it, so a handler that interrupts its own thread's insert or remove sees the slot either
+//!   absent or complete: fields are written before the key is published (Release) and the key
+//!   is retracted before fields are cleared.
+//! - **Threads that are not walked** (GC, JIT compilers, the VM thread, …: a
+//!   [`ThreadRole`] other than `Java`), registered and removed by the thread scan
+//!   ([`crate::sampling::native_threads`]) on behalf of the thread. The key is still published
+//!   after the fields, so a handler that finds the tid sees them complete; such an entry is
+//!   removed only once its thread has left `/proc/self/task`, when no handler can run on it.
+//!   A Java thread that starts under a tid the scan registered (it saw the thread before its
+//!   ThreadStart) takes the entry over ([`ThreadTable::insert`]): every mix of old and new
+//!   fields a handler could see on it is still a valid description of the thread (no JNIEnv
+//!   and a role, or its own JNIEnv), so its sample is right either way.
 //!
 //! Removal leaves a tombstone that later inserts reuse. Probing is bounded, so lookups cost at
 //! most `MAX_PROBE` loads even after heavy thread churn.
 #![forbid(unsafe_code)]
 #![deny(clippy::indexing_slicing)]
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::{Mutex, MutexGuard};
 
 use jni::sys::JNIEnv;
 
 use crate::context::record::ContextRecord;
+use crate::sampling::thread_roles::ThreadRole;
 
 /// Slots in the table: the number of Java threads that can be profiled at once is about half
 /// of this (probing stays short below ~50% load).
@@ -47,6 +61,9 @@ pub(crate) struct ThreadSlot {
     /// Wall-clock bookkeeping ([`crate::engines::wall`]), touched only by the wall thread and reset
     /// by `insert`.
     pub(crate) wall: WallMarks,
+    /// A [`ThreadRole`]: `Java` for threads registered at ThreadStart (walked with their
+    /// `env`), another role for threads the scan registered (never walked).
+    role: AtomicU8,
 }
 
 /// What the wall-clock thread remembers about a thread between its visits, and what it hands
@@ -102,7 +119,18 @@ impl ThreadSlot {
             context: AtomicPtr::new(std::ptr::null_mut()),
             own_context: AtomicPtr::new(std::ptr::null_mut()),
             wall: WallMarks::new(),
+            role: AtomicU8::new(ThreadRole::Java as u8),
         }
+    }
+
+    /// What the thread does: `Java` (walk it with its JNIEnv) or the role of a thread that is
+    /// not walked.
+    ///
+    /// # Signal safety
+    /// One atomic load.
+    #[inline]
+    pub(crate) fn role(&self) -> ThreadRole {
+        ThreadRole::from_u8(self.role.load(Ordering::Relaxed))
     }
 
     /// The registered kernel thread id, or 0 / a negative value for a free slot.
@@ -162,6 +190,14 @@ pub(crate) struct ThreadTable {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct TableFull;
 
+/// Why [`ThreadTable::insert_native`] registered nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NotInserted {
+    /// The tid is registered already (a Java thread, or an earlier scan's entry).
+    Present,
+    Full,
+}
+
 fn home(tid: i32) -> usize {
     // Fibonacci hashing: consecutive tids land far apart.
     let h = (tid as u32).wrapping_mul(0x9E37_79B1);
@@ -202,20 +238,75 @@ impl ThreadTable {
         None
     }
 
-    /// Registers `tid`. Call on the thread itself (see the module docs).
-    pub(crate) fn insert(&self, tid: i32, env: *mut JNIEnv, serial: u64) -> Result<(), TableFull> {
+    /// Registers the Java thread `tid`. Call on the thread itself (see the module docs).
+    ///
+    /// If the thread scan had registered `tid` as a thread that is not walked (it saw the
+    /// thread before its ThreadStart, or the thread was a native thread that attached to the
+    /// VM), the entry becomes this Java thread's and what the scan's entry held is returned:
+    /// its timer is the caller's to delete.
+    pub(crate) fn insert(
+        &self,
+        tid: i32,
+        env: *mut JNIEnv,
+        serial: u64,
+    ) -> Result<Option<Removed>, TableFull> {
         if tid <= 0 {
             return Err(TableFull);
         }
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = match self.find_for_insert(tid) {
+            Slot::Registered(slot) => {
+                let taken_over = (slot.role() != ThreadRole::Java).then(|| Removed {
+                    serial: slot.serial.load(Ordering::Relaxed),
+                    timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+                    own_context: std::ptr::null_mut(),
+                });
+                // Registered twice (ThreadStart after VMInit registered it), or taken over
+                // from the scan: the JNIEnv first, so a handler that still sees the old role
+                // has nothing to walk with, and one that sees the env walks it.
+                slot.env.store(env, Ordering::Relaxed);
+                slot.serial.store(serial, Ordering::Relaxed);
+                slot.role.store(ThreadRole::Java as u8, Ordering::Relaxed);
+                return Ok(taken_over);
+            }
+            Slot::Free(slot) => slot,
+            Slot::Full => return Err(TableFull),
+        };
+        Self::fill(slot, env, serial, ThreadRole::Java);
+        slot.tid.store(tid, Ordering::Release);
+        Ok(None)
+    }
+
+    /// Registers `tid`, a thread of this process that is not walked, on its behalf (the
+    /// thread scan; see the module docs). Nothing changes if `tid` is registered already.
+    pub(crate) fn insert_native(
+        &self,
+        tid: i32,
+        serial: u64,
+        role: ThreadRole,
+    ) -> Result<(), NotInserted> {
+        if tid <= 0 || role == ThreadRole::Java {
+            return Err(NotInserted::Full);
+        }
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        match self.find_for_insert(tid) {
+            Slot::Registered(_) => Err(NotInserted::Present),
+            Slot::Full => Err(NotInserted::Full),
+            Slot::Free(slot) => {
+                Self::fill(slot, std::ptr::null_mut(), serial, role);
+                slot.tid.store(tid, Ordering::Release);
+                Ok(())
+            }
+        }
+    }
+
+    /// The slot of `tid` or the free slot to put it in. Call under the writer lock.
+    fn find_for_insert(&self, tid: i32) -> Slot<'_> {
         let mut free: Option<&ThreadSlot> = None;
         for slot in self.probe(tid) {
             let t = slot.tid.load(Ordering::Relaxed);
             if t == tid {
-                // Registered twice (ThreadStart after VMInit registered it): refresh fields.
-                slot.env.store(env, Ordering::Relaxed);
-                slot.serial.store(serial, Ordering::Relaxed);
-                return Ok(());
+                return Slot::Registered(slot);
             }
             if t == TOMBSTONE && free.is_none() {
                 free = Some(slot);
@@ -225,16 +316,19 @@ impl ThreadTable {
                 break;
             }
         }
-        let slot = free.ok_or(TableFull)?;
+        free.map_or(Slot::Full, Slot::Free)
+    }
+
+    /// Fills an unpublished slot. Call under the writer lock, before publishing the tid.
+    fn fill(slot: &ThreadSlot, env: *mut JNIEnv, serial: u64, role: ThreadRole) {
         slot.env.store(env, Ordering::Relaxed);
         slot.serial.store(serial, Ordering::Relaxed);
         slot.timer.store(NO_TIMER, Ordering::Relaxed);
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.own_context
             .store(std::ptr::null_mut(), Ordering::Relaxed);
+        slot.role.store(role as u8, Ordering::Relaxed);
         slot.wall.reset(crate::sampling::os::monotonic_ns());
-        slot.tid.store(tid, Ordering::Release);
-        Ok(())
     }
 
     /// Holds off registrations and removals (ThreadStart / ThreadEnd wait) while the guard
@@ -269,10 +363,11 @@ impl ThreadTable {
         start
     }
 
-    /// Records the CPU timer of a registered thread.
-    pub(crate) fn set_timer(&self, tid: i32, timer: u64) -> bool {
+    /// Records the CPU timer of `tid` if it is still registered as the life numbered
+    /// `serial`. Returns false otherwise: the timer is then the caller's to delete.
+    pub(crate) fn set_timer(&self, tid: i32, serial: u64, timer: u64) -> bool {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        match self.lookup(tid) {
+        match self.lookup(tid).filter(|s| s.serial() == serial) {
             Some(slot) => {
                 slot.timer.store(timer, Ordering::Relaxed);
                 true
@@ -295,6 +390,23 @@ impl ThreadTable {
                 .swap(std::ptr::null_mut(), Ordering::Relaxed),
         };
         slot.env.store(std::ptr::null_mut(), Ordering::Relaxed);
+        Some(removed)
+    }
+
+    /// Unregisters `tid` if the scan registered it as the life numbered `serial` (a Java thread
+    /// may have taken the entry over since), returning what its slot held.
+    pub(crate) fn remove_native(&self, tid: i32, serial: u64) -> Option<Removed> {
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = self
+            .lookup(tid)
+            .filter(|s| s.serial() == serial && s.role() != ThreadRole::Java)?;
+        slot.tid.store(TOMBSTONE, Ordering::Release);
+        let removed = Removed {
+            serial: slot.serial.swap(0, Ordering::Relaxed),
+            timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+            own_context: std::ptr::null_mut(),
+        };
+        slot.role.store(ThreadRole::Java as u8, Ordering::Relaxed);
         Some(removed)
     }
 
@@ -325,6 +437,13 @@ impl ThreadTable {
         }
         (threads, timers)
     }
+}
+
+/// Where a tid is or would go.
+enum Slot<'t> {
+    Registered(&'t ThreadSlot),
+    Free(&'t ThreadSlot),
+    Full,
 }
 
 /// See [`ThreadTable::hold_registrations`].
@@ -363,7 +482,8 @@ mod tests {
         t.insert(101, env(16), 2).unwrap();
         assert_eq!(t.lookup(100).unwrap().env(), env(8));
         assert_eq!(t.lookup(101).unwrap().serial(), 2);
-        assert!(t.set_timer(100, 7));
+        assert!(!t.set_timer(100, 2, 7), "another life's timer");
+        assert!(t.set_timer(100, 1, 7));
         assert_eq!(t.occupancy(), (2, 1));
         assert_eq!(
             t.remove(100),
@@ -413,6 +533,63 @@ mod tests {
         assert!(held.slot(3, 3).is_some());
         assert!(held.slot(3, 4).is_none());
         assert!(held.slot(99, 3).is_none());
+    }
+
+    #[test]
+    fn scanned_threads_are_registered_taken_over_and_removed_by_serial() {
+        static TABLE_E: ThreadTable = ThreadTable::new();
+        let t = &TABLE_E;
+        t.insert_native(200, 5, ThreadRole::Gc).unwrap();
+        let slot = t.lookup(200).unwrap();
+        assert_eq!((slot.role(), slot.serial()), (ThreadRole::Gc, 5));
+        assert!(slot.env().is_null(), "a scanned thread is never walked");
+        assert_eq!(
+            t.insert_native(200, 6, ThreadRole::Vm),
+            Err(NotInserted::Present)
+        );
+        assert!(t.set_timer(200, 5, 70));
+        // The thread turns out to be a Java thread (ThreadStart after the scan saw it): the
+        // Java registration takes the entry over and hands back the scan's timer.
+        assert_eq!(
+            t.insert(200, env(8), 9),
+            Ok(Some(Removed {
+                serial: 5,
+                timer: 70,
+                own_context: std::ptr::null_mut()
+            }))
+        );
+        let slot = t.lookup(200).unwrap();
+        assert_eq!(
+            (slot.role(), slot.serial(), slot.env()),
+            (ThreadRole::Java, 9, env(8))
+        );
+        // The scan's later removal of its (old) entry leaves the Java thread alone.
+        assert_eq!(t.remove_native(200, 5), None);
+        assert_eq!(
+            t.remove_native(200, 9),
+            None,
+            "Java threads end at ThreadEnd"
+        );
+        assert!(t.lookup(200).is_some());
+        // A Java thread's tid is not taken by the scan.
+        assert_eq!(
+            t.insert_native(200, 10, ThreadRole::Jit),
+            Err(NotInserted::Present)
+        );
+        // A scanned thread that ends is removed with its timer.
+        t.insert_native(201, 11, ThreadRole::Jit).unwrap();
+        assert!(t.set_timer(201, 11, 71));
+        assert_eq!(t.occupancy(), (2, 1));
+        assert_eq!(t.remove_native(201, 12), None, "another life");
+        assert_eq!(t.remove_native(201, 11).map(|r| r.timer), Some(71));
+        assert!(t.lookup(201).is_none());
+        // Its tombstone serves the next thread, registered as Java.
+        assert_eq!(t.insert(201, env(16), 12), Ok(None));
+        assert_eq!(t.lookup(201).unwrap().role(), ThreadRole::Java);
+        assert_eq!(
+            t.insert_native(0, 1, ThreadRole::Gc),
+            Err(NotInserted::Full)
+        );
     }
 
     #[test]

@@ -9,8 +9,22 @@
 //!
 //! Timer expirations are checked on the scheduler tick, so intervals shorter than the tick are
 //! rounded up by the kernel; the overrun count the kernel reports keeps the weights right.
+//!
+//! # The first expiration
+//!
+//! A per-thread timer counts whole intervals, so the CPU a thread uses after its last
+//! expiration is never sampled. With the first expiration one full interval after the start,
+//! every thread would lose half an interval on average, and a thread that never reaches one
+//! interval would never be seen: on a JVM with a few dozen mostly idle threads (the VM's
+//! housekeeping threads, compiler threads between compilations) that is a few percent of the
+//! process's CPU missing from the profile, always in the same direction. So the first
+//! expiration comes after a random fraction of the interval, drawn uniformly: a thread that
+//! used `c` of CPU then gets `c / interval` expirations in expectation, whatever `c` is
+//! (systematic sampling with a random start is unbiased). The later expirations keep the
+//! regular interval, so what a thread's samples show is unchanged.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::sys::thread_cpu_clock;
@@ -27,7 +41,9 @@ pub(crate) struct ThreadCpuTimer;
 
 impl ThreadCpuTimer {
     /// Creates and arms a timer on `tid`'s CPU clock that sends `signo` to `tid` every
-    /// `interval` of that thread's CPU time. Returns the timer id.
+    /// `interval` of that thread's CPU time, the first time after a random part of an
+    /// interval (see the module docs). `tid` is any thread of this process. Returns the
+    /// timer id.
     pub(crate) fn start(
         tid: libc::pid_t,
         signo: libc::c_int,
@@ -46,7 +62,7 @@ impl ThreadCpuTimer {
         }
         let spec = libc::itimerspec {
             it_interval: timespec(interval),
-            it_value: timespec(interval),
+            it_value: timespec(first_expiration(interval, random_fraction())),
         };
         // SAFETY: `timer` was just created; `spec` is valid.
         if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
@@ -67,6 +83,44 @@ impl ThreadCpuTimer {
         }
         Ok(())
     }
+}
+
+/// When a timer with `interval` first expires: `fraction` (in [0, 1)) of the interval,
+/// at least a nanosecond (a zero `it_value` would disarm the timer).
+fn first_expiration(interval: Duration, fraction: f64) -> Duration {
+    interval
+        .mul_f64(fraction.clamp(0.0, 1.0))
+        .max(Duration::from_nanos(1))
+}
+
+/// A number drawn uniformly from [0, 1): SplitMix64 over a shared counter, seeded from the
+/// monotonic clock. Not for cryptography; only to place timer phases and round credits
+/// without bias.
+pub(crate) fn random_fraction() -> f64 {
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    if STATE.load(Ordering::Relaxed) == 0 {
+        let seed = crate::sampling::os::monotonic_ns() | 1;
+        let _ = STATE.compare_exchange(0, seed, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    let mut z = STATE
+        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    // The top 53 bits, as a double in [0, 1).
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Whole intervals standing for `cpu` (CPU a thread used before its timer started): the
+/// whole intervals in it, plus one with the probability of the remainder's fraction of an
+/// interval (`draw` uniform in [0, 1), e.g. [`random_fraction`]). Like the timers' own
+/// samples, its expectation is exactly `cpu / interval`.
+pub(crate) fn whole_intervals(cpu: Duration, interval: Duration, draw: f64) -> u64 {
+    let interval = interval.as_nanos().max(1);
+    let (whole, rest) = (cpu.as_nanos() / interval, cpu.as_nanos() % interval);
+    let extra = draw < rest as f64 / interval as f64;
+    u64::try_from(whole + u128::from(extra)).unwrap_or(u64::MAX)
 }
 
 /// The process-wide profiling interval timer.
@@ -170,9 +224,12 @@ mod tests {
             let start_ns = thread_cpu_ns();
             let id = ThreadCpuTimer::start(tid, libc::SIGVTALRM, Duration::from_nanos(INTERVAL_NS))
                 .unwrap();
-            // Sleep first: a sleeping thread burns no CPU, so no signal.
+            // Sleep first: a sleeping thread burns no CPU, so no signal. (The first expiration
+            // may come within the microseconds the thread runs before it sleeps, as it is
+            // placed at random in the first interval: count only what the sleep brings.)
+            let before_sleep = HITS.load(Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(100));
-            let after_sleep = HITS.load(Ordering::Relaxed);
+            let after_sleep = HITS.load(Ordering::Relaxed) - before_sleep;
             // Burn until 60 expirations (300 ms of CPU) have been delivered. The kernel checks
             // CPU timers only on a tick that finds the thread running; on a loaded machine
             // that can be tens of ms apart, and expirations not yet delivered when the timer
@@ -193,15 +250,62 @@ mod tests {
         assert_eq!(after_sleep, 0, "a sleeping thread got CPU-timer signals");
         assert!(hits >= 60, "5 s of CPU and only {hits} expirations at 5 ms");
         // Every signal's weight (1 + the expirations the kernel folded into it) adds up to the
-        // CPU time the thread had used when the last one arrived: within one interval below
-        // (the expirations are counted at the kernel's check, just before delivery), never
-        // above it.
+        // CPU time the thread had used when the last one arrived, give or take the random
+        // start (the first expiration comes after less than one interval) and the kernel's
+        // check, which counts expirations a little before it delivers them.
         let counted = hits * INTERVAL_NS;
         assert!(
-            counted <= cpu_at_last_hit + 1_000_000 && counted + 2 * INTERVAL_NS >= cpu_at_last_hit,
+            counted <= cpu_at_last_hit + INTERVAL_NS + 1_000_000
+                && counted + 2 * INTERVAL_NS >= cpu_at_last_hit,
             "{hits} expirations of 5 ms, {cpu_at_last_hit} ns of CPU at the last one"
         );
         assert_eq!(WRONG_THREAD.load(Ordering::Relaxed), 0);
         assert!(ThreadCpuTimer::delete(u32::MAX as u64).is_err());
+    }
+
+    #[test]
+    fn credits_are_whole_intervals_with_the_right_expectation() {
+        let ms = Duration::from_millis;
+        assert_eq!(whole_intervals(ms(0), ms(10), 0.0), 0);
+        assert_eq!(whole_intervals(ms(20), ms(10), 0.0), 2);
+        assert_eq!(whole_intervals(ms(24), ms(10), 0.39), 3);
+        assert_eq!(whole_intervals(ms(24), ms(10), 0.41), 2);
+        assert_eq!(whole_intervals(ms(7), Duration::ZERO, 0.5), 7_000_000);
+        // 3 ms of a 10 ms interval: one interval three times in ten, on average.
+        let n = 100_000;
+        let total: u64 = (0..n)
+            .map(|_| whole_intervals(ms(3), ms(10), random_fraction()))
+            .sum();
+        let mean = total as f64 / n as f64;
+        assert!((mean - 0.3).abs() < 0.01, "{mean}");
+    }
+
+    #[test]
+    fn first_expirations_are_spread_over_the_interval() {
+        let interval = Duration::from_millis(10);
+        assert_eq!(first_expiration(interval, 0.0), Duration::from_nanos(1));
+        assert_eq!(
+            first_expiration(interval, 0.25),
+            Duration::from_micros(2_500)
+        );
+        assert_eq!(first_expiration(interval, 7.0), interval);
+        // Uniform on [0, 1): the mean of many draws is 1/2, each tenth holds a tenth.
+        let n = 100_000;
+        let mut tenths = [0u32; 10];
+        let mut sum = 0.0;
+        for _ in 0..n {
+            let f = random_fraction();
+            assert!((0.0..1.0).contains(&f), "{f}");
+            sum += f;
+            tenths[(f * 10.0) as usize] += 1;
+        }
+        assert!(
+            (sum / n as f64 - 0.5).abs() < 0.01,
+            "mean {}",
+            sum / n as f64
+        );
+        for t in tenths {
+            assert!((9_000..11_000).contains(&t), "{tenths:?}");
+        }
     }
 }

@@ -8,7 +8,8 @@ import java.util.List;
 /**
  * Starts {@code total} short-lived threads, {@code concurrency} at a time, each burning a
  * little CPU, then reports how many POSIX timers the process still has ({@code
- * /proc/self/timers}) next to how many threads are alive: a profiler that leaks a timer per
+ * /proc/self/timers}) next to how many threads the process has ({@code /proc/self/task}, the
+ * JVM's own threads included, which are profiled too): a profiler that leaks a timer per
  * thread shows up as thousands of timers for a few dozen threads.
  *
  * <p>Usage: {@code ManyThreads <total> <concurrency>}
@@ -54,7 +55,11 @@ public final class ManyThreads {
         }
         // ThreadEnd runs on the ending thread just before it dies; give the last ones a moment.
         Thread.sleep(300);
-        int live = Thread.getAllStackTraces().size();
+        // Every thread of the process, the JVM's own included: each may have a CPU timer.
+        long live;
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            live = tasks.count();
+        }
         System.out.println("started=" + started + " peak_timers=" + peakTimers
                 + " timers_after=" + timers() + " live_threads=" + live);
     }
