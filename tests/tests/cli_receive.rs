@@ -123,11 +123,12 @@ fn python_profile(dir: &Path, version: &str, function: &str, samples: u32) -> Pa
     p
 }
 
-/// The value (ms) of `function`'s row in a `top` table, by self or total column.
+/// The self and total columns of `function`'s row in a `top` table (`self self% total total%
+/// function (File.java)`).
 fn top_row(table: &str, function: &str) -> Option<(String, String)> {
     table.lines().find_map(|l| {
         let cols: Vec<&str> = l.split_whitespace().collect();
-        (cols.last() == Some(&function)).then(|| (cols[0].to_owned(), cols[2].to_owned()))
+        (cols.get(4) == Some(&function)).then(|| (cols[0].to_owned(), cols[2].to_owned()))
     })
 }
 
