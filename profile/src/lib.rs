@@ -28,6 +28,7 @@ pub mod pprof;
 pub mod process_context;
 pub mod resource;
 pub mod thread_pool;
+pub mod thread_role;
 pub mod units;
 
 pub use model::{

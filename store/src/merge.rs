@@ -13,15 +13,31 @@ use rustc_hash::FxHashMap as FxMap;
 use std::sync::{Arc, Weak};
 
 use otelprof_profile::model::{Dictionary, FunctionId, Link, Profile, StackId};
+use otelprof_profile::thread_role;
 
 use crate::select::{
     resource_value, sample_value, Measure, ProfileType, ProfileVerdict, SampleText, Selector,
 };
 
-/// Name used for a group when the grouping key is missing.
+/// Name used for a group when the grouping key is missing (a sample of a thread that is not
+/// walked is grouped under its role frame instead, e.g. `[GC]`).
 pub const NO_GROUP: &str = "<none>";
 /// Frame name for a location or function that cannot be resolved.
 pub const UNKNOWN_FRAME: &str = "<unknown>";
+
+/// The role frame (`[GC]`, `[JIT compiler]`, …) of a sample of a thread that is not walked:
+/// a stack of that one frame.
+fn role_of(profile: &Profile, stack: StackId) -> Option<&str> {
+    let [location] = profile.stack(stack) else {
+        return None;
+    };
+    let location = profile.locations().get(location.0 as usize)?;
+    let [line] = location.lines.as_slice() else {
+        return None;
+    };
+    let name = profile.str(profile.function(line.function)?.name);
+    thread_role::is_role_frame(name).then_some(name)
+}
 
 /// One merged stack of one group.
 #[derive(Clone, Debug, PartialEq)]
@@ -317,7 +333,13 @@ impl Merger {
                     .as_deref()
                     .and_then(|k| sample_value(profile, sample, k))
                     .map(SampleText::to_text);
-                self.intern_group(name.as_deref().unwrap_or(NO_GROUP))
+                match name {
+                    Some(name) => self.intern_group(&name),
+                    // A GC, JIT compiler or VM thread's CPU has no span (nor any other
+                    // label it lacks) because it runs no request code: it is grouped under
+                    // its role, not with Java code outside any span.
+                    None => self.intern_group(role_of(profile, sample.stack).unwrap_or(NO_GROUP)),
+                }
             } else {
                 fixed_group
             };

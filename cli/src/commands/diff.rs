@@ -526,10 +526,11 @@ fn blind_spot_warning(d: &FunctionDiff, limit: f64) -> Option<String> {
 /// The per-group table (or why there is none) and its headline.
 fn render_group_section(groups: &GroupDiff, key: &str, base: &Merged, limit: usize) -> String {
     let mut out = String::new();
-    let only_none = groups
-        .rows
-        .iter()
-        .all(|g| g.name == otelprof_store::merge::NO_GROUP);
+    // Rows of threads that run no Java code (`[GC]`, …) carry no key either.
+    let only_none = groups.rows.iter().all(|g| {
+        g.name == otelprof_store::merge::NO_GROUP
+            || otelprof_profile::thread_role::is_role_frame(&g.name)
+    });
     if only_none {
         let _ = writeln!(out, "(no sample carries {key}: no table by {key})\n");
         return out;

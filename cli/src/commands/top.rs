@@ -8,6 +8,8 @@ use anyhow::bail;
 
 use crate::cli::TopArgs;
 use crate::table::{render_columns, render_header, share, value};
+use otelprof_profile::thread_role;
+use otelprof_store::merge::NO_GROUP;
 use otelprof_store::query;
 use otelprof_store::query::requests;
 use otelprof_store::query::top::{self, GroupRow, TopTable};
@@ -78,6 +80,15 @@ pub fn render_top(table: &TopTable, unit: &str, limit: usize) -> String {
     out
 }
 
+/// A group's name and its hottest function; a role row (`[GC]`) is its own hottest frame.
+fn name_and_hottest(r: &GroupRow) -> String {
+    if r.name == r.hottest {
+        r.name.clone()
+    } else {
+        format!("{}  (hottest: {})", r.name, r.hottest)
+    }
+}
+
 /// The per-group table, at most `limit` rows (0 = all).
 pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit: usize) -> String {
     let shown = if limit == 0 {
@@ -100,7 +111,7 @@ pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit
                         _ => "-".to_owned(),
                     },
                     format!("{:.0}", r.count),
-                    format!("{}  (hottest: {})", r.name, r.hottest),
+                    name_and_hottest(r),
                 ]
             })
             .collect();
@@ -116,7 +127,7 @@ pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit
                     value(r.value, unit),
                     share(r.value, total),
                     format!("{:.0}", r.count),
-                    format!("{}  (hottest: {})", r.name, r.hottest),
+                    name_and_hottest(r),
                 ]
             })
             .collect();
@@ -127,6 +138,18 @@ pub fn render_groups(rows: &[GroupRow], key: &str, unit: &str, total: f64, limit
     }
     if shown < rows.len() {
         let _ = writeln!(out, "({} more; --limit 0 shows all)", rows.len() - shown);
+    }
+    let roles: Vec<&str> = rows[..shown]
+        .iter()
+        .map(|r| r.name.as_str())
+        .filter(|n| thread_role::is_role_frame(n))
+        .collect();
+    if !roles.is_empty() {
+        let _ = writeln!(
+            out,
+            "({}: threads that run no Java code, by role; {NO_GROUP}: other samples without {key})",
+            roles.join(", ")
+        );
     }
     out
 }

@@ -15,6 +15,8 @@
 
 use std::sync::atomic::AtomicU64;
 
+use otelprof_profile::thread_role::ROLE_FRAMES;
+
 use crate::stats::COUNTERS;
 
 /// The role of a thread in the CPU profile. `Java` threads are walked; the others are
@@ -107,14 +109,16 @@ impl ThreadRole {
     }
 
     /// The frame a sample of this role shows; `None` for Java threads (their stack is walked).
+    /// The names are the readers' vocabulary ([`otelprof_profile::thread_role::ROLE_FRAMES`]).
     pub(crate) fn frame_name(self) -> Option<&'static str> {
+        let [gc, jit, vm, agent, other] = ROLE_FRAMES;
         match self {
             ThreadRole::Java => None,
-            ThreadRole::Gc => Some("[GC]"),
-            ThreadRole::Jit => Some("[JIT compiler]"),
-            ThreadRole::Vm => Some("[VM]"),
-            ThreadRole::Agent => Some("[otelprof]"),
-            ThreadRole::Other => Some("[native thread]"),
+            ThreadRole::Gc => Some(gc),
+            ThreadRole::Jit => Some(jit),
+            ThreadRole::Vm => Some(vm),
+            ThreadRole::Agent => Some(agent),
+            ThreadRole::Other => Some(other),
         }
     }
 
