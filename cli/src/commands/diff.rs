@@ -452,8 +452,8 @@ pub fn render_dispersion(d: &Dispersion) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     if d.estimated() {
         parts.push(format!(
-            "shares varied {:.2} times as much as their sample counts explain between time \
-             slices of each side ({} and {} slices)",
+            "shares varied {:.2} times as much as their sample counts explain from one time \
+             slice to the next ({} and {} slices per side)",
             d.between_slices, d.slices[0], d.slices[1]
         ));
     } else if d.slices != [0, 0] {
