@@ -349,6 +349,9 @@ def check_agent_output(cfg: Config, run_dir: Path, stderr: str, want_samples: bo
     if fatal:
         raise BenchError(f"the agent reported: {fatal[0]}")
     stats = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)\b", stopped[0])}
+    # Builds before the counters were renamed (a --baseline-agent) say `samples=`.
+    if "samples_all_types" not in stats and "samples" in stats:
+        stats["samples_all_types"] = stats["samples"]
     for key in ("samples_all_types", "profiles_written", "write_errors"):
         if key not in stats:
             raise BenchError(f"`{key}=` missing from the stopped line: {stopped[0]}")
