@@ -161,9 +161,12 @@ fn an_inclusive_regression_through_a_shared_helper_is_named_with_its_call_path()
     assert_eq!(top.total_starred, Some(true), "{out}");
     assert_ne!(top.self_starred, Some(true), "{out}");
     assert!(top.delta_self.abs() < 2.0, "{top:?}");
-    // Truth: 20% → 42.9% of the units (+22.9 pp); per-unit costs differ a little by method.
+    // Truth: 20% → 42.9% of the units (+22.9 pp). Per-unit costs differ a little by method
+    // and by run (what the JIT made of each JVM): measured +23.4, +23.9 and +28.8 pp in three
+    // runs on a shared 2-core machine, the last with base 17.9% and head 46.7%. 8 pp still
+    // tells a total counted once from one counted twice (+45 pp) or not at all.
     assert!(
-        (top.delta_total - 22.9).abs() < 5.0,
+        (top.delta_total - 22.9).abs() < 8.0,
         "renderHtml grew {:+.2} pp, the workload's truth is +22.9 pp",
         top.delta_total
     );
