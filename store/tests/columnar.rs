@@ -1,0 +1,435 @@
+//! The columnar store answers as the OTLP files it was written from: every query of the engine
+//! (type, time, attribute terms, trace and span, group-by key, lines, counts) gives the same
+//! merged table from both; retention deletes whole hours; a bad file is skipped, not fatal.
+
+// The helpers that build the stores are test code too (clippy.toml allows these in #[test]s).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use opentelemetry::KeyValue;
+use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+use otelprof_profile::{FrameKind, Link, Profile, ProfileBuilder};
+use otelprof_store::columnar::{retain, ColumnarSource, ColumnarWriter};
+use otelprof_store::query::{self, Spec};
+use otelprof_store::select::Measure;
+use otelprof_store::{Merged, ProfileType, Selector, Source};
+
+const T0: i64 = 1_738_324_800_000_000_000; // 2025-01-31T12:00:00Z
+const MINUTE: i64 = 60_000_000_000;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("otelprof-col-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A CPU profile of minute `m` of instance `i`: three endpoints, nested frames, an inlined
+/// and an unsymbolized location, trace links on some samples, timestamps on others.
+fn cpu_profile(i: usize, m: i64) -> Profile {
+    let mut b = ProfileBuilder::new(
+        &[("samples", "count"), ("cpu", "nanoseconds")],
+        ("cpu", "nanoseconds"),
+        10_000_000,
+    );
+    let main = b.function("app.Main.run", "Main.java", 1);
+    let handler = b.function("app.Http.handle", "Http.java", 10);
+    let fns: Vec<_> = (0..6)
+        .map(|k| b.function(&format!("app.Work.step{k}"), "Work.java", 100))
+        .collect();
+    let lm = b.location(main, 5, FrameKind::Jvm);
+    let lh = b.location(handler, 12, FrameKind::Jvm);
+    for (k, f) in fns.iter().enumerate() {
+        let endpoint = ["GET /a", "GET /b", "POST /c"][k % 3];
+        let ep = b.str_label("span_name", endpoint);
+        let th = b.str_label("thread.name", &format!("exec-{}", k % 2));
+        let l1 = b.location(*f, 100 + k as i64, FrameKind::Jvm);
+        let l2 = b.location(*f, 200 + k as i64, FrameKind::Jvm);
+        let n = (i as i64 + 1) * (k as i64 + 2) + m % 3;
+        let link = Link::from_hex(
+            &format!("{:032x}", 0xabc0 + k as u128 + 16 * i as u128),
+            &format!("{:016x}", 0x10 + k as u64),
+        );
+        b.add_linked_sample(&[l1, lh, lm], &[ep, th], link, &[n, n * 10_000_000], &[]);
+        b.add_sample(&[l2, l1, lh, lm], &[ep], &[2, 20_000_000]);
+        // Timestamps within the minute, so a time cut falls inside samples.
+        let ts: Vec<i64> = (0..4)
+            .map(|t| T0 + m * MINUTE + t * 15_000_000_000)
+            .collect();
+        b.add_linked_sample(&[l2, lm], &[th], None, &[4, 40_000_000], &ts);
+    }
+    let native = b.location(main, 0, FrameKind::Native);
+    b.add_sample(&[native, lm], &[], &[1, 10_000_000]);
+    let mut p = b.build(T0 + m * MINUTE, MINUTE);
+    // The native location becomes an address without symbols.
+    let d = std::sync::Arc::make_mut(&mut p.dictionary);
+    if let Some(loc) = d.locations.last_mut() {
+        loc.lines = Default::default();
+        loc.address = 0x7f00_1234;
+    }
+    p
+}
+
+fn alloc_profile(m: i64) -> Profile {
+    let mut b = ProfileBuilder::new(
+        &[("alloc_objects", "count"), ("alloc_space", "bytes")],
+        ("alloc_space", "bytes"),
+        524_288,
+    );
+    let f = b.function("app.Cache.put", "Cache.java", 1);
+    let g = b.function("java.util.HashMap.resize", "HashMap.java", 1);
+    let lf = b.location(f, 3, FrameKind::Jvm);
+    let lg = b.location(g, 7, FrameKind::Jvm);
+    b.add_sample(&[lg, lf], &[], &[3 + m, 4096 * (3 + m)]);
+    b.add_sample(&[lf], &[], &[1, 512]);
+    b.build(T0 + m * MINUTE, MINUTE)
+}
+
+fn resource(i: usize) -> opentelemetry_sdk::Resource {
+    opentelemetry_sdk::Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", if i == 2 { "billing" } else { "shop" }),
+            KeyValue::new("service.version", if i == 0 { "1.0" } else { "2.0" }),
+            KeyValue::new("service.instance.id", format!("inst-{i}")),
+        ])
+        .build()
+}
+
+/// A store of OTLP files (three JVMs, two services, 90 minutes over two hours) and its
+/// columnar form written from the same decoded requests.
+fn build_store(dir: &Path) {
+    let otlp = dir.join("profiles/2025-01-31");
+    std::fs::create_dir_all(&otlp).unwrap();
+    let writer = ColumnarWriter::open(dir).unwrap();
+    let mut n = 0u8;
+    for m in (0..90).step_by(10) {
+        for i in 0..3 {
+            let mut profiles = vec![cpu_profile(i, m)];
+            if i == 1 {
+                profiles.push(alloc_profile(m));
+            }
+            for p in profiles {
+                n += 1;
+                let bytes = otelprof_profile::otlp::encode_to_vec(
+                    &p,
+                    &resource(i),
+                    ProfileId::from_random([n; 16]),
+                    &EncodeOptions {
+                        timestamps: true,
+                        ..EncodeOptions::default()
+                    },
+                )
+                .unwrap();
+                std::fs::write(otlp.join(format!("{n:04}.otlp.pb")), &bytes).unwrap();
+                let decoded = otelprof_profile::otlp::decode(&bytes).unwrap();
+                writer.write(&decoded, T0 + m * MINUTE).unwrap();
+            }
+        }
+    }
+}
+
+/// The merged table in a form that does not depend on the order profiles were met in.
+fn canonical(m: &Merged) -> Vec<(String, Vec<String>, i64, i64)> {
+    let mut rows: Vec<_> = m
+        .stacks
+        .iter()
+        .map(|s| {
+            (
+                m.group(s.group).to_owned(),
+                s.frames
+                    .iter()
+                    .map(|f| m.frame_label(*f).into_owned())
+                    .collect(),
+                (s.value * 1000.0).round() as i64,
+                (s.count * 1000.0).round() as i64,
+            )
+        })
+        .filter(|r| r.2 != 0 || r.3 != 0)
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
+    let mut v = v.to_vec();
+    v.sort();
+    v
+}
+
+fn selector(terms: &str) -> Selector {
+    let mut s = Selector::default();
+    s.add_terms(terms, T0 + 2 * 60 * MINUTE).unwrap();
+    s
+}
+
+/// Type, terms, group-by key, measure, lines, spans.
+type Case = (
+    Option<ProfileType>,
+    &'static str,
+    Option<&'static str>,
+    Measure,
+    bool,
+    bool,
+);
+
+#[test]
+fn every_query_answers_as_the_otlp_files() {
+    let dir = scratch("same");
+    build_store(&dir);
+    let files = Source::open(&[dir.join("profiles")], Box::new(|_, _| {})).unwrap();
+    let all = ColumnarSource::open(&dir, Box::new(|p, e| panic!("{}: {e}", p.display()))).unwrap();
+    // Two services × two hours.
+    assert_eq!(all.partitions.len(), 4, "{:?}", all.partitions);
+
+    let cases: Vec<Case> = vec![
+        (
+            Some(ProfileType::Cpu),
+            "",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (None, "", Some("span_name"), Measure::Amount, false, true),
+        (
+            Some(ProfileType::Cpu),
+            "",
+            Some("service.version"),
+            Measure::Count,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "span_name=GET /b",
+            None,
+            Measure::Amount,
+            true,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "span_name!=GET /b,service.name=shop",
+            Some("thread.pool"),
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "from=2025-01-31T12:30:20Z,to=2025-01-31T13:00:00Z",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "trace_id=0000000000000000000000000000abd1,span_id=0000000000000011",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "service.name=billing,from=2025-01-31T13:10:00Z",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Alloc),
+            "",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Alloc),
+            "",
+            None,
+            Measure::Count,
+            true,
+            false,
+        ),
+    ];
+    let mut compared = 0;
+    for (ty, terms, by, measure, lines, spans) in cases {
+        let sel = selector(terms);
+        let mut spec = Spec::new(ty, &sel).view(measure, lines).by(by);
+        if spans {
+            spec = spec.spans();
+        }
+        let (a, ta) = query::merge(&files, spec.clone()).unwrap();
+        let narrowed = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .narrow_to(&sel);
+        let (b, tb) = query::merge(&narrowed, spec).unwrap();
+        let what = format!("{ty:?} {terms:?} by {by:?} {measure:?} lines={lines}");
+        assert_eq!(ta, tb, "{what}");
+        assert!(a.total() > 0.0, "{what}: the case selects nothing");
+        assert_eq!(canonical(&a), canonical(&b), "{what}");
+        assert_eq!(
+            (a.sample_type.as_str(), a.unit.as_str()),
+            (b.sample_type.as_str(), b.unit.as_str()),
+            "{what}"
+        );
+        assert_eq!(a.profiles_used, b.profiles_used, "{what}");
+        assert_eq!(a.window, b.window, "{what}");
+        assert_eq!(sorted(&a.instances), sorted(&b.instances), "{what}");
+        let mut sa: Vec<_> = a
+            .spans
+            .iter()
+            .map(|(l, s)| {
+                (
+                    l.trace_id_hex(),
+                    l.span_id_hex(),
+                    s.value as i64,
+                    s.first,
+                    s.last,
+                    s.window,
+                )
+            })
+            .collect();
+        let mut sb: Vec<_> = b
+            .spans
+            .iter()
+            .map(|(l, s)| {
+                (
+                    l.trace_id_hex(),
+                    l.span_id_hex(),
+                    s.value as i64,
+                    s.first,
+                    s.last,
+                    s.window,
+                )
+            })
+            .collect();
+        sa.sort();
+        sb.sort();
+        assert_eq!(sa, sb, "{what}");
+        compared += 1;
+    }
+    assert_eq!(compared, 10);
+
+    // A 20-minute window of one service reads its one (or two) hours, not the rest.
+    let narrow = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .narrow_to(&selector(
+            "service.name=shop,from=2025-01-31T13:10:00Z,to=2025-01-31T13:30:00Z",
+        ));
+    let hours: Vec<i64> = narrow
+        .selected()
+        .iter()
+        .map(|p| (p.hour - T0) / (60 * MINUTE))
+        .collect();
+    assert_eq!(hours, [0, 1]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stacks_are_stored_once_per_partition() {
+    let dir = scratch("dedup");
+    build_store(&dir);
+    let part = dir.join("columnar/service=shop/hour=2025-01-31T12");
+    let names: Vec<String> = std::fs::read_dir(&part)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let samples = names.iter().filter(|n| n.starts_with("samples-")).count();
+    let stacks = names.iter().filter(|n| n.starts_with("stacks-")).count();
+    // Minutes 0..60 of two JVMs (one with an allocation request too): 18 requests; stacks
+    // only where a request brought new ones (the first of each JVM and type).
+    assert_eq!(samples, 18, "{names:?}");
+    assert!(stacks > 0 && stacks <= 4, "{names:?}");
+    // A writer opened anew (a restart) reads the stored ids back and adds no stacks file.
+    let writer = ColumnarWriter::open(&dir).unwrap();
+    let bytes = otelprof_profile::otlp::encode_to_vec(
+        &cpu_profile(0, 7),
+        &resource(0),
+        ProfileId::from_random([9; 16]),
+        &EncodeOptions::default(),
+    )
+    .unwrap();
+    let written = writer
+        .write(&otelprof_profile::otlp::decode(&bytes).unwrap(), T0)
+        .unwrap();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("samples-"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn retention_deletes_whole_hours_and_bad_files_are_skipped() {
+    let dir = scratch("retain");
+    build_store(&dir);
+    // Garbage posing as a samples file: reported, and the rest still answers.
+    std::fs::write(
+        dir.join("columnar/service=shop/hour=2025-01-31T13/samples-0-bad.parquet"),
+        b"PAR1 not really PAR1",
+    )
+    .unwrap();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = heard.clone();
+    let source = ColumnarSource::open(
+        &dir,
+        Box::new(move |p, e| {
+            log.lock().unwrap().push(format!(
+                "{}: {}",
+                p.file_name().unwrap().to_string_lossy(),
+                otelprof_store::chain(e)
+            ))
+        }),
+    )
+    .unwrap();
+    let spec = Spec::new(Some(ProfileType::Cpu), &Selector::default());
+    let (m, _) = query::merge(&source, spec).unwrap();
+    assert_eq!(m.profiles_used, 27);
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert!(
+        heard[0].starts_with("samples-0-bad.parquet: not a file of the columnar store"),
+        "{heard:?}"
+    );
+
+    // At 14:30 with a retention of 90 minutes, the hour 12:00-13:00 has expired (both
+    // services), 13:00-14:00 has not.
+    let now = T0 + 150 * MINUTE;
+    let deleted = retain(&dir, 90 * MINUTE, now).unwrap();
+    let names: Vec<String> = deleted
+        .iter()
+        .map(|p| {
+            p.strip_prefix(dir.join("columnar"))
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "service=billing/hour=2025-01-31T12",
+            "service=shop/hour=2025-01-31T12"
+        ]
+    );
+    let left = ColumnarSource::open(&dir, Box::new(|_, _| {})).unwrap();
+    let hours: Vec<String> = left
+        .partitions
+        .iter()
+        .map(|p| format!("{} {}", p.service, (p.hour - T0) / (60 * MINUTE)))
+        .collect();
+    assert_eq!(hours, ["billing 1", "shop 1"]);
+    assert!(std::fs::read_dir(dir.join("columnar/.tmp"))
+        .unwrap()
+        .next()
+        .is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
