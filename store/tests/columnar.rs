@@ -256,12 +256,26 @@ fn stacks_are_stored_once_per_partition() {
 fn retention_deletes_whole_hours_and_bad_files_are_skipped() {
     let dir = scratch("retain");
     build_store(&dir);
-    // Garbage posing as a samples file: reported, and the rest still answers.
+    // Garbage posing as a samples file: reported, and the rest still answers. Failures are
+    // reported in path order (hour 12 before hour 13).
     std::fs::write(
         dir.join("columnar/service=shop/hour=2025-01-31T13/samples-0-bad.parquet"),
         b"PAR1 not really PAR1",
     )
     .unwrap();
+    // A well-formed Parquet file of the other table posing as samples: named, not read.
+    let part = dir.join("columnar/service=shop/hour=2025-01-31T12");
+    let stacks_file = std::fs::read_dir(&part)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("stacks-")
+        })
+        .unwrap();
+    std::fs::copy(&stacks_file, part.join("samples-0-stacks.parquet")).unwrap();
     let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = heard.clone();
     let source = ColumnarSource::open(
@@ -279,10 +293,14 @@ fn retention_deletes_whole_hours_and_bad_files_are_skipped() {
     let (m, _) = query::merge(&source, spec).unwrap();
     assert_eq!(m.profiles_used, 27);
     let heard = heard.lock().unwrap().clone();
-    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard.len(), 2, "{heard:?}");
     assert!(
-        heard[0].starts_with("samples-0-bad.parquet: not a file of the columnar store"),
+        heard[1].starts_with("samples-0-bad.parquet: not a file of the columnar store"),
         "{heard:?}"
+    );
+    assert_eq!(
+        heard[0],
+        "samples-0-stacks.parquet: not a file of the columnar store: no column profile"
     );
 
     // At 14:30 with a retention of 90 minutes, the hour 12:00-13:00 has expired (both
