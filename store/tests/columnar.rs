@@ -48,6 +48,11 @@ fn selector(terms: &str) -> Selector {
     s
 }
 
+/// Whether narrowing to `s` reads every partition of the test store.
+fn narrowed_whole(s: &Selector) -> bool {
+    s.from.is_none() && s.to.is_none() && !s.conditions.iter().any(|c| c.key == "service.name")
+}
+
 /// Type, terms, group-by key, measure, lines, spans.
 type Case = (
     Option<ProfileType>,
@@ -164,6 +169,17 @@ fn every_query_answers_as_the_otlp_files() {
             "{what}"
         );
         assert_eq!(a.profiles_used, b.profiles_used, "{what}");
+        // Profiles looked at: all of them from the files; from the columnar store, those of
+        // the partitions the selection's service and time can touch.
+        if narrowed_whole(&sel) {
+            assert_eq!(
+                (a.profiles_seen, a.other_type),
+                (b.profiles_seen, b.other_type),
+                "{what}"
+            );
+        } else {
+            assert!(b.profiles_seen < a.profiles_seen, "{what}");
+        }
         assert_eq!(a.window, b.window, "{what}");
         assert_eq!(sorted(&a.instances), sorted(&b.instances), "{what}");
         let mut sa: Vec<_> = a
@@ -227,9 +243,10 @@ fn stacks_are_stored_once_per_partition() {
         .collect();
     let samples = names.iter().filter(|n| n.starts_with("samples-")).count();
     let stacks = names.iter().filter(|n| n.starts_with("stacks-")).count();
-    // Minutes 0..60 of two JVMs (one with an allocation request too): 18 requests; stacks
+    // Minutes 0..60 of two JVMs (one with an allocation request too, one with an empty
+    // profile once): 19 requests; stacks
     // only where a request brought new ones (the first of each JVM and type).
-    assert_eq!(samples, 18, "{names:?}");
+    assert_eq!(samples, 19, "{names:?}");
     assert!(stacks > 0 && stacks <= 4, "{names:?}");
     // A writer opened anew (a restart) reads the stored ids back and adds no stacks file.
     let writer = ColumnarWriter::open(&dir).unwrap();

@@ -84,7 +84,8 @@ impl ColumnarSource {
     }
 
     /// Reads from now on only the partitions `selector` can select samples in (by service
-    /// name and by hour): a 1 h question reads one or two hours, not the day.
+    /// name and by hour): a 1 h question reads one or two hours, not the day. A merge's
+    /// `profiles_seen` then counts the profiles of the partitions read, not of the store.
     pub fn narrow_to(mut self, selector: &Selector) -> ColumnarSource {
         self.selection = Some(selector.clone());
         self
@@ -658,6 +659,10 @@ fn read_samples(
                     duration: duration.get(r).copied().unwrap_or(0),
                     samples: Vec::new(),
                 });
+            }
+            // The row standing for a profile without samples ([`super::write`]).
+            if values_at.get(r) == values_at.get(r + 1) && stack.get(r) == Some(&0) {
+                continue;
             }
             let mut labels = Vec::new();
             for v in range(&attrs_at, r) {

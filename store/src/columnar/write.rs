@@ -327,7 +327,15 @@ impl SampleRows {
             .collect();
         // Stack ids of this profile's dictionary, each computed once.
         let mut ids: FxHashMap<u32, i64> = FxHashMap::default();
-        for sample in &profile.samples {
+        // A profile without samples still counts as seen: one row with no values and stack
+        // id 0 stands for it (the reader makes no sample of it; SQL sees a null value).
+        let placeholder = otelprof_profile::model::Sample::default();
+        let samples = if profile.samples.is_empty() {
+            std::slice::from_ref(&placeholder)
+        } else {
+            profile.samples.as_slice()
+        };
+        for sample in samples {
             self.profile.push(id);
             self.time.push(profile.time_nanos);
             self.duration.push(profile.duration_nanos);
@@ -379,6 +387,11 @@ impl SampleRows {
                     .link
                     .map(|l| ByteArray::from(l.span_id_hex().into_bytes())),
             );
+            if profile.samples.is_empty() {
+                self.stack_id.push(0);
+                self.timestamps.1.list(0);
+                continue;
+            }
             let stack_id = *ids.entry(sample.stack.0).or_insert_with(|| {
                 let frames = frames_of(profile, sample.stack);
                 let id = schema::stack_id(

@@ -101,6 +101,17 @@ pub fn build_store(dir: &Path) {
     for m in (0..90).step_by(10) {
         for i in 0..3 {
             let mut profiles = vec![cpu_profile(i, m)];
+            if i == 0 && m == 20 {
+                // A minute without samples still counts as a profile seen.
+                profiles.push(
+                    ProfileBuilder::new(
+                        &[("samples", "count"), ("cpu", "nanoseconds")],
+                        ("cpu", "nanoseconds"),
+                        10_000_000,
+                    )
+                    .build(T0 + m * MINUTE + 1, MINUTE),
+                );
+            }
             if i == 1 {
                 profiles.push(alloc_profile(m));
             }
