@@ -18,6 +18,13 @@ pub enum Error {
     NothingReadable,
     #[error("the files hold no profiles (empty requests only)")]
     OnlyEmptyRequests,
+    /// Compaction stops at a file it cannot read rather than drop its rows.
+    #[error("cannot compact {}: the file is unreadable", path.display())]
+    Uncompactable {
+        path: PathBuf,
+        #[source]
+        source: ColumnarFileError,
+    },
 }
 
 impl Error {

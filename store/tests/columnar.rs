@@ -9,7 +9,7 @@ mod common;
 
 use common::{build_store, cpu_profile, resource, scratch, MINUTE, T0};
 use otelprof_profile::otlp::{EncodeOptions, ProfileId};
-use otelprof_store::columnar::{retain, ColumnarSource, ColumnarWriter};
+use otelprof_store::columnar::{compact, retain, ColumnarSource, ColumnarWriter};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::select::Measure;
 use otelprof_store::{Merged, ProfileType, Selector, Source};
@@ -352,4 +352,225 @@ fn retention_deletes_whole_hours_and_bad_files_are_skipped() {
         .next()
         .is_none());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Merges `spec` from the columnar store of `dir`, narrowed to `sel`, with or without rollups.
+fn columnar_merge(dir: &std::path::Path, sel: &Selector, spec: Spec, rollups: bool) -> Merged {
+    let spans = spec.spans;
+    let mut source = ColumnarSource::open(dir, Box::new(|p, e| panic!("{}: {e}", p.display())))
+        .unwrap()
+        .narrow_to(sel);
+    if rollups {
+        source = source.use_rollups(spans);
+    }
+    query::merge(&source, spec).unwrap().0
+}
+
+/// What rollups must keep: stacks, values, counts, groups, type, unit, window, instances.
+fn same_answer(a: &Merged, b: &Merged, what: &str) {
+    assert!(a.total() > 0.0, "{what}: selects nothing");
+    assert_eq!(canonical(a), canonical(b), "{what}");
+    assert_eq!(
+        (&a.sample_type, &a.unit),
+        (&b.sample_type, &b.unit),
+        "{what}"
+    );
+    assert_eq!(a.window, b.window, "{what}");
+    assert_eq!(sorted(&a.instances), sorted(&b.instances), "{what}");
+}
+
+/// Type, terms, group-by key, measure, spans, whether the rollup of some hour answers.
+type RollupCase = (
+    ProfileType,
+    &'static str,
+    Option<&'static str>,
+    Measure,
+    bool,
+    bool,
+);
+
+fn rollup_cases() -> Vec<RollupCase> {
+    vec![
+        (ProfileType::Cpu, "", None, Measure::Amount, false, true),
+        (
+            ProfileType::Cpu,
+            "",
+            Some("span_name"),
+            Measure::Count,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "",
+            Some("thread.pool"),
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "service.version=1.0",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "span_name!=GET /b",
+            Some("service.version"),
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:00:00Z,to=2025-01-31T13:00:00Z",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (ProfileType::Alloc, "", None, Measure::Amount, false, true),
+        (
+            ProfileType::Alloc,
+            "",
+            Some("service.name"),
+            Measure::Count,
+            false,
+            true,
+        ),
+        // Needs what the rollup drops: a time cut inside samples' timestamps (hour 12 from
+        // its rows, hour 13 from its rollup), a trace, per-span statistics.
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:30:20Z",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "trace_id=0000000000000000000000000000abd1",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (ProfileType::Cpu, "", None, Measure::Amount, true, false),
+    ]
+}
+
+#[test]
+fn compacted_hours_answer_from_rollups_as_from_sample_rows() {
+    let dir = scratch("rollup");
+    build_store(&dir);
+    let cases = rollup_cases();
+    let spec_of = |c: &RollupCase, sel: &Selector| {
+        let mut spec = Spec::new(Some(c.0), sel).view(c.3, false).by(c.2);
+        if c.4 {
+            spec = spec.spans();
+        }
+        spec
+    };
+    let before: Vec<Merged> = cases
+        .iter()
+        .map(|c| {
+            let sel = selector(c.1);
+            columnar_merge(&dir, &sel, spec_of(c, &sel), false)
+        })
+        .collect();
+    // At 14:30 both hours are closed; with 40 minutes of grace only 12:00-13:00 is.
+    let compacted = compact(&dir, T0 + 150 * MINUTE, 40 * MINUTE).unwrap();
+    assert_eq!(compacted.len(), 2, "{compacted:?}");
+    let compacted = compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    assert_eq!(compacted.len(), 2, "{compacted:?}");
+    assert!(compact(&dir, T0 + 150 * MINUTE, 0).unwrap().is_empty());
+    for part in ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .partitions
+    {
+        let mut names: Vec<String> = std::fs::read_dir(&part.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .map(|n| n.split('-').take(2).collect::<Vec<_>>().join("-"))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "rollup-1738333800000000000",
+                "samples-compacted",
+                "stacks-compacted"
+            ]
+        );
+    }
+    for (c, a) in cases.iter().zip(&before) {
+        let sel = selector(c.1);
+        let what = format!("{c:?}");
+        let rows = columnar_merge(&dir, &sel, spec_of(c, &sel), false);
+        same_answer(a, &rows, &what);
+        assert_eq!(
+            a.profiles_seen, rows.profiles_seen,
+            "{what}: compacted rows"
+        );
+        let rolled = columnar_merge(&dir, &sel, spec_of(c, &sel), true);
+        same_answer(a, &rolled, &what);
+        // A rollup profile stands for an hour of one JVM's profiles of a type: fewer seen
+        // exactly when a rollup answered.
+        assert_eq!(rolled.profiles_seen < a.profiles_seen, c.5, "{what}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_interrupted_compaction_leaves_every_hour_readable_and_counted_once() {
+    let cases = rollup_cases();
+    for steps in 0..otelprof_store::columnar::compact::STEPS {
+        let dir = scratch(&format!("crash{steps}"));
+        build_store(&dir);
+        let answers = |rollups: bool| -> Vec<Merged> {
+            cases
+                .iter()
+                .map(|c| {
+                    let sel = selector(c.1);
+                    let spec = Spec::new(Some(c.0), &sel).view(c.3, false).by(c.2);
+                    columnar_merge(&dir, &sel, spec, rollups)
+                })
+                .collect()
+        };
+        let before = answers(false);
+        let root = dir.join("columnar");
+        for part in ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .partitions
+        {
+            // The process dies after `steps` changes: no cleanup runs.
+            let _ = otelprof_store::columnar::compact::compact_partition(
+                &root,
+                &part.dir,
+                T0 + 150 * MINUTE,
+                steps,
+            )
+            .unwrap();
+        }
+        for (rollups, after) in [(false, answers(false)), (true, answers(true))] {
+            for (c, (a, b)) in cases.iter().zip(before.iter().zip(&after)) {
+                let what = format!("after {steps} steps, rollups {rollups}: {c:?}");
+                same_answer(a, b, &what);
+                if !rollups {
+                    assert_eq!(a.profiles_seen, b.profiles_seen, "{what}");
+                }
+            }
+        }
+        // A restart: the writer clears `.tmp/`, compaction runs again and finishes.
+        drop(ColumnarWriter::open(&dir).unwrap());
+        assert_eq!(compact(&dir, T0 + 150 * MINUTE, 0).unwrap().len(), 4);
+        for (c, (a, b)) in cases.iter().zip(before.iter().zip(&answers(true))) {
+            same_answer(a, b, &format!("after {steps} steps and a rerun: {c:?}"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

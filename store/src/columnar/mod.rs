@@ -111,11 +111,13 @@
 //! built. A cold debug build of this crate with all its dependencies, parquet included, took
 //! 35 s here (parquet alone was not timed apart; measure it with `cargo build --timings`).
 
+pub mod compact;
 pub mod read;
 pub mod retention;
 pub mod schema;
 pub mod write;
 
+pub use compact::compact;
 pub use read::ColumnarSource;
 pub use retention::retain;
 pub use write::{convert, ColumnarWriter};

@@ -55,6 +55,8 @@ pub struct ColumnarSource {
     reported: Mutex<FxHashSet<PathBuf>>,
     /// The selection whose partitions [`ColumnarSource::scan`] reads.
     selection: Option<Selector>,
+    /// Whether a compacted hour may be answered from its rollup ([`ColumnarSource::use_rollups`]).
+    rollups: bool,
 }
 
 impl ColumnarSource {
@@ -75,6 +77,7 @@ impl ColumnarSource {
             report,
             reported: Mutex::new(FxHashSet::default()),
             selection: None,
+            rollups: false,
         })
     }
 
@@ -89,6 +92,32 @@ impl ColumnarSource {
     pub fn narrow_to(mut self, selector: &Selector) -> ColumnarSource {
         self.selection = Some(selector.clone());
         self
+    }
+
+    /// Answers from now on every compacted hour that the selection covers whole from its
+    /// rollup ([`super::compact`]) instead of its sample rows, unless `spans` (per-span
+    /// statistics need each sample's trace link) or the selection names a trace or span.
+    /// Call after [`ColumnarSource::narrow_to`]; without a selection no time range is known
+    /// and every compacted hour is covered. The merged stacks, groups, type, instances and
+    /// window are those of the sample rows; `profiles_used` and `profiles_seen` count a
+    /// rollup's profiles, one per resource and type an hour.
+    pub fn use_rollups(mut self, spans: bool) -> ColumnarSource {
+        let traced = self
+            .selection
+            .as_ref()
+            .is_some_and(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
+        self.rollups = !spans && !traced;
+        self
+    }
+
+    /// Whether a rollup whose profiles span `[start, end)` answers the current selection as
+    /// the sample rows would: every profile of the hour lies inside the time range, so no
+    /// sample is cut by time (the rollup has no timestamps).
+    fn rollup_covers(&self, start: i64, end: i64) -> bool {
+        self.rollups
+            && self.selection.as_ref().is_none_or(|s| {
+                s.from.is_none_or(|from| from <= start) && s.to.is_none_or(|to| end <= to)
+            })
     }
 
     /// The partitions the current selection can touch.
@@ -123,7 +152,12 @@ impl ColumnarSource {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(p) = partitions.get(i) else { break };
-                            let n = read_partition(p, &mut failed, |d| visit(&mut state, d));
+                            let n = read_partition(
+                                p,
+                                &mut failed,
+                                |a, b| self.rollup_covers(a, b),
+                                |d| visit(&mut state, d),
+                            );
                             profiles.fetch_add(n, Ordering::Relaxed);
                         }
                         if let Ok(mut f) = failures.lock() {
@@ -213,7 +247,7 @@ fn list_partitions(root: &Path) -> Result<Vec<Partition>, Error> {
 }
 
 /// Files of a partition whose names start with `prefix`, sorted (by arrival).
-fn files_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+pub(crate) fn files_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -232,7 +266,8 @@ fn files_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// The stack ids stored in partition `dir` (files that cannot be read left out).
 pub(crate) fn stack_ids_in(dir: &Path) -> FxHashSet<i64> {
     let mut ids = FxHashSet::default();
-    for path in files_in(dir, "stacks-") {
+    let mut ignored = Vec::new();
+    for path in live_files(dir, &mut ignored).stacks {
         if let Ok(stacks) = guarded(|| read_stacks(&path)) {
             ids.extend(stacks.into_iter().map(|(id, _)| id));
         }
@@ -240,25 +275,140 @@ pub(crate) fn stack_ids_in(dir: &Path) -> FxHashSet<i64> {
     ids
 }
 
-/// Reads one partition: returns the profiles visited; failures are pushed to `failed`.
+/// The files of a partition that count: a compacted file ([`super::compact`]) replaces the
+/// files its footer names, which are skipped until compaction deletes them.
+pub(crate) struct LiveFiles {
+    pub stacks: Vec<PathBuf>,
+    pub samples: Vec<PathBuf>,
+    /// The rollup of the partition's samples, with the window of its profiles (Unix ns),
+    /// when the partition's only samples file is the compacted one it was made from.
+    pub rollup: Option<(PathBuf, i64, i64)>,
+}
+
+/// Key of a compacted file's footer: the file names it replaces, one a line.
+pub(crate) const META_REPLACES: &str = "otelprof.replaces";
+/// Key of a rollup's footer: the compacted samples file it adds up.
+pub(crate) const META_ROLLUP_OF: &str = "otelprof.rollup_of";
+/// Key of a rollup's footer: `start end` of the profiles it adds up (Unix ns).
+pub(crate) const META_WINDOW: &str = "otelprof.window";
+
+/// Name prefixes of the files compaction writes.
+pub(crate) const COMPACTED_SAMPLES: &str = "samples-compacted-";
+pub(crate) const COMPACTED_STACKS: &str = "stacks-compacted-";
+pub(crate) const ROLLUP: &str = "rollup-";
+
+/// The key-value metadata of a Parquet file's footer.
+fn footer(path: &Path) -> Result<Vec<(String, String)>, ColumnarFileError> {
+    guarded(|| {
+        let reader = open(path)?;
+        Ok(reader
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kv| {
+                kv.iter()
+                    .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    })
+}
+
+fn meta<'a>(kv: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    kv.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// The files of partition `dir` that count; unreadable compacted files and rollups are
+/// pushed to `failed` (a compacted file that cannot be read replaces nothing, so the files
+/// it was made from still answer).
+pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> LiveFiles {
+    let mut replaced: FxHashSet<std::ffi::OsString> = FxHashSet::default();
+    let mut skip: FxHashSet<PathBuf> = FxHashSet::default();
+    let stacks = files_in(dir, "stacks-");
+    let samples = files_in(dir, "samples-");
+    let name_of = |p: &Path| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    for path in stacks.iter().chain(&samples) {
+        let name = name_of(path);
+        if !(name.starts_with(COMPACTED_SAMPLES) || name.starts_with(COMPACTED_STACKS)) {
+            continue;
+        }
+        match footer(path) {
+            Ok(kv) => replaced.extend(
+                meta(&kv, META_REPLACES)
+                    .unwrap_or("")
+                    .lines()
+                    .filter(|l| !l.is_empty() && *l != name)
+                    .map(std::ffi::OsString::from),
+            ),
+            Err(e) => {
+                failed.push((path.clone(), FileError::Columnar(e)));
+                skip.insert(path.clone());
+            }
+        }
+    }
+    let keep = |files: Vec<PathBuf>| -> Vec<PathBuf> {
+        files
+            .into_iter()
+            .filter(|p| !skip.contains(p) && !replaced.contains(p.file_name().unwrap_or_default()))
+            .collect()
+    };
+    let stacks = keep(stacks);
+    let samples = keep(samples);
+    let mut rollup = None;
+    if let [only] = samples.as_slice() {
+        let only = name_of(only);
+        for path in files_in(dir, ROLLUP) {
+            let Ok(kv) = footer(&path) else { continue };
+            if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) {
+                continue;
+            }
+            let window = meta(&kv, META_WINDOW).and_then(|w| {
+                let (a, b) = w.split_once(' ')?;
+                Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?))
+            });
+            if let Some((a, b)) = window {
+                rollup = Some((path, a, b));
+            }
+        }
+    }
+    LiveFiles {
+        stacks,
+        samples,
+        rollup,
+    }
+}
+
+/// Reads one partition: returns the profiles visited; failures are pushed to `failed`. The
+/// partition's rollup answers instead of its samples when `rollup_covers` its window.
 fn read_partition(
     p: &Partition,
     failed: &mut Vec<(PathBuf, FileError)>,
+    rollup_covers: impl Fn(i64, i64) -> bool,
     mut visit: impl FnMut(&Decoded),
 ) -> usize {
+    let live = live_files(&p.dir, failed);
     let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
-    for path in files_in(&p.dir, "stacks-") {
-        match guarded(|| read_stacks(&path)) {
+    for path in &live.stacks {
+        match guarded(|| read_stacks(path)) {
             Ok(found) => {
                 for (id, frames) in found {
                     stacks.entry(id).or_insert(frames);
                 }
             }
-            Err(e) => failed.push((path, FileError::Columnar(e))),
+            Err(e) => failed.push((path.clone(), FileError::Columnar(e))),
         }
     }
+    let samples = match live.rollup {
+        Some((rollup, a, b)) if rollup_covers(a, b) => vec![rollup],
+        _ => live.samples,
+    };
     let mut profiles = 0;
-    for path in files_in(&p.dir, "samples-") {
+    for path in samples {
         match guarded(|| read_samples(&path, &stacks)) {
             Ok(decoded) => {
                 profiles += decoded.len();
@@ -270,6 +420,31 @@ fn read_partition(
         }
     }
     profiles
+}
+
+/// A partition's live files, its stacks and its profiles from the sample rows.
+pub(crate) type Detailed = (LiveFiles, FxHashMap<i64, Vec<Frame>>, Vec<Decoded>);
+
+/// Reads the stacks and the sample rows (never the rollup) of partition `dir` as the
+/// profiles they store, for compaction; fails on the first file that cannot be read, so that
+/// compaction never drops what it could not read.
+pub(crate) fn read_detailed(dir: &Path) -> Result<Detailed, (PathBuf, ColumnarFileError)> {
+    let mut failed = Vec::new();
+    let live = live_files(dir, &mut failed);
+    if let Some((path, FileError::Columnar(e))) = failed.pop() {
+        return Err((path, e));
+    }
+    let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
+    for path in &live.stacks {
+        for (id, frames) in guarded(|| read_stacks(path)).map_err(|e| (path.clone(), e))? {
+            stacks.entry(id).or_insert(frames);
+        }
+    }
+    let mut profiles = Vec::new();
+    for path in &live.samples {
+        profiles.extend(guarded(|| read_samples(path, &stacks)).map_err(|e| (path.clone(), e))?);
+    }
+    Ok((live, stacks, profiles))
 }
 
 /// Runs a file's decoding, turning a panic of the `parquet` crate on malformed input into
@@ -577,6 +752,14 @@ fn parse_types(text: &str, b: &mut DictionaryBuilder) -> Vec<ValueType> {
             }
         })
         .collect()
+}
+
+/// The profiles of one samples file (or rollup), with their resources; for compaction.
+pub(crate) fn read_samples_file(
+    path: &Path,
+    stacks: &FxHashMap<i64, Vec<Frame>>,
+) -> Result<Vec<Decoded>, ColumnarFileError> {
+    guarded(|| read_samples(path, stacks))
 }
 
 /// The profiles of one samples file, with their resources.

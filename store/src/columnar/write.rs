@@ -106,13 +106,15 @@ impl ColumnarWriter {
                 if !new.is_empty() {
                     new.sort_by_key(|(id, _)| *id);
                     let path = dir.join(format!("stacks-{stem}.parquet"));
-                    self.put(&path, |file| write_stacks(file, &new))?;
+                    put_file(&self.root, &path, |file| {
+                        write_stacks(file, &new, Vec::new())
+                    })?;
                     known.extend(new.iter().map(|(id, _)| *id));
                     written.push(path);
                 }
             }
             let path = dir.join(format!("samples-{stem}.parquet"));
-            self.put(&path, |file| rows.write(file))?;
+            put_file(&self.root, &path, |file| rows.write(file, Vec::new()))?;
             written.push(path);
         }
         Ok(written)
@@ -138,32 +140,32 @@ impl ColumnarWriter {
         known.insert(key.clone(), set.clone());
         Ok(set)
     }
+}
 
-    /// Writes a file under `.tmp/` with `fill`, syncs it, and renames it to `path`, whose
-    /// directory is then synced.
-    fn put(
-        &self,
-        path: &Path,
-        fill: impl FnOnce(File) -> Result<File, parquet::errors::ParquetError>,
-    ) -> Result<(), Error> {
-        let name = path.file_name().unwrap_or_default();
-        let tmp = self.root.join(crate::layout::TMP).join(name);
-        let file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
-        let done = fill(file)
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .and_then(|f| f.sync_all());
-        if let Err(e) = done {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Error::io("write", &tmp)(e));
-        }
-        if let Err(e) = std::fs::rename(&tmp, path) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Error::io("move into", path)(e));
-        }
-        match path.parent() {
-            Some(dir) => crate::writer::sync_dir(dir),
-            None => Ok(()),
-        }
+/// Writes a file under `root/.tmp/` with `fill`, syncs it, and renames it to `path`, whose
+/// directory is then synced: a reader sees the whole file or none.
+pub(super) fn put_file(
+    root: &Path,
+    path: &Path,
+    fill: impl FnOnce(File) -> Result<File, parquet::errors::ParquetError>,
+) -> Result<(), Error> {
+    let name = path.file_name().unwrap_or_default();
+    let tmp = root.join(crate::layout::TMP).join(name);
+    let file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
+    let done = fill(file)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|f| f.sync_all());
+    if let Err(e) = done {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io("write", &tmp)(e));
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io("move into", path)(e));
+    }
+    match path.parent() {
+        Some(dir) => crate::writer::sync_dir(dir),
+        None => Ok(()),
     }
 }
 
@@ -269,7 +271,7 @@ impl Levels {
 
 /// The samples table of one file, column by column.
 #[derive(Default)]
-struct SampleRows {
+pub(super) struct SampleRows {
     profile: Vec<i64>,
     time: Vec<i64>,
     duration: Vec<i64>,
@@ -300,7 +302,7 @@ fn optional<T>(column: &mut (Vec<T>, Vec<i16>), value: Option<T>) {
 }
 
 impl SampleRows {
-    fn add_profile(
+    pub(super) fn add_profile(
         &mut self,
         id: i64,
         resource: &[KeyValue],
@@ -408,8 +410,13 @@ impl SampleRows {
         }
     }
 
-    fn write(&self, file: File) -> Result<File, parquet::errors::ParquetError> {
-        let mut w = table_writer(file, schema::SAMPLES)?;
+    /// Writes the rows as one row group, with `meta` as the file's key-value metadata.
+    pub(super) fn write(
+        &self,
+        file: File,
+        meta: Vec<Meta>,
+    ) -> Result<File, parquet::errors::ParquetError> {
+        let mut w = table_writer(file, schema::SAMPLES, meta)?;
         let mut rg = w.next_row_group()?;
         let mut i = 0;
         while let Some(mut col) = rg.next_column()? {
@@ -462,9 +469,10 @@ impl SampleRows {
     }
 }
 
-fn write_stacks(
+pub(super) fn write_stacks(
     file: File,
     stacks: &[(i64, Vec<Frame>)],
+    meta: Vec<Meta>,
 ) -> Result<File, parquet::errors::ParquetError> {
     let mut ids = Vec::with_capacity(stacks.len());
     let mut functions = Vec::new();
@@ -480,7 +488,7 @@ fn write_stacks(
         }
         levels.list(frames.len());
     }
-    let mut w = table_writer(file, schema::STACKS)?;
+    let mut w = table_writer(file, schema::STACKS, meta)?;
     let mut rg = w.next_row_group()?;
     let mut i = 0;
     let (def, rep) = (Some(levels.def.as_slice()), Some(levels.rep.as_slice()));
@@ -498,14 +506,19 @@ fn write_stacks(
     w.into_inner()
 }
 
+/// A key-value pair of a Parquet file's footer (what compaction records, [`super::compact`]).
+pub(super) type Meta = parquet::file::metadata::KeyValue;
+
 fn table_writer(
     file: File,
     message: &str,
+    meta: Vec<Meta>,
 ) -> Result<SerializedFileWriter<File>, parquet::errors::ParquetError> {
     let schema = Arc::new(parse_message_type(message)?);
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_created_by(format!("otelprof {}", env!("CARGO_PKG_VERSION")))
+        .set_key_value_metadata((!meta.is_empty()).then_some(meta))
         .build();
     SerializedFileWriter::new(file, schema, Arc::new(props))
 }
