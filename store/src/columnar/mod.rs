@@ -46,13 +46,24 @@
 //! fsynced and renamed into place like the OTLP files ([`crate::Store`]), stacks before
 //! samples, so a reader never sees a sample whose stack is missing.
 //!
-//! Compaction (next step, not written yet) rewrites an hour once it is over (no profile starts
-//! in it any more after `period` + the export retry window): its samples files into one, sorted
-//! by type, `span_name` and stack, and its stacks files into one; and writes a **rollup** file
-//! beside it, the same schema with the samples of the hour added up per (resource, sample
-//! attributes, stack), without trace, span and timestamps, one "profile" per resource and hour.
-//! An hour of 10 JVMs at ~2,000 stacks is then ~20,000–60,000 rollup rows instead of
-//! 1.2 million sample rows.
+//! [`compact`] rewrites an hour once it is over (no profile starts in it any more after
+//! `period` + the export retry window, its `grace` argument): its samples files into one
+//! (`samples-compacted-*`, profile after profile, since the reader rebuilds a profile from
+//! consecutive rows), its stacks files into one (`stacks-compacted-*`), and a **rollup**
+//! (`rollup-*`) beside them, crash-safe as [`compact`]'s module says (footers name the files
+//! replaced; one rename swaps the rows).
+//!
+//! The rollup has the samples schema. It **keeps** the resource (service, version, instance,
+//! ...), the profile type and its values, every sample attribute (`span_name`, thread pool,
+//! thread name, `local_root_span_id`: all the labels the views group and filter by), and the
+//! stack; values are summed per (resource, type header, attributes, stack) over the hour, as
+//! one profile per resource and type spanning the hour's profiles. It **drops** trace and
+//! span ids, sample timestamps and each profile's own start: a question with a trace or span,
+//! with per-span statistics, or whose time range cuts an hour reads that hour's sample rows.
+//! Types whose observations are sample rows (no count value) keep their rows apart so counts
+//! stay exact. `profiles_used`/`profiles_seen` then count rollup profiles. A rollup is used
+//! only while the hour's sole live samples file is the compacted file it was made from (a late
+//! request makes the hour answer from rows until it is compacted again).
 //!
 //! # How a question is answered
 //!
@@ -67,10 +78,10 @@
 //!   window starts within a profile period of its end): ~1.2 M sample rows for 10 JVMs, read
 //!   and merged with no protobuf, no gzip, and each stack resolved once per file instead of once
 //!   per request.
-//! - **24 h window**: with compaction, every hour wholly inside the window and with no trace or
-//!   span condition is answered from its rollup (~1 M rows for the day), only the edge hours from
-//!   samples. Until compaction exists, a day reads every samples row (~29 M for the benchmark
-//!   store), which is the number to measure first.
+//! - **24 h window**: with [`ColumnarSource::use_rollups`], every compacted hour wholly inside
+//!   the window and with no trace or span condition is answered from its rollup, only the edge
+//!   hours from samples. Without compaction a day reads every samples row (~29 M for the
+//!   benchmark store). Not measured yet (NOTES-store.md says what to measure).
 //!
 //! What to measure (on a quiet machine, not while another build runs): `cargo run --release
 //! --example bench_store -- --out /tmp/fleet` to generate the store (OTLP and columnar), then
