@@ -18,6 +18,13 @@ pub enum Error {
     NothingReadable,
     #[error("the files hold no profiles (empty requests only)")]
     OnlyEmptyRequests,
+    /// Compaction stops at a file it cannot read rather than drop its rows.
+    #[error("cannot compact {}: the file is unreadable", path.display())]
+    Uncompactable {
+        path: PathBuf,
+        #[source]
+        source: ColumnarFileError,
+    },
 }
 
 impl Error {
@@ -51,6 +58,8 @@ pub enum FileError {
     NotPprof(#[source] otelprof_profile::pprof::DecodeError),
     #[error("neither OTLP profiles nor pprof")]
     Neither(#[source] otelprof_profile::pprof::DecodeError),
+    #[error("not a file of the columnar store")]
+    Columnar(#[source] ColumnarFileError),
 }
 
 /// `512 MiB`, or bytes when the limit is not a whole number of MiB.
@@ -81,4 +90,34 @@ pub fn chain(error: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     text
+}
+
+/// Why a file of the columnar store (Parquet) was skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum ColumnarFileError {
+    #[error("cannot read")]
+    Read(#[source] std::io::Error),
+    #[error("not a regular file")]
+    NotAFile,
+    #[error(
+        "larger than {}, the most a profile file is read",
+        limit_text(otelprof_profile::gzip::MAX_INFLATED_BYTES as u64)
+    )]
+    TooLarge,
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("malformed Parquet (the decoder gave up)")]
+    Malformed,
+    #[error("no column {0}")]
+    MissingColumn(String),
+    #[error("column {0} is not of the schema's type")]
+    ColumnType(String),
+    #[error("column {0} has fewer values than rows")]
+    ShortColumn(String),
+    #[error("column {0} has levels the schema does not allow")]
+    BadLevels(String),
+    #[error("more rows, values or frames than a reader takes")]
+    TooManyValues,
+    #[error("a string is not UTF-8")]
+    NotUtf8,
 }

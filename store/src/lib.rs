@@ -7,10 +7,13 @@
 //!   files), decoded on all cores, a bad file skipped and reported, never hiding the others.
 //! - [`select`]: which samples count ([`Selector`]: attributes, trace and span, time, type);
 //!   [`merge`]: the selected samples of many profiles as one table of stacks ([`Merged`]).
+//! - [`columnar`]: the same profiles as Parquet partitioned by service and hour, written at
+//!   ingest and read without decoding every request (and by DuckDB, Spark, Trino).
 //! - [`query`]: merges made in as few passes as possible, and the computations behind `top`,
 //!   `diff`, `drilldown` and flame graphs.
 #![forbid(unsafe_code)]
 
+pub mod columnar;
 mod error;
 pub mod layout;
 pub mod merge;
@@ -21,10 +24,10 @@ mod time;
 mod walk;
 mod writer;
 
-pub use error::{chain, Error, FileError, OtlpFileError};
+pub use error::{chain, ColumnarFileError, Error, FileError, OtlpFileError};
 pub use layout::Signal;
 pub use merge::{Merged, Merger};
-pub use reader::{Decoded, SkipReporter, Source};
+pub use reader::{Decoded, Profiles, SkipReporter, Source};
 pub use select::{ProfileType, Selector};
 pub use time::{format_time, parse_time, TimeError};
 pub use writer::Store;

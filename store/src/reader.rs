@@ -44,6 +44,36 @@ pub struct Decoded {
 /// Told about every path that is skipped, once per [`Source`].
 pub type SkipReporter = Box<dyn Fn(&Path, &FileError) + Send + Sync>;
 
+/// What the query engine reads profiles from: files ([`Source`]) or the columnar store
+/// ([`crate::columnar::ColumnarSource`]). Every pass hands each profile, with its resource, to
+/// `visit` with a worker's own state, and returns the states for the caller to combine.
+pub trait Profiles: Sync {
+    fn scan<S: Send>(
+        &self,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error>;
+
+    /// pprof files among those read in the last pass (they carry no resource attributes).
+    fn pprof_files(&self) -> usize {
+        0
+    }
+}
+
+impl Profiles for Source {
+    fn scan<S: Send>(
+        &self,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        Source::scan(self, init, visit)
+    }
+
+    fn pprof_files(&self) -> usize {
+        Source::pprof_files(self)
+    }
+}
+
 /// The files a reading command reads.
 pub struct Source {
     pub files: Vec<PathBuf>,

@@ -92,7 +92,7 @@ impl Store {
     }
 }
 
-fn sync_dir(dir: &Path) -> Result<(), Error> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(Error::io("sync", dir))

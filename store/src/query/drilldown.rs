@@ -13,7 +13,7 @@ use otelprof_profile::Link;
 use crate::error::Error;
 use crate::merge::{Merged, SpanStats};
 use crate::query::{self, Spec};
-use crate::reader::Source;
+use crate::reader::Profiles;
 use crate::select::{Measure, ProfileType, Selector};
 
 /// What to drill into.
@@ -39,7 +39,7 @@ pub struct Drilldown {
 /// Spans of the trace whose local root is one of `roots` (from the `local_root_span_id`
 /// label, which pprof files carry; OTLP carries it only when the agent is asked to).
 fn children_of(
-    source: &Source,
+    source: &impl Profiles,
     ty: Option<ProfileType>,
     target: &Target,
     base: &Selector,
@@ -70,7 +70,7 @@ fn children_of(
 /// Drills into `target`. One pass over the files, or two with `--children`: the selection,
 /// the whole trace (for its endpoint and other spans), and every endpoint (for the fallback).
 pub fn drill(
-    source: &Source,
+    source: &impl Profiles,
     ty: Option<ProfileType>,
     target: &Target,
 ) -> Result<(Drilldown, ProfileType), Error> {

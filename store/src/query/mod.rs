@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
-use crate::reader::Source;
+use crate::reader::Profiles;
 use crate::select::{self, Measure, ProfileType, Selector};
 
 /// One merge to make in a pass.
@@ -69,7 +69,7 @@ const ALL_TYPES: [ProfileType; 4] = [
 
 /// Makes every merge of `specs` in one pass over the files; returns each with its type.
 pub fn merge_many<const N: usize>(
-    source: &Source,
+    source: &impl Profiles,
     specs: &[Spec; N],
 ) -> Result<[(Merged, ProfileType); N], Error> {
     let make = || -> [Vec<(ProfileType, Merger)>; N] {
@@ -128,14 +128,14 @@ pub fn merge_many<const N: usize>(
 }
 
 /// One merge, one pass.
-pub fn merge(source: &Source, spec: Spec) -> Result<(Merged, ProfileType), Error> {
+pub fn merge(source: &impl Profiles, spec: Spec) -> Result<(Merged, ProfileType), Error> {
     let [one] = merge_many(source, &[spec])?;
     Ok(one)
 }
 
 /// Says why nothing was selected, as helpfully as the data allows (another pass).
 pub fn explain_empty(
-    source: &Source,
+    source: &impl Profiles,
     merged: &Merged,
     ty: ProfileType,
     selector: &Selector,
@@ -198,7 +198,7 @@ const SHOWN_VALUES: usize = 50;
 const DISTINCT_VALUES: usize = 10_000;
 
 /// Up to `limit` distinct values of each key (resource first, then samples), in one pass.
-pub fn distinct_values(source: &Source, keys: &[String], limit: usize) -> Vec<Vec<String>> {
+pub fn distinct_values(source: &impl Profiles, keys: &[String], limit: usize) -> Vec<Vec<String>> {
     let states = source
         .scan(
             || vec![BTreeSet::<String>::new(); keys.len()],

@@ -13,7 +13,7 @@
 
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
-use crate::reader::{Decoded, Source};
+use crate::reader::{Decoded, Profiles};
 use crate::select::{Measure, ProfileType, ProfileVerdict, Selector};
 
 /// Most slices a side is cut into.
@@ -155,7 +155,7 @@ pub struct Sliced {
 }
 
 /// Merges every side of `sides` slice by slice, in one pass over the files.
-pub fn merge_slices(source: &Source, sides: &[SliceSpec]) -> Result<Sliced, Error> {
+pub fn merge_slices(source: &impl Profiles, sides: &[SliceSpec]) -> Result<Sliced, Error> {
     let bounds: Vec<Vec<(i64, i64)>> = sides.iter().map(SliceSpec::bounds).collect();
     let make_mergers = || -> Vec<Vec<SliceMergers>> {
         sides

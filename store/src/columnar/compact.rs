@@ -1,0 +1,315 @@
+//! Compaction and rollup of a closed hour partition: its per-request files merged into one
+//! samples file and one stacks file, and a rollup of the samples beside them (see the module
+//! docs of [`crate::columnar`] for what the rollup keeps and drops).
+//!
+//! Crash safety without a lock or a log: a compacted file's footer names the files it
+//! replaces ([`META_REPLACES`]), and a reader skips them once the compacted file is in place.
+//! Files are written under `.tmp/`, synced, then renamed into the partition one at a time:
+//! the stacks file, the rollup, and last the samples file, whose rename is the single step
+//! that swaps old samples for new. A crash before it leaves the old files answering (the new
+//! stacks file holds every old stack, a rollup whose samples file is absent is not used); a
+//! crash after it leaves replaced files that readers skip and the next compaction deletes.
+
+use std::path::{Path, PathBuf};
+
+use otelprof_profile::model::{LabelValue, Profile, Sample, StackId};
+use rustc_hash::FxHashMap;
+
+use super::read::{
+    files_in, read_detailed, COMPACTED_SAMPLES, COMPACTED_STACKS, META_REPLACES, META_ROLLUP_OF,
+    META_WINDOW, ROLLUP,
+};
+use super::schema::{self, HOUR};
+use super::write::{write_stacks, Meta, SampleRows};
+use crate::error::Error;
+use crate::reader::Decoded;
+use crate::select::{Measure, ProfileType};
+
+/// The steps of [`compact_partition`] that change the partition, in order; a crash between
+/// any two leaves the partition readable with nothing counted twice (a test stops after each).
+pub const STEPS: usize = 4;
+
+/// Compacts every hour partition of `store` that closed at least `grace` ns before `now`
+/// (no profile starts in it any more: the agents' period plus their export retry window) and
+/// is not compacted yet; returns the partitions compacted.
+pub fn compact(store: &Path, now: i64, grace: i64) -> Result<Vec<PathBuf>, Error> {
+    let root = store.join(super::DIR);
+    let mut done = Vec::new();
+    let Ok(services) = std::fs::read_dir(&root) else {
+        return Ok(done);
+    };
+    let mut dirs = Vec::new();
+    for service in services.flatten() {
+        if service
+            .file_name()
+            .to_str()
+            .and_then(schema::service_of_dir)
+            .is_none()
+        {
+            continue;
+        }
+        for hour in std::fs::read_dir(service.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let Some(start) = hour.file_name().to_str().and_then(schema::hour_of_dir) else {
+                continue;
+            };
+            if start.saturating_add(HOUR).saturating_add(grace.max(0)) <= now {
+                dirs.push(hour.path());
+            }
+        }
+    }
+    dirs.sort();
+    for dir in dirs {
+        if compact_partition(&root, &dir, now, STEPS)? {
+            done.push(dir);
+        }
+    }
+    Ok(done)
+}
+
+/// Compacts partition `dir` of the columnar store at `root`, performing at most `steps` of
+/// the [`STEPS`] changes (fewer only to test a crash); returns whether anything changed.
+#[doc(hidden)]
+pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Result<bool, Error> {
+    let (live, stacks, profiles) =
+        read_detailed(dir).map_err(|(path, source)| Error::Uncompactable { path, source })?;
+    let name = |p: &PathBuf| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let all_samples: Vec<String> = files_in(dir, "samples-").iter().map(name).collect();
+    let all_stacks: Vec<String> = files_in(dir, "stacks-").iter().map(name).collect();
+    let rollups: Vec<PathBuf> = files_in(dir, ROLLUP);
+    let compacted = live.samples.len() == 1
+        && live
+            .samples
+            .iter()
+            .all(|p| name(p).starts_with(COMPACTED_SAMPLES))
+        && live.rollup.is_some()
+        && all_samples.len() == 1
+        && all_stacks.len() == 1
+        && rollups.len() == 1;
+    if compacted || live.samples.is_empty() {
+        return Ok(false);
+    }
+    let tmp = root.join(crate::layout::TMP);
+    std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
+    let stem = format!("{now}-{:05}", std::process::id() % 100_000);
+    let samples_name = format!("{COMPACTED_SAMPLES}{stem}.parquet");
+    let stacks_name = format!("{COMPACTED_STACKS}{stem}.parquet");
+    let rollup_name = format!("{ROLLUP}{stem}.parquet");
+
+    // The samples, profile after profile (a profile's rows stay together: the reader rebuilds
+    // a profile from consecutive rows), ordered by type and time.
+    let mut order: Vec<&Decoded> = profiles.iter().collect();
+    order.sort_by_key(|d| (d.profile.sample_types.len(), d.profile.time_nanos));
+    let mut rows = SampleRows::default();
+    let mut seen = FxHashMap::default();
+    for (n, d) in order.iter().enumerate() {
+        let id = schema::stack_id([(samples_name.as_str(), "", n as i64)]);
+        rows.add_profile(id, &d.resource, &d.profile, &mut seen);
+    }
+    let replaces = |names: &[String]| vec![Meta::new(META_REPLACES.to_owned(), names.join("\n"))];
+    let samples_tmp = tmp.join(&samples_name);
+    write_tmp(&samples_tmp, |f| rows.write(f, replaces(&all_samples)))?;
+
+    // The rollup, from the compacted file: one dictionary for all its profiles.
+    let rolled = super::read::read_samples_file(&samples_tmp, &stacks).map_err(|source| {
+        Error::Uncompactable {
+            path: samples_tmp.clone(),
+            source,
+        }
+    })?;
+    let (rolled, window) = roll_up(&rolled);
+    let mut rollup_rows = SampleRows::default();
+    let mut seen = FxHashMap::default();
+    for (n, d) in rolled.iter().enumerate() {
+        let id = schema::stack_id([(rollup_name.as_str(), "", n as i64)]);
+        rollup_rows.add_profile(id, &d.resource, &d.profile, &mut seen);
+    }
+    let rollup_meta = vec![
+        Meta::new(META_ROLLUP_OF.to_owned(), samples_name.clone()),
+        Meta::new(META_WINDOW.to_owned(), format!("{} {}", window.0, window.1)),
+    ];
+    let rollup_tmp = tmp.join(&rollup_name);
+    write_tmp(&rollup_tmp, |f| rollup_rows.write(f, rollup_meta))?;
+
+    let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
+    all.sort_by_key(|(id, _)| *id);
+    let stacks_tmp = tmp.join(&stacks_name);
+    write_tmp(&stacks_tmp, |f| {
+        write_stacks(f, &all, replaces(&all_stacks))
+    })?;
+
+    // The changes, in the order that keeps every moment readable and counted once.
+    let publish = |from: &Path, to_name: &str| -> Result<(), Error> {
+        let to = dir.join(to_name);
+        std::fs::rename(from, &to).map_err(Error::io("move into", &to))?;
+        crate::writer::sync_dir(dir)
+    };
+    let mut step = 0;
+    let mut next = || {
+        step += 1;
+        step <= steps
+    };
+    if !next() {
+        return Ok(true);
+    }
+    publish(&stacks_tmp, &stacks_name)?;
+    if !next() {
+        return Ok(true);
+    }
+    publish(&rollup_tmp, &rollup_name)?;
+    if !next() {
+        return Ok(true);
+    }
+    publish(&samples_tmp, &samples_name)?;
+    if !next() {
+        return Ok(true);
+    }
+    // Replaced files and old rollups: readers skip them already.
+    let olds = all_samples
+        .iter()
+        .chain(&all_stacks)
+        .map(|n| dir.join(n))
+        .chain(rollups)
+        .filter(|p| {
+            let n = name(p);
+            n != samples_name && n != stacks_name && n != rollup_name
+        });
+    for old in olds {
+        std::fs::remove_file(&old).map_err(Error::io("remove", &old))?;
+    }
+    crate::writer::sync_dir(dir)?;
+    Ok(true)
+}
+
+fn write_tmp(
+    path: &Path,
+    fill: impl FnOnce(std::fs::File) -> Result<std::fs::File, parquet::errors::ParquetError>,
+) -> Result<(), Error> {
+    let file = std::fs::File::create(path).map_err(Error::io("create", path))?;
+    let done = fill(file)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|f| f.sync_all());
+    if let Err(e) = done {
+        let _ = std::fs::remove_file(path);
+        return Err(Error::io("write", path)(e));
+    }
+    Ok(())
+}
+
+/// What a rollup profile is keyed by: resource, and the header of its type.
+type ProfileKey = (Vec<(String, String)>, Vec<(u32, u32)>, (u32, u32), i64);
+/// What a rollup sample is keyed by within its profile: labels and stack.
+type SampleKey = (Vec<(u32, u32)>, u32, usize);
+
+/// The profiles of one file (one dictionary) added up per resource and type header, their
+/// samples per (labels, stack); trace links and timestamps dropped. Each rollup profile spans
+/// its profiles' window; the second value is the window of all of them.
+fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
+    struct Acc<'a> {
+        first: &'a Decoded,
+        start: i64,
+        end: i64,
+        samples: Vec<Sample>,
+        index: FxHashMap<SampleKey, usize>,
+    }
+    let mut groups: Vec<Acc> = Vec::new();
+    let mut by_key: FxHashMap<ProfileKey, usize> = FxHashMap::default();
+    let mut window = (i64::MAX, i64::MIN);
+    for d in profiles {
+        let p = &d.profile;
+        let end = p.time_nanos.saturating_add(p.duration_nanos.max(0));
+        window = (window.0.min(p.time_nanos), window.1.max(end));
+        let key: ProfileKey = (
+            d.resource
+                .iter()
+                .map(|kv| (kv.key.as_str().to_owned(), kv.value.to_string()))
+                .collect(),
+            p.sample_types.iter().map(|v| (v.ty.0, v.unit.0)).collect(),
+            (p.period_type.ty.0, p.period_type.unit.0),
+            p.period,
+        );
+        let g = *by_key.entry(key).or_insert_with(|| {
+            groups.push(Acc {
+                first: d,
+                start: p.time_nanos,
+                end,
+                samples: Vec::new(),
+                index: FxHashMap::default(),
+            });
+            groups.len() - 1
+        });
+        let Some(acc) = groups.get_mut(g) else {
+            continue;
+        };
+        acc.start = acc.start.min(p.time_nanos);
+        acc.end = acc.end.max(end);
+        // A type whose observations are its sample rows (no count among its values: the
+        // merger counts 1 a row) keeps its rows apart, or its counts would shrink.
+        let counted = [Measure::Amount, Measure::Count].into_iter().all(|m| {
+            ProfileType::of(p)
+                .and_then(|t| t.value_index(p, m))
+                .is_none_or(|v| v.count.is_some())
+        });
+        for s in &p.samples {
+            let labels: Vec<(u32, u32)> = s
+                .labels
+                .iter()
+                .map(|l| match l.value {
+                    LabelValue::Str(v) => (l.key.0, v.0),
+                    // The reader makes string labels only; a number keeps its bits apart.
+                    LabelValue::Num { value, .. } => (l.key.0, u32::MAX ^ (value as u32)),
+                })
+                .collect();
+            let apart = if counted { 0 } else { acc.samples.len() + 1 };
+            let i = *acc
+                .index
+                .entry((labels, s.stack.0, apart))
+                .or_insert_with(|| {
+                    acc.samples.push(Sample {
+                        stack: StackId(s.stack.0),
+                        values: vec![0; s.values.len()],
+                        labels: s.labels.clone(),
+                        link: None,
+                        timestamps: Vec::new(),
+                    });
+                    acc.samples.len() - 1
+                });
+            if let Some(r) = acc.samples.get_mut(i) {
+                if r.values.len() < s.values.len() {
+                    r.values.resize(s.values.len(), 0);
+                }
+                for (a, b) in r.values.iter_mut().zip(&s.values) {
+                    *a = a.saturating_add(*b);
+                }
+            }
+        }
+    }
+    let out = groups
+        .into_iter()
+        .map(|acc| Decoded {
+            resource: acc.first.resource.clone(),
+            profile: Profile {
+                dictionary: acc.first.profile.dictionary.clone(),
+                sample_types: acc.first.profile.sample_types.clone(),
+                period_type: acc.first.profile.period_type,
+                period: acc.first.profile.period,
+                time_nanos: acc.start,
+                duration_nanos: acc.end.saturating_sub(acc.start),
+                samples: acc.samples,
+                comments: Vec::new(),
+            },
+        })
+        .collect();
+    if window.0 > window.1 {
+        window = (0, 0);
+    }
+    (out, window)
+}

@@ -1,0 +1,903 @@
+//! Reading the columnar store: the partitions a selection can touch, their stacks once, and
+//! their samples files as the profiles they came from, handed to the same visitors as the
+//! OTLP reader's ([`crate::Source::scan`]), so that every query gives the same answer.
+//!
+//! Outside input: a Parquet file may be corrupt or hostile. Every file is read within
+//! [`MAX_FILE_BYTES`], a row group within [`MAX_ROWS`] rows and [`MAX_VALUES`] values per
+//! column, levels are checked against the schema before use, a column of another type is an
+//! error, and a panic inside the `parquet` crate on a malformed file is caught and reported as
+//! that file's error: one bad file is skipped with its reason and never hides the others.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use opentelemetry::KeyValue;
+use otelprof_profile::model::{
+    Dictionary, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
+    Profile, Sample, StackId, StrId, ValueType,
+};
+use otelprof_profile::FrameKind;
+use parquet::column::reader::ColumnReader;
+use parquet::data_type::ByteArray;
+use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::schema::{self, sample_col as sc, stack_col, Frame, HOUR};
+use crate::error::{ColumnarFileError, Error, FileError};
+use crate::reader::{Decoded, Profiles, SkipReporter};
+use crate::select::{Op, Selector};
+
+/// The most of one columnar file read, as for OTLP files.
+pub const MAX_FILE_BYTES: u64 = crate::reader::MAX_FILE_BYTES;
+/// Rows of one row group read at most (an hour's compacted samples of a large fleet fit).
+pub const MAX_ROWS: usize = 50_000_000;
+/// Values of one column of one row group read at most (lists included).
+pub const MAX_VALUES: usize = 200_000_000;
+/// Frames of one stack kept at most (the OTLP decoder's limit).
+pub const MAX_FRAMES: usize = 16_384;
+
+/// One hour partition of one service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub dir: PathBuf,
+    pub service: String,
+    /// Start of the hour, Unix ns.
+    pub hour: i64,
+}
+
+/// The partitions of a columnar store, listed once; [`ColumnarSource::scan`] reads those a
+/// selection can touch.
+pub struct ColumnarSource {
+    pub partitions: Vec<Partition>,
+    report: SkipReporter,
+    reported: Mutex<FxHashSet<PathBuf>>,
+    /// The selection whose partitions [`ColumnarSource::scan`] reads.
+    selection: Option<Selector>,
+    /// Whether a compacted hour may be answered from its rollup ([`ColumnarSource::use_rollups`]).
+    rollups: bool,
+}
+
+impl ColumnarSource {
+    /// The partitions under `store` (a store directory or its `columnar/`). Fails when there
+    /// are none.
+    pub fn open(store: &Path, report: SkipReporter) -> Result<ColumnarSource, Error> {
+        let root = if store.join(super::DIR).is_dir() {
+            store.join(super::DIR)
+        } else {
+            store.to_path_buf()
+        };
+        let partitions = list_partitions(&root)?;
+        if partitions.is_empty() {
+            return Err(Error::NothingReadable);
+        }
+        Ok(ColumnarSource {
+            partitions,
+            report,
+            reported: Mutex::new(FxHashSet::default()),
+            selection: None,
+            rollups: false,
+        })
+    }
+
+    /// Whether `store` holds a columnar store.
+    pub fn exists(store: &Path) -> bool {
+        store.join(super::DIR).is_dir()
+    }
+
+    /// Reads from now on only the partitions `selector` can select samples in (by service
+    /// name and by hour): a 1 h question reads one or two hours, not the day. A merge's
+    /// `profiles_seen` then counts the profiles of the partitions read, not of the store.
+    pub fn narrow_to(mut self, selector: &Selector) -> ColumnarSource {
+        self.selection = Some(selector.clone());
+        self
+    }
+
+    /// Answers from now on every compacted hour that the selection covers whole from its
+    /// rollup ([`super::compact`]) instead of its sample rows, unless `spans` (per-span
+    /// statistics need each sample's trace link) or the selection names a trace or span.
+    /// Call after [`ColumnarSource::narrow_to`]; without a selection no time range is known
+    /// and every compacted hour is covered. The merged stacks, groups, type, instances and
+    /// window are those of the sample rows; `profiles_used` and `profiles_seen` count a
+    /// rollup's profiles, one per resource and type an hour.
+    pub fn use_rollups(mut self, spans: bool) -> ColumnarSource {
+        let traced = self
+            .selection
+            .as_ref()
+            .is_some_and(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
+        self.rollups = !spans && !traced;
+        self
+    }
+
+    /// Whether a rollup whose profiles span `[start, end)` answers the current selection as
+    /// the sample rows would: every profile of the hour lies inside the time range, so no
+    /// sample is cut by time (the rollup has no timestamps).
+    fn rollup_covers(&self, start: i64, end: i64) -> bool {
+        self.rollups
+            && self.selection.as_ref().is_none_or(|s| {
+                s.from.is_none_or(|from| from <= start) && s.to.is_none_or(|to| end <= to)
+            })
+    }
+
+    /// The partitions the current selection can touch.
+    pub fn selected(&self) -> Vec<&Partition> {
+        self.partitions
+            .iter()
+            .filter(|p| self.selection.as_ref().is_none_or(|s| may_select(s, p)))
+            .collect()
+    }
+
+    /// Reads the selected partitions on all cores and hands each stored profile to `visit`
+    /// with the worker's own state (made by `init`); returns the states, to be combined by the
+    /// caller ([`crate::Source::scan`]'s contract).
+    pub fn scan<S: Send>(
+        &self,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        let partitions = self.selected();
+        let next = AtomicUsize::new(0);
+        let profiles = AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(partitions.len().max(1));
+        let states = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut state = init();
+                        let mut failed = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(p) = partitions.get(i) else { break };
+                            let n = read_partition(
+                                p,
+                                &mut failed,
+                                |a, b| self.rollup_covers(a, b),
+                                |d| visit(&mut state, d),
+                            );
+                            profiles.fetch_add(n, Ordering::Relaxed);
+                        }
+                        if let Ok(mut f) = failures.lock() {
+                            f.extend(failed);
+                        }
+                        state
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().ok())
+                .collect::<Vec<S>>()
+        });
+        let mut failures = failures.into_inner().unwrap_or_default();
+        failures.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Ok(mut reported) = self.reported.lock() {
+            for (path, err) in &failures {
+                if reported.insert(path.clone()) {
+                    (self.report)(path, err);
+                }
+            }
+        }
+        if profiles.load(Ordering::Relaxed) == 0 && partitions.is_empty() {
+            return Err(Error::NothingReadable);
+        }
+        Ok(states)
+    }
+}
+
+impl Profiles for ColumnarSource {
+    fn scan<S: Send>(
+        &self,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        ColumnarSource::scan(self, init, visit)
+    }
+}
+
+/// Whether partition `p` can hold samples `s` selects: its service is not excluded by a
+/// `service.name` condition, and its hour (or the profiles starting in the hour before, which
+/// may reach into it) meets the time window.
+fn may_select(s: &Selector, p: &Partition) -> bool {
+    for c in s.conditions.iter().filter(|c| c.key == "service.name") {
+        let same = c.value == p.service;
+        if (c.op == Op::Eq) != same {
+            return false;
+        }
+    }
+    // A profile lasts at most an hour in practice (the agent's period is 60 s): one hour of
+    // slack before `from`.
+    let starts_too_late = s.to.is_some_and(|to| p.hour >= to);
+    let ends_too_early = s
+        .from
+        .is_some_and(|from| p.hour.saturating_add(2 * HOUR) <= from);
+    !starts_too_late && !ends_too_early
+}
+
+fn list_partitions(root: &Path) -> Result<Vec<Partition>, Error> {
+    let mut out = Vec::new();
+    for service in std::fs::read_dir(root).map_err(Error::io("list", root))? {
+        let service = service.map_err(Error::io("list", root))?;
+        let name = service.file_name();
+        let Some(service_name) = name.to_str().and_then(schema::service_of_dir) else {
+            continue;
+        };
+        let Ok(hours) = std::fs::read_dir(service.path()) else {
+            continue;
+        };
+        for hour in hours.flatten() {
+            let name = hour.file_name();
+            let Some(start) = name.to_str().and_then(schema::hour_of_dir) else {
+                continue;
+            };
+            if hour.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(Partition {
+                    dir: hour.path(),
+                    service: service_name.clone(),
+                    hour: start,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| (a.hour, &a.service).cmp(&(b.hour, &b.service)));
+    Ok(out)
+}
+
+/// Files of a partition whose names start with `prefix`, sorted (by arrival).
+pub(crate) fn files_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(".parquet")
+        })
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// The stack ids stored in partition `dir` (files that cannot be read left out).
+pub(crate) fn stack_ids_in(dir: &Path) -> FxHashSet<i64> {
+    let mut ids = FxHashSet::default();
+    let mut ignored = Vec::new();
+    for path in live_files(dir, &mut ignored).stacks {
+        if let Ok(stacks) = guarded(|| read_stacks(&path)) {
+            ids.extend(stacks.into_iter().map(|(id, _)| id));
+        }
+    }
+    ids
+}
+
+/// The files of a partition that count: a compacted file ([`super::compact`]) replaces the
+/// files its footer names, which are skipped until compaction deletes them.
+pub(crate) struct LiveFiles {
+    pub stacks: Vec<PathBuf>,
+    pub samples: Vec<PathBuf>,
+    /// The rollup of the partition's samples, with the window of its profiles (Unix ns),
+    /// when the partition's only samples file is the compacted one it was made from.
+    pub rollup: Option<(PathBuf, i64, i64)>,
+}
+
+/// Key of a compacted file's footer: the file names it replaces, one a line.
+pub(crate) const META_REPLACES: &str = "otelprof.replaces";
+/// Key of a rollup's footer: the compacted samples file it adds up.
+pub(crate) const META_ROLLUP_OF: &str = "otelprof.rollup_of";
+/// Key of a rollup's footer: `start end` of the profiles it adds up (Unix ns).
+pub(crate) const META_WINDOW: &str = "otelprof.window";
+
+/// Name prefixes of the files compaction writes.
+pub(crate) const COMPACTED_SAMPLES: &str = "samples-compacted-";
+pub(crate) const COMPACTED_STACKS: &str = "stacks-compacted-";
+pub(crate) const ROLLUP: &str = "rollup-";
+
+/// The key-value metadata of a Parquet file's footer.
+fn footer(path: &Path) -> Result<Vec<(String, String)>, ColumnarFileError> {
+    guarded(|| {
+        let reader = open(path)?;
+        Ok(reader
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kv| {
+                kv.iter()
+                    .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    })
+}
+
+fn meta<'a>(kv: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    kv.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// The files of partition `dir` that count; unreadable compacted files and rollups are
+/// pushed to `failed` (a compacted file that cannot be read replaces nothing, so the files
+/// it was made from still answer).
+pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> LiveFiles {
+    let mut replaced: FxHashSet<std::ffi::OsString> = FxHashSet::default();
+    let mut skip: FxHashSet<PathBuf> = FxHashSet::default();
+    let stacks = files_in(dir, "stacks-");
+    let samples = files_in(dir, "samples-");
+    let name_of = |p: &Path| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    for path in stacks.iter().chain(&samples) {
+        let name = name_of(path);
+        if !(name.starts_with(COMPACTED_SAMPLES) || name.starts_with(COMPACTED_STACKS)) {
+            continue;
+        }
+        match footer(path) {
+            Ok(kv) => replaced.extend(
+                meta(&kv, META_REPLACES)
+                    .unwrap_or("")
+                    .lines()
+                    .filter(|l| !l.is_empty() && *l != name)
+                    .map(std::ffi::OsString::from),
+            ),
+            Err(e) => {
+                failed.push((path.clone(), FileError::Columnar(e)));
+                skip.insert(path.clone());
+            }
+        }
+    }
+    let keep = |files: Vec<PathBuf>| -> Vec<PathBuf> {
+        files
+            .into_iter()
+            .filter(|p| !skip.contains(p) && !replaced.contains(p.file_name().unwrap_or_default()))
+            .collect()
+    };
+    let stacks = keep(stacks);
+    let samples = keep(samples);
+    let mut rollup = None;
+    if let [only] = samples.as_slice() {
+        let only = name_of(only);
+        for path in files_in(dir, ROLLUP) {
+            let Ok(kv) = footer(&path) else { continue };
+            if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) {
+                continue;
+            }
+            let window = meta(&kv, META_WINDOW).and_then(|w| {
+                let (a, b) = w.split_once(' ')?;
+                Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?))
+            });
+            if let Some((a, b)) = window {
+                rollup = Some((path, a, b));
+            }
+        }
+    }
+    LiveFiles {
+        stacks,
+        samples,
+        rollup,
+    }
+}
+
+/// Reads one partition: returns the profiles visited; failures are pushed to `failed`. The
+/// partition's rollup answers instead of its samples when `rollup_covers` its window.
+fn read_partition(
+    p: &Partition,
+    failed: &mut Vec<(PathBuf, FileError)>,
+    rollup_covers: impl Fn(i64, i64) -> bool,
+    mut visit: impl FnMut(&Decoded),
+) -> usize {
+    let live = live_files(&p.dir, failed);
+    let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
+    for path in &live.stacks {
+        match guarded(|| read_stacks(path)) {
+            Ok(found) => {
+                for (id, frames) in found {
+                    stacks.entry(id).or_insert(frames);
+                }
+            }
+            Err(e) => failed.push((path.clone(), FileError::Columnar(e))),
+        }
+    }
+    let samples = match live.rollup {
+        Some((rollup, a, b)) if rollup_covers(a, b) => vec![rollup],
+        _ => live.samples,
+    };
+    let mut profiles = 0;
+    for path in samples {
+        match guarded(|| read_samples(&path, &stacks)) {
+            Ok(decoded) => {
+                profiles += decoded.len();
+                for d in &decoded {
+                    visit(d);
+                }
+            }
+            Err(e) => failed.push((path, FileError::Columnar(e))),
+        }
+    }
+    profiles
+}
+
+/// A partition's live files, its stacks and its profiles from the sample rows.
+pub(crate) type Detailed = (LiveFiles, FxHashMap<i64, Vec<Frame>>, Vec<Decoded>);
+
+/// Reads the stacks and the sample rows (never the rollup) of partition `dir` as the
+/// profiles they store, for compaction; fails on the first file that cannot be read, so that
+/// compaction never drops what it could not read.
+pub(crate) fn read_detailed(dir: &Path) -> Result<Detailed, (PathBuf, ColumnarFileError)> {
+    let mut failed = Vec::new();
+    let live = live_files(dir, &mut failed);
+    if let Some((path, FileError::Columnar(e))) = failed.pop() {
+        return Err((path, e));
+    }
+    let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
+    for path in &live.stacks {
+        for (id, frames) in guarded(|| read_stacks(path)).map_err(|e| (path.clone(), e))? {
+            stacks.entry(id).or_insert(frames);
+        }
+    }
+    let mut profiles = Vec::new();
+    for path in &live.samples {
+        profiles.extend(guarded(|| read_samples(path, &stacks)).map_err(|e| (path.clone(), e))?);
+    }
+    Ok((live, stacks, profiles))
+}
+
+/// Runs a file's decoding, turning a panic of the `parquet` crate on malformed input into
+/// that file's error (the release profile unwinds; see the workspace `Cargo.toml`).
+fn guarded<T>(read: impl FnOnce() -> Result<T, ColumnarFileError>) -> Result<T, ColumnarFileError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+        .unwrap_or(Err(ColumnarFileError::Malformed))
+}
+
+fn open(path: &Path) -> Result<SerializedFileReader<File>, ColumnarFileError> {
+    let file = File::open(path).map_err(ColumnarFileError::Read)?;
+    let meta = file.metadata().map_err(ColumnarFileError::Read)?;
+    if !meta.is_file() {
+        return Err(ColumnarFileError::NotAFile);
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ColumnarFileError::TooLarge);
+    }
+    Ok(SerializedFileReader::new(file)?)
+}
+
+/// One leaf column of a row group: values, and definition and repetition levels.
+struct Column<T> {
+    values: Vec<T>,
+    def: Vec<i16>,
+    rep: Vec<i16>,
+}
+
+/// Index of the leaf column at `path` in a row group.
+fn column_index(rg: &dyn RowGroupReader, path: &str) -> Result<usize, ColumnarFileError> {
+    rg.metadata()
+        .columns()
+        .iter()
+        .position(|c| c.column_path().string() == path)
+        .ok_or_else(|| ColumnarFileError::MissingColumn(path.to_owned()))
+}
+
+/// Reads `rows` records of one column in batches, within [`MAX_VALUES`].
+macro_rules! read_column {
+    ($rg:expr, $path:expr, $rows:expr, $variant:ident) => {{
+        let i = column_index($rg, $path)?;
+        let ColumnReader::$variant(mut reader) = $rg.get_column_reader(i)? else {
+            return Err(ColumnarFileError::ColumnType($path.to_owned()));
+        };
+        let mut col = Column {
+            values: Vec::new(),
+            def: Vec::new(),
+            rep: Vec::new(),
+        };
+        let mut read = 0;
+        while read < $rows {
+            let batch = ($rows - read).min(65_536);
+            let (records, _, _) = reader.read_records(
+                batch,
+                Some(&mut col.def),
+                Some(&mut col.rep),
+                &mut col.values,
+            )?;
+            if records == 0 {
+                return Err(ColumnarFileError::ShortColumn($path.to_owned()));
+            }
+            read += records;
+            if col.values.len() > MAX_VALUES || col.def.len() > MAX_VALUES {
+                return Err(ColumnarFileError::TooManyValues);
+            }
+        }
+        col
+    }};
+}
+
+/// The `i64` column at `path`, required: one value a row.
+fn required_i64(
+    rg: &dyn RowGroupReader,
+    path: &str,
+    rows: usize,
+) -> Result<Vec<i64>, ColumnarFileError> {
+    let col = read_column!(rg, path, rows, Int64ColumnReader);
+    if col.values.len() != rows {
+        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
+    }
+    Ok(col.values)
+}
+
+fn required_text(
+    rg: &dyn RowGroupReader,
+    path: &str,
+    rows: usize,
+) -> Result<Vec<ByteArray>, ColumnarFileError> {
+    let col = read_column!(rg, path, rows, ByteArrayColumnReader);
+    if col.values.len() != rows {
+        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
+    }
+    Ok(col.values)
+}
+
+/// An optional top-level column: per row, the index of its value or `None`.
+fn optional_text(
+    rg: &dyn RowGroupReader,
+    path: &str,
+    rows: usize,
+) -> Result<(Vec<ByteArray>, Vec<Option<usize>>), ColumnarFileError> {
+    let col = read_column!(rg, path, rows, ByteArrayColumnReader);
+    let index = optional_index(&col.def, col.values.len(), rows, path)?;
+    Ok((col.values, index))
+}
+
+fn optional_index(
+    def: &[i16],
+    values: usize,
+    rows: usize,
+    path: &str,
+) -> Result<Vec<Option<usize>>, ColumnarFileError> {
+    if def.len() != rows {
+        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
+    }
+    let mut next = 0;
+    let mut out = Vec::with_capacity(rows);
+    for &d in def {
+        if d == 1 {
+            out.push(Some(next));
+            next += 1;
+        } else {
+            out.push(None);
+        }
+    }
+    if next != values {
+        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
+    }
+    Ok(out)
+}
+
+/// The rows of a list (or map) column as ranges of its values: `offsets[r]..offsets[r + 1]`.
+fn list_offsets<T>(
+    col: &Column<T>,
+    rows: usize,
+    path: &str,
+) -> Result<Vec<usize>, ColumnarFileError> {
+    if col.def.len() != col.rep.len() {
+        return Err(ColumnarFileError::BadLevels(path.to_owned()));
+    }
+    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut values = 0;
+    for (&d, &r) in col.def.iter().zip(&col.rep) {
+        if r == 0 {
+            offsets.push(values);
+        }
+        if d == 1 {
+            values += 1;
+        } else if d != 0 || r != 0 {
+            return Err(ColumnarFileError::BadLevels(path.to_owned()));
+        }
+    }
+    offsets.push(values);
+    if offsets.len() != rows + 1 || values != col.values.len() {
+        return Err(ColumnarFileError::BadLevels(path.to_owned()));
+    }
+    Ok(offsets)
+}
+
+fn text(b: &ByteArray) -> Result<&str, ColumnarFileError> {
+    b.as_utf8().map_err(|_| ColumnarFileError::NotUtf8)
+}
+
+/// The stacks of one stacks file.
+pub(crate) fn read_stacks(path: &Path) -> Result<Vec<(i64, Vec<Frame>)>, ColumnarFileError> {
+    let reader = open(path)?;
+    let mut out = Vec::new();
+    for g in 0..reader.num_row_groups() {
+        let rg = reader.get_row_group(g)?;
+        let rows = row_count(rg.as_ref())?;
+        let ids = required_i64(rg.as_ref(), stack_col::STACK_ID, rows)?;
+        let functions = read_column!(
+            rg.as_ref(),
+            stack_col::FUNCTION,
+            rows,
+            ByteArrayColumnReader
+        );
+        let files = read_column!(rg.as_ref(), stack_col::FILE, rows, ByteArrayColumnReader);
+        let lines = read_column!(rg.as_ref(), stack_col::LINE, rows, Int64ColumnReader);
+        let offsets = list_offsets(&functions, rows, stack_col::FUNCTION)?;
+        if list_offsets(&files, rows, stack_col::FILE)? != offsets
+            || list_offsets(&lines, rows, stack_col::LINE)? != offsets
+        {
+            return Err(ColumnarFileError::BadLevels(stack_col::FILE.to_owned()));
+        }
+        for (r, id) in ids.into_iter().enumerate() {
+            let (Some(&a), Some(&b)) = (offsets.get(r), offsets.get(r + 1)) else {
+                continue;
+            };
+            if b - a > MAX_FRAMES {
+                return Err(ColumnarFileError::TooManyValues);
+            }
+            let mut frames = Vec::with_capacity(b - a);
+            for v in a..b {
+                let (Some(f), Some(file), Some(&line)) = (
+                    functions.values.get(v),
+                    files.values.get(v),
+                    lines.values.get(v),
+                ) else {
+                    continue;
+                };
+                frames.push(Frame {
+                    function: text(f)?.to_owned(),
+                    file: text(file)?.to_owned(),
+                    line,
+                });
+            }
+            out.push((id, frames));
+        }
+    }
+    Ok(out)
+}
+
+fn row_count(rg: &dyn RowGroupReader) -> Result<usize, ColumnarFileError> {
+    let rows = usize::try_from(rg.metadata().num_rows()).unwrap_or(usize::MAX);
+    if rows > MAX_ROWS {
+        return Err(ColumnarFileError::TooManyValues);
+    }
+    Ok(rows)
+}
+
+/// The tables of the profiles of one samples file, shared by them (as an OTLP request's).
+#[derive(Default)]
+struct DictionaryBuilder {
+    dictionary: Dictionary,
+    strings: FxHashMap<String, StrId>,
+    functions: FxHashMap<(StrId, StrId), FunctionId>,
+    locations: FxHashMap<(FunctionId, i64), LocationId>,
+    stacks: FxHashMap<i64, StackId>,
+    frames: Vec<LocationId>,
+}
+
+impl DictionaryBuilder {
+    fn intern(&mut self, s: &str) -> StrId {
+        if s.is_empty() {
+            return StrId(0);
+        }
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = StrId(u32::try_from(self.dictionary.strings.len()).unwrap_or(u32::MAX));
+        self.dictionary.strings.push(s.to_owned());
+        self.strings.insert(s.to_owned(), id);
+        id
+    }
+
+    fn stack(&mut self, id: i64, stacks: &FxHashMap<i64, Vec<Frame>>) -> StackId {
+        if let Some(&s) = self.stacks.get(&id) {
+            return s;
+        }
+        // A stack id without a stored stack (a stacks file skipped as unreadable) becomes
+        // the empty stack; its samples still count.
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        for f in stacks.get(&id).map(Vec::as_slice).unwrap_or(&[]) {
+            let name = self.intern(&f.function);
+            let file = self.intern(&f.file);
+            let next =
+                FunctionId(u32::try_from(self.dictionary.functions.len()).unwrap_or(u32::MAX));
+            let function = *self.functions.entry((name, file)).or_insert_with(|| {
+                self.dictionary.functions.push(Function {
+                    name,
+                    system_name: name,
+                    filename: file,
+                    start_line: 0,
+                });
+                next
+            });
+            let next =
+                LocationId(u32::try_from(self.dictionary.locations.len()).unwrap_or(u32::MAX));
+            let location = *self.locations.entry((function, f.line)).or_insert_with(|| {
+                self.dictionary.locations.push(Location {
+                    lines: Lines::from_vec(vec![Line {
+                        function,
+                        line: f.line,
+                    }]),
+                    kind: FrameKind::Jvm,
+                    address: 0,
+                });
+                next
+            });
+            frames.push(location);
+        }
+        let s = self.dictionary.stacks.push(&frames);
+        self.frames = frames;
+        self.stacks.insert(id, s);
+        s
+    }
+}
+
+/// `type/unit` pairs, comma-separated, percent-encoded ([`super::write`]).
+fn parse_types(text: &str, b: &mut DictionaryBuilder) -> Vec<ValueType> {
+    let dec = |s: &str| {
+        s.replace("%2F", "/")
+            .replace("%2C", ",")
+            .replace("%25", "%")
+    };
+    text.split(schema::TYPE_SEPARATOR)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let (ty, unit) = t.split_once('/').unwrap_or((t, ""));
+            ValueType {
+                ty: b.intern(&dec(ty)),
+                unit: b.intern(&dec(unit)),
+            }
+        })
+        .collect()
+}
+
+/// The profiles of one samples file (or rollup), with their resources; for compaction.
+pub(crate) fn read_samples_file(
+    path: &Path,
+    stacks: &FxHashMap<i64, Vec<Frame>>,
+) -> Result<Vec<Decoded>, ColumnarFileError> {
+    guarded(|| read_samples(path, stacks))
+}
+
+/// The profiles of one samples file, with their resources.
+fn read_samples(
+    path: &Path,
+    stacks: &FxHashMap<i64, Vec<Frame>>,
+) -> Result<Vec<Decoded>, ColumnarFileError> {
+    let reader = open(path)?;
+    let mut b = DictionaryBuilder::default();
+    /// A profile being rebuilt: its header, resource and samples (dictionary ids).
+    struct Pending {
+        id: i64,
+        resource: Vec<KeyValue>,
+        sample_types: Vec<ValueType>,
+        period_type: ValueType,
+        period: i64,
+        time: i64,
+        duration: i64,
+        samples: Vec<Sample>,
+    }
+    let mut pending: Vec<Pending> = Vec::new();
+    for g in 0..reader.num_row_groups() {
+        let rg = reader.get_row_group(g)?;
+        let rg = rg.as_ref();
+        let rows = row_count(rg)?;
+        let profile = required_i64(rg, sc::PROFILE, rows)?;
+        let time = required_i64(rg, sc::TIME, rows)?;
+        let duration = required_i64(rg, sc::DURATION, rows)?;
+        let sample_types = required_text(rg, sc::SAMPLE_TYPES, rows)?;
+        let period_type = required_text(rg, sc::PERIOD_TYPE, rows)?;
+        let period = required_i64(rg, sc::PERIOD, rows)?;
+        let values = read_column!(rg, sc::VALUES, rows, Int64ColumnReader);
+        let values_at = list_offsets(&values, rows, sc::VALUES)?;
+        let rkeys = read_column!(rg, sc::RESOURCE_KEY, rows, ByteArrayColumnReader);
+        let rvals = read_column!(rg, sc::RESOURCE_VALUE, rows, ByteArrayColumnReader);
+        let resource_at = list_offsets(&rkeys, rows, sc::RESOURCE_KEY)?;
+        if list_offsets(&rvals, rows, sc::RESOURCE_VALUE)? != resource_at {
+            return Err(ColumnarFileError::BadLevels(sc::RESOURCE_VALUE.to_owned()));
+        }
+        let akeys = read_column!(rg, sc::ATTR_KEY, rows, ByteArrayColumnReader);
+        let avals = read_column!(rg, sc::ATTR_VALUE, rows, ByteArrayColumnReader);
+        let attrs_at = list_offsets(&akeys, rows, sc::ATTR_KEY)?;
+        if list_offsets(&avals, rows, sc::ATTR_VALUE)? != attrs_at {
+            return Err(ColumnarFileError::BadLevels(sc::ATTR_VALUE.to_owned()));
+        }
+        let (trace, trace_at) = optional_text(rg, sc::TRACE_ID, rows)?;
+        let (span, span_at) = optional_text(rg, sc::SPAN_ID, rows)?;
+        let stack = required_i64(rg, sc::STACK_ID, rows)?;
+        let ts = read_column!(rg, sc::TIMESTAMPS, rows, Int64ColumnReader);
+        let ts_at = list_offsets(&ts, rows, sc::TIMESTAMPS)?;
+
+        let range = |offsets: &[usize], r: usize| -> std::ops::Range<usize> {
+            let a = offsets.get(r).copied().unwrap_or(0);
+            a..offsets.get(r + 1).copied().unwrap_or(a)
+        };
+        for r in 0..rows {
+            let id = profile.get(r).copied().unwrap_or(0);
+            if pending.last().is_none_or(|p| p.id != id) {
+                let mut resource = Vec::new();
+                for v in range(&resource_at, r) {
+                    if let (Some(k), Some(val)) = (rkeys.values.get(v), rvals.values.get(v)) {
+                        resource.push(KeyValue::new(text(k)?.to_owned(), text(val)?.to_owned()));
+                    }
+                }
+                let sample_types = match sample_types.get(r) {
+                    Some(t) => parse_types(text(t)?, &mut b),
+                    None => Vec::new(),
+                };
+                let period_type = match period_type.get(r) {
+                    Some(t) => parse_types(text(t)?, &mut b).pop().unwrap_or_default(),
+                    None => ValueType::default(),
+                };
+                pending.push(Pending {
+                    id,
+                    resource,
+                    sample_types,
+                    period_type,
+                    period: period.get(r).copied().unwrap_or(0),
+                    time: time.get(r).copied().unwrap_or(0),
+                    duration: duration.get(r).copied().unwrap_or(0),
+                    samples: Vec::new(),
+                });
+            }
+            // The row standing for a profile without samples ([`super::write`]).
+            if values_at.get(r) == values_at.get(r + 1) && stack.get(r) == Some(&0) {
+                continue;
+            }
+            let mut labels = Vec::new();
+            for v in range(&attrs_at, r) {
+                if let (Some(k), Some(val)) = (akeys.values.get(v), avals.values.get(v)) {
+                    let key = b.intern(text(k)?);
+                    let value = b.intern(text(val)?);
+                    labels.push(Label {
+                        key,
+                        value: LabelValue::Str(value),
+                    });
+                }
+            }
+            let hex = |col: &[ByteArray], at: &[Option<usize>]| -> Option<String> {
+                let i = at.get(r).copied().flatten()?;
+                col.get(i).and_then(|b| b.as_utf8().ok()).map(str::to_owned)
+            };
+            let link = match (hex(&trace, &trace_at), hex(&span, &span_at)) {
+                (Some(t), Some(s)) => Link::from_hex(&t, &s),
+                _ => None,
+            };
+            let stack = b.stack(stack.get(r).copied().unwrap_or(0), stacks);
+            let sample = Sample {
+                stack,
+                values: values
+                    .values
+                    .get(range(&values_at, r))
+                    .unwrap_or(&[])
+                    .to_vec(),
+                labels,
+                link,
+                timestamps: ts.values.get(range(&ts_at, r)).unwrap_or(&[]).to_vec(),
+            };
+            if let Some(p) = pending.last_mut() {
+                p.samples.push(sample);
+            }
+        }
+    }
+    let dictionary = Arc::new(b.dictionary);
+    Ok(pending
+        .into_iter()
+        .map(|p| Decoded {
+            resource: p.resource,
+            profile: Profile {
+                dictionary: dictionary.clone(),
+                sample_types: p.sample_types,
+                period_type: p.period_type,
+                period: p.period,
+                time_nanos: p.time,
+                duration_nanos: p.duration,
+                samples: p.samples,
+                comments: Vec::new(),
+            },
+        })
+        .collect())
+}

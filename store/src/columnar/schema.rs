@@ -1,0 +1,209 @@
+//! The two Parquet tables of the columnar store, their partitions' names and the stack id:
+//! what writer, reader and outside engines agree on.
+
+use std::fmt::Write as _;
+
+/// One row per sample. Lists and maps follow Parquet's LogicalTypes.md three-level layout,
+/// which DuckDB, Spark and Trino read as `LIST` and `MAP`.
+pub const SAMPLES: &str = "
+message otelprof_sample {
+  required int64 profile;
+  required int64 time_unix_nano;
+  required int64 duration_nano;
+  required binary type (STRING);
+  required binary sample_types (STRING);
+  required binary period_type (STRING);
+  required int64 period;
+  optional int64 value;
+  optional int64 count;
+  required group values (LIST) { repeated group list { required int64 element; } }
+  required group resource (MAP) {
+    repeated group key_value { required binary key (STRING); required binary value (STRING); }
+  }
+  required group attributes (MAP) {
+    repeated group key_value { required binary key (STRING); required binary value (STRING); }
+  }
+  optional binary span_name (STRING);
+  optional binary trace_id (STRING);
+  optional binary span_id (STRING);
+  required int64 stack_id;
+  required group timestamps (LIST) { repeated group list { required int64 element; } }
+}";
+
+/// Leaf columns of [`SAMPLES`], in schema order.
+pub mod sample_col {
+    pub const PROFILE: &str = "profile";
+    pub const TIME: &str = "time_unix_nano";
+    pub const DURATION: &str = "duration_nano";
+    pub const TYPE: &str = "type";
+    pub const SAMPLE_TYPES: &str = "sample_types";
+    pub const PERIOD_TYPE: &str = "period_type";
+    pub const PERIOD: &str = "period";
+    pub const VALUE: &str = "value";
+    pub const COUNT: &str = "count";
+    pub const VALUES: &str = "values.list.element";
+    pub const RESOURCE_KEY: &str = "resource.key_value.key";
+    pub const RESOURCE_VALUE: &str = "resource.key_value.value";
+    pub const ATTR_KEY: &str = "attributes.key_value.key";
+    pub const ATTR_VALUE: &str = "attributes.key_value.value";
+    pub const SPAN_NAME: &str = "span_name";
+    pub const TRACE_ID: &str = "trace_id";
+    pub const SPAN_ID: &str = "span_id";
+    pub const STACK_ID: &str = "stack_id";
+    pub const TIMESTAMPS: &str = "timestamps.list.element";
+}
+
+/// One row per distinct stack of a partition; lists leaf first.
+pub const STACKS: &str = "
+message otelprof_stack {
+  required int64 stack_id;
+  required group function (LIST) { repeated group list { required binary element (STRING); } }
+  required group file (LIST) { repeated group list { required binary element (STRING); } }
+  required group line (LIST) { repeated group list { required int64 element; } }
+}";
+
+pub mod stack_col {
+    pub const STACK_ID: &str = "stack_id";
+    pub const FUNCTION: &str = "function.list.element";
+    pub const FILE: &str = "file.list.element";
+    pub const LINE: &str = "line.list.element";
+}
+
+/// `sample_types` and `period_type` hold `type/unit` pairs, comma-separated.
+pub const TYPE_SEPARATOR: char = ',';
+
+/// A frame as stored: function name (may be empty), source file, line (0: unknown).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub function: String,
+    pub file: String,
+    pub line: i64,
+}
+
+/// The id of a stack (frames leaf first): FNV-1a, 64 bits, over each frame's name, file and
+/// line with separators no name holds, so that any writer computes the same id.
+pub fn stack_id<'a>(frames: impl IntoIterator<Item = (&'a str, &'a str, i64)>) -> i64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    };
+    for (function, file, line) in frames {
+        eat(function.as_bytes());
+        eat(&[0]);
+        eat(file.as_bytes());
+        eat(&[0]);
+        eat(&line.to_le_bytes());
+        eat(&[0xff]);
+    }
+    // Stored as Parquet INT64: the same 64 bits, signed.
+    h as i64
+}
+
+/// The partition directory name of a service: `service=<name>`, bytes outside
+/// `[A-Za-z0-9._-]` percent-encoded, and `.`/`..`/empty names encoded whole.
+pub fn service_dir(service: &str) -> String {
+    let mut out = String::from("service=");
+    if service.is_empty() || service == "." || service == ".." {
+        for b in service.bytes() {
+            let _ = write!(out, "%{b:02X}");
+        }
+        if service.is_empty() {
+            out.push_str("%00");
+        }
+        return out;
+    }
+    for b in service.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The service a partition directory name stands for, or `None` if it is not one.
+pub fn service_of_dir(name: &str) -> Option<String> {
+    let encoded = name.strip_prefix("service=")?;
+    if encoded == "%00" {
+        return Some(String::new());
+    }
+    let mut bytes = Vec::with_capacity(encoded.len());
+    let mut rest = encoded.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = tail.get(..2)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = tail.get(2..)?;
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+const HOUR_NANOS: i64 = 3_600_000_000_000;
+
+/// The hour partition (`hour=2025-01-31T13`) of a profile starting at `unix_nanos`.
+pub fn hour_dir(unix_nanos: i64) -> String {
+    let start = unix_nanos.div_euclid(HOUR_NANOS) * HOUR_NANOS;
+    let text = crate::time::format_time(start);
+    // format_time gives RFC 3339 (`2025-01-31T13:00:00Z`); the hour is its first 13 bytes.
+    format!("hour={}", text.get(..13).unwrap_or(&text))
+}
+
+/// The start (Unix ns) of the hour a partition directory name stands for.
+pub fn hour_of_dir(name: &str) -> Option<i64> {
+    let hour = name.strip_prefix("hour=")?;
+    if hour.len() != 13 {
+        return None;
+    }
+    crate::time::parse_time(&format!("{hour}:00:00Z"), 0).ok()
+}
+
+/// One hour in Unix nanoseconds.
+pub const HOUR: i64 = HOUR_NANOS;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_names_round_trip_and_stay_one_path_component() {
+        for s in ["shop", "a/b", "..", ".", "", "x=y", "café", "%41"] {
+            let dir = service_dir(s);
+            assert!(!dir.contains('/') && dir != "service=.." && dir != "service=.");
+            assert_eq!(service_of_dir(&dir).as_deref(), Some(s), "{dir}");
+        }
+        assert_eq!(service_dir("shop-v1.2_x"), "service=shop-v1.2_x");
+        assert_eq!(service_of_dir("service=%4"), None);
+        assert_eq!(service_of_dir("hour=1"), None);
+        // 1_738_324_800 s is 2025-01-31T12:00:00Z.
+        let t = 1_738_324_800_000_000_000 + HOUR + 59 * 60_000_000_000;
+        assert_eq!(hour_dir(t), "hour=2025-01-31T13");
+        assert_eq!(
+            hour_of_dir("hour=2025-01-31T13"),
+            Some(1_738_324_800_000_000_000 + HOUR)
+        );
+        assert_eq!(hour_of_dir("hour=2025-01-31"), None);
+    }
+
+    #[test]
+    fn stack_ids_tell_frames_apart() {
+        let a = stack_id([("a.B.c", "B.java", 1), ("a.B.d", "B.java", 2)]);
+        let b = stack_id([("a.B.c", "B.java", 1), ("a.B.d", "B.java", 3)]);
+        let c = stack_id([("a.B.cB.java", "", 1), ("a.B.d", "B.java", 2)]);
+        assert!(a != b && a != c && b != c);
+        assert_eq!(
+            a,
+            stack_id([("a.B.c", "B.java", 1), ("a.B.d", "B.java", 2)])
+        );
+    }
+}

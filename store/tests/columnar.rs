@@ -1,0 +1,576 @@
+//! The columnar store answers as the OTLP files it was written from: every query of the engine
+//! (type, time, attribute terms, trace and span, group-by key, lines, counts) gives the same
+//! merged table from both; retention deletes whole hours; a bad file is skipped, not fatal.
+
+// The helpers that build the stores are test code too (clippy.toml allows these in #[test]s).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use common::{build_store, cpu_profile, resource, scratch, MINUTE, T0};
+use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+use otelprof_store::columnar::{compact, retain, ColumnarSource, ColumnarWriter};
+use otelprof_store::query::{self, Spec};
+use otelprof_store::select::Measure;
+use otelprof_store::{Merged, ProfileType, Selector, Source};
+
+/// The merged table in a form that does not depend on the order profiles were met in.
+fn canonical(m: &Merged) -> Vec<(String, Vec<String>, i64, i64)> {
+    let mut rows: Vec<_> = m
+        .stacks
+        .iter()
+        .map(|s| {
+            (
+                m.group(s.group).to_owned(),
+                s.frames
+                    .iter()
+                    .map(|f| m.frame_label(*f).into_owned())
+                    .collect(),
+                (s.value * 1000.0).round() as i64,
+                (s.count * 1000.0).round() as i64,
+            )
+        })
+        .filter(|r| r.2 != 0 || r.3 != 0)
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
+    let mut v = v.to_vec();
+    v.sort();
+    v
+}
+
+fn selector(terms: &str) -> Selector {
+    let mut s = Selector::default();
+    s.add_terms(terms, T0 + 2 * 60 * MINUTE).unwrap();
+    s
+}
+
+/// Whether narrowing to `s` reads every partition of the test store.
+fn narrowed_whole(s: &Selector) -> bool {
+    s.from.is_none() && s.to.is_none() && !s.conditions.iter().any(|c| c.key == "service.name")
+}
+
+/// Type, terms, group-by key, measure, lines, spans.
+type Case = (
+    Option<ProfileType>,
+    &'static str,
+    Option<&'static str>,
+    Measure,
+    bool,
+    bool,
+);
+
+#[test]
+fn every_query_answers_as_the_otlp_files() {
+    let dir = scratch("same");
+    build_store(&dir);
+    let files = Source::open(&[dir.join("profiles")], Box::new(|_, _| {})).unwrap();
+    let all = ColumnarSource::open(&dir, Box::new(|p, e| panic!("{}: {e}", p.display()))).unwrap();
+    // Two services × two hours.
+    assert_eq!(all.partitions.len(), 4, "{:?}", all.partitions);
+
+    let cases: Vec<Case> = vec![
+        (
+            Some(ProfileType::Cpu),
+            "",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (None, "", Some("span_name"), Measure::Amount, false, true),
+        (
+            Some(ProfileType::Cpu),
+            "",
+            Some("service.version"),
+            Measure::Count,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "span_name=GET /b",
+            None,
+            Measure::Amount,
+            true,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "span_name!=GET /b,service.name=shop",
+            Some("thread.pool"),
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "from=2025-01-31T12:30:20Z,to=2025-01-31T13:00:00Z",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "trace_id=0000000000000000000000000000abd1,span_id=0000000000000011",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            Some(ProfileType::Cpu),
+            "service.name=billing,from=2025-01-31T13:10:00Z",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Alloc),
+            "",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (
+            Some(ProfileType::Alloc),
+            "",
+            None,
+            Measure::Count,
+            true,
+            false,
+        ),
+    ];
+    let mut compared = 0;
+    for (ty, terms, by, measure, lines, spans) in cases {
+        let sel = selector(terms);
+        let mut spec = Spec::new(ty, &sel).view(measure, lines).by(by);
+        if spans {
+            spec = spec.spans();
+        }
+        let (a, ta) = query::merge(&files, spec.clone()).unwrap();
+        let narrowed = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .narrow_to(&sel);
+        let (b, tb) = query::merge(&narrowed, spec).unwrap();
+        let what = format!("{ty:?} {terms:?} by {by:?} {measure:?} lines={lines}");
+        assert_eq!(ta, tb, "{what}");
+        assert!(a.total() > 0.0, "{what}: the case selects nothing");
+        assert_eq!(canonical(&a), canonical(&b), "{what}");
+        assert_eq!(
+            (a.sample_type.as_str(), a.unit.as_str()),
+            (b.sample_type.as_str(), b.unit.as_str()),
+            "{what}"
+        );
+        assert_eq!(a.profiles_used, b.profiles_used, "{what}");
+        // Profiles looked at: all of them from the files; from the columnar store, those of
+        // the partitions the selection's service and time can touch.
+        if narrowed_whole(&sel) {
+            assert_eq!(
+                (a.profiles_seen, a.other_type),
+                (b.profiles_seen, b.other_type),
+                "{what}"
+            );
+        } else {
+            assert!(b.profiles_seen < a.profiles_seen, "{what}");
+        }
+        assert_eq!(a.window, b.window, "{what}");
+        assert_eq!(sorted(&a.instances), sorted(&b.instances), "{what}");
+        let mut sa: Vec<_> = a
+            .spans
+            .iter()
+            .map(|(l, s)| {
+                (
+                    l.trace_id_hex(),
+                    l.span_id_hex(),
+                    s.value as i64,
+                    s.first,
+                    s.last,
+                    s.window,
+                )
+            })
+            .collect();
+        let mut sb: Vec<_> = b
+            .spans
+            .iter()
+            .map(|(l, s)| {
+                (
+                    l.trace_id_hex(),
+                    l.span_id_hex(),
+                    s.value as i64,
+                    s.first,
+                    s.last,
+                    s.window,
+                )
+            })
+            .collect();
+        sa.sort();
+        sb.sort();
+        assert_eq!(sa, sb, "{what}");
+        compared += 1;
+    }
+    assert_eq!(compared, 10);
+
+    // A 20-minute window of one service reads its one (or two) hours, not the rest.
+    let narrow = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .narrow_to(&selector(
+            "service.name=shop,from=2025-01-31T13:10:00Z,to=2025-01-31T13:30:00Z",
+        ));
+    let hours: Vec<i64> = narrow
+        .selected()
+        .iter()
+        .map(|p| (p.hour - T0) / (60 * MINUTE))
+        .collect();
+    assert_eq!(hours, [0, 1]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stacks_are_stored_once_per_partition() {
+    let dir = scratch("dedup");
+    build_store(&dir);
+    let part = dir.join("columnar/service=shop/hour=2025-01-31T12");
+    let names: Vec<String> = std::fs::read_dir(&part)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let samples = names.iter().filter(|n| n.starts_with("samples-")).count();
+    let stacks = names.iter().filter(|n| n.starts_with("stacks-")).count();
+    // Minutes 0..60 of two JVMs (one with an allocation request too, one with an empty
+    // profile once): 19 requests; stacks
+    // only where a request brought new ones (the first of each JVM and type).
+    assert_eq!(samples, 19, "{names:?}");
+    assert!(stacks > 0 && stacks <= 4, "{names:?}");
+    // A writer opened anew (a restart) reads the stored ids back and adds no stacks file.
+    let writer = ColumnarWriter::open(&dir).unwrap();
+    let bytes = otelprof_profile::otlp::encode_to_vec(
+        &cpu_profile(0, 7),
+        &resource(0),
+        ProfileId::from_random([9; 16]),
+        &EncodeOptions::default(),
+    )
+    .unwrap();
+    let written = writer
+        .write(&otelprof_profile::otlp::decode(&bytes).unwrap(), T0)
+        .unwrap();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("samples-"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn retention_deletes_whole_hours_and_bad_files_are_skipped() {
+    let dir = scratch("retain");
+    build_store(&dir);
+    // Garbage posing as a samples file: reported, and the rest still answers. Failures are
+    // reported in path order (hour 12 before hour 13).
+    std::fs::write(
+        dir.join("columnar/service=shop/hour=2025-01-31T13/samples-0-bad.parquet"),
+        b"PAR1 not really PAR1",
+    )
+    .unwrap();
+    // A well-formed Parquet file of the other table posing as samples: named, not read.
+    let part = dir.join("columnar/service=shop/hour=2025-01-31T12");
+    let stacks_file = std::fs::read_dir(&part)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("stacks-")
+        })
+        .unwrap();
+    std::fs::copy(&stacks_file, part.join("samples-0-stacks.parquet")).unwrap();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = heard.clone();
+    let source = ColumnarSource::open(
+        &dir,
+        Box::new(move |p, e| {
+            log.lock().unwrap().push(format!(
+                "{}: {}",
+                p.file_name().unwrap().to_string_lossy(),
+                otelprof_store::chain(e)
+            ))
+        }),
+    )
+    .unwrap();
+    let spec = Spec::new(Some(ProfileType::Cpu), &Selector::default());
+    let (m, _) = query::merge(&source, spec).unwrap();
+    assert_eq!(m.profiles_used, 27);
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(
+        heard[1].starts_with("samples-0-bad.parquet: not a file of the columnar store"),
+        "{heard:?}"
+    );
+    assert_eq!(
+        heard[0],
+        "samples-0-stacks.parquet: not a file of the columnar store: no column profile"
+    );
+
+    // At 14:30 with a retention of 90 minutes, the hour 12:00-13:00 has expired (both
+    // services), 13:00-14:00 has not.
+    let now = T0 + 150 * MINUTE;
+    let deleted = retain(&dir, 90 * MINUTE, now).unwrap();
+    let names: Vec<String> = deleted
+        .iter()
+        .map(|p| {
+            p.strip_prefix(dir.join("columnar"))
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "service=billing/hour=2025-01-31T12",
+            "service=shop/hour=2025-01-31T12"
+        ]
+    );
+    let left = ColumnarSource::open(&dir, Box::new(|_, _| {})).unwrap();
+    let hours: Vec<String> = left
+        .partitions
+        .iter()
+        .map(|p| format!("{} {}", p.service, (p.hour - T0) / (60 * MINUTE)))
+        .collect();
+    assert_eq!(hours, ["billing 1", "shop 1"]);
+    assert!(std::fs::read_dir(dir.join("columnar/.tmp"))
+        .unwrap()
+        .next()
+        .is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Merges `spec` from the columnar store of `dir`, narrowed to `sel`, with or without rollups.
+fn columnar_merge(dir: &std::path::Path, sel: &Selector, spec: Spec, rollups: bool) -> Merged {
+    let spans = spec.spans;
+    let mut source = ColumnarSource::open(dir, Box::new(|p, e| panic!("{}: {e}", p.display())))
+        .unwrap()
+        .narrow_to(sel);
+    if rollups {
+        source = source.use_rollups(spans);
+    }
+    query::merge(&source, spec).unwrap().0
+}
+
+/// What rollups must keep: stacks, values, counts, groups, type, unit, window, instances.
+fn same_answer(a: &Merged, b: &Merged, what: &str) {
+    assert!(a.total() > 0.0, "{what}: selects nothing");
+    assert_eq!(canonical(a), canonical(b), "{what}");
+    assert_eq!(
+        (&a.sample_type, &a.unit),
+        (&b.sample_type, &b.unit),
+        "{what}"
+    );
+    assert_eq!(a.window, b.window, "{what}");
+    assert_eq!(sorted(&a.instances), sorted(&b.instances), "{what}");
+}
+
+/// Type, terms, group-by key, measure, spans, whether the rollup of some hour answers.
+type RollupCase = (
+    ProfileType,
+    &'static str,
+    Option<&'static str>,
+    Measure,
+    bool,
+    bool,
+);
+
+fn rollup_cases() -> Vec<RollupCase> {
+    vec![
+        (ProfileType::Cpu, "", None, Measure::Amount, false, true),
+        (
+            ProfileType::Cpu,
+            "",
+            Some("span_name"),
+            Measure::Count,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "",
+            Some("thread.pool"),
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "service.version=1.0",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "span_name!=GET /b",
+            Some("service.version"),
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:00:00Z,to=2025-01-31T13:00:00Z",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (ProfileType::Alloc, "", None, Measure::Amount, false, true),
+        (
+            ProfileType::Alloc,
+            "",
+            Some("service.name"),
+            Measure::Count,
+            false,
+            true,
+        ),
+        // Needs what the rollup drops: a time cut inside samples' timestamps (hour 12 from
+        // its rows, hour 13 from its rollup), a trace, per-span statistics.
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:30:20Z",
+            None,
+            Measure::Amount,
+            false,
+            true,
+        ),
+        (
+            ProfileType::Cpu,
+            "trace_id=0000000000000000000000000000abd1",
+            None,
+            Measure::Amount,
+            false,
+            false,
+        ),
+        (ProfileType::Cpu, "", None, Measure::Amount, true, false),
+    ]
+}
+
+#[test]
+fn compacted_hours_answer_from_rollups_as_from_sample_rows() {
+    let dir = scratch("rollup");
+    build_store(&dir);
+    let cases = rollup_cases();
+    let spec_of = |c: &RollupCase, sel: &Selector| {
+        let mut spec = Spec::new(Some(c.0), sel).view(c.3, false).by(c.2);
+        if c.4 {
+            spec = spec.spans();
+        }
+        spec
+    };
+    let before: Vec<Merged> = cases
+        .iter()
+        .map(|c| {
+            let sel = selector(c.1);
+            columnar_merge(&dir, &sel, spec_of(c, &sel), false)
+        })
+        .collect();
+    // At 14:30 both hours are closed; with 40 minutes of grace only 12:00-13:00 is.
+    let compacted = compact(&dir, T0 + 150 * MINUTE, 40 * MINUTE).unwrap();
+    assert_eq!(compacted.len(), 2, "{compacted:?}");
+    let compacted = compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    assert_eq!(compacted.len(), 2, "{compacted:?}");
+    assert!(compact(&dir, T0 + 150 * MINUTE, 0).unwrap().is_empty());
+    for part in ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .partitions
+    {
+        let mut names: Vec<String> = std::fs::read_dir(&part.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .map(|n| n.split('-').take(2).collect::<Vec<_>>().join("-"))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "rollup-1738333800000000000",
+                "samples-compacted",
+                "stacks-compacted"
+            ]
+        );
+    }
+    for (c, a) in cases.iter().zip(&before) {
+        let sel = selector(c.1);
+        let what = format!("{c:?}");
+        let rows = columnar_merge(&dir, &sel, spec_of(c, &sel), false);
+        same_answer(a, &rows, &what);
+        assert_eq!(
+            a.profiles_seen, rows.profiles_seen,
+            "{what}: compacted rows"
+        );
+        let rolled = columnar_merge(&dir, &sel, spec_of(c, &sel), true);
+        same_answer(a, &rolled, &what);
+        // A rollup profile stands for an hour of one JVM's profiles of a type: fewer seen
+        // exactly when a rollup answered.
+        assert_eq!(rolled.profiles_seen < a.profiles_seen, c.5, "{what}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_interrupted_compaction_leaves_every_hour_readable_and_counted_once() {
+    let cases = rollup_cases();
+    for steps in 0..otelprof_store::columnar::compact::STEPS {
+        let dir = scratch(&format!("crash{steps}"));
+        build_store(&dir);
+        let answers = |rollups: bool| -> Vec<Merged> {
+            cases
+                .iter()
+                .map(|c| {
+                    let sel = selector(c.1);
+                    let spec = Spec::new(Some(c.0), &sel).view(c.3, false).by(c.2);
+                    columnar_merge(&dir, &sel, spec, rollups)
+                })
+                .collect()
+        };
+        let before = answers(false);
+        let root = dir.join("columnar");
+        for part in ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .partitions
+        {
+            // The process dies after `steps` changes: no cleanup runs.
+            let _ = otelprof_store::columnar::compact::compact_partition(
+                &root,
+                &part.dir,
+                T0 + 150 * MINUTE,
+                steps,
+            )
+            .unwrap();
+        }
+        for (rollups, after) in [(false, answers(false)), (true, answers(true))] {
+            for (c, (a, b)) in cases.iter().zip(before.iter().zip(&after)) {
+                let what = format!("after {steps} steps, rollups {rollups}: {c:?}");
+                same_answer(a, b, &what);
+                if !rollups {
+                    assert_eq!(a.profiles_seen, b.profiles_seen, "{what}");
+                }
+            }
+        }
+        // A restart: the writer clears `.tmp/`, compaction runs again and finishes.
+        drop(ColumnarWriter::open(&dir).unwrap());
+        assert_eq!(compact(&dir, T0 + 150 * MINUTE, 0).unwrap().len(), 4);
+        for (c, (a, b)) in cases.iter().zip(before.iter().zip(&answers(true))) {
+            same_answer(a, b, &format!("after {steps} steps and a rerun: {c:?}"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
