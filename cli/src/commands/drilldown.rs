@@ -29,7 +29,10 @@ pub struct DrilldownAnswer {
 impl DrilldownAnswer {
     /// The profile shown: the selection's, or the endpoint's when the span had no samples.
     pub fn shown(&self) -> Option<&Merged> {
-        match (&self.drilldown.fallback, self.drilldown.merged.stacks.is_empty()) {
+        match (
+            &self.drilldown.fallback,
+            self.drilldown.merged.stacks.is_empty(),
+        ) {
             (_, false) => Some(&self.drilldown.merged),
             (Some((_, m)), true) => Some(m),
             (None, true) => None,

@@ -10,10 +10,10 @@ use crate::cli::TopArgs;
 use crate::table::{render_columns, render_header, share, value};
 use otelprof_profile::thread_role;
 use otelprof_store::merge::{Merged, NO_GROUP};
-use otelprof_store::select::ProfileType;
 use otelprof_store::query;
 use otelprof_store::query::requests;
 use otelprof_store::query::top::{self, GroupRow, TopTable};
+use otelprof_store::select::ProfileType;
 
 /// What `top` answers, before it is printed (the UI's `/api/top` serialises the same).
 pub struct TopAnswer {
