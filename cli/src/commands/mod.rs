@@ -7,7 +7,6 @@ pub mod drilldown;
 pub mod flame;
 pub mod receive;
 pub mod run;
-pub mod serve;
 pub mod top;
 
 use std::path::{Path, PathBuf};

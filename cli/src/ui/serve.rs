@@ -1,5 +1,7 @@
 //! `otelprof serve`: the receiver of `otelprof receive` plus a web UI over its store, answered
-//! by the same query engine as `top`, `flame`, `drilldown` and `diff` (see [`crate::ui`]).
+//! by the same query engine as `top`, `flame`, `drilldown` and `diff` (see [`super`]). It
+//! lives beside the UI rather than in [`crate::commands`]: the UI reads the commands' answers,
+//! so the commands must not depend on it.
 
 use std::net::{SocketAddr, ToSocketAddrs as _};
 
@@ -7,7 +9,6 @@ use anyhow::{bail, Context as _};
 
 use crate::cli::{ServeArgs, DEFAULT_UI};
 use crate::receiver::{self, ExtraListener};
-use crate::ui;
 
 /// The UI's address, checked against the receiver's rule: nothing beyond loopback without a
 /// token. TLS alone is not enough for the UI: a browser has no client certificate to show,
@@ -33,13 +34,13 @@ pub fn ui_address(text: &str, token: Option<&str>) -> anyhow::Result<SocketAddr>
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let config = super::receive::config(&args.receive)?;
+    let config = crate::commands::receive::config(&args.receive)?;
     let addr = ui_address(&args.ui, config.token.as_deref())?;
-    let state = ui::State::new(config.store.clone(), config.token.clone());
+    let state = super::State::new(config.store.clone(), config.token.clone());
     let extra = ExtraListener {
         addr,
         what: "ui",
-        handler: ui::handler(state),
+        handler: super::handler(state),
     };
     let running = receiver::start_with(&config, Some(extra))?;
     let quiet = args.receive.quiet;
