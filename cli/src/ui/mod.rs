@@ -152,6 +152,8 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Respo
             )
         }
         "/app.css" => return response(StatusCode::OK, "text/css; charset=utf-8", STYLE.into()),
+        // Browsers ask for it on their own; no icon, and no 404 in the console.
+        "/favicon.ico" => return response(StatusCode::NO_CONTENT, "image/x-icon", Vec::new()),
         p if is_page(p) => {
             return response(StatusCode::OK, "text/html; charset=utf-8", INDEX.into())
         }

@@ -210,7 +210,7 @@
       poly.setAttribute("fill", COLORS[k % COLORS.length]);
       var title = document.createElementNS(NS, "title"); title.textContent = s.name; poly.appendChild(title);
       svg.appendChild(poly);
-      legend.appendChild(el("span", {}, [el("i", { style: "" }), s.name]));
+      legend.appendChild(el("span", {}, [el("i"), s.name]));
       legend.lastChild.firstChild.style.background = COLORS[k % COLORS.length];
     });
     box.appendChild(svg);
