@@ -16,9 +16,23 @@ if [ "${1:-}" = "--serve" ]; then
   serve=1
   shift
 fi
+# The demo's directory: the user's --dir, else target/otelprof-demo (given to the demo only
+# when the user gave none: clap refuses a flag given twice). --serve serves that store.
+dir=""
+args=("$@")
+for i in "${!args[@]}"; do
+  case "${args[$i]}" in
+    --dir) dir="${args[$((i + 1))]:-}" ;;
+    --dir=*) dir="${args[$i]#--dir=}" ;;
+  esac
+done
+if [ -z "$dir" ]; then
+  dir=target/otelprof-demo
+  set -- --dir "$dir" "$@"
+fi
 cargo build --release -q
 if [ "$serve" = 0 ]; then
-  exec target/release/otelprof demo --dir target/otelprof-demo "$@"
+  exec target/release/otelprof demo "$@"
 fi
-target/release/otelprof demo --dir target/otelprof-demo "$@"
-exec target/release/otelprof serve --store target/otelprof-demo/store
+target/release/otelprof demo "$@"
+exec target/release/otelprof serve --store "$dir/store"
