@@ -2,7 +2,8 @@
 # Runs every test: formatting and lints, unit tests, then the cross-component tests that run
 # real JVMs (OpenJDK 17 and Temurin 25) with the agent and read the profiles back with
 # `go tool pprof` and with OTLP receivers built on the official Python classes, and the
-# `otelprof` commands end to end (receive, the demo, flame graphs in headless Chromium).
+# `otelprof` commands end to end (receive, the demo, flame graphs and the web UI in headless
+# Chromium).
 # Installs what it needs on a fresh Debian machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,24 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 if ! command -v openssl >/dev/null 2>&1; then
   apt_install openssl
+fi
+
+# The web UI's browser test (tests/tests/serve_browser.rs) drives that Chromium with
+# Playwright's playwright-core from npm, pinned in tests/browser/package.json and installed
+# under the target directory (never committed; reinstalled when the pin changes; no browser
+# download: it uses /usr/bin/chromium).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "installing nodejs and npm (for the web UI's browser test)" >&2
+  apt_install nodejs npm
+fi
+browser_node="${CARGO_TARGET_DIR:-target}/browser-node"
+if [ ! -f "$browser_node/node_modules/playwright-core/package.json" ] \
+  || ! cmp -s tests/browser/package.json "$browser_node/package.json"; then
+  echo "== playwright-core for the browser test ($browser_node)"
+  rm -rf "$browser_node"
+  mkdir -p "$browser_node"
+  cp tests/browser/package.json "$browser_node/package.json"
+  (cd "$browser_node" && npm install --no-package-lock --no-audit --no-fund --loglevel=error)
 fi
 for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64; do
   if [ ! -x "$jdk/bin/java" ] && [ -z "${OTELPROF_JDK17:-}${OTELPROF_JDK25:-}" ]; then

@@ -31,6 +31,9 @@ pub enum Cmd {
     Run(RunArgs),
     /// Receive OTLP profiles (gRPC and HTTP) and store them in a directory
     Receive(ReceiveArgs),
+    /// Receive OTLP profiles like `receive` and serve a web UI over the store (default
+    /// http://127.0.0.1:4040)
+    Serve(ServeArgs),
     /// The hottest functions, by self and total, or the total per endpoint/version/thread
     Top(TopArgs),
     /// Draw a flame graph: interactive HTML (zoom, search, tooltips; works offline) or SVG
@@ -128,6 +131,19 @@ pub struct ReceiveArgs {
     #[arg(long, short)]
     pub quiet: bool,
 }
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub receive: ReceiveArgs,
+    /// Web UI listen address (loopback by default; any other address needs --token, which
+    /// the UI then asks for)
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_UI)]
+    pub ui: String,
+}
+
+/// Default address of `serve`'s UI: Pyroscope's port, on loopback.
+pub const DEFAULT_UI: &str = "127.0.0.1:4040";
 
 /// The selection every reading command shares: which of the profiles' samples count.
 #[derive(Debug, Clone, Default, clap::Args)]

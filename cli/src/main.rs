@@ -3,7 +3,8 @@
 //! (`drilldown`), what changed between two releases (`diff`). `demo` shows all of it.
 //!
 //! [`cli`] declares the commands and their flags, [`commands`] runs them (one module each),
-//! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers. Everything
+//! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers, [`ui`] is
+//! `serve`'s web UI over the same answers. Everything
 //! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
 //! outside through [`escape`] (no terminal escape injection).
 
@@ -18,6 +19,7 @@ mod flame;
 mod receiver;
 mod signals;
 mod table;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::Run(args) => commands::run::run(args).map(ExitCode::from),
         Cmd::Receive(args) => commands::receive::run(args).map(|()| ExitCode::SUCCESS),
+        Cmd::Serve(args) => ui::serve::run(args).map(|()| ExitCode::SUCCESS),
         Cmd::Top(args) => commands::top::run(args),
         Cmd::Flame(args) => commands::flame::run(args),
         Cmd::Drilldown(args) => commands::drilldown::run(args),

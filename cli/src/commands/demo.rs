@@ -413,6 +413,11 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
          Demo finished in {:.0} s.",
         started.elapsed().as_secs_f64()
     )?;
+    outln!(
+        "\n== Browse it: otelprof serve --store {store_arg}\n   then open the Compare view of \
+         1.0 -> 2.0: http://{}/diff?base=service.version%3D1.0&head=service.version%3D2.0",
+        crate::cli::DEFAULT_UI
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

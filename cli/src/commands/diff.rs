@@ -15,7 +15,7 @@ use otelprof_store::query::diff::{
 };
 use otelprof_store::query::requests;
 use otelprof_store::query::slices::{self, SliceSpec};
-use otelprof_store::select::Selector;
+use otelprof_store::select::{ProfileType, Selector};
 
 use crate::cli::{DiffArgs, DiffRanges};
 use crate::escape;
@@ -30,11 +30,21 @@ const PATH_ROWS: usize = 5;
 /// Callers shown on a path before it is cut short.
 const PATH_CALLERS: usize = 4;
 
-/// Runs `diff`; also returns the function the largest significant increase is in.
-pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
-    if let Some(o) = &args.output {
-        flame::format_of(o)?;
-    }
+/// What `diff` answers, before it is printed (the UI's `/api/diff` serialises the same).
+pub struct DiffAnswer {
+    pub base: Merged,
+    pub head: Merged,
+    pub ty: ProfileType,
+    pub base_sel: Selector,
+    pub head_sel: Selector,
+    pub dispersion: Dispersion,
+    pub groups: GroupDiff,
+    pub functions: FunctionDiff,
+}
+
+/// Checks the flags and computes the comparison (both merges, the noise between time slices,
+/// the per-group and per-function tests).
+pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
     if let Some(p) = args.fail_above {
         if !(0.0..=100.0).contains(&p) {
             bail!("--fail-above takes percentage points between 0 and 100, got {p}");
@@ -98,6 +108,42 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
     };
     let criteria =
         Criteria::new(args.fdr / 100.0).with_dispersion(dispersion.factor, dispersion.test_df());
+    let counts = requests::endpoint_requests(&args.paths, &base_sel, &head_sel);
+    let groups = diff::compare_groups(
+        &base,
+        &head,
+        &|is_head, name| counts.get(is_head, name),
+        ty,
+        criteria,
+    );
+    let functions = diff::compare(&base, &head, ty, criteria);
+    Ok(DiffAnswer {
+        base,
+        head,
+        ty,
+        base_sel,
+        head_sel,
+        dispersion,
+        groups,
+        functions,
+    })
+}
+
+/// Runs `diff`; also returns the function the largest significant increase is in.
+pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
+    if let Some(o) = &args.output {
+        flame::format_of(o)?;
+    }
+    let DiffAnswer {
+        base,
+        head,
+        ty,
+        base_sel,
+        head_sel,
+        dispersion,
+        groups,
+        functions,
+    } = answer(args)?;
     outln!(
         "base: {}",
         render_header(&base, base.total(), base.total_count())
@@ -107,21 +153,10 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
         render_header(&head, head.total(), head.total_count())
     )?;
     outln!()?;
-
-    let counts = requests::endpoint_requests(&args.paths, &base_sel, &head_sel);
-    let groups = diff::compare_groups(
-        &base,
-        &head,
-        &|is_head, name| counts.get(is_head, name),
-        ty,
-        criteria,
-    );
     out!(
         "{}",
         render_group_section(&groups, &args.by, &base, args.limit)
     )?;
-
-    let functions = diff::compare(&base, &head, ty, criteria);
     out!("{}", render(&functions, args.limit))?;
     if let Some(line) = render_dispersion(&dispersion) {
         outln!("{line}")?;
@@ -228,7 +263,7 @@ fn overlap_warning(base: &Selector, head: &Selector) -> Option<String> {
     })
 }
 
-fn title(args: &DiffArgs) -> String {
+pub fn title(args: &DiffArgs) -> String {
     let side = |terms: &str, from: &Option<String>, to: &Option<String>| {
         let mut parts: Vec<String> = Vec::new();
         if !terms.is_empty() {
@@ -254,11 +289,11 @@ fn title(args: &DiffArgs) -> String {
     )
 }
 
-fn pp(x: f64) -> String {
+pub fn pp(x: f64) -> String {
     format!("{:+.2}", x * 100.0)
 }
 
-fn pct(x: f64) -> String {
+pub fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
 }
 
@@ -524,7 +559,7 @@ fn blind_spot_warning(d: &FunctionDiff, limit: f64) -> Option<String> {
 }
 
 /// The per-group table (or why there is none) and its headline.
-fn render_group_section(groups: &GroupDiff, key: &str, base: &Merged, limit: usize) -> String {
+pub fn render_group_section(groups: &GroupDiff, key: &str, base: &Merged, limit: usize) -> String {
     let mut out = String::new();
     // Rows of threads that run no Java code (`[GC]`, …) carry no key either.
     let only_none = groups.rows.iter().all(|g| {

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use otelprof_store::format_time;
-use otelprof_store::select::{Condition, Selector};
+use otelprof_store::merge::Merged;
+use otelprof_store::select::{Condition, ProfileType, Selector};
 
 use crate::cli::DrilldownArgs;
 use crate::escape::{self, escape};
@@ -16,10 +17,31 @@ use otelprof_store::query::drilldown::{self, Drilldown};
 use otelprof_store::query::top;
 use otelprof_store::query::{self, Spec};
 
-pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
-    if let Some(o) = &args.output {
-        flame::format_of(o)?;
+/// What `drilldown` answers, before it is printed (the UI's `/trace/<id>` shows the same).
+pub struct DrilldownAnswer {
+    pub drilldown: Drilldown,
+    pub selector: Selector,
+    pub ty: ProfileType,
+    /// Only `--endpoint` was given: no trace or span.
+    pub endpoint_only: bool,
+}
+
+impl DrilldownAnswer {
+    /// The profile shown: the selection's, or the endpoint's when the span had no samples.
+    pub fn shown(&self) -> Option<&Merged> {
+        match (
+            &self.drilldown.fallback,
+            self.drilldown.merged.stacks.is_empty(),
+        ) {
+            (_, false) => Some(&self.drilldown.merged),
+            (Some((_, m)), true) => Some(m),
+            (None, true) => None,
+        }
     }
+}
+
+/// Checks the flags and drills into the trace, span or endpoint they name.
+pub fn answer(args: &DrilldownArgs) -> anyhow::Result<DrilldownAnswer> {
     let mut selector = args.select.selector()?;
     if selector.trace_id.is_none() && selector.span_ids.is_empty() && args.endpoint.is_none() {
         bail!("say what to drill into: --trace-id T [--span-id S], or --endpoint NAME");
@@ -59,6 +81,24 @@ pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    Ok(DrilldownAnswer {
+        drilldown: d,
+        selector,
+        ty,
+        endpoint_only,
+    })
+}
+
+pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
+    if let Some(o) = &args.output {
+        flame::format_of(o)?;
+    }
+    let DrilldownAnswer {
+        drilldown: d,
+        selector,
+        ty,
+        endpoint_only,
+    } = answer(args)?;
     out!("{}", render_summary(&d, selector.trace_id))?;
     for n in &d.notes {
         outln!("note: {}", escape(n))?;

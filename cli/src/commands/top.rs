@@ -9,12 +9,25 @@ use anyhow::bail;
 use crate::cli::TopArgs;
 use crate::table::{render_columns, render_header, share, value};
 use otelprof_profile::thread_role;
-use otelprof_store::merge::NO_GROUP;
+use otelprof_store::merge::{Merged, NO_GROUP};
 use otelprof_store::query;
 use otelprof_store::query::requests;
 use otelprof_store::query::top::{self, GroupRow, TopTable};
+use otelprof_store::select::ProfileType;
 
-pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
+/// What `top` answers, before it is printed (the UI's `/api/top` serialises the same).
+pub struct TopAnswer {
+    pub merged: Merged,
+    pub ty: ProfileType,
+    /// The grouping key (`--by`), and the rows per group, largest first.
+    pub by: Option<String>,
+    pub groups: Vec<GroupRow>,
+    /// The function table, when not grouped.
+    pub functions: Option<TopTable>,
+}
+
+/// Computes `top`'s answer; fails, saying why, when the selection is empty.
+pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
     let selector = args.select.selector()?;
     let source = super::open_source(&args.paths)?;
     let by = if args.by_thread {
@@ -26,26 +39,40 @@ pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
     if merged.stacks.is_empty() {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
     }
-    let (total, count) = (merged.total(), merged.total_count());
-    outln!("{}", render_header(&merged, total, count))?;
+    let mut answer = TopAnswer {
+        merged,
+        ty,
+        by: by.map(str::to_owned),
+        groups: Vec::new(),
+        functions: None,
+    };
     match by {
         Some(key) => {
-            let mut rows = top::by_group(&merged);
+            let mut rows = top::by_group(&answer.merged);
             if key == "span_name" {
                 let counts = requests::endpoint_requests(&args.paths, &selector, &selector);
                 for r in &mut rows {
                     r.requests = counts.get(false, &r.name);
                 }
             }
-            out!(
-                "{}",
-                render_groups(&rows, key, &merged.unit, total, args.limit)
-            )?;
+            answer.groups = rows;
         }
-        None => {
-            let table = top::top_functions(&merged, None);
-            out!("{}", render_top(&table, &merged.unit, args.limit))?;
-        }
+        None => answer.functions = Some(top::top_functions(&answer.merged, None)),
+    }
+    Ok(answer)
+}
+
+pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
+    let a = answer(args)?;
+    let (total, count) = (a.merged.total(), a.merged.total_count());
+    outln!("{}", render_header(&a.merged, total, count))?;
+    match (&a.by, &a.functions) {
+        (Some(key), _) => out!(
+            "{}",
+            render_groups(&a.groups, key, &a.merged.unit, total, args.limit)
+        )?,
+        (None, Some(table)) => out!("{}", render_top(table, &a.merged.unit, args.limit))?,
+        (None, None) => {}
     }
     Ok(ExitCode::SUCCESS)
 }

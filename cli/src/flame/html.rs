@@ -75,8 +75,9 @@ fn preorder(tree: &Tree) -> Vec<(usize, u32)> {
     order
 }
 
-/// The whole page. `subtitle` says what was selected.
-pub fn render(tree: &Tree, subtitle: &str) -> String {
+/// The tree as the viewer reads it (a JSON object, safe inside `<script>`): frame names, and
+/// the nodes in preorder as parallel arrays. `otelprof serve`'s UI gets the same object.
+pub fn data(tree: &Tree) -> String {
     let order = preorder(tree);
     let mut data = String::with_capacity(order.len() * 24 + tree.names.len() * 40);
     data.push_str("{\"unit\":");
@@ -118,7 +119,12 @@ pub fn render(tree: &Tree, subtitle: &str) -> String {
         );
     }
     data.push('}');
+    data
+}
 
+/// The whole page. `subtitle` says what was selected.
+pub fn render(tree: &Tree, subtitle: &str) -> String {
+    let data = data(tree);
     let legend = if tree.differential {
         "red: larger share than in the base, blue: smaller; width: the head"
     } else {

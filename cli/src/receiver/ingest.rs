@@ -69,24 +69,29 @@ fn bearer_token(value: &[u8]) -> Option<&[u8]> {
     rest.get(start..)
 }
 
+/// Whether `authorization` (the header's value) carries `token` (any value does when there is
+/// none), compared in constant time so the comparison does not leak how much of a guess was
+/// right. The scheme `Bearer` is case-insensitive and followed by one or more spaces (RFC 9110
+/// §11.1, §11.4); the token is compared exactly. The receiver and `serve`'s UI both check this.
+pub fn token_matches(token: Option<&str>, authorization: Option<&[u8]>) -> bool {
+    let Some(token) = token else {
+        return true;
+    };
+    let Some(given) = authorization.and_then(bearer_token) else {
+        return false;
+    };
+    let want = token.as_bytes();
+    let mut diff = u8::from(given.len() != want.len());
+    for (i, w) in want.iter().enumerate() {
+        diff |= w ^ given.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
 impl Ingest {
-    /// Whether `authorization` (the header's value) carries the token, compared in constant
-    /// time so the comparison does not leak how much of a guess was right. The scheme
-    /// `Bearer` is case-insensitive and followed by one or more spaces (RFC 9110 §11.1,
-    /// §11.4); the token is compared exactly.
+    /// Whether `authorization` (the header's value) carries the token ([`token_matches`]).
     pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
-        let Some(token) = &self.token else {
-            return true;
-        };
-        let Some(given) = authorization.and_then(bearer_token) else {
-            return false;
-        };
-        let want = token.as_bytes();
-        let mut diff = u8::from(given.len() != want.len());
-        for (i, w) in want.iter().enumerate() {
-            diff |= w ^ given.get(i).copied().unwrap_or(0);
-        }
-        diff == 0
+        token_matches(self.token.as_deref(), authorization)
     }
 
     fn inflate(&self, gzip: &[u8]) -> Result<Vec<u8>, Rejected> {

@@ -30,8 +30,10 @@ mod ingest;
 mod limits;
 mod request_gate;
 
+use std::future::Future;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,9 +42,10 @@ use anyhow::{bail, Context as _};
 use tokio::sync::watch;
 
 use accept::{accept_loop, Listener};
+pub use connection::ResponseBody;
 use connection_limit::{ConnectionCounters, ConnectionLimit};
 use ingest::Counters;
-pub use ingest::Ingest;
+pub use ingest::{token_matches, Ingest};
 pub use limits::Limits;
 use request_gate::RequestGate;
 
@@ -85,10 +88,30 @@ impl ReceiveConfig {
     }
 }
 
+/// What answers the requests of an [`ExtraListener`].
+pub type Handler = Arc<
+    dyn Fn(
+            ::http::Request<hyper::body::Incoming>,
+        ) -> Pin<Box<dyn Future<Output = ::http::Response<ResponseBody>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// One more listener served like the receiver's own (`serve`'s web UI): the same timeouts,
+/// TLS and connection limit, so it adds no way around the receiver's rules.
+pub struct ExtraListener {
+    pub addr: SocketAddr,
+    /// The flag that sets its address, for messages (`ui` for `--ui`).
+    pub what: &'static str,
+    pub handler: Handler,
+}
+
 /// A receiver running on its own runtime.
 pub struct Running {
     pub grpc: Option<SocketAddr>,
     pub http: Option<SocketAddr>,
+    /// The address of the [`ExtraListener`], when there is one.
+    pub extra: Option<SocketAddr>,
     pub ingest: Arc<Ingest>,
     /// The connection limit in force, and the file descriptors it was derived from.
     pub max_connections: usize,
@@ -272,6 +295,11 @@ fn connection_limit(config: &ReceiveConfig, open_files: u64, slots: usize) -> us
 /// Opens the store, binds both listeners (so a port conflict fails here, not later) and
 /// starts serving on a runtime of its own.
 pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
+    start_with(config, None)
+}
+
+/// [`start`], with one more listener served the same way.
+pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyhow::Result<Running> {
     // Before anything opens files: more descriptors for connections and the store.
     let open_files = fd_limit::raise_nofile().unwrap_or(1024);
     let store = Store::open(&config.store)?;
@@ -292,6 +320,9 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
     let connections = ConnectionLimit::new(max_connections);
     let grpc_listener = config.grpc.map(|a| bind(a, "grpc")).transpose()?;
     let http_listener = config.http.map(|a| bind(a, "http")).transpose()?;
+    let extra_listener = extra
+        .map(|e| bind(e.addr, e.what).map(|l| (l, e)))
+        .transpose()?;
     let tls = config
         .tls
         .as_ref()
@@ -343,7 +374,7 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
         let listener = Listener {
             tcp: tokio_listener(listener, "HTTP")?,
             what: "HTTP",
-            tls,
+            tls: tls.clone(),
             builder: Arc::new(connection::builder(&limits, false)),
             handler: move |request| {
                 let ingest = ingest.clone();
@@ -359,6 +390,26 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
             listener,
             connections.clone(),
             limits,
+            accept_error_said.clone(),
+            watch_rx.clone(),
+        )));
+    }
+
+    let mut extra_addr = None;
+    if let Some((listener, extra)) = extra_listener {
+        extra_addr = Some(listener.local_addr().context("UI listener")?);
+        let handler = extra.handler;
+        let listener = Listener {
+            tcp: tokio_listener(listener, extra.what)?,
+            what: extra.what,
+            tls,
+            builder: Arc::new(connection::builder(&limits, false)),
+            handler: move |request| handler(request),
+        };
+        tasks.push(runtime.spawn(accept_loop(
+            listener,
+            connections.clone(),
+            limits,
             accept_error_said,
             watch_rx,
         )));
@@ -367,6 +418,7 @@ pub fn start(config: &ReceiveConfig) -> anyhow::Result<Running> {
     Ok(Running {
         grpc: grpc_addr,
         http: http_addr,
+        extra: extra_addr,
         ingest,
         max_connections,
         open_files,

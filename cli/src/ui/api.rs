@@ -1,0 +1,491 @@
+//! The UI's JSON answers. Each is the answer of a CLI command ([`crate::commands`]'s
+//! `answer` functions, over the store's query engine) serialised, never a computation of its
+//! own: `/api/top` is `otelprof top`, `/api/trace` is `otelprof drilldown`, `/api/diff` is
+//! `otelprof diff`, with the same flags ([`super::params`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use otelprof_store::merge::{Merged, Merger};
+use otelprof_store::query::diff::{FunctionChange, Measure, Test};
+use otelprof_store::query::{self, tree::Tree};
+use otelprof_store::select::{self, ProfileType};
+
+use super::params::{self, Params};
+use crate::cli::Cmd;
+use crate::commands::{self, diff, drilldown, top};
+use crate::flame::html;
+use crate::table::render_header;
+
+/// Rows of a table sent at most (the page shows fewer; the CLI's `--limit 0` prints all).
+const MAX_ROWS: usize = 2000;
+/// Traces listed at most, the ones with the most samples.
+const MAX_TRACES: usize = 1000;
+/// Values of a key offered in a picker at most.
+const MAX_VALUES: usize = 500;
+/// Time buckets of the timeline, unless `buckets` asks for others (2 to 500).
+const BUCKETS: usize = 60;
+
+/// A JSON object with a flame graph's data (already JSON, from [`html::data`]) spliced in
+/// under `flame`.
+pub fn with_flame(object: Value, tree: &Tree) -> String {
+    let text = object.to_string();
+    let Some(open) = text.strip_suffix('}') else {
+        return text;
+    };
+    let comma = if open.len() > 1 { "," } else { "" };
+    format!("{open}{comma}\"flame\":{}}}", html::data(tree))
+}
+
+fn window(m: &Merged) -> Value {
+    m.window.map_or(Value::Null, |(a, b)| json!([a, b]))
+}
+
+/// What a merge covered, as the CLI's header line says it and as numbers.
+pub fn header(m: &Merged) -> Value {
+    json!({
+        "text": render_header(m, m.total(), m.total_count()),
+        "sample_type": m.sample_type,
+        "unit": m.unit,
+        "total": m.total(),
+        "count": m.total_count(),
+        "profiles": m.profiles_used,
+        "instances": m.instances.len(),
+        "window": window(m),
+    })
+}
+
+/// `otelprof top` (and `flame`): the function table, or the table per `by` group, and the
+/// flame graph of the same merge.
+pub fn top(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Top(mut args) = params::command("top", p, store)? else {
+        return Err("not a top query".into());
+    };
+    args.limit = 0;
+    let a = top::answer(&args).map_err(|e| format!("{e:#}"))?;
+    let rows: Vec<Value> = a
+        .functions
+        .iter()
+        .flat_map(|t| t.rows.iter().take(MAX_ROWS))
+        .map(|r| json!({"name": r.name, "label": r.label, "self": r.self_value, "total": r.total_value}))
+        .collect();
+    let groups: Vec<Value> = a
+        .groups
+        .iter()
+        .take(MAX_ROWS)
+        .map(|g| {
+            json!({"name": g.name, "value": g.value, "count": g.count, "hottest": g.hottest,
+                   "requests": g.requests})
+        })
+        .collect();
+    let object = json!({
+        "type": a.ty.name(),
+        "header": header(&a.merged),
+        "by": a.by,
+        "functions": rows,
+        "functions_total": a.functions.as_ref().map_or(0, |t| t.rows.len()),
+        "groups": groups,
+    });
+    let title = format!(
+        "otelprof: {}",
+        commands::describe(&args.select.selector().map_err(|e| format!("{e:#}"))?, a.ty)
+    );
+    Ok(with_flame(object, &Tree::of(&a.merged, &title)))
+}
+
+fn span_json(link: &otelprof_profile::model::Link, s: &otelprof_store::merge::SpanStats) -> Value {
+    json!({
+        "trace_id": link.trace_id_hex(),
+        "span_id": link.span_id_hex(),
+        "value": s.value,
+        "count": s.count,
+        "endpoints": s.endpoints,
+        "first": s.first,
+        "last": s.last,
+        "window": s.window.map(|(a, b)| [a, b]),
+    })
+}
+
+/// `otelprof drilldown --trace-id T [--span-id S]`: the summary, the spans, the top table and
+/// the flame graph of what was shown (the endpoint's profile when the span had no samples).
+pub fn trace(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Drilldown(mut args) = params::command("drilldown", p, store)? else {
+        return Err("not a drilldown query".into());
+    };
+    args.limit = 0;
+    let a = drilldown::answer(&args).map_err(|e| format!("{e:#}"))?;
+    let d = &a.drilldown;
+    let Some(shown) = a.shown() else {
+        return Err(format!(
+            "nothing to show for {}",
+            commands::describe(&a.selector, a.ty)
+        ));
+    };
+    let table = otelprof_store::query::top::top_functions(shown, None);
+    let object = json!({
+        "type": a.ty.name(),
+        "summary": drilldown::render_summary(d, a.selector.trace_id),
+        "notes": d.notes,
+        "spans": d.spans.iter().map(|(l, s)| span_json(l, s)).collect::<Vec<_>>(),
+        "fallback": d.fallback.as_ref().filter(|_| d.merged.stacks.is_empty()).map(|(e, _)| e),
+        "header": header(shown),
+        "functions": table.rows.iter().take(MAX_ROWS)
+            .map(|r| json!({"name": r.name, "label": r.label, "self": r.self_value, "total": r.total_value}))
+            .collect::<Vec<_>>(),
+    });
+    let title = format!(
+        "otelprof drilldown: {}",
+        commands::describe(&a.selector, a.ty)
+    );
+    Ok(with_flame(object, &Tree::of(shown, &title)))
+}
+
+fn test_json(t: Option<&Test>) -> Value {
+    t.map_or(Value::Null, |t| {
+        json!({"z": if t.z.is_finite() { t.z } else { t.z.signum() * 1e9 }, "significant": t.significant})
+    })
+}
+
+fn change_json(c: &FunctionChange) -> Value {
+    json!({
+        "name": c.name,
+        "base_self": c.base_self, "head_self": c.head_self,
+        "base_total": c.base_total, "head_total": c.head_total,
+        "delta_self": c.delta_self(), "delta_total": c.delta_total(),
+        "z_self": test_json(c.test(Measure::SelfShare)),
+        "z_total": test_json(c.test(Measure::TotalShare)),
+        "increase": c.increase().map(|(m, d)| json!({"measure": m.name(), "delta": d})),
+        "path": c.carrier.as_ref().map(|p| diff::render_path(&p.path)),
+    })
+}
+
+/// `otelprof diff --base … --head …`: both headers, the per-group table, the ranked function
+/// changes with their tests, the closing line, and the differential flame graph.
+pub fn compare(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Diff(args) = params::command("diff", p, store)? else {
+        return Err("not a diff query".into());
+    };
+    let a = diff::answer(&args).map_err(|e| format!("{e:#}"))?;
+    let groups: Vec<Value> = a
+        .groups
+        .rows
+        .iter()
+        .take(MAX_ROWS)
+        .map(|g| {
+            json!({
+                "name": g.name, "base_share": g.base_share, "head_share": g.head_share,
+                "base_per_request": g.base_per_request(), "head_per_request": g.head_per_request(),
+                "per_request_change": g.per_request_change(),
+                "test": test_json(g.test.as_ref()),
+            })
+        })
+        .collect();
+    let object = json!({
+        "type": a.ty.name(),
+        "base": header(&a.base),
+        "head": header(&a.head),
+        "by": args.by,
+        "groups": groups,
+        "per_request": a.groups.per_request,
+        "group_headline": a.groups.headline().map(|g| diff::render_group_change(g, &a.base.sample_type, &a.base.unit)),
+        "grew": a.functions.grew.iter().take(MAX_ROWS).map(change_json).collect::<Vec<_>>(),
+        "shrank": a.functions.shrank.iter().take(MAX_ROWS).map(change_json).collect::<Vec<_>>(),
+        "headline": diff::render_headline(&a.functions),
+        "noise": diff::render_dispersion(&a.dispersion).map(|s| s.trim().to_owned()),
+    });
+    let title = format!("otelprof diff: {}", diff::title(&args));
+    Ok(with_flame(object, &Tree::diff(&a.base, &a.head, &title)))
+}
+
+/// Traces and spans that have samples, with endpoint, window and samples, most time first:
+/// the merge of the selection with its spans collected (as `drilldown` does).
+pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Top(args) = params::command("top", p, store)? else {
+        return Err("not a selection".into());
+    };
+    let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
+    let source = commands::open_source(&args.paths).map_err(|e| format!("{e:#}"))?;
+    let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
+    let (merged, ty) = query::merge(&source, spec.spans()).map_err(|e| format!("{e:#}"))?;
+    #[derive(Default)]
+    struct TraceRow {
+        value: f64,
+        count: f64,
+        spans: usize,
+        endpoints: BTreeSet<String>,
+        from: Option<i64>,
+        to: Option<i64>,
+    }
+    let mut by_trace: BTreeMap<String, TraceRow> = BTreeMap::new();
+    for (link, s) in &merged.spans {
+        let row = by_trace.entry(link.trace_id_hex()).or_default();
+        row.value += s.value;
+        row.count += s.count;
+        row.spans += 1;
+        row.endpoints.extend(s.endpoints.iter().cloned());
+        let (a, b) = match (s.first, s.last, s.window) {
+            (Some(a), Some(b), _) => (Some(a), Some(b)),
+            (_, _, Some((a, b))) => (Some(a), Some(b)),
+            _ => (None, None),
+        };
+        row.from = match (row.from, a) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        row.to = match (row.to, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+    }
+    let total_traces = by_trace.len();
+    let mut rows: Vec<(String, TraceRow)> = by_trace.into_iter().collect();
+    rows.sort_by(|a, b| b.1.value.total_cmp(&a.1.value).then_with(|| a.0.cmp(&b.0)));
+    let list: Vec<Value> = rows
+        .iter()
+        .take(MAX_TRACES)
+        .map(|(id, r)| {
+            json!({"trace_id": id, "value": r.value, "count": r.count, "spans": r.spans,
+                   "endpoints": r.endpoints, "from": r.from, "to": r.to})
+        })
+        .collect();
+    Ok(json!({
+        "type": ty.name(),
+        "header": header(&merged),
+        "traces": list,
+        "total_traces": total_traces,
+    })
+    .to_string())
+}
+
+/// The selection's value over time, stacked by `by` (default `span_name`): one merge per
+/// time bucket, all in one pass over the files.
+pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Top(args) = params::command("top", p, store)? else {
+        return Err("not a selection".into());
+    };
+    let by = args.by.clone().unwrap_or_else(|| "span_name".to_owned());
+    let buckets = p
+        .get("buckets")
+        .and_then(|b| b.parse::<usize>().ok())
+        .unwrap_or(BUCKETS)
+        .clamp(2, 500);
+    let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
+    let source = commands::open_source(&args.paths).map_err(|e| format!("{e:#}"))?;
+    let (_, measure) = args.select.view().map_err(|e| format!("{e:#}"))?;
+    let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
+    let (whole, ty) = query::merge(&source, spec).map_err(|e| format!("{e:#}"))?;
+    let Some((start, end)) = whole.window else {
+        return Ok(json!({"type": ty.name(), "by": by, "times": [], "series": []}).to_string());
+    };
+    let from = selector.from.map_or(start, |f| f.max(start));
+    let to = selector.to.map_or(end, |t| t.min(end)).max(from + 1);
+    let step = ((i128::from(to) - i128::from(from)) / buckets as i128).max(1);
+    let bounds: Vec<(i64, i64)> = (0..buckets as i128)
+        .map(|k| {
+            let at = |k: i128| i64::try_from(i128::from(from) + step * k).unwrap_or(to);
+            (
+                at(k),
+                if k + 1 == buckets as i128 {
+                    to
+                } else {
+                    at(k + 1)
+                },
+            )
+        })
+        .collect();
+    let make = || -> Vec<Merger> {
+        bounds
+            .iter()
+            .map(|&(a, b)| {
+                let mut cut = selector.clone();
+                cut.from = Some(a);
+                cut.to = Some(b);
+                Merger::new(ty, cut, Some(&by))
+                    .measure(measure)
+                    .lines(false)
+            })
+            .collect()
+    };
+    let states = source
+        .scan(make, |mergers, d| {
+            let (p0, p1) = (
+                d.profile.time_nanos,
+                d.profile
+                    .time_nanos
+                    .saturating_add(d.profile.duration_nanos.max(0)),
+            );
+            for (m, &(a, b)) in mergers.iter_mut().zip(&bounds) {
+                // Only the buckets the profile overlaps.
+                if p1 >= a && p0 < b {
+                    m.add(&d.resource, &d.profile);
+                }
+            }
+        })
+        .map_err(|e| format!("{e:#}"))?;
+    let mut merged: Vec<Option<Merger>> = bounds.iter().map(|_| None).collect();
+    for state in states {
+        for (slot, m) in merged.iter_mut().zip(state) {
+            match slot {
+                Some(s) => s.absorb(m),
+                None => *slot = Some(m),
+            }
+        }
+    }
+    let mut series: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (k, m) in merged.into_iter().enumerate() {
+        let Some(m) = m else { continue };
+        let m = m.finish();
+        let mut per_group = vec![0.0; m.groups.len()];
+        for s in &m.stacks {
+            if let Some(v) = per_group.get_mut(s.group as usize) {
+                *v += s.value;
+            }
+        }
+        for (g, v) in m.groups.iter().zip(per_group) {
+            if v != 0.0 {
+                series
+                    .entry(g.clone())
+                    .or_insert_with(|| vec![0.0; buckets])[k] += v;
+            }
+        }
+    }
+    let mut list: Vec<(String, Vec<f64>)> = series.into_iter().collect();
+    list.sort_by(|a, b| {
+        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        sum(&b.1).total_cmp(&sum(&a.1))
+    });
+    Ok(json!({
+        "type": ty.name(),
+        "unit": whole.unit,
+        "by": by,
+        "times": bounds.iter().map(|b| b.0).chain(std::iter::once(to)).collect::<Vec<_>>(),
+        "series": list.iter().map(|(n, v)| json!({"name": n, "values": v})).collect::<Vec<_>>(),
+    })
+    .to_string())
+}
+
+/// Resource attributes an instance is described by.
+const INSTANCE_KEYS: [&str; 7] = [
+    "service.name",
+    "service.version",
+    "deployment.environment.name",
+    "host.name",
+    "process.pid",
+    "process.runtime.name",
+    "process.runtime.version",
+];
+
+/// The JVMs that sent data: one row per `service.instance.id` (or host and pid), with the
+/// profile types they sent and when they were last heard of.
+pub fn instances(store: &Path) -> Result<String, String> {
+    let source = commands::open_source(&[store.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
+    #[derive(Default)]
+    struct Row {
+        attrs: BTreeMap<&'static str, String>,
+        types: BTreeSet<&'static str>,
+        profiles: usize,
+        first: i64,
+        last: i64,
+    }
+    let states = source
+        .scan(BTreeMap::<String, Row>::new, |rows, d| {
+            let value = |k: &str| select::resource_value(&d.resource, k);
+            let id = value("service.instance.id").unwrap_or_else(|| {
+                format!(
+                    "{}/{}",
+                    value("host.name").unwrap_or_default(),
+                    value("process.pid").unwrap_or_default()
+                )
+            });
+            let row = rows.entry(id).or_insert_with(|| Row {
+                first: i64::MAX,
+                last: i64::MIN,
+                ..Row::default()
+            });
+            for k in INSTANCE_KEYS {
+                if let Some(v) = value(k) {
+                    row.attrs.insert(k, v);
+                }
+            }
+            if let Some(t) = ProfileType::of(&d.profile) {
+                row.types.insert(t.name());
+            }
+            row.profiles += 1;
+            let p = &d.profile;
+            row.first = row.first.min(p.time_nanos);
+            row.last = row
+                .last
+                .max(p.time_nanos.saturating_add(p.duration_nanos.max(0)));
+        })
+        .map_err(|e| format!("{e:#}"))?;
+    let mut all: BTreeMap<String, Row> = BTreeMap::new();
+    for state in states {
+        for (id, r) in state {
+            let row = all.entry(id).or_insert_with(|| Row {
+                first: i64::MAX,
+                last: i64::MIN,
+                ..Row::default()
+            });
+            row.attrs.extend(r.attrs);
+            row.types.extend(r.types);
+            row.profiles += r.profiles;
+            row.first = row.first.min(r.first);
+            row.last = row.last.max(r.last);
+        }
+    }
+    let list: Vec<Value> = all
+        .iter()
+        .map(|(id, r)| {
+            json!({"instance": id, "attributes": r.attrs, "types": r.types,
+                   "profiles": r.profiles, "first": r.first, "last": r.last})
+        })
+        .collect();
+    Ok(json!({ "instances": list }).to_string())
+}
+
+/// Keys offered as pickers on the Explore view.
+pub const PICKER_KEYS: [&str; 5] = [
+    "service.name",
+    "service.version",
+    "deployment.environment.name",
+    "span_name",
+    "thread.pool",
+];
+
+/// The values of the picker keys present in the store, and its profile types.
+pub fn values(store: &Path) -> Result<String, String> {
+    let source = commands::open_source(&[store.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
+    let keys: Vec<String> = PICKER_KEYS.iter().map(|k| (*k).to_owned()).collect();
+    let values = query::distinct_values(&source, &keys, MAX_VALUES);
+    let types = source
+        .scan(BTreeSet::new, |set, d| {
+            if let Some(t) = ProfileType::of(&d.profile) {
+                set.insert(t.name());
+            }
+        })
+        .map_err(|e| format!("{e:#}"))?
+        .into_iter()
+        .flatten()
+        .collect::<BTreeSet<_>>();
+    let map: BTreeMap<&str, Vec<String>> = PICKER_KEYS.iter().copied().zip(values).collect();
+    Ok(json!({"keys": map, "types": types}).to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flame_data_is_spliced_into_the_object() {
+        let tree = Tree::default();
+        let text = with_flame(json!({"a": 1}), &tree);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["a"], 1);
+        assert!(v["flame"]["names"].is_array());
+        let v: Value = serde_json::from_str(&with_flame(json!({}), &tree)).unwrap();
+        assert!(v["flame"].is_object());
+    }
+}

@@ -1,0 +1,174 @@
+//! The UI's query parameters are the CLI's flags: `?where=service.version%3D1.5&type=cpu` is
+//! `--where service.version=1.5 --type cpu`. They are turned into an argument list and parsed
+//! by the CLI's own parser ([`crate::cli`]), so a link and a command line mean the same thing
+//! and are checked by the same rules.
+
+use std::path::Path;
+
+use clap::Parser as _;
+
+use crate::cli::{Cli, Cmd};
+
+/// Query parameters, decoded, in order (keys may repeat, as flags do).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params(pub Vec<(String, String)>);
+
+/// `application/x-www-form-urlencoded` text: `+` is a space, `%XX` a byte (invalid UTF-8 is
+/// replaced, never trusted).
+fn decode(text: &str) -> String {
+    let spaced = text.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+impl Params {
+    pub fn parse(query: &str) -> Params {
+        Params(
+            query
+                .split('&')
+                .filter(|p| !p.is_empty())
+                .map(|p| match p.split_once('=') {
+                    Some((k, v)) => (decode(k), decode(v)),
+                    None => (decode(p), String::new()),
+                })
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Flags of the selection every reading command shares.
+const SELECT: &[&str] = &[
+    "where", "type", "value", "from", "to", "trace_id", "span_id", "lines",
+];
+/// Flags without a value: `lines=1` (or `lines=true`) is `--lines`.
+const SWITCHES: &[&str] = &["lines", "children"];
+/// Parameters of the UI itself, not flags (what to export, the timeline's resolution, the
+/// search box): left for the view to read.
+const UI_ONLY: &[&str] = &["format", "side", "buckets", "search", "stack"];
+
+/// The flags each command's view takes beyond [`SELECT`].
+fn command_flags(command: &str) -> &'static [&'static str] {
+    match command {
+        "top" => &["by", "limit"],
+        "drilldown" => &["children", "endpoint", "limit"],
+        "diff" => &[
+            "base",
+            "head",
+            "base_from",
+            "base_to",
+            "head_from",
+            "head_to",
+            "by",
+            "fdr",
+            "limit",
+        ],
+        _ => &[],
+    }
+}
+
+/// Parses `params` as the flags of `otelprof <command> … -- <store>`; the error names the
+/// parameter or says what the CLI says.
+pub fn command(command: &str, params: &Params, store: &Path) -> Result<Cmd, String> {
+    let extra = command_flags(command);
+    let mut argv: Vec<std::ffi::OsString> = vec!["otelprof".into(), command.into()];
+    for (key, value) in &params.0 {
+        if UI_ONLY.contains(&key.as_str()) {
+            continue;
+        }
+        if !SELECT.contains(&key.as_str()) && !extra.contains(&key.as_str()) {
+            return Err(format!(
+                "unknown parameter {}: this view takes {}",
+                crate::escape::quote(key),
+                SELECT
+                    .iter()
+                    .chain(extra)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let flag = format!("--{}", key.replace('_', "-"));
+        if SWITCHES.contains(&key.as_str()) {
+            if matches!(value.as_str(), "" | "1" | "true" | "on") {
+                argv.push(flag.into());
+            }
+            continue;
+        }
+        if value.is_empty() && !matches!(key.as_str(), "base" | "head") {
+            // An empty field of a form: the flag's default.
+            continue;
+        }
+        // `--flag=value`: a value starting with `-` stays a value.
+        argv.push(format!("{flag}={value}").into());
+    }
+    argv.push("--".into());
+    argv.push(store.as_os_str().to_owned());
+    Cli::try_parse_from(argv)
+        .map(|cli| cli.command)
+        .map_err(|e| {
+            // clap's message names the flag; the UI names the parameter the same way.
+            let text = e.render().to_string();
+            text.lines()
+                .find(|l| l.starts_with("error:"))
+                .unwrap_or("invalid parameters")
+                .trim_start_matches("error: ")
+                .to_owned()
+        })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_the_cli_flags() {
+        let p = Params::parse("where=service.version%3D1.5&where=span_name%3DGET+%2Fcart&type=cpu&lines=1&by=span_name&search=x");
+        let Cmd::Top(args) = command("top", &p, Path::new("/s")).unwrap() else {
+            panic!("top")
+        };
+        assert_eq!(
+            args.select.conditions,
+            ["service.version=1.5", "span_name=GET /cart"]
+        );
+        assert!(args.select.lines);
+        assert_eq!(args.by.as_deref(), Some("span_name"));
+        assert_eq!(args.paths, [Path::new("/s")]);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_with_a_reason() {
+        let err = command("top", &Params::parse("store=/etc"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("unknown parameter"), "{err}");
+        let err = command("top", &Params::parse("type=heap"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("heap"), "{err}");
+        // A value that looks like a flag stays a value; paths come only from the server.
+        let Cmd::Top(args) = command(
+            "top",
+            &Params::parse("from=now-1h&where=--x"),
+            Path::new("/s"),
+        )
+        .unwrap() else {
+            panic!("top")
+        };
+        assert_eq!(args.select.from.as_deref(), Some("now-1h"));
+        assert_eq!(args.paths, [Path::new("/s")]);
+        let Cmd::Diff(args) = command(
+            "diff",
+            &Params::parse("base=service.version%3D1.0&head=service.version%3D2.0"),
+            Path::new("/s"),
+        )
+        .unwrap() else {
+            panic!("diff")
+        };
+        assert_eq!(args.base, "service.version=1.0");
+    }
+}

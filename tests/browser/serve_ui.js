@@ -1,0 +1,191 @@
+// The web UI of `otelprof serve` in Debian's Chromium, driven by Playwright (playwright-core,
+// pinned in package.json, installed by scripts/test.sh under target/; no browser download).
+// Run by tests/tests/serve_browser.rs against a serve of a store written by real agents:
+//   OTELPROF_UI=http://127.0.0.1:PORT OTELPROF_REGRESSED=pkg.Class.method \
+//   OTELPROF_SCREENSHOTS=docs/screenshots NODE_PATH=target/browser-node/node_modules \
+//   node tests/browser/serve_ui.js
+// Every check throws on failure (the process exits 1); nothing is skipped.
+"use strict";
+const assert = require("node:assert/strict");
+const path = require("node:path");
+const { chromium } = require("playwright-core");
+
+const BASE = need("OTELPROF_UI");
+const REGRESSED = need("OTELPROF_REGRESSED");
+const SHOTS = need("OTELPROF_SCREENSHOTS");
+const VIEWPORT = { width: 1400, height: 900 };
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (see the header of ${__filename})`);
+  return v;
+}
+
+function step(text) {
+  console.log(`browser: ${text}`);
+}
+
+// A page that fails the test on any script error or failed API call.
+async function open(browser) {
+  const context = await browser.newContext({ viewport: VIEWPORT });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+  page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
+  page.on("response", (r) => { if (r.url().includes("/api/") && !r.ok()) errors.push(`${r.status()} ${r.url()}`); });
+  page.errors = errors;
+  return page;
+}
+
+function noErrors(page) {
+  assert.deepEqual(page.errors, [], "the page reported errors");
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, name), fullPage: false });
+}
+
+// What Explore answers: the header line, the first rows of the function table, the search status.
+async function exploreAnswer(page) {
+  await page.locator("#top-table tbody tr").first().waitFor();
+  await page.locator("#timeline polygon").first().waitFor();
+  return page.evaluate(() => ({
+    header: document.querySelector("main p.meta").textContent,
+    rows: Array.from(document.querySelectorAll("#top-table tbody tr")).slice(0, 5).map((r) => r.textContent),
+    matched: (document.querySelector(".flamestatus") || {}).textContent || "",
+  }));
+}
+
+function query(url) {
+  return new URL(url).searchParams;
+}
+
+async function main() {
+  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
+  try {
+    const page = await open(browser);
+
+    step("Explore: timeline, flame graph and top table of the head version");
+    await page.goto(`${BASE}/?where=service.version%3D2.0`);
+    const first = await exploreAnswer(page);
+    assert.match(first.header, /\S/, "Explore shows no header");
+    assert.ok(first.rows.length >= 3, `top table has ${first.rows.length} rows`);
+
+    step("search a frame from the keyboard ('/' focuses the search box): the matched share shows");
+    await page.locator("main p.meta").click(); // focus on the page, not in a form control
+    await page.keyboard.press("/");
+    assert.equal(await page.evaluate(() => document.activeElement.className), "flamesearch");
+    const method = REGRESSED.split(".").pop();
+    await page.keyboard.type(method);
+    const status = page.locator(".flamestatus[data-matched]");
+    await status.waitFor();
+    const matched = await status.textContent();
+    const share = /\(([\d.]+)% of all\)/.exec(matched);
+    assert.ok(share && Number(share[1]) > 0 && Number(share[1]) <= 100, `matched share: ${matched}`);
+    assert.ok(Number(await status.getAttribute("data-matched")) >= 1, matched);
+    assert.ok((await page.locator("#flame .frame.match").count()) >= 1, "no frame highlighted");
+    assert.equal(query(page.url()).get("search"), method, "the search is not in the URL");
+    await shot(page, "explore.png");
+
+    step("drag a time range on the timeline: from/to enter the URL and the answer changes");
+    const box = await page.locator("#timeline").boundingBox();
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + 0.35 * box.width, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 0.5 * box.width, y, { steps: 5 });
+    await page.mouse.move(box.x + 0.65 * box.width, y, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForURL((u) => u.searchParams.has("from") && u.searchParams.has("to"));
+    const zoomedUrl = page.url();
+    const from = Date.parse(query(zoomedUrl).get("from"));
+    const to = Date.parse(query(zoomedUrl).get("to"));
+    assert.ok(from < to, `from ${from} to ${to}`);
+    await page.waitForFunction((old) => {
+      const h = document.querySelector("main p.meta");
+      return h && h.textContent !== old && document.querySelector("#top-table tbody tr");
+    }, first.header);
+    const zoomed = await exploreAnswer(page);
+    assert.notEqual(zoomed.header, first.header, "the answer did not change with the range");
+    assert.equal((await page.locator("input[name=from]").inputValue()), query(zoomedUrl).get("from"));
+    noErrors(page);
+
+    step("follow the shared URL in a fresh browser context: the same answer");
+    const fresh = await open(browser);
+    await fresh.goto(zoomedUrl);
+    const again = await exploreAnswer(fresh);
+    assert.deepEqual(again, zoomed, "a shared URL opened a different answer");
+    noErrors(fresh);
+    await fresh.context().close();
+
+    step("Traces: the list, then a trace opened from the keyboard (Tab to its row, Enter)");
+    await page.click("nav a[data-view=traces]");
+    await page.waitForURL(`${BASE}/traces`);
+    const rows = page.locator("#traces-table tbody tr");
+    await rows.first().waitFor();
+    assert.ok((await rows.count()) >= 1);
+    const traceId = (await rows.first().locator("td").last().textContent()).trim();
+    const endpoint = (await rows.first().locator("td").nth(3).textContent()).trim();
+    assert.match(traceId, /^[0-9a-f]{32}$/, `trace id cell: ${traceId}`);
+    await shot(page, "traces.png");
+    await page.locator("main select").first().focus();
+    let tabs = 0;
+    while (!(await page.evaluate(() => document.activeElement.matches("#traces-table tbody tr")))) {
+      assert.ok(++tabs < 60, "Tab never reached the first trace row");
+      await page.keyboard.press("Tab");
+    }
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${BASE}/trace/${traceId}`);
+    await page.locator("#top-table tbody tr").first().waitFor();
+    const summary = await page.locator("main pre.meta").textContent();
+    // The same answer as `otelprof drilldown --trace-id`: it opens with the trace and its endpoint.
+    assert.ok(summary.startsWith(`trace ${traceId}\nendpoint ${endpoint}`), `drilldown summary: ${summary}`);
+    assert.equal(await page.locator("main h2").first().textContent(), `Trace ${traceId}`);
+    await shot(page, "trace.png");
+    noErrors(page);
+
+    step("Compare: the two versions the store holds; the regressed method is the first row");
+    await page.click("nav a[data-view=diff]");
+    await page.waitForURL(`${BASE}/diff`);
+    const base = page.locator("input[name=base]");
+    await page.waitForFunction(() => document.querySelector("input[name=base]").value !== "");
+    assert.equal(await base.inputValue(), "service.version=1.0");
+    assert.equal(await page.locator("input[name=head]").inputValue(), "service.version=2.0");
+    await page.click("form[aria-label=sides] button[type=submit]");
+    await page.waitForURL((u) => u.pathname === "/diff" && u.searchParams.get("head") === "service.version=2.0");
+    const firstRow = page.locator("#grew-table tbody tr").first();
+    await firstRow.waitFor();
+    const fn = (await firstRow.locator("td.name").first().textContent()).trim();
+    assert.equal(fn, REGRESSED, "the first row of Grew is not the regressed method");
+    const headline = await page.locator("#headline").textContent();
+    assert.ok(headline.includes(method), `headline: ${headline}`);
+    await shot(page, "compare.png");
+    noErrors(page);
+
+    step("the Compare URL, shared: the same first row and headline");
+    const shared = await open(browser);
+    await shared.goto(page.url());
+    await shared.locator("#grew-table tbody tr").first().waitFor();
+    assert.equal(await shared.locator("#headline").textContent(), headline);
+    assert.equal((await shared.locator("#grew-table tbody tr td.name").first().textContent()).trim(), REGRESSED);
+    await shared.context().close();
+
+    step("Instances: both JVMs of the demo");
+    await page.click("nav a[data-view=instances]");
+    await page.waitForURL(`${BASE}/instances`);
+    const jvms = page.locator("#instances-table tbody tr");
+    await jvms.first().waitFor();
+    assert.ok((await jvms.count()) >= 2, `instances: ${await jvms.count()}`);
+    const text = await page.locator("#instances-table").textContent();
+    assert.ok(text.includes("1.0") && text.includes("2.0"), text);
+    await shot(page, "instances.png");
+    noErrors(page);
+  } finally {
+    await browser.close();
+  }
+  step("all views checked");
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
