@@ -4,8 +4,9 @@
 //! `otelprof demo` writes with real JVMs and the real agent (shop 1.0 and 2.0, traces,
 //! endpoints, a known regression), served exactly as `scripts/demo.sh --serve` serves it.
 //! The script opens every view, drags a time range, searches a frame, opens a trace from the
-//! keyboard, compares the versions and follows shared URLs; it writes the README's
-//! screenshots into docs/screenshots/.
+//! keyboard, compares the versions and follows shared URLs; it takes a screenshot of each view,
+//! into a scratch directory, or into docs/screenshots/ (the README's) with
+//! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -83,7 +84,11 @@ fn every_view_works_in_chromium() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    let screenshots = repo_root().join("docs/screenshots");
+    let screenshots = if std::env::var_os("OTELPROF_UPDATE_SCREENSHOTS").is_some() {
+        repo_root().join("docs/screenshots")
+    } else {
+        scratch_dir("screenshots")
+    };
     std::fs::create_dir_all(&screenshots).unwrap();
     let mut node = Command::new("node");
     node.arg(repo_root().join("tests/browser/serve_ui.js"))
