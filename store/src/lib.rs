@@ -17,6 +17,7 @@ pub mod columnar;
 mod error;
 pub mod layout;
 pub mod merge;
+mod parallel;
 pub mod query;
 mod reader;
 pub mod select;

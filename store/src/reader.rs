@@ -27,6 +27,7 @@ use otelprof_profile::Profile;
 
 use crate::error::{Error, FileError, OtlpFileError};
 use crate::layout::{is_hidden, is_metrics_file};
+use crate::parallel;
 use crate::walk::{special_kind, walk};
 
 /// The most of one file a reader reads: the size an OTLP request may inflate to
@@ -283,49 +284,32 @@ pub fn scan<S: Send>(
     init: impl Fn() -> S + Sync,
     visit: impl Fn(&mut S, &Decoded) + Sync,
 ) -> (Vec<S>, ScanStats) {
-    let next = AtomicUsize::new(0);
-    let stats = Mutex::new(ScanStats::default());
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(files.len().max(1));
-    let states = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut state = init();
-                    let mut local = ScanStats::default();
-                    let mut buf = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(path) = files.get(i) else { break };
-                        match decode_file(path, &mut buf) {
-                            Ok((profiles, is_pprof)) => {
-                                local.files += 1;
-                                local.pprof_files += usize::from(is_pprof);
-                                local.profiles += profiles.len();
-                                for d in &profiles {
-                                    visit(&mut state, d);
-                                }
-                            }
-                            Err(e) => local.failures.push((path.clone(), e)),
-                        }
-                    }
-                    if let Ok(mut s) = stats.lock() {
-                        s.files += local.files;
-                        s.pprof_files += local.pprof_files;
-                        s.profiles += local.profiles;
-                        s.failures.extend(local.failures);
-                    }
-                    state
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().ok())
-            .collect::<Vec<S>>()
-    });
-    let mut stats = stats.into_inner().unwrap_or_default();
+    let workers = parallel::for_each(
+        files,
+        || (init(), ScanStats::default(), Vec::new()),
+        |(state, local, buf), path| match decode_file(path, buf) {
+            Ok((profiles, is_pprof)) => {
+                local.files += 1;
+                local.pprof_files += usize::from(is_pprof);
+                local.profiles += profiles.len();
+                for d in &profiles {
+                    visit(state, d);
+                }
+            }
+            Err(e) => local.failures.push((path.clone(), e)),
+        },
+    );
+    let mut stats = ScanStats::default();
+    let states = workers
+        .into_iter()
+        .map(|(state, local, _)| {
+            stats.files += local.files;
+            stats.pprof_files += local.pprof_files;
+            stats.profiles += local.profiles;
+            stats.failures.extend(local.failures);
+            state
+        })
+        .collect();
     stats.failures.sort_by(|a, b| a.0.cmp(&b.0));
     (states, stats)
 }

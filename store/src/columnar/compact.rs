@@ -16,8 +16,8 @@ use otelprof_profile::model::{LabelValue, Profile, Sample, StackId};
 use rustc_hash::FxHashMap;
 
 use super::read::{
-    files_in, read_detailed, COMPACTED_SAMPLES, COMPACTED_STACKS, META_REPLACES, META_ROLLUP_OF,
-    META_WINDOW, ROLLUP,
+    files_in, list_partitions, read_detailed, COMPACTED_SAMPLES, COMPACTED_STACKS, META_REPLACES,
+    META_ROLLUP_OF, META_WINDOW, ROLLUP,
 };
 use super::schema::{self, HOUR};
 use super::write::{write_stacks, Meta, SampleRows};
@@ -35,32 +35,14 @@ pub const STEPS: usize = 4;
 pub fn compact(store: &Path, now: i64, grace: i64) -> Result<Vec<PathBuf>, Error> {
     let root = store.join(super::DIR);
     let mut done = Vec::new();
-    let Ok(services) = std::fs::read_dir(&root) else {
+    let Ok(partitions) = list_partitions(&root) else {
         return Ok(done);
     };
-    let mut dirs = Vec::new();
-    for service in services.flatten() {
-        if service
-            .file_name()
-            .to_str()
-            .and_then(schema::service_of_dir)
-            .is_none()
-        {
-            continue;
-        }
-        for hour in std::fs::read_dir(service.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let Some(start) = hour.file_name().to_str().and_then(schema::hour_of_dir) else {
-                continue;
-            };
-            if start.saturating_add(HOUR).saturating_add(grace.max(0)) <= now {
-                dirs.push(hour.path());
-            }
-        }
-    }
+    let mut dirs: Vec<PathBuf> = partitions
+        .into_iter()
+        .filter(|p| p.hour.saturating_add(HOUR).saturating_add(grace.max(0)) <= now)
+        .map(|p| p.dir)
+        .collect();
     dirs.sort();
     for dir in dirs {
         if compact_partition(&root, &dir, now, STEPS)? {

@@ -10,7 +10,6 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use opentelemetry::KeyValue;
@@ -26,6 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::schema::{self, sample_col as sc, stack_col, Frame, HOUR};
 use crate::error::{ColumnarFileError, Error, FileError};
+use crate::parallel;
 use crate::reader::{Decoded, Profiles, SkipReporter};
 use crate::select::{Op, Selector};
 
@@ -137,42 +137,27 @@ impl ColumnarSource {
         visit: impl Fn(&mut S, &Decoded) + Sync,
     ) -> Result<Vec<S>, Error> {
         let partitions = self.selected();
-        let next = AtomicUsize::new(0);
-        let profiles = AtomicUsize::new(0);
-        let failures = Mutex::new(Vec::new());
-        let workers = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .min(partitions.len().max(1));
-        let states = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut state = init();
-                        let mut failed = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(p) = partitions.get(i) else { break };
-                            let n = read_partition(
-                                p,
-                                &mut failed,
-                                |a, b| self.rollup_covers(a, b),
-                                |d| visit(&mut state, d),
-                            );
-                            profiles.fetch_add(n, Ordering::Relaxed);
-                        }
-                        if let Ok(mut f) = failures.lock() {
-                            f.extend(failed);
-                        }
-                        state
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().ok())
-                .collect::<Vec<S>>()
-        });
-        let mut failures = failures.into_inner().unwrap_or_default();
+        let workers = parallel::for_each(
+            &partitions,
+            || (init(), Vec::new(), 0usize),
+            |(state, failed, profiles), p| {
+                *profiles += read_partition(
+                    p,
+                    failed,
+                    |a, b| self.rollup_covers(a, b),
+                    |d| visit(state, d),
+                );
+            },
+        );
+        let (mut failures, mut profiles) = (Vec::new(), 0);
+        let states: Vec<S> = workers
+            .into_iter()
+            .map(|(state, failed, n)| {
+                failures.extend(failed);
+                profiles += n;
+                state
+            })
+            .collect();
         failures.sort_by(|a, b| a.0.cmp(&b.0));
         if let Ok(mut reported) = self.reported.lock() {
             for (path, err) in &failures {
@@ -181,7 +166,7 @@ impl ColumnarSource {
                 }
             }
         }
-        if profiles.load(Ordering::Relaxed) == 0 && partitions.is_empty() {
+        if profiles == 0 && partitions.is_empty() {
             return Err(Error::NothingReadable);
         }
         Ok(states)
@@ -217,7 +202,8 @@ fn may_select(s: &Selector, p: &Partition) -> bool {
     !starts_too_late && !ends_too_early
 }
 
-fn list_partitions(root: &Path) -> Result<Vec<Partition>, Error> {
+/// The hour partitions under the columnar store's `root`, by hour then service.
+pub(crate) fn list_partitions(root: &Path) -> Result<Vec<Partition>, Error> {
     let mut out = Vec::new();
     for service in std::fs::read_dir(root).map_err(Error::io("list", root))? {
         let service = service.map_err(Error::io("list", root))?;

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::schema::{self, HOUR};
+use super::read::{list_partitions, Partition};
+use super::schema::HOUR;
 use crate::error::Error;
 
 /// Deletes the hour partitions of `store`'s columnar store whose hour ended before `now -
@@ -13,41 +14,28 @@ pub fn retain(store: &Path, retention: i64, now: i64) -> Result<Vec<PathBuf>, Er
     let tmp = root.join(crate::layout::TMP);
     let cutoff = now.saturating_sub(retention.max(0));
     let mut deleted = Vec::new();
-    let services = match std::fs::read_dir(&root) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(deleted),
-        Err(e) => return Err(Error::io("list", &root)(e)),
-    };
+    if !root.exists() {
+        return Ok(deleted);
+    }
+    let expired: Vec<Partition> = list_partitions(&root)?
+        .into_iter()
+        .filter(|p| p.hour.saturating_add(HOUR) <= cutoff)
+        .collect();
+    if expired.is_empty() {
+        return Ok(deleted);
+    }
     std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
-    for service in services.flatten() {
-        let service_name = service.file_name();
-        if service_name
-            .to_str()
-            .and_then(schema::service_of_dir)
-            .is_none()
-        {
-            continue;
-        }
-        let Ok(hours) = std::fs::read_dir(service.path()) else {
-            continue;
-        };
-        for hour in hours.flatten() {
-            let name = hour.file_name();
-            let Some(start) = name.to_str().and_then(schema::hour_of_dir) else {
-                continue;
-            };
-            if start.saturating_add(HOUR) > cutoff {
-                continue;
-            }
-            let doomed = tmp.join(format!(
-                "expired-{}-{}",
-                service_name.to_string_lossy(),
-                name.to_string_lossy()
-            ));
-            std::fs::rename(hour.path(), &doomed).map_err(Error::io("expire", &hour.path()))?;
-            std::fs::remove_dir_all(&doomed).map_err(Error::io("remove", &doomed))?;
-            deleted.push(hour.path());
-        }
+    for p in expired {
+        let service_dir = p.dir.parent().and_then(Path::file_name).unwrap_or_default();
+        let hour_dir = p.dir.file_name().unwrap_or_default();
+        let doomed = tmp.join(format!(
+            "expired-{}-{}",
+            service_dir.to_string_lossy(),
+            hour_dir.to_string_lossy()
+        ));
+        std::fs::rename(&p.dir, &doomed).map_err(Error::io("expire", &p.dir))?;
+        std::fs::remove_dir_all(&doomed).map_err(Error::io("remove", &doomed))?;
+        deleted.push(p.dir);
     }
     deleted.sort();
     Ok(deleted)
