@@ -106,6 +106,16 @@ pub fn cli_path() -> PathBuf {
     p
 }
 
+/// Runs `otelprof ARGS`: exit code (-1 when killed by a signal), stdout, stderr.
+pub fn otelprof(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(cli_path()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A JDK the tests run on.
 #[derive(Clone, Debug)]
 pub struct Jdk {

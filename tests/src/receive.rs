@@ -1,8 +1,9 @@
-//! A real `otelprof receive` on free loopback ports, for tests that export to it or attack it;
-//! killed on drop.
+//! A real `otelprof receive` (or `otelprof serve`) on free loopback ports, for tests that
+//! export to it, read what it stored or attack it; its log kept in a file; killed on drop.
 
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,44 +13,160 @@ pub struct ReceiveProcess {
     child: Child,
     pub grpc: u16,
     pub http: u16,
+    /// The UI's port, for `serve`.
+    pub ui: Option<u16>,
     pub store: PathBuf,
+    log: PathBuf,
+}
+
+/// How to start it: [`ReceiveProcess::launch`].
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a> {
+    /// More flags.
+    pub extra: &'a [&'a str],
+    /// `otelprof serve` with its UI on this host (a free port), instead of `receive`.
+    pub ui_host: Option<&'a str>,
+    /// Pass `--quiet`.
+    pub quiet: bool,
+    /// At most this many open files (soft and hard: the process cannot raise them).
+    pub nofile: Option<u64>,
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Launch {
+            extra: &[],
+            ui_host: None,
+            quiet: true,
+            nofile: None,
+        }
+    }
 }
 
 impl ReceiveProcess {
-    /// Listens on gRPC and HTTP; `extra` are more flags.
+    /// `otelprof receive --quiet` on gRPC and HTTP; `extra` are more flags.
     pub fn start(extra: &[&str]) -> ReceiveProcess {
+        ReceiveProcess::launch(Launch {
+            extra,
+            ..Launch::default()
+        })
+    }
+
+    /// Starts it as `how` says and waits until every port listens.
+    pub fn launch(how: Launch<'_>) -> ReceiveProcess {
         let store = scratch_dir("store");
+        let log = store.with_extension("log");
         let (grpc, http) = (free_port(), free_port());
-        let child = Command::new(cli_path())
-            .args(["receive", "--quiet", "--store"])
+        let ui = how.ui_host.map(|host| (host, free_port()));
+        let mut cmd = Command::new(cli_path());
+        cmd.arg(if ui.is_some() { "serve" } else { "receive" })
+            .args(how.quiet.then_some("--quiet"))
+            .arg("--store")
             .arg(&store)
             .args(["--grpc", &format!("127.0.0.1:{grpc}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .args(extra)
+            .args(["--http", &format!("127.0.0.1:{http}")]);
+        if let Some((host, port)) = ui {
+            cmd.args(["--ui", &format!("{host}:{port}")]);
+        }
+        cmd.args(how.extra)
             .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        if let Some(n) = how.nofile {
+            // SAFETY: the closure runs in the forked child before exec and only calls
+            // setrlimit, which is async-signal-safe; it touches no memory of the parent.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let limit = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let r = ReceiveProcess {
+            child: cmd.spawn().unwrap(),
+            grpc,
+            http,
+            ui: ui.map(|(_, port)| port),
+            store,
+            log,
+        };
         let start = Instant::now();
-        for port in [grpc, http] {
+        for port in [grpc, http].into_iter().chain(r.ui) {
             while TcpStream::connect(("127.0.0.1", port)).is_err() {
                 assert!(
                     start.elapsed() < Duration::from_secs(20),
-                    "receive did not listen"
+                    "otelprof did not listen on {port}:\n{}",
+                    r.log()
                 );
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        ReceiveProcess {
-            child,
-            grpc,
-            http,
-            store,
-        }
+        r
     }
 
     /// The agent options that export here over HTTP.
     pub fn agent_options(&self) -> String {
         format!("endpoint=http://127.0.0.1:{}", self.http)
+    }
+
+    /// The agent options that export here over gRPC.
+    pub fn grpc_agent_options(&self) -> String {
+        format!("endpoint=http://127.0.0.1:{},protocol=grpc", self.grpc)
+    }
+
+    /// The store directory as a command-line argument.
+    pub fn store_arg(&self) -> &str {
+        self.store.to_str().unwrap()
+    }
+
+    /// The profile files stored so far, sorted.
+    pub fn stored_profiles(&self) -> Vec<PathBuf> {
+        files_below(&self.store.join("profiles"))
+    }
+
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills it at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then its whole log once it exited (successfully: asserted).
+    pub fn stop(mut self) -> String {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(
+                    status.success(),
+                    "otelprof exited with {status}:\n{}",
+                    self.log()
+                );
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "otelprof did not stop on SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.log()
     }
 }
 
@@ -58,4 +175,25 @@ impl Drop for ReceiveProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The files below `dir` (none if it does not exist), sorted.
+pub fn files_below(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
 }

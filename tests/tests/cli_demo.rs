@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use otelprof_tests::{cli_path, run_with_timeout, scratch_dir, which};
+use otelprof_tests::{cli_path, otelprof, run_with_timeout, scratch_dir, which};
 use serde_json::Value;
 
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
@@ -35,15 +35,6 @@ fn demo() -> &'static Demo {
             elapsed,
         }
     })
-}
-
-fn otelprof(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(cli_path()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

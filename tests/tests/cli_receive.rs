@@ -8,87 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use otelprof_tests::{cli_path, free_port, jdk17, python, repo_root, scratch_dir, JvmRun};
+use otelprof_tests::receive::{files_below, ReceiveProcess};
+use otelprof_tests::{
+    cli_path, free_port, jdk17, otelprof, python, repo_root, scratch_dir, JvmRun,
+};
 use serde_json::Value;
 
 const CPU_SPLIT: &str = "otelprof.workloads.CpuSplit";
-
-/// `otelprof receive` on two free loopback ports; killed on drop.
-struct Receive {
-    child: Child,
-    grpc: u16,
-    http: u16,
-    store: PathBuf,
-}
-
-impl Receive {
-    fn start(extra: &[&str]) -> Receive {
-        let store = scratch_dir("store");
-        let (grpc, http) = (free_port(), free_port());
-        let child = Command::new(cli_path())
-            .args(["receive", "--quiet", "--store"])
-            .arg(&store)
-            .args(["--grpc", &format!("127.0.0.1:{grpc}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .args(extra)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        for port in [grpc, http] {
-            while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(
-                    start.elapsed() < Duration::from_secs(20),
-                    "receive did not listen"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        Receive {
-            child,
-            grpc,
-            http,
-            store,
-        }
-    }
-
-    fn stored_profiles(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        walk(&self.store.join("profiles"), &mut out);
-        out
-    }
-}
-
-impl Drop for Receive {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
-/// Runs `otelprof ARGS`; returns exit code, stdout, stderr.
-fn otelprof(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(cli_path()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn client(args: &[&str]) -> Value {
     let out = Command::new(python())
@@ -134,7 +60,7 @@ fn top_row(table: &str, function: &str) -> Option<(String, String)> {
 
 #[test]
 fn jvms_export_over_grpc_and_http_and_every_reader_sees_them() {
-    let receive = Receive::start(&[]);
+    let receive = ReceiveProcess::start(&[]);
     let mut cpu_ms = Vec::new();
     for (version, protocol, port) in [
         ("a", "grpc", receive.grpc),
@@ -226,7 +152,7 @@ fn parse_ms(text: &str) -> f64 {
 
 #[test]
 fn malformed_and_oversized_requests_get_reasons_and_store_nothing() {
-    let receive = Receive::start(&["--max-request-size", "64k"]);
+    let receive = ReceiveProcess::start(&["--max-request-size", "64k"]);
     let dir = scratch_dir("client");
     let valid = python_profile(&dir, "1", "py.sender.Work.compute", 5);
     let garbage = dir.join("garbage.pb");
@@ -332,7 +258,7 @@ fn beyond_loopback_a_token_is_required_and_checked() {
         "{err}"
     );
 
-    let receive = Receive::start(&["--token", "s3cret-token"]);
+    let receive = ReceiveProcess::start(&["--token", "s3cret-token"]);
     let dir = scratch_dir("client-token");
     let valid = python_profile(&dir, "1", "py.sender.Work.compute", 5);
     let grpc = format!("127.0.0.1:{}", receive.grpc);
@@ -469,9 +395,7 @@ fn tls_serves_both_transports() {
         body,
     ]);
     assert_ne!(r["ok"], true, "{r}");
-    let mut files = Vec::new();
-    walk(&store.join("profiles"), &mut files);
-    assert_eq!(files.len(), 2);
+    assert_eq!(files_below(&store.join("profiles")).len(), 2);
 }
 
 /// Acknowledged means on disk: kill -9 the receiver while an agent streams profiles to it;
@@ -479,7 +403,7 @@ fn tls_serves_both_transports() {
 #[test]
 fn a_killed_receiver_keeps_what_it_acknowledged() {
     otelprof_tests::classes(); // compile first: javac must not eat into the export window
-    let mut receive = Receive::start(&[]);
+    let mut receive = ReceiveProcess::start(&[]);
     let port = receive.grpc;
     let jvm = std::thread::spawn(move || {
         JvmRun::new(jdk17(), CPU_SPLIT)
@@ -498,8 +422,7 @@ fn a_killed_receiver_keeps_what_it_acknowledged() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    receive.child.kill().unwrap();
-    receive.child.wait().unwrap();
+    receive.kill();
     let out = jvm.join().unwrap();
     out.assert_clean_exit();
     let counters = out.agent_counters();

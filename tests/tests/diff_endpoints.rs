@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use diff_support::{endpoint_rows, function_rows, otelprof, parse_duration_ms, printed, Receive};
+use diff_support::{endpoint_rows, function_rows, parse_duration_ms, printed};
+use otelprof_tests::otelprof;
+use otelprof_tests::receive::ReceiveProcess;
 use otelprof_tests::{jdk17, otel_classes, otel_sdk_jar, python, repo_root, JvmRun, RunOutput};
 
 const MAIN: &str = "otelprof.tests.otel.EndpointService";
@@ -24,7 +26,7 @@ const CART: &str = "GET /cart";
 const OTHERS: [&str; 2] = ["GET /home", "POST /checkout"];
 
 struct Run {
-    receive: Receive,
+    receive: ReceiveProcess,
     out: RunOutput,
     /// Unix ms: the start of the measured phase before the switch, the switch, the end.
     measure: i64,
@@ -35,13 +37,13 @@ struct Run {
 fn run() -> &'static Run {
     static RUN: OnceLock<Run> = OnceLock::new();
     RUN.get_or_init(|| {
-        let receive = Receive::start();
+        let receive = ReceiveProcess::start(&[]);
         let metrics = format!("http://127.0.0.1:{}/v1/metrics", receive.http);
         let out = JvmRun::new(jdk17(), MAIN)
             .javaagent()
             .agent(&format!(
                 "{},period=2s,timestamps=on,cpu=1ms",
-                receive.agent_options()
+                receive.grpc_agent_options()
             ))
             .classpath(&[otel_classes(), otel_sdk_jar()])
             .args(&[&metrics, "2", "3", "10", "10"])
@@ -106,7 +108,7 @@ fn python_cpu_ms(store: &str, from: i64, to: i64) -> BTreeMap<String, f64> {
 #[test]
 fn a_regression_confined_to_one_endpoint_is_named_as_that_endpoint() {
     let r = run();
-    let store = r.receive.store();
+    let store = r.receive.store_arg();
     let args = [
         "diff",
         "--by",
@@ -208,7 +210,7 @@ fn without_request_counts_endpoints_compare_by_share() {
         &secs(r.switch),
         "--head-to",
         &secs(r.end),
-        r.receive.store(),
+        r.receive.store_arg(),
     ];
     let (code, out, err) = otelprof(&args);
     assert_eq!(code, 0, "{out}\n{err}");

@@ -21,7 +21,9 @@ mod diff_support;
 
 use std::sync::OnceLock;
 
-use diff_support::{function_rows, otelprof, printed, Receive};
+use diff_support::{function_rows, printed};
+use otelprof_tests::otelprof;
+use otelprof_tests::receive::ReceiveProcess;
 use otelprof_tests::{jdk17, pprof_top, JvmRun, RunOutput};
 
 const MAIN: &str = "otelprof.tests.DiffService";
@@ -44,7 +46,7 @@ struct Run {
 }
 
 struct Runs {
-    receive: Receive,
+    receive: ReceiveProcess,
     a: Run,
     b: Run,
     inclusive: Run,
@@ -54,11 +56,11 @@ struct Runs {
 fn runs() -> &'static Runs {
     static RUNS: OnceLock<Runs> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let receive = Receive::start();
+        let receive = ReceiveProcess::start(&[]);
         otelprof_tests::classes();
         let options = format!(
             "{},period=2s,timestamps=on,cpu=1ms",
-            receive.agent_options()
+            receive.grpc_agent_options()
         );
         let spawn = |version: &'static str, build: &'static str, threads: u32, seconds: u32| {
             let run = JvmRun::new(jdk17(), MAIN)
@@ -125,7 +127,7 @@ fn diff(base: (&str, &Run), head: (&str, &Run), extra: &[&str]) -> (i32, String,
         "0".to_owned(),
     ];
     args.extend(extra.iter().map(|s| (*s).to_owned()));
-    args.push(r.receive.store().to_owned());
+    args.push(r.receive.store_arg().to_owned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = otelprof(&args);
     println!("$ otelprof {}\n{out}{err}", args.join(" "));
@@ -210,7 +212,7 @@ fn an_inclusive_regression_through_a_shared_helper_is_named_with_its_call_path()
         "service.version=inclusive",
         "--limit",
         "0",
-        r.receive.store(),
+        r.receive.store_arg(),
     ]);
     let cli = function_rows(&whole, "Grew")
         .into_iter()
@@ -283,7 +285,7 @@ fn twenty_a_a_diffs_raise_no_false_alarm() {
             "0".into(),
             "--fail-above".into(),
             "2".into(),
-            r.receive.store().to_owned(),
+            r.receive.store_arg().to_owned(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, out, err) = otelprof(&args);

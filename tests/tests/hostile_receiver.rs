@@ -19,154 +19,45 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use otelprof_tests::{cli_path, free_port, jdk17, python, repo_root, scratch_dir, JvmRun};
+use otelprof_tests::receive::{Launch, ReceiveProcess};
+use otelprof_tests::{cli_path, jdk17, python, repo_root, scratch_dir, JvmRun};
 use serde_json::Value;
 
-/// `otelprof receive` on two free loopback ports, its stderr in a file; killed on drop.
-struct Receive {
-    child: Child,
-    grpc: u16,
-    http: u16,
-    store: PathBuf,
-    stderr: PathBuf,
+/// `otelprof receive` with `extra` flags (not quiet unless they say so), with at most
+/// `nofile` open files when given.
+fn receive(extra: &[&str], nofile: Option<u64>) -> ReceiveProcess {
+    ReceiveProcess::launch(Launch {
+        extra,
+        quiet: false,
+        nofile,
+        ..Launch::default()
+    })
 }
 
-impl Receive {
-    /// Starts the receiver with `extra` flags, with at most `nofile` open files (soft and
-    /// hard: it cannot raise them) when given.
-    fn start(extra: &[&str], nofile: Option<u64>) -> Receive {
-        let store = scratch_dir("hostile-store");
-        let stderr = store.with_extension("stderr");
-        let (grpc, http) = (free_port(), free_port());
-        let mut cmd = Command::new(cli_path());
-        cmd.args(["receive", "--store"])
-            .arg(&store)
-            .args(["--grpc", &format!("127.0.0.1:{grpc}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        if let Some(n) = nofile {
-            // SAFETY: the closure runs in the forked child before exec and only calls
-            // setrlimit, which is async-signal-safe; it touches no memory of the parent.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let limit = libc::rlimit {
-                        rlim_cur: n,
-                        rlim_max: n,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        let child = cmd.spawn().unwrap();
-        let r = Receive {
-            child,
-            grpc,
-            http,
-            store,
-            stderr,
-        };
-        let start = Instant::now();
-        for port in [grpc, http] {
-            while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(
-                    start.elapsed() < Duration::from_secs(20),
-                    "receive did not listen:\n{}",
-                    r.log()
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        r
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// A field of /proc/PID/status in kB (VmRSS, VmHWM).
-    fn status_kb(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in /proc/PID/status"))
-    }
-
-    /// User plus system CPU time used so far.
-    fn cpu_time(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        // Fields after the command name (which may hold spaces) in parentheses.
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-        // SAFETY: sysconf only reads a system constant.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-        Duration::from_millis(ticks * 1000 / hz)
-    }
-
-    /// SIGTERM, then the receiver's whole log once it exited.
-    fn stop(mut self) -> String {
-        // SAFETY: kill only sends a signal to our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(
-                    status.success(),
-                    "receive exited with {status}:\n{}",
-                    self.log()
-                );
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "receive did not stop on SIGTERM:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.log()
-    }
-
-    fn stored_profiles(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        walk(&self.store.join("profiles"), &mut out);
-        out.sort();
-        out
-    }
+/// A field of /proc/PID/status in kB (VmRSS, VmHWM).
+fn status_kb(r: &ReceiveProcess, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", r.pid())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/PID/status"))
 }
 
-impl Drop for Receive {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
+/// User plus system CPU time used so far.
+fn cpu_time(r: &ReceiveProcess) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", r.pid())).unwrap();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / hz)
 }
 
 fn run_python(script: &str, args: &[&str]) -> Value {
@@ -285,7 +176,7 @@ impl Attacker {
 #[test]
 fn idle_and_slow_loris_connections_cannot_lock_out_exports() {
     raise_own_open_files();
-    let receive = Receive::start(&[], Some(256));
+    let receive = receive(&[], Some(256));
     let dir = scratch_dir("hostile-idle");
     let body = valid_request(&dir);
     let grpc = format!("127.0.0.1:{}", receive.grpc);
@@ -325,7 +216,7 @@ fn idle_and_slow_loris_connections_cannot_lock_out_exports() {
         })
     };
     std::thread::sleep(Duration::from_secs(2));
-    let cpu_before = receive.cpu_time();
+    let cpu_before = cpu_time(&receive);
     let attack_start = Instant::now();
 
     let mut times = Vec::new();
@@ -348,13 +239,13 @@ fn idle_and_slow_loris_connections_cannot_lock_out_exports() {
     // The attack goes on for 10 s in all, long enough to see a receiver that spins.
     let mut open_fds = 0;
     while attack_start.elapsed() < Duration::from_secs(10) {
-        let fds = std::fs::read_dir(format!("/proc/{}/fd", receive.child.id()))
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", receive.pid()))
             .unwrap()
             .count();
         open_fds = open_fds.max(fds);
         std::thread::sleep(Duration::from_millis(250));
     }
-    let cpu = receive.cpu_time() - cpu_before;
+    let cpu = cpu_time(&receive) - cpu_before;
     let wall = attack_start.elapsed();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     keeper.join().unwrap();
@@ -452,8 +343,8 @@ fn slow_clients_are_cut_off_by_the_timeouts() {
         .status()
         .expect("openssl (Debian openssl) makes the test certificate");
     assert!(status.success());
-    let plain = Receive::start(&[], None);
-    let tls = Receive::start(
+    let plain = receive(&[], None);
+    let tls = receive(
         &[
             "--tls-cert",
             cert.to_str().unwrap(),
@@ -519,9 +410,9 @@ fn slow_clients_are_cut_off_by_the_timeouts() {
 /// in.
 #[test]
 fn unauthenticated_large_grpc_exports_are_refused_before_their_bodies_are_read() {
-    let receive = Receive::start(&["--token", "s3cret", "--quiet"], None);
+    let receive = receive(&["--token", "s3cret", "--quiet"], None);
     let grpc = format!("127.0.0.1:{}", receive.grpc);
-    let before = receive.status_kb("VmHWM");
+    let before = status_kb(&receive, "VmHWM");
     let flood = run_python(
         "tests/python/hostile_client.py",
         &[
@@ -539,7 +430,7 @@ fn unauthenticated_large_grpc_exports_are_refused_before_their_bodies_are_read()
     for a in answers {
         assert_eq!(a["code"], "UNAUTHENTICATED", "{a}");
     }
-    let peak = receive.status_kb("VmHWM");
+    let peak = status_kb(&receive, "VmHWM");
     println!(
         "peak RSS {before} kB before, {peak} kB after 16 × 30 MiB unauthenticated exports \
          (slowest answer {:.2} s)",
@@ -564,7 +455,7 @@ fn unauthenticated_large_grpc_exports_are_refused_before_their_bodies_are_read()
 /// retry), whether the message is large as sent or only once gzip is undone; HTTP 413.
 #[test]
 fn oversized_exports_are_refused_with_a_status_clients_do_not_retry() {
-    let receive = Receive::start(&["--max-request-size", "64k", "--quiet"], None);
+    let receive = receive(&["--max-request-size", "64k", "--quiet"], None);
     let dir = scratch_dir("hostile-oversized");
     let big = dir.join("big.pb");
     std::fs::write(&big, vec![7u8; 200 << 10]).unwrap();
@@ -622,7 +513,7 @@ fn http_post(port: u16, headers: &[(&str, &str)], body: &[u8]) -> u16 {
 /// parameters allowed (RFC 9110), and so does the Bearer scheme.
 #[test]
 fn http_header_values_match_without_case() {
-    let receive = Receive::start(&["--token", "Tok3n", "--quiet"], None);
+    let receive = receive(&["--token", "Tok3n", "--quiet"], None);
     let dir = scratch_dir("hostile-headers");
     let raw = std::fs::read(valid_request(&dir)).unwrap();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -701,7 +592,7 @@ fn http_header_values_match_without_case() {
 #[test]
 fn an_agent_drops_and_counts_an_oversized_profile_and_the_rest_arrive_promptly() {
     for protocol in ["grpc", "http/protobuf"] {
-        let receive = Receive::start(&["--max-request-size", "1500", "--quiet"], None);
+        let receive = receive(&["--max-request-size", "1500", "--quiet"], None);
         let port = if protocol == "grpc" {
             receive.grpc
         } else {

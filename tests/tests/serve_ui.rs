@@ -4,53 +4,29 @@
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use otelprof_tests::{cli_path, free_port, jdk17, scratch_dir, JvmRun};
+use otelprof_tests::receive::{Launch, ReceiveProcess};
+use otelprof_tests::{jdk17, otelprof, scratch_dir, JvmRun};
 use serde_json::Value;
 
 const CPU_SPLIT: &str = "otelprof.workloads.CpuSplit";
 
 /// `otelprof serve` on free loopback ports; killed on drop.
 struct Serve {
-    child: Child,
-    http: u16,
+    process: ReceiveProcess,
     ui: u16,
-    store: PathBuf,
 }
 
 impl Serve {
     fn start(ui_host: &str, extra: &[&str]) -> Serve {
-        let store = scratch_dir("serve-store");
-        let (grpc, http, ui) = (free_port(), free_port(), free_port());
-        let child = Command::new(cli_path())
-            .args(["serve", "--quiet", "--store"])
-            .arg(&store)
-            .args(["--grpc", &format!("127.0.0.1:{grpc}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .args(["--ui", &format!("{ui_host}:{ui}")])
-            .args(extra)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        for port in [grpc, http, ui] {
-            while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(
-                    start.elapsed() < Duration::from_secs(20),
-                    "serve did not listen"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        Serve {
-            child,
-            http,
-            ui,
-            store,
-        }
+        let process = ReceiveProcess::launch(Launch {
+            extra,
+            ui_host: Some(ui_host),
+            ..Launch::default()
+        });
+        let ui = process.ui.unwrap();
+        Serve { process, ui }
     }
 
     /// GET `path` with extra header lines; returns the status and the body.
@@ -108,22 +84,6 @@ impl Serve {
     }
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn otelprof(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(cli_path()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn the_ui_answers_what_the_cli_answers() {
     let serve = Serve::start("127.0.0.1", &[]);
@@ -131,7 +91,7 @@ fn the_ui_answers_what_the_cli_answers() {
         let out = JvmRun::new(jdk17(), CPU_SPLIT)
             .agent(&format!(
                 "endpoint=http://127.0.0.1:{},period=1s",
-                serve.http
+                serve.process.http
             ))
             .env("OTEL_SERVICE_NAME", "split")
             .env(
@@ -142,7 +102,7 @@ fn the_ui_answers_what_the_cli_answers() {
             .run();
         out.assert_clean_exit();
     }
-    let store = serve.store.to_str().unwrap().to_owned();
+    let store = serve.process.store.to_str().unwrap().to_owned();
 
     // Explore: the function table, row by row, as `otelprof top` prints it.
     let ui = serve.json("/api/top?where=service.version%3Da&type=cpu");
