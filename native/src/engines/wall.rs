@@ -71,7 +71,7 @@ use jni::sys::{jobject, JNIEnv, JavaVM};
 use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
 use crate::sampling::os::{gettid, monotonic_ns};
-use crate::sampling::sample_buffer::{RecordHeader, WriteError};
+use crate::sampling::sample_buffer::{self, RecordHeader};
 use crate::sampling::signal_handler::{self, Sampler};
 use crate::sampling::thread_registry;
 use crate::sampling::thread_roles::ThreadRole;
@@ -386,14 +386,9 @@ unsafe fn sample_waiting(
             }
             n
         });
-    match result {
-        Ok(()) => {
-            stats::bump(&COUNTERS.samples);
-            stats::bump(&COUNTERS.wall_samples);
-            stats::bump(&COUNTERS.wall_stack_traces);
-        }
-        Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
-        Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
+    if sample_buffer::counted(result) {
+        stats::bump(&COUNTERS.wall_samples);
+        stats::bump(&COUNTERS.wall_stack_traces);
     }
 }
 

@@ -13,7 +13,7 @@
 use crate::jvm::jvmti::Jvmti;
 use crate::kinds::SampleKind;
 use crate::sampling::os::{gettid, monotonic_ns};
-use crate::sampling::sample_buffer::{RecordHeader, WriteError};
+use crate::sampling::sample_buffer::{self, RecordHeader};
 use crate::sampling::signal_handler;
 use crate::sampling::thread_registry;
 use crate::stats::{self, COUNTERS};
@@ -103,16 +103,11 @@ pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
         }
         n
     });
-    match result {
-        Ok(()) => {
-            stats::bump(&COUNTERS.samples);
-            match sample.kind {
-                SampleKind::Alloc => stats::bump(&COUNTERS.alloc_samples),
-                SampleKind::Lock => stats::bump(&COUNTERS.lock_samples),
-                SampleKind::Cpu | SampleKind::Wall => {}
-            }
+    if sample_buffer::counted(result) {
+        match sample.kind {
+            SampleKind::Alloc => stats::bump(&COUNTERS.alloc_samples),
+            SampleKind::Lock => stats::bump(&COUNTERS.lock_samples),
+            SampleKind::Cpu | SampleKind::Wall => {}
         }
-        Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
-        Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
     }
 }

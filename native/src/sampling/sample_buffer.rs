@@ -20,6 +20,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::context::reader::SpanContext;
+use crate::stats::{self, COUNTERS};
 use crate::sys::AsgctCallFrame;
 
 /// What a sampler records besides the frames: the signal handler (CPU and wall samples) and
@@ -112,6 +113,29 @@ pub(crate) enum WriteError {
     Contended,
     /// The shard's active arena had no room for this record.
     Full,
+}
+
+/// Counts what became of a write: one more of `samples`, or of the reason it was dropped.
+/// Returns whether the record was stored.
+///
+/// # Signal safety
+/// Relaxed atomic adds.
+#[inline]
+pub(crate) fn counted(result: Result<(), WriteError>) -> bool {
+    match result {
+        Ok(()) => {
+            stats::bump(&COUNTERS.samples);
+            true
+        }
+        Err(WriteError::Full) => {
+            stats::bump(&COUNTERS.dropped_buffer_full);
+            false
+        }
+        Err(WriteError::Contended) => {
+            stats::bump(&COUNTERS.dropped_contended);
+            false
+        }
+    }
 }
 
 /// A record read back by the aggregator.

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use crate::kinds::SampleKind;
 use crate::sampling::caller_walk::walk_from_caller;
 use crate::sampling::os::{gettid, monotonic_ns};
-use crate::sampling::sample_buffer::{RecordHeader, SampleBuffer, WriteError};
+use crate::sampling::sample_buffer::{self, RecordHeader, SampleBuffer};
 use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::ThreadTable;
 use crate::sampling::wall_signal::WallSignal;
@@ -276,18 +276,13 @@ impl Sampler {
                 || walked == crate::sys::ticks::UNKNOWN_NOT_JAVA;
             slot.wall.no_java.store(no_java, Ordering::Relaxed);
         }
-        match result {
-            Ok(()) => {
-                stats::bump(&COUNTERS.samples);
-                match kind {
-                    SampleKind::Wall => stats::bump(&COUNTERS.wall_samples),
-                    _ => {
-                        COUNTERS.weight.fetch_add(weight, Ordering::Relaxed);
-                    }
+        if sample_buffer::counted(result) {
+            match kind {
+                SampleKind::Wall => stats::bump(&COUNTERS.wall_samples),
+                _ => {
+                    COUNTERS.weight.fetch_add(weight, Ordering::Relaxed);
                 }
             }
-            Err(WriteError::Full) => stats::bump(&COUNTERS.dropped_buffer_full),
-            Err(WriteError::Contended) => stats::bump(&COUNTERS.dropped_contended),
         }
     }
 
@@ -313,27 +308,17 @@ impl Sampler {
             role: role as u8,
             ..Default::default()
         };
-        match self
+        let result = self
             .buffer
-            .write(tid as usize, header, |_, _| NOT_A_JAVA_THREAD)
-        {
-            Ok(()) => {
-                stats::bump(&COUNTERS.samples);
-                COUNTERS.weight.fetch_add(intervals, Ordering::Relaxed);
-                if let Some(c) = role.samples_counter() {
-                    c.fetch_add(intervals, Ordering::Relaxed);
-                }
-                true
-            }
-            Err(WriteError::Full) => {
-                stats::bump(&COUNTERS.dropped_buffer_full);
-                false
-            }
-            Err(WriteError::Contended) => {
-                stats::bump(&COUNTERS.dropped_contended);
-                false
+            .write(tid as usize, header, |_, _| NOT_A_JAVA_THREAD);
+        let stored = sample_buffer::counted(result);
+        if stored {
+            COUNTERS.weight.fetch_add(intervals, Ordering::Relaxed);
+            if let Some(c) = role.samples_counter() {
+                c.fetch_add(intervals, Ordering::Relaxed);
             }
         }
+        stored
     }
 }
 
