@@ -163,6 +163,9 @@ struct Lane {
     /// Interned class name id -> leaf location (allocated class, monitor class).
     leaves: HashMap<u32, LocationId>,
     thread_labels: HashMap<u64, [Label; 3]>,
+    /// Threads the sampler did not know (no table entry yet: started since the last thread
+    /// scan), by tid: their role and kernel name, read when their first sample is drained.
+    unknown_threads: HashMap<i32, (ThreadRole, String)>,
     /// Samples of this period, before labels are resolved: thread names and endpoint names
     /// are bound when the profile is written, so late renames still apply.
     samples: HashMap<SampleKey, Accumulated>,
@@ -243,6 +246,7 @@ impl Lane {
             roles: HashMap::new(),
             leaves: HashMap::new(),
             thread_labels: HashMap::new(),
+            unknown_threads: HashMap::new(),
             samples: HashMap::new(),
         }
     }
@@ -314,7 +318,30 @@ impl Lane {
         l
     }
 
+    /// The role and name of a thread the sampler had no entry for, from its kernel name
+    /// (`[Java]` and no name when it is already gone). The thread scan creates entries at
+    /// most every 100 ms to 1 s, and the collector starts GC workers in the middle of a
+    /// collection; the buffer is drained every 50 ms, so the thread is almost always still
+    /// there to be named. Read off the signal handler: it opens a file.
+    fn unknown_thread(&mut self, tid: i32) -> &(ThreadRole, String) {
+        self.unknown_threads.entry(tid).or_insert_with(|| {
+            match crate::sampling::process_threads::name(tid) {
+                Some(name) => (ThreadRole::of_name(&name), name),
+                None => (ThreadRole::Java, String::new()),
+            }
+        })
+    }
+
     fn labels(&mut self, serial: u64, tid: i32, jvmti: &Jvmti, jni: *mut JNIEnv) -> [Label; 3] {
+        if serial == 0 {
+            // No registry entry: not one thread but every thread the sampler did not know.
+            let name = self
+                .unknown_threads
+                .get(&tid)
+                .map(|(_, name)| name.clone())
+                .unwrap_or_default();
+            return self.thread_labels_named(tid, name);
+        }
         if let Some(l) = self.thread_labels.get(&serial) {
             return *l;
         }
@@ -339,12 +366,18 @@ impl Lane {
                 None => String::new(),
             }
         };
+        let labels = self.thread_labels_named(tid, name);
+        self.thread_labels.insert(serial, labels);
+        labels
+    }
+
+    fn thread_labels_named(&mut self, tid: i32, name: String) -> [Label; 3] {
         let name = if name.is_empty() {
             format!("[tid {tid}]")
         } else {
             name
         };
-        let labels = [
+        [
             self.builder.str_label("thread_name", &name),
             self.builder.str_label("thread_id", &tid.to_string()),
             // The pool, for readers and backends to group by (few values, unlike names).
@@ -352,9 +385,7 @@ impl Lane {
                 "thread_pool",
                 &otelprof_profile::thread_pool::pool_of(&name),
             ),
-        ];
-        self.thread_labels.insert(serial, labels);
-        labels
+        ]
     }
 
     fn add(&mut self, symbols: &mut Symbols, record: Record<'_>, max_depth: i32, unix_offset: i64) {
@@ -363,7 +394,10 @@ impl Lane {
         if h.class_id != 0 {
             stack.push(self.class_location(h.class_id));
         }
-        let role = ThreadRole::from_u8(h.role);
+        let mut role = ThreadRole::from_u8(h.role);
+        if h.num_frames == NOT_A_JAVA_THREAD && role == ThreadRole::Java {
+            role = self.unknown_thread(h.tid).0;
+        }
         if let (NOT_A_JAVA_THREAD, Some(name)) = (h.num_frames, role.frame_name()) {
             stack.push(self.role_location(role, name));
         } else if h.num_frames <= 0 {
@@ -458,6 +492,7 @@ impl Lane {
         self.roles.clear();
         self.leaves.clear();
         self.thread_labels.clear();
+        self.unknown_threads.clear();
         builder.build(started_unix, (now_unix - started_unix).max(0))
     }
 }
