@@ -9,8 +9,6 @@
 //!   [`merge`]: the selected samples of many profiles as one table of stacks ([`Merged`]).
 //! - [`columnar`]: the same profiles as Parquet partitioned by service and hour, written at
 //!   ingest and read without decoding every request (and by DuckDB, Spark, Trino).
-//! - [`StoreSource`]: what a command reads from paths: the columnar store of a store
-//!   directory, files otherwise; [`maintain`] compacts, expires and converts a store.
 //! - [`query`]: merges made in as few passes as possible, and the computations behind `top`,
 //!   `diff`, `drilldown` and flame graphs.
 #![forbid(unsafe_code)]
@@ -18,13 +16,11 @@
 pub mod columnar;
 mod error;
 pub mod layout;
-pub mod maintain;
 pub mod merge;
 mod parallel;
 pub mod query;
 mod reader;
 pub mod select;
-mod stored;
 mod time;
 mod walk;
 mod writer;
@@ -34,6 +30,5 @@ pub use layout::Signal;
 pub use merge::{Merged, Merger};
 pub use reader::{Decoded, Profiles, SkipReporter, Source};
 pub use select::{ProfileType, Selector};
-pub use stored::StoreSource;
 pub use time::{format_time, parse_time, TimeError};
 pub use writer::Store;

@@ -7,12 +7,34 @@
 
 mod common;
 
-use common::{build_store, canonical, cpu_profile, resource, scratch, MINUTE, T0};
+use common::{build_store, cpu_profile, resource, scratch, MINUTE, T0};
 use otelprof_profile::otlp::{EncodeOptions, ProfileId};
 use otelprof_store::columnar::{compact, retain, ColumnarSource, ColumnarWriter};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::select::Measure;
 use otelprof_store::{Merged, ProfileType, Selector, Source};
+
+/// The merged table in a form that does not depend on the order profiles were met in.
+fn canonical(m: &Merged) -> Vec<(String, Vec<String>, i64, i64)> {
+    let mut rows: Vec<_> = m
+        .stacks
+        .iter()
+        .map(|s| {
+            (
+                m.group(s.group).to_owned(),
+                s.frames
+                    .iter()
+                    .map(|f| m.frame_label(*f).into_owned())
+                    .collect(),
+                (s.value * 1000.0).round() as i64,
+                (s.count * 1000.0).round() as i64,
+            )
+        })
+        .filter(|r| r.2 != 0 || r.3 != 0)
+        .collect();
+    rows.sort();
+    rows
+}
 
 fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
     let mut v = v.to_vec();

@@ -312,7 +312,6 @@ mod tests {
         ));
         let ingest = Arc::new(Ingest {
             store: otelprof_store::Store::open(&dir).unwrap(),
-            columnar: None,
             max_bytes,
             counters: Counters::default(),
             token: token.map(str::to_owned),

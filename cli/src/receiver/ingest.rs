@@ -7,7 +7,6 @@ use std::time::SystemTime;
 use otelprof_profile::gzip::{self, InflateError};
 use prost::Message as _;
 
-use otelprof_store::columnar::ColumnarWriter;
 use otelprof_store::{Signal, Store};
 
 /// Why a request was not accepted, by what the client should do next.
@@ -35,9 +34,6 @@ pub struct Counters {
 #[derive(Debug)]
 pub struct Ingest {
     pub store: Store,
-    /// The columnar store every accepted profiles request is also written to, before it is
-    /// acknowledged; what readers read (`None` in unit tests of the checks).
-    pub columnar: Option<ColumnarWriter>,
     /// Largest request body and largest inflated request, in bytes.
     pub max_bytes: usize,
     pub counters: Counters,
@@ -56,7 +52,7 @@ pub enum Body<'a> {
     Gzip(&'a [u8]),
 }
 
-pub(crate) fn now_unix_nanos() -> i64 {
+fn now_unix_nanos() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
@@ -168,19 +164,6 @@ impl Ingest {
             return Ok(0);
         }
         let stored = self.keep(Signal::Profiles, &raw, gzip)?;
-        if let Some(columnar) = &self.columnar {
-            // The checks above accept exactly what this decoder accepts.
-            let profiles = otelprof_profile::otlp::decode(&raw)
-                .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
-            // Named after the raw file: the columnar files say which request they hold.
-            let stem = stored
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.split('.').next());
-            columnar
-                .write_as(&profiles, now_unix_nanos(), stem)
-                .map_err(|e| Rejected::Storage(otelprof_store::chain(&e)))?;
-        }
         let size = std::fs::metadata(&stored).map_or(0, |m| m.len());
         self.counters.bytes_stored.fetch_add(size, Relaxed);
         let c = &self.counters;
@@ -226,7 +209,6 @@ mod tests {
         let store = std::env::temp_dir().join(format!("otelprof-auth-{}", std::process::id()));
         let ingest = Ingest {
             store: Store::open(&store).unwrap(),
-            columnar: None,
             max_bytes: 1 << 20,
             counters: Counters::default(),
             token: Some("Tok3n".to_owned()),

@@ -106,12 +106,10 @@
 //!
 //! # Existing OTLP stores
 //!
-//! The receiver keeps each request as its OTLP file too, for a while (replayable into any
-//! backend; [`crate::maintain`] removes it after `--keep-otlp`), and a reader given a store
-//! reads `columnar/` when it exists ([`crate::StoreSource`]), else the OTLP files as before. A
-//! store of OTLP files only is converted once, whole, when a receiver starts on it
-//! ([`crate::maintain::prepare_for_ingest`]); [`convert`] writes the columnar form of any files
-//! a [`crate::Source`] reads.
+//! The OTLP requests stay the receiver's durable record (replayable into any backend), and
+//! [`convert`] writes the columnar form of a store of OTLP files (or of any files a
+//! [`crate::Source`] reads). A reader given a store reads `columnar/` when it exists, else the
+//! OTLP files as before.
 //!
 //! # Why the `parquet` crate, and without Arrow
 //!

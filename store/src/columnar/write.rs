@@ -31,7 +31,6 @@ const REMEMBERED_PARTITIONS: usize = 256;
 type PartitionKey = (String, String);
 
 /// Writes decoded requests into `STORE/columnar`; safe to share between receiver threads.
-#[derive(Debug)]
 pub struct ColumnarWriter {
     root: PathBuf,
     seq: AtomicU64,
@@ -69,20 +68,6 @@ impl ColumnarWriter {
         profiles: &[(Vec<KeyValue>, Profile)],
         now: i64,
     ) -> Result<Vec<PathBuf>, Error> {
-        self.write_as(profiles, now, None)
-    }
-
-    /// [`ColumnarWriter::write`], naming the files after `stem` when given: the receiver
-    /// passes the name of the OTLP file the request is kept in, so a file says which request
-    /// it came from, and writing one request twice (a conversion run again after a crash)
-    /// replaces the files of the first write instead of adding rows beside them (and a
-    /// compacted hour's footer, which names the files it replaced, hides them).
-    pub fn write_as(
-        &self,
-        profiles: &[(Vec<KeyValue>, Profile)],
-        now: i64,
-        stem: Option<&str>,
-    ) -> Result<Vec<PathBuf>, Error> {
         let mut partitions: BTreeMap<PartitionKey, Vec<usize>> = BTreeMap::new();
         for (i, (resource, profile)) in profiles.iter().enumerate() {
             let service = resource_value(resource, "service.name").unwrap_or_default();
@@ -94,13 +79,8 @@ impl ColumnarWriter {
         }
         let mut written = Vec::new();
         for (key, members) in partitions {
-            let stem = match stem {
-                Some(stem) => stem.to_owned(),
-                None => {
-                    let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-                    format!("{now}-{:05}-{seq:06}", std::process::id() % 100_000)
-                }
-            };
+            let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+            let stem = format!("{now}-{:05}-{seq:06}", std::process::id() % 100_000);
             let dir = self.root.join(&key.0).join(&key.1);
             if !dir.is_dir() {
                 std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
@@ -113,7 +93,7 @@ impl ColumnarWriter {
                 let Some((resource, profile)) = profiles.get(i) else {
                     continue;
                 };
-                let id = schema::stack_id([(stem.as_str(), key.1.as_str(), n as i64)]);
+                let id = schema::stack_id([(stem.as_str(), "", n as i64)]);
                 rows.add_profile(id, resource, profile, &mut stacks);
             }
             let known = self.known_stacks(&key, &dir)?;
