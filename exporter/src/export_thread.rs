@@ -220,7 +220,8 @@ async fn run(
                 c.sent.fetch_add(1, Relaxed);
                 c.bytes_sent.fetch_add(item.bytes.len() as u64, Relaxed);
                 backoff.reset();
-                rejected_kinds.clear();
+                // Rejections stay logged once per kind for the whole run (then counted), even
+                // with sends between them: a refused burst every few periods is one line.
                 if shared.queue_full_logged.swap(false, Relaxed) || outage.is_some() {
                     let o = outage.take();
                     log(

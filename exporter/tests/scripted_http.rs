@@ -245,3 +245,28 @@ fn the_queue_bound_holds_while_the_receiver_is_down() {
         .iter()
         .any(|l| l.contains("queue full")));
 }
+
+/// A rejection of one kind is logged once, however many successful sends come between two of
+/// them (the agent's counters count the rest).
+#[test]
+fn a_rejection_is_logged_once_with_sends_between() {
+    let (base, seen) = serve(vec![(400, None), (200, None), (400, None), (200, None)]);
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let exporter = OtlpExporter::start(config(&base), settings(lines.clone())).unwrap();
+    for _ in 0..4 {
+        exporter.submit(&profile()).unwrap();
+        let start = Instant::now();
+        let before = seen.lock().unwrap().len();
+        while seen.lock().unwrap().len() == before {
+            assert!(start.elapsed() < Duration::from_secs(10), "not sent");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let report = exporter.shutdown(Duration::from_secs(5));
+    assert!(report.finished, "{report:?}");
+    let stats = exporter.counters().stats();
+    assert_eq!((stats.permanent_failures, stats.sent), (2, 2), "{stats:?}");
+    let lines = lines.lock().unwrap();
+    let rejected = lines.iter().filter(|l| l.contains("not retried")).count();
+    assert_eq!(rejected, 1, "{lines:?}");
+}
