@@ -118,7 +118,7 @@ impl Backoff {
             max,
             attempt: 0,
             // splitmix64 scrambles nearby seeds apart; xorshift needs a non-zero state.
-            rng: splitmix64(seed).max(1),
+            rng: otelprof_profile::rng::SplitMix64(seed).next_u64().max(1),
         }
     }
 
@@ -141,13 +141,6 @@ impl Backoff {
     pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Parses an HTTP `Retry-After` value: delay-seconds or an HTTP-date (relative to `now`).

@@ -15,24 +15,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use opentelemetry::KeyValue;
 use otelprof_profile::otlp::{self, EncodeOptions, ProfileId};
+use otelprof_profile::rng::SplitMix64 as Rng;
 use otelprof_profile::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
-
-/// splitmix64: the request is the same in every run without a random-number crate.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 const STACKS: usize = 2_000;
 const FUNCTIONS: usize = 2_400;
@@ -77,8 +61,8 @@ fn profile() -> Profile {
         })
         .collect();
     let frame = |rng: &mut Rng, from: usize, to: usize| {
-        let f = &locations[from + rng.below(to - from)];
-        f[rng.below(f.len())]
+        let f = &locations[from + rng.index(to - from)];
+        f[rng.index(f.len())]
     };
     // Roots: eight thread-pool and framework entry chains of ten frames each.
     let roots: Vec<Vec<LocationId>> = (0..8)
@@ -93,27 +77,31 @@ fn profile() -> Profile {
     let links: Vec<Link> = (0..LINKS)
         .map(|_| {
             let mut l = Link::default();
-            l.trace_id.iter_mut().for_each(|x| *x = rng.next() as u8);
-            l.span_id.iter_mut().for_each(|x| *x = rng.next() as u8 | 1);
+            l.trace_id
+                .iter_mut()
+                .for_each(|x| *x = rng.next_u64() as u8);
+            l.span_id
+                .iter_mut()
+                .for_each(|x| *x = rng.next_u64() as u8 | 1);
             l
         })
         .collect();
     for _ in 0..STACKS {
-        let depth = 20 + rng.below(21);
-        let mut stack = roots[rng.below(roots.len())].clone();
+        let depth = 20 + rng.index(21);
+        let mut stack = roots[rng.index(roots.len())].clone();
         while stack.len() < depth {
             stack.push(frame(&mut rng, 80, FUNCTIONS));
         }
         stack.reverse(); // leaf first
                          // One to three samples per stack: different threads, endpoints, traces.
-        for _ in 0..1 + rng.below(3) {
-            let mut labels = vec![threads[rng.below(THREADS)]];
-            if rng.below(10) < 7 {
-                labels.push(endpoints[rng.below(ENDPOINTS)]);
+        for _ in 0..1 + rng.index(3) {
+            let mut labels = vec![threads[rng.index(THREADS)]];
+            if rng.index(10) < 7 {
+                labels.push(endpoints[rng.index(ENDPOINTS)]);
             }
-            let link = (rng.below(10) < 4).then(|| links[rng.below(LINKS)]);
-            let n = 1 + rng.below(20) as i64;
-            let objects = rng.below(4) as i64;
+            let link = (rng.index(10) < 4).then(|| links[rng.index(LINKS)]);
+            let n = 1 + rng.index(20) as i64;
+            let objects = rng.index(4) as i64;
             b.add_linked_sample(
                 &stack,
                 &labels,

@@ -27,6 +27,7 @@ pub mod otlp;
 pub mod pprof;
 pub mod process_context;
 pub mod resource;
+pub mod rng;
 pub mod thread_pool;
 pub mod thread_role;
 pub mod units;

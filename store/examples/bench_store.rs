@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use opentelemetry::KeyValue;
 use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+use otelprof_profile::rng::SplitMix64 as Rng;
 use otelprof_profile::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_store::columnar::ColumnarWriter;
 use otelprof_store::{Signal, Store};
@@ -69,23 +70,6 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(a)
-}
-
-/// SplitMix64: a small deterministic generator (no crate needed for test data).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 /// A fleet-wide pool of stacks (frame = method index and line, root first) with the endpoint
@@ -173,8 +157,8 @@ fn profile(pool: &Pool, instance: usize, minute: i64, args: &Args) -> Profile {
         let labels = [endpoints[*endpoint], threads[rng.below(8) as usize]];
         let link = (rng.below(5) == 0).then(|| {
             Link::from_hex(
-                &format!("{:016x}{:016x}", instance as u64 + 1, rng.next()),
-                &format!("{:016x}", rng.next() | 1),
+                &format!("{:016x}{:016x}", instance as u64 + 1, rng.next_u64()),
+                &format!("{:016x}", rng.next_u64() | 1),
             )
         });
         b.add_linked_sample(&frames, &labels, link.flatten(), &[n, n * period_ns], &[]);

@@ -112,7 +112,7 @@ impl Tally {
 fn check_request_agrees_with_the_official_parser() {
     let dir = scratch_dir("conformance");
     let bases = bases();
-    let mut rng = Rng(0x1505_c0f0);
+    let mut rng = Rng::new(0x1505_c0f0);
     let mut cases = Vec::with_capacity(CASES + bases.len());
     let mut what = Vec::with_capacity(CASES + bases.len());
     for (name, base) in &bases {

@@ -13,7 +13,7 @@ use crate::tree::{kind, parse, unpack, Body, Field, Kind, Msg};
 /// trace links on some, a timestamp per observation; `types` sample types (each beyond the CPU
 /// pair becomes its own OTLP profile).
 pub fn realistic_profile(seed: u64, stacks: usize, types: &[(&str, &str)]) -> Profile {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let period = 10_000_000;
     let mut b = ProfileBuilder::new(types, ("cpu", "nanoseconds"), period);
     let locations: Vec<LocationId> = (0..40)

@@ -1,18 +1,20 @@
 //! A seeded random source (splitmix64), so that every run tries the same cases.
 
-pub struct Rng(pub u64);
+use otelprof_profile::rng::SplitMix64;
+
+pub struct Rng(pub SplitMix64);
 
 impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(SplitMix64(seed))
+    }
+
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        self.0.index(n)
     }
 
     pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
