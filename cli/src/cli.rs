@@ -127,9 +127,30 @@ pub struct ReceiveArgs {
     /// a reserve for the store; at most 1024]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
+    /// Delete what is older than this, in whole hours (columnar store) and days (raw
+    /// requests, metrics), e.g. `7d` [default: keep everything]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retention: Option<Duration>,
+    /// Keep each raw OTLP request (replayable into any backend) this long after it arrived,
+    /// or `forever`; its profiles stay in the columnar store, which is what readers read
+    #[arg(long = "keep-otlp", value_name = "DURATION", default_value = "1h", value_parser = parse_keep)]
+    pub keep_otlp: Keep,
     /// Print nothing but errors
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// How long something is kept: a duration, or forever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keep(pub Option<Duration>);
+
+fn parse_keep(text: &str) -> Result<Keep, String> {
+    if text == "forever" {
+        return Ok(Keep(None));
+    }
+    parse_duration(text)
+        .map(|d| Keep(Some(d)))
+        .map_err(|e| format!("{e} (or `forever`)"))
 }
 
 #[derive(Debug, clap::Args)]
@@ -418,6 +439,12 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(
+            parse_keep("7d").unwrap(),
+            Keep(Some(Duration::from_secs(7 * 86400)))
+        );
+        assert_eq!(parse_keep("forever").unwrap(), Keep(None));
+        assert!(parse_keep("never").unwrap_err().contains("forever"));
         // One grammar with the agent's options and `now-15m`: `10 ms` and `5d` are durations
         // now (they were rejected by the CLI's own parser before).
         assert_eq!(parse_duration("10 ms").unwrap(), Duration::from_millis(10));

@@ -7,8 +7,11 @@
 //!   files), decoded on all cores, a bad file skipped and reported, never hiding the others.
 //! - [`select`]: which samples count ([`Selector`]: attributes, trace and span, time, type);
 //!   [`merge`]: the selected samples of many profiles as one table of stacks ([`Merged`]).
-//! - [`columnar`]: the same profiles as Parquet partitioned by service and hour, written at
-//!   ingest and read without decoding every request (and by DuckDB, Spark, Trino).
+//! - [`columnar`]: the same profiles as Parquet partitioned by service and hour, converted from
+//!   the received requests in the background and read without decoding every request (and
+//!   by DuckDB, Spark, Trino).
+//! - [`StoreSource`]: what a command reads from paths: the columnar store of a store
+//!   directory, files otherwise; [`maintain`] compacts, expires and converts a store.
 //! - [`query`]: merges made in as few passes as possible, and the computations behind `top`,
 //!   `diff`, `drilldown` and flame graphs.
 #![forbid(unsafe_code)]
@@ -16,11 +19,13 @@
 pub mod columnar;
 mod error;
 pub mod layout;
+pub mod maintain;
 pub mod merge;
 mod parallel;
 pub mod query;
 mod reader;
 pub mod select;
+mod stored;
 mod time;
 mod walk;
 mod writer;
@@ -30,5 +35,6 @@ pub use layout::Signal;
 pub use merge::{Merged, Merger};
 pub use reader::{Decoded, Profiles, SkipReporter, Source};
 pub use select::{ProfileType, Selector};
+pub use stored::StoreSource;
 pub use time::{format_time, parse_time, TimeError};
 pub use writer::Store;

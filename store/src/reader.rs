@@ -102,6 +102,16 @@ impl Source {
         })
     }
 
+    /// A source of the given files, found already (by [`discover`]).
+    pub fn from_files(files: Vec<PathBuf>, report: SkipReporter) -> Source {
+        Source {
+            files,
+            report,
+            reported: Mutex::new(BTreeSet::new()),
+            pprof_files: AtomicUsize::new(0),
+        }
+    }
+
     /// pprof files among those read in the last pass (they carry no resource attributes).
     pub fn pprof_files(&self) -> usize {
         self.pprof_files.load(Ordering::Relaxed)

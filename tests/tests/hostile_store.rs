@@ -113,8 +113,10 @@ fn small_requests_cannot_make_the_readers_explode() {
         );
         assert_eq!(code, 200);
     }
-    // A file a receiver without limits once accepted is in the store too.
-    let old = receive.store.join("profiles/2023-11-14");
+    // A file a receiver without limits once accepted is in the store too (copied in beside
+    // the columnar store, which readers read with whatever else the directory holds; the raw
+    // requests under profiles/ are copies of what the columnar store has).
+    let old = receive.store.join("imported/2023-11-14");
     std::fs::create_dir_all(&old).unwrap();
     std::fs::copy(dir.join("stack_bomb.otlp.pb"), old.join("1-1-1.otlp.pb")).unwrap();
 

@@ -286,6 +286,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         tls: None,
         max_bytes: 32 << 20,
         limits: receiver::Limits::default(),
+        keep: receiver::Keep::default(),
     })?;
     let (Some(grpc), Some(http)) = (running.grpc, running.http) else {
         bail!("the embedded receiver did not start");

@@ -56,7 +56,8 @@ pub fn answer(args: &DrilldownArgs) -> anyhow::Result<DrilldownAnswer> {
             .push(Condition::parse(&format!("span_name={e}"))?);
     }
     let (ty, measure) = args.select.view()?;
-    let source = super::open_source(&args.paths)?;
+    // Per-span statistics need every sample's trace link: sample rows, never rollups.
+    let source = super::open_source(&args.paths)?.narrow_to(&selector);
     let target = drilldown::Target {
         selector: selector.clone(),
         children: args.children,

@@ -13,7 +13,9 @@ use otelprof_store::query;
 pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;
     let selector = args.select.selector()?;
-    let source = super::open_source(&args.paths)?;
+    let source = super::open_source(&args.paths)?
+        .narrow_to(&selector)
+        .use_rollups(false);
     let (merged, ty) = query::merge(&source, args.select.spec(&selector)?)?;
     if merged.stacks.is_empty() {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));

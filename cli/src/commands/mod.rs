@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use anyhow::{bail, Context as _};
 use otelprof_store::query::Spec;
 use otelprof_store::select::{self, Measure, Op, ProfileType, Selector};
-use otelprof_store::{chain, format_time, Source};
+use otelprof_store::{chain, format_time, StoreSource};
 
 use crate::cli::SelectArgs;
 use crate::escape;
@@ -89,9 +89,10 @@ impl SelectArgs {
     }
 }
 
-/// The files under `paths`, with every file that cannot be read reported once on stderr (the
-/// name and the reason escaped: both can carry bytes from outside).
-pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<Source> {
+/// What `paths` hold: the columnar store of a store directory, the files under anything else
+/// ([`StoreSource`]); every file that cannot be read is reported once on stderr (the name and
+/// the reason escaped: both can carry bytes from outside).
+pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<StoreSource> {
     let report = |path: &Path, err: &otelprof_store::FileError| {
         errln!(
             "otelprof: skipped {}: {}",
@@ -99,7 +100,7 @@ pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<Source> {
             escape::escape(&chain(err))
         );
     };
-    Ok(Source::open(paths, Box::new(report))?)
+    Ok(StoreSource::open(paths, Box::new(report))?)
 }
 
 /// The selection in words, for titles and subtitles.

@@ -47,6 +47,10 @@ pub fn config(args: &ReceiveArgs) -> anyhow::Result<ReceiveConfig> {
             max_connections: args.max_connections.map(|n| n as usize),
             ..Limits::default()
         },
+        keep: receiver::Keep {
+            retention: args.retention,
+            raw: args.keep_otlp.0,
+        },
     };
     config.check()?;
     Ok(config)
@@ -112,6 +116,8 @@ mod tests {
             tls_key: None,
             max_request_size: 1 << 20,
             max_connections: None,
+            retention: None,
+            keep_otlp: crate::cli::Keep(Some(std::time::Duration::from_secs(3600))),
             quiet: true,
         };
         assert!(config(&args("127.0.0.1:0", None)).is_ok());

@@ -29,7 +29,10 @@ pub struct TopAnswer {
 /// Computes `top`'s answer; fails, saying why, when the selection is empty.
 pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
     let selector = args.select.selector()?;
-    let source = super::open_source(&args.paths)?;
+    // Whole hours of a compacted store answer from their rollups: a day reads 24 hourly sums.
+    let source = super::open_source(&args.paths)?
+        .narrow_to(&selector)
+        .use_rollups(false);
     let by = if args.by_thread {
         Some("thread.name")
     } else {

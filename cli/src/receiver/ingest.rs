@@ -52,7 +52,7 @@ pub enum Body<'a> {
     Gzip(&'a [u8]),
 }
 
-fn now_unix_nanos() -> i64 {
+pub(crate) fn now_unix_nanos() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))

@@ -65,7 +65,39 @@ pub struct ReceiveConfig {
     pub tls: Option<(PathBuf, PathBuf)>,
     pub max_bytes: usize,
     pub limits: Limits,
+    /// What the store keeps and for how long ([`otelprof_store::maintain`]).
+    pub keep: Keep,
 }
+
+/// How long a receiver's store keeps what it received.
+#[derive(Clone, Copy, Debug)]
+pub struct Keep {
+    /// Everything older is deleted, in whole hours and days (`--retention`); `None` keeps all.
+    pub retention: Option<Duration>,
+    /// Raw OTLP requests are removed this long after they arrived (`--keep-otlp`); their
+    /// profiles stay in the columnar store. `None` keeps them.
+    pub raw: Option<Duration>,
+}
+
+impl Default for Keep {
+    fn default() -> Keep {
+        Keep {
+            retention: None,
+            raw: Some(DEFAULT_KEEP_RAW),
+        }
+    }
+}
+
+/// How long raw requests are kept by default: long enough to replay the last hour into a
+/// backend, short enough that the store stays smaller than what it received.
+pub const DEFAULT_KEEP_RAW: Duration = Duration::from_secs(3600);
+
+/// How long after its end an hour is compacted: the agents' period (60 s) and their export
+/// retry window, after which no profile starts in it any more, with room to spare.
+const COMPACT_GRACE: Duration = Duration::from_secs(15 * 60);
+
+/// How often the store is maintained.
+const MAINTAIN_EVERY: Duration = Duration::from_secs(60);
 
 impl ReceiveConfig {
     /// The receiver's rules: something to listen on, and no unauthenticated listener beyond
@@ -104,6 +136,64 @@ pub struct ExtraListener {
     /// The flag that sets its address, for messages (`ui` for `--ui`).
     pub what: &'static str,
     pub handler: Handler,
+}
+
+/// Maintains the store every [`MAINTAIN_EVERY`] until shutdown: compacts the hours that are
+/// over, applies the retention, removes raw requests past their time. One line per pass that
+/// changed something; a failure is logged once until a pass succeeds again, and never stops
+/// the receiver (the store stays readable, only larger or slower).
+async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver<bool>) {
+    let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    let policy = otelprof_store::maintain::Policy {
+        grace: nanos(COMPACT_GRACE),
+        retention: keep.retention.map(nanos),
+        keep_raw: keep.raw.map(nanos),
+    };
+    let mut failing = false;
+    loop {
+        let store = store.clone();
+        let pass = tokio::task::spawn_blocking(move || {
+            otelprof_store::maintain::maintain(&store, ingest::now_unix_nanos(), &policy)
+        })
+        .await;
+        match pass {
+            Ok(Ok(done)) => {
+                failing = false;
+                for (path, err) in &done.unconvertible {
+                    eprintln!(
+                        "otelprof: cannot convert a stored request (kept as {}, not read): {}",
+                        crate::escape::path(path),
+                        crate::escape::escape(&otelprof_store::chain(err))
+                    );
+                }
+                // A pass that converted only a few minutes of requests stays quiet.
+                if !done.compacted.is_empty() || !done.expired.is_empty() {
+                    eprintln!(
+                        "otelprof: store maintained: {} requests converted, {} hours compacted, {} hours or days expired, {} raw requests removed",
+                        done.converted,
+                        done.compacted.len(),
+                        done.expired.len(),
+                        done.raw_removed
+                    );
+                }
+            }
+            Ok(Err(e)) if !failing => {
+                failing = true;
+                eprintln!(
+                    "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
+                    crate::escape::escape(&otelprof_store::chain(&e))
+                );
+            }
+            _ => {}
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(MAINTAIN_EVERY) => {}
+            _ = shutdown.changed() => return,
+        }
+        if *shutdown.borrow() {
+            return;
+        }
+    }
 }
 
 /// A receiver running on its own runtime.
@@ -366,6 +456,12 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
             watch_rx.clone(),
         )));
     }
+
+    tasks.push(runtime.spawn(maintain_loop(
+        config.store.clone(),
+        config.keep,
+        watch_rx.clone(),
+    )));
 
     if let Some(listener) = http_listener {
         http_addr = Some(listener.local_addr().context("HTTP listener")?);

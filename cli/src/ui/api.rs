@@ -12,6 +12,7 @@ use otelprof_store::merge::{Merged, Merger};
 use otelprof_store::query::diff::{FunctionChange, Measure, Test};
 use otelprof_store::query::{self, tree::Tree};
 use otelprof_store::select::{self, ProfileType};
+use otelprof_store::Profiles as _;
 
 use super::params::{self, Params};
 use crate::cli::Cmd;
@@ -206,7 +207,9 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         return Err("not a selection".into());
     };
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
-    let source = commands::open_source(&args.paths).map_err(|e| format!("{e:#}"))?;
+    let source = commands::open_source(&args.paths)
+        .map_err(|e| format!("{e:#}"))?
+        .narrow_to(&selector);
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let (merged, ty) = query::merge(&source, spec.spans()).map_err(|e| format!("{e:#}"))?;
     #[derive(Default)]
@@ -272,7 +275,9 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
         .unwrap_or(BUCKETS)
         .clamp(2, 500);
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
-    let source = commands::open_source(&args.paths).map_err(|e| format!("{e:#}"))?;
+    let source = commands::open_source(&args.paths)
+        .map_err(|e| format!("{e:#}"))?
+        .narrow_to(&selector);
     let (_, measure) = args.select.view().map_err(|e| format!("{e:#}"))?;
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let (whole, ty) = query::merge(&source, spec).map_err(|e| format!("{e:#}"))?;

@@ -20,7 +20,7 @@ use super::read::{
     META_ROLLUP_OF, META_WINDOW, ROLLUP,
 };
 use super::schema::{self, HOUR};
-use super::write::{write_stacks, Meta, SampleRows};
+use super::write::{write_stacks, Meta, SamplesFile};
 use crate::error::Error;
 use crate::reader::Decoded;
 use crate::select::{Measure, ProfileType};
@@ -64,8 +64,17 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
             .to_string_lossy()
             .into_owned()
     };
-    let all_samples: Vec<String> = files_in(dir, "samples-").iter().map(name).collect();
-    let all_stacks: Vec<String> = files_in(dir, "stacks-").iter().map(name).collect();
+    // A conversion's files past the marker are not the partition's yet ([`super::commit`]).
+    let marker = super::commit::marker_in(root);
+    let committed = |files: Vec<PathBuf>| -> Vec<String> {
+        files
+            .iter()
+            .map(name)
+            .filter(|n| super::commit::committed(n, marker))
+            .collect()
+    };
+    let all_samples = committed(files_in(dir, "samples-"));
+    let all_stacks = committed(files_in(dir, "stacks-"));
     let rollups: Vec<PathBuf> = files_in(dir, ROLLUP);
     let compacted = live.samples.len() == 1
         && live
@@ -90,15 +99,17 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     // a profile from consecutive rows), ordered by type and time.
     let mut order: Vec<&Decoded> = profiles.iter().collect();
     order.sort_by_key(|d| (d.profile.sample_types.len(), d.profile.time_nanos));
-    let mut rows = SampleRows::default();
-    let mut seen = FxHashMap::default();
-    for (n, d) in order.iter().enumerate() {
-        let id = schema::stack_id([(samples_name.as_str(), "", n as i64)]);
-        rows.add_profile(id, &d.resource, &d.profile, &mut seen);
-    }
     let replaces = |names: &[String]| vec![Meta::new(META_REPLACES.to_owned(), names.join("\n"))];
     let samples_tmp = tmp.join(&samples_name);
-    write_tmp(&samples_tmp, |f| rows.write(f, replaces(&all_samples)))?;
+    write_tmp(&samples_tmp, |f| {
+        let mut out = SamplesFile::new(f, replaces(&all_samples))?;
+        let mut seen = FxHashMap::default();
+        for (n, d) in order.iter().enumerate() {
+            let id = schema::stack_id([(samples_name.as_str(), "", n as i64)]);
+            out.add_profile(id, &d.resource, &d.profile, &mut seen)?;
+        }
+        out.finish()
+    })?;
 
     // The rollup, from the compacted file: one dictionary for all its profiles.
     let rolled = super::read::read_samples_file(&samples_tmp, &stacks).map_err(|source| {
@@ -108,18 +119,21 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
         }
     })?;
     let (rolled, window) = roll_up(&rolled);
-    let mut rollup_rows = SampleRows::default();
-    let mut seen = FxHashMap::default();
-    for (n, d) in rolled.iter().enumerate() {
-        let id = schema::stack_id([(rollup_name.as_str(), "", n as i64)]);
-        rollup_rows.add_profile(id, &d.resource, &d.profile, &mut seen);
-    }
     let rollup_meta = vec![
         Meta::new(META_ROLLUP_OF.to_owned(), samples_name.clone()),
         Meta::new(META_WINDOW.to_owned(), format!("{} {}", window.0, window.1)),
     ];
+    let write_rollup = |f| {
+        let mut out = SamplesFile::new(f, rollup_meta)?;
+        let mut seen = FxHashMap::default();
+        for (n, d) in rolled.iter().enumerate() {
+            let id = schema::stack_id([(rollup_name.as_str(), "", n as i64)]);
+            out.add_profile(id, &d.resource, &d.profile, &mut seen)?;
+        }
+        out.finish()
+    };
     let rollup_tmp = tmp.join(&rollup_name);
-    write_tmp(&rollup_tmp, |f| rollup_rows.write(f, rollup_meta))?;
+    write_tmp(&rollup_tmp, write_rollup)?;
 
     let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
     all.sort_by_key(|(id, _)| *id);

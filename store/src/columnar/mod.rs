@@ -35,23 +35,28 @@
 //! functions and strings in every request (one a minute per JVM): that is where the columnar
 //! form wins its size.
 //!
-//! # Written at ingest, compacted later
+//! # Converted in the background, compacted once an hour is over
 //!
-//! [`ColumnarWriter::write`] takes the profiles of one decoded request (as the receiver holds
-//! them once it has checked the request) and writes, per partition the request touches, one
-//! samples file and one stacks file with the stacks that partition has not stored yet. The
-//! writer remembers the stack ids of the partitions it wrote to recently (reading them back
-//! from the partition's stacks files after a restart), so a stack is written once per
-//! partition; a reader keeps the first row of an id anyway. Files are written under `.tmp/`,
-//! fsynced and renamed into place like the OTLP files ([`crate::Store`]), stacks before
-//! samples, so a reader never sees a sample whose stack is missing.
+//! The receiver writes OTLP files only (cheap and durable before the acknowledgement);
+//! [`crate::maintain`] converts the requests received in each closed 10-minute chunk of
+//! receipt time with [`ColumnarWriter::write_as`]: per partition the chunk touches, one
+//! samples file (profiles ordered by start, in row groups of at most 65,536 rows cut at a
+//! profile's end) and one stacks file with the stacks that partition has not stored yet. The
+//! files are named after the marker they wait for (`samples-w<W>-…`), and the marker
+//! `.converted-until` ([`commit`]) is the single commit point: readers skip a conversion's
+//! files past it and read the raw requests received at or after it instead. The writer
+//! remembers the stack ids of the partitions it wrote to recently (reading them back from the
+//! partition's stacks files), so a stack is written once per partition; a reader keeps the
+//! first row of an id anyway. Files are written under `.tmp/`, fsynced and renamed into place
+//! like the OTLP files ([`crate::Store`]), stacks before samples, so a reader never sees a
+//! sample whose stack is missing.
 //!
-//! [`compact`] rewrites an hour once it is over (no profile starts in it any more after
-//! `period` + the export retry window, its `grace` argument): its samples files into one
-//! (`samples-compacted-*`, profile after profile, since the reader rebuilds a profile from
-//! consecutive rows), its stacks files into one (`stacks-compacted-*`), and a **rollup**
-//! (`rollup-*`) beside them, crash-safe as [`compact`]'s module says (footers name the files
-//! replaced; one rename swaps the rows).
+//! [`compact`] rewrites an hour once the conversion has passed its end by `grace` (the
+//! agents' period and their export retry window, after which no profile starts in it any
+//! more): its samples files into one (`samples-compacted-*`, profile after profile, ordered by
+//! type and start, in row groups as above), its stacks files into one (`stacks-compacted-*`),
+//! and a **rollup** (`rollup-*`) beside them, crash-safe as [`compact`]'s module says
+//! (footers name the files replaced; one rename swaps the rows).
 //!
 //! The rollup has the samples schema. It **keeps** the resource (service, version, instance,
 //! ...), the profile type and its values, every sample attribute (`span_name`, thread pool,
@@ -67,29 +72,24 @@
 //!
 //! # How a question is answered
 //!
-//! [`ColumnarSource`] lists the partition directories (names only), keeps those of the
-//! selection's services and hours, and in each reads the stacks once and the samples files in
-//! row groups. It rebuilds each stored profile (its dictionary shared by every profile of the
-//! file, as an OTLP request's is) and hands it to the same visitors the OTLP reader feeds:
-//! [`crate::Merger`] gives the same [`crate::Merged`] table, by construction, for any type,
-//! time range, attribute terms, trace/span and group-by key (a test compares the two).
+//! [`ColumnarSource`] lists the partition directories (names only) and keeps those of the
+//! selection's services and hours. On all cores it reads each kept partition's stacks (once,
+//! interned into one dictionary that every row group of the partition starts from) and the
+//! footers of its samples files, keeping the row groups whose `time`/`duration` statistics
+//! can meet the time window; then, on all cores again, it reads those row groups one by one
+//! and rebuilds their profiles, a profile's header (resource, types, times) read once per
+//! profile rather than per row, and hands each profile to the same visitors the OTLP reader
+//! feeds: [`crate::Merger`] gives the same [`crate::Merged`] table, by construction, for any
+//! type, time range, attribute terms, trace/span and group-by key (a test compares the two).
+//! Memory holds one row group's columns per core, not the hour.
 //!
-//! - **1 h window**: one or two hour partitions per service (the hour before is read when the
-//!   window starts within a profile period of its end): ~1.2 M sample rows for 10 JVMs, read
-//!   and merged with no protobuf, no gzip, and each stack resolved once per file instead of once
-//!   per request.
-//! - **24 h window**: with [`ColumnarSource::use_rollups`], every compacted hour wholly inside
+//! - **1 h window**: the row groups of one or two hour partitions per service.
+//! - **Whole hours**: with [`ColumnarSource::use_rollups`], every compacted hour wholly inside
 //!   the window and with no trace or span condition is answered from its rollup, only the edge
-//!   hours from samples. Without compaction a day reads every samples row (~29 M for the
-//!   benchmark store). Not measured yet (NOTES-store.md says what to measure).
+//!   hours from samples.
 //!
-//! What to measure (on a quiet machine, not while another build runs): `cargo run --release
-//! --example bench_store -- --out /tmp/fleet` to generate the store (OTLP and columnar), then
-//! time `otelprof top` on `/tmp/fleet/profiles` (OTLP) against the columnar reader for
-//! `--from` 1 h and for the day, cold (`echo 3 > /proc/sys/vm/drop_caches`) and warm, with
-//! `/usr/bin/time -v` for peak memory; `du -sb` of `profiles/` and `columnar/` for the size;
-//! ingest rate as requests written per second by [`ColumnarWriter::write`] on the generated
-//! requests.
+//! `bench/store_scale.sh` measures both on the fleet-day store of `examples/bench_store.rs`
+//! (figures in `BENCHMARKS.md`).
 //!
 //! # Size
 //!
@@ -106,10 +106,10 @@
 //!
 //! # Existing OTLP stores
 //!
-//! The OTLP requests stay the receiver's durable record (replayable into any backend), and
-//! [`convert`] writes the columnar form of a store of OTLP files (or of any files a
-//! [`crate::Source`] reads). A reader given a store reads `columnar/` when it exists, else the
-//! OTLP files as before.
+//! A store of OTLP files only (written before the columnar store existed, or by a receiver
+//! that has not converted yet) is read as files; a receiver started on it converts it a chunk
+//! at a time, oldest first ([`crate::maintain`]). [`convert`] writes the columnar form of any
+//! files a [`crate::Source`] reads.
 //!
 //! # Why the `parquet` crate, and without Arrow
 //!
@@ -122,12 +122,14 @@
 //! built. A cold debug build of this crate with all its dependencies, parquet included, took
 //! 35 s here (parquet alone was not timed apart; measure it with `cargo build --timings`).
 
+pub mod commit;
 pub mod compact;
 pub mod read;
 pub mod retention;
 pub mod schema;
 pub mod write;
 
+pub use commit::{commit_until, converted_until, remove_uncommitted, COMMITTED_BY};
 pub use compact::compact;
 pub use read::ColumnarSource;
 pub use retention::retain;

@@ -131,25 +131,46 @@ impl ColumnarSource {
     /// Reads the selected partitions on all cores and hands each stored profile to `visit`
     /// with the worker's own state (made by `init`); returns the states, to be combined by the
     /// caller ([`crate::Source::scan`]'s contract).
+    ///
+    /// Two passes, both on all cores: the partitions' stacks and the row groups of their
+    /// samples files that can hold a profile of the time window (their `time` and `duration`
+    /// statistics), then those row groups, each read and visited a profile at a time. A 1 h
+    /// question on one hour partition is thus spread over every core, and memory holds the
+    /// columns of one row group per core, not the hour.
     pub fn scan<S: Send>(
         &self,
         init: impl Fn() -> S + Sync,
         visit: impl Fn(&mut S, &Decoded) + Sync,
     ) -> Result<Vec<S>, Error> {
         let partitions = self.selected();
-        let workers = parallel::for_each(
+        let window = self
+            .selection
+            .as_ref()
+            .map_or((None, None), |s| (s.from, s.to));
+        let planned = parallel::for_each(
             &partitions,
-            || (init(), Vec::new(), 0usize),
-            |(state, failed, profiles), p| {
-                *profiles += read_partition(
-                    p,
-                    failed,
-                    |a, b| self.rollup_covers(a, b),
-                    |d| visit(state, d),
-                );
+            || (Vec::new(), Vec::new()),
+            |(tasks, failed), p| {
+                plan_partition(p, failed, |a, b| self.rollup_covers(a, b), window, tasks);
             },
         );
-        let (mut failures, mut profiles) = (Vec::new(), 0);
+        let mut failures = Vec::new();
+        let mut tasks = Vec::new();
+        for (t, f) in planned {
+            tasks.extend(t);
+            failures.extend(f);
+        }
+        let workers = parallel::for_each(
+            &tasks,
+            || (init(), Vec::new(), 0usize),
+            |(state, failed, profiles), task: &Task| match guarded(|| {
+                read_group(task, |d| visit(state, d))
+            }) {
+                Ok(n) => *profiles += n,
+                Err(e) => failed.push((task.path.clone(), FileError::Columnar(e))),
+            },
+        );
+        let mut profiles = 0;
         let states: Vec<S> = workers
             .into_iter()
             .map(|(state, failed, n)| {
@@ -159,6 +180,7 @@ impl ColumnarSource {
             })
             .collect();
         failures.sort_by(|a, b| a.0.cmp(&b.0));
+        failures.dedup_by(|a, b| a.0 == b.0);
         if let Ok(mut reported) = self.reported.lock() {
             for (path, err) in &failures {
                 if reported.insert(path.clone()) {
@@ -310,8 +332,22 @@ fn meta<'a>(kv: &'a [(String, String)], key: &str) -> Option<&'a str> {
 pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> LiveFiles {
     let mut replaced: FxHashSet<std::ffi::OsString> = FxHashSet::default();
     let mut skip: FxHashSet<PathBuf> = FxHashSet::default();
-    let stacks = files_in(dir, "stacks-");
-    let samples = files_in(dir, "samples-");
+    // A conversion's files wait for the marker ([`super::commit`]).
+    let marker = dir
+        .parent()
+        .and_then(Path::parent)
+        .and_then(super::commit::marker_in);
+    let counts = |files: Vec<PathBuf>| -> Vec<PathBuf> {
+        files
+            .into_iter()
+            .filter(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                super::commit::committed(&name, marker)
+            })
+            .collect()
+    };
+    let stacks = counts(files_in(dir, "stacks-"));
+    let samples = counts(files_in(dir, "samples-"));
     let name_of = |p: &Path| {
         p.file_name()
             .unwrap_or_default()
@@ -369,14 +405,26 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
     }
 }
 
-/// Reads one partition: returns the profiles visited; failures are pushed to `failed`. The
-/// partition's rollup answers instead of its samples when `rollup_covers` its window.
-fn read_partition(
+/// One row group of one samples file to read, with its partition's stacks.
+struct Task {
+    path: PathBuf,
+    group: usize,
+    stacks: Arc<FxHashMap<i64, Vec<Frame>>>,
+    /// The partition's stacks, functions and strings already interned: each row group
+    /// starts from a copy instead of interning every frame again.
+    base: Arc<DictionaryBuilder>,
+}
+
+/// Plans the reading of one partition: reads its stacks, and pushes a task per row group of
+/// its samples files (or of its rollup, when `rollup_covers` its window) that may hold a
+/// profile overlapping `window`; failures are pushed to `failed`.
+fn plan_partition(
     p: &Partition,
     failed: &mut Vec<(PathBuf, FileError)>,
     rollup_covers: impl Fn(i64, i64) -> bool,
-    mut visit: impl FnMut(&Decoded),
-) -> usize {
+    window: (Option<i64>, Option<i64>),
+    tasks: &mut Vec<Task>,
+) {
     let live = live_files(&p.dir, failed);
     let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
     for path in &live.stacks {
@@ -389,23 +437,81 @@ fn read_partition(
             Err(e) => failed.push((path.clone(), FileError::Columnar(e))),
         }
     }
+    let mut base = DictionaryBuilder::default();
+    let mut ids: Vec<i64> = stacks.keys().copied().collect();
+    ids.sort_unstable();
+    for id in ids {
+        base.stack(id, &stacks);
+    }
+    let (stacks, base) = (Arc::new(stacks), Arc::new(base));
     let samples = match live.rollup {
         Some((rollup, a, b)) if rollup_covers(a, b) => vec![rollup],
         _ => live.samples,
     };
-    let mut profiles = 0;
     for path in samples {
-        match guarded(|| read_samples(&path, &stacks)) {
-            Ok(decoded) => {
-                profiles += decoded.len();
-                for d in &decoded {
-                    visit(d);
-                }
-            }
+        match guarded(|| groups_in_window(&path, window)) {
+            Ok(groups) => tasks.extend(groups.into_iter().map(|group| Task {
+                path: path.clone(),
+                group,
+                stacks: stacks.clone(),
+                base: base.clone(),
+            })),
             Err(e) => failed.push((path, FileError::Columnar(e))),
         }
     }
-    profiles
+}
+
+/// The row groups of samples file `path` that may hold a profile overlapping `window` (a
+/// profile ends before `from` or starts at or after `to` is never selected), by the min and
+/// max of their `time` and `duration` columns; a group without statistics is read.
+fn groups_in_window(
+    path: &Path,
+    (from, to): (Option<i64>, Option<i64>),
+) -> Result<Vec<usize>, ColumnarFileError> {
+    let reader = open(path)?;
+    let meta = reader.metadata();
+    let mut out = Vec::new();
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        let stat = |name: &str| {
+            let column = rg
+                .columns()
+                .iter()
+                .find(|c| c.column_path().string() == name)?;
+            match column.statistics()? {
+                parquet::file::statistics::Statistics::Int64(v) => {
+                    Some((*v.min_opt()?, *v.max_opt()?))
+                }
+                _ => None,
+            }
+        };
+        let keep = match (stat(sc::TIME), stat(sc::DURATION)) {
+            (Some((first, last)), Some((_, longest))) => {
+                let ends_before = from.is_some_and(|f| last.saturating_add(longest.max(0)) < f);
+                let starts_after = to.is_some_and(|t| first >= t);
+                !ends_before && !starts_after
+            }
+            _ => true,
+        };
+        if keep {
+            out.push(g);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads one row group and hands its profiles to `visit` one at a time (their dictionary
+/// shared, made for this group); returns how many.
+fn read_group(task: &Task, mut visit: impl FnMut(&Decoded)) -> Result<usize, ColumnarFileError> {
+    let reader = open(&task.path)?;
+    let rg = reader.get_row_group(task.group)?;
+    let mut b = (*task.base).clone();
+    let pending = group_profiles(rg.as_ref(), &mut b, &task.stacks)?;
+    let dictionary = Arc::new(b.dictionary);
+    let n = pending.len();
+    for p in pending {
+        visit(&p.into_decoded(&dictionary));
+    }
+    Ok(n)
 }
 
 /// A partition's live files, its stacks and its profiles from the sample rows.
@@ -508,18 +614,6 @@ fn required_i64(
     rows: usize,
 ) -> Result<Vec<i64>, ColumnarFileError> {
     let col = read_column!(rg, path, rows, Int64ColumnReader);
-    if col.values.len() != rows {
-        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
-    }
-    Ok(col.values)
-}
-
-fn required_text(
-    rg: &dyn RowGroupReader,
-    path: &str,
-    rows: usize,
-) -> Result<Vec<ByteArray>, ColumnarFileError> {
-    let col = read_column!(rg, path, rows, ByteArrayColumnReader);
     if col.values.len() != rows {
         return Err(ColumnarFileError::ShortColumn(path.to_owned()));
     }
@@ -653,7 +747,7 @@ fn row_count(rg: &dyn RowGroupReader) -> Result<usize, ColumnarFileError> {
 }
 
 /// The tables of the profiles of one samples file, shared by them (as an OTLP request's).
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct DictionaryBuilder {
     dictionary: Dictionary,
     strings: FxHashMap<String, StrId>,
@@ -748,142 +842,263 @@ pub(crate) fn read_samples_file(
     guarded(|| read_samples(path, stacks))
 }
 
-/// The profiles of one samples file, with their resources.
+/// A profile being rebuilt from its rows: its header, resource and samples (dictionary ids).
+struct Pending {
+    id: i64,
+    resource: Vec<KeyValue>,
+    sample_types: Vec<ValueType>,
+    period_type: ValueType,
+    period: i64,
+    time: i64,
+    duration: i64,
+    samples: Vec<Sample>,
+}
+
+impl Pending {
+    fn into_decoded(self, dictionary: &Arc<Dictionary>) -> Decoded {
+        Decoded {
+            resource: self.resource,
+            profile: Profile {
+                dictionary: dictionary.clone(),
+                sample_types: self.sample_types,
+                period_type: self.period_type,
+                period: self.period,
+                time_nanos: self.time,
+                duration_nanos: self.duration,
+                samples: self.samples,
+                comments: Vec::new(),
+            },
+        }
+    }
+}
+
+/// The profiles of one samples file, with their resources, one dictionary for all.
 fn read_samples(
     path: &Path,
     stacks: &FxHashMap<i64, Vec<Frame>>,
 ) -> Result<Vec<Decoded>, ColumnarFileError> {
     let reader = open(path)?;
     let mut b = DictionaryBuilder::default();
-    /// A profile being rebuilt: its header, resource and samples (dictionary ids).
-    struct Pending {
-        id: i64,
-        resource: Vec<KeyValue>,
-        sample_types: Vec<ValueType>,
-        period_type: ValueType,
-        period: i64,
-        time: i64,
-        duration: i64,
-        samples: Vec<Sample>,
-    }
     let mut pending: Vec<Pending> = Vec::new();
     for g in 0..reader.num_row_groups() {
         let rg = reader.get_row_group(g)?;
-        let rg = rg.as_ref();
-        let rows = row_count(rg)?;
-        let profile = required_i64(rg, sc::PROFILE, rows)?;
-        let time = required_i64(rg, sc::TIME, rows)?;
-        let duration = required_i64(rg, sc::DURATION, rows)?;
-        let sample_types = required_text(rg, sc::SAMPLE_TYPES, rows)?;
-        let period_type = required_text(rg, sc::PERIOD_TYPE, rows)?;
-        let period = required_i64(rg, sc::PERIOD, rows)?;
-        let values = read_column!(rg, sc::VALUES, rows, Int64ColumnReader);
-        let values_at = list_offsets(&values, rows, sc::VALUES)?;
-        let rkeys = read_column!(rg, sc::RESOURCE_KEY, rows, ByteArrayColumnReader);
-        let rvals = read_column!(rg, sc::RESOURCE_VALUE, rows, ByteArrayColumnReader);
-        let resource_at = list_offsets(&rkeys, rows, sc::RESOURCE_KEY)?;
-        if list_offsets(&rvals, rows, sc::RESOURCE_VALUE)? != resource_at {
-            return Err(ColumnarFileError::BadLevels(sc::RESOURCE_VALUE.to_owned()));
-        }
-        let akeys = read_column!(rg, sc::ATTR_KEY, rows, ByteArrayColumnReader);
-        let avals = read_column!(rg, sc::ATTR_VALUE, rows, ByteArrayColumnReader);
-        let attrs_at = list_offsets(&akeys, rows, sc::ATTR_KEY)?;
-        if list_offsets(&avals, rows, sc::ATTR_VALUE)? != attrs_at {
-            return Err(ColumnarFileError::BadLevels(sc::ATTR_VALUE.to_owned()));
-        }
-        let (trace, trace_at) = optional_text(rg, sc::TRACE_ID, rows)?;
-        let (span, span_at) = optional_text(rg, sc::SPAN_ID, rows)?;
-        let stack = required_i64(rg, sc::STACK_ID, rows)?;
-        let ts = read_column!(rg, sc::TIMESTAMPS, rows, Int64ColumnReader);
-        let ts_at = list_offsets(&ts, rows, sc::TIMESTAMPS)?;
-
-        let range = |offsets: &[usize], r: usize| -> std::ops::Range<usize> {
-            let a = offsets.get(r).copied().unwrap_or(0);
-            a..offsets.get(r + 1).copied().unwrap_or(a)
-        };
-        for r in 0..rows {
-            let id = profile.get(r).copied().unwrap_or(0);
-            if pending.last().is_none_or(|p| p.id != id) {
-                let mut resource = Vec::new();
-                for v in range(&resource_at, r) {
-                    if let (Some(k), Some(val)) = (rkeys.values.get(v), rvals.values.get(v)) {
-                        resource.push(KeyValue::new(text(k)?.to_owned(), text(val)?.to_owned()));
-                    }
-                }
-                let sample_types = match sample_types.get(r) {
-                    Some(t) => parse_types(text(t)?, &mut b),
-                    None => Vec::new(),
-                };
-                let period_type = match period_type.get(r) {
-                    Some(t) => parse_types(text(t)?, &mut b).pop().unwrap_or_default(),
-                    None => ValueType::default(),
-                };
-                pending.push(Pending {
-                    id,
-                    resource,
-                    sample_types,
-                    period_type,
-                    period: period.get(r).copied().unwrap_or(0),
-                    time: time.get(r).copied().unwrap_or(0),
-                    duration: duration.get(r).copied().unwrap_or(0),
-                    samples: Vec::new(),
-                });
-            }
-            // The row standing for a profile without samples ([`super::write`]).
-            if values_at.get(r) == values_at.get(r + 1) && stack.get(r) == Some(&0) {
-                continue;
-            }
-            let mut labels = Vec::new();
-            for v in range(&attrs_at, r) {
-                if let (Some(k), Some(val)) = (akeys.values.get(v), avals.values.get(v)) {
-                    let key = b.intern(text(k)?);
-                    let value = b.intern(text(val)?);
-                    labels.push(Label {
-                        key,
-                        value: LabelValue::Str(value),
-                    });
-                }
-            }
-            let hex = |col: &[ByteArray], at: &[Option<usize>]| -> Option<String> {
-                let i = at.get(r).copied().flatten()?;
-                col.get(i).and_then(|b| b.as_utf8().ok()).map(str::to_owned)
-            };
-            let link = match (hex(&trace, &trace_at), hex(&span, &span_at)) {
-                (Some(t), Some(s)) => Link::from_hex(&t, &s),
-                _ => None,
-            };
-            let stack = b.stack(stack.get(r).copied().unwrap_or(0), stacks);
-            let sample = Sample {
-                stack,
-                values: values
-                    .values
-                    .get(range(&values_at, r))
-                    .unwrap_or(&[])
-                    .to_vec(),
-                labels,
-                link,
-                timestamps: ts.values.get(range(&ts_at, r)).unwrap_or(&[]).to_vec(),
-            };
-            if let Some(p) = pending.last_mut() {
-                p.samples.push(sample);
+        let mut more = group_profiles(rg.as_ref(), &mut b, stacks)?;
+        // A profile is written within one row group; rows of one id in two groups (a file
+        // written elsewhere) still make one profile.
+        if let (Some(last), Some(first)) = (pending.last_mut(), more.first_mut()) {
+            if last.id == first.id {
+                last.samples.append(&mut first.samples);
+                more.remove(0);
             }
         }
+        pending.extend(more);
     }
     let dictionary = Arc::new(b.dictionary);
     Ok(pending
         .into_iter()
-        .map(|p| Decoded {
-            resource: p.resource,
-            profile: Profile {
-                dictionary: dictionary.clone(),
-                sample_types: p.sample_types,
-                period_type: p.period_type,
-                period: p.period,
-                time_nanos: p.time,
-                duration_nanos: p.duration,
-                samples: p.samples,
-                comments: Vec::new(),
-            },
-        })
+        .map(|p| p.into_decoded(&dictionary))
         .collect())
+}
+
+/// Reads, of the column at `path`, the first record of each run of `runs` rows and skips
+/// the others: the columns that repeat a profile's header on each of its rows.
+macro_rules! read_runs {
+    ($rg:expr, $path:expr, $runs:expr, $variant:ident) => {{
+        let i = column_index($rg, $path)?;
+        let ColumnReader::$variant(mut reader) = $rg.get_column_reader(i)? else {
+            return Err(ColumnarFileError::ColumnType($path.to_owned()));
+        };
+        let mut col = Column {
+            values: Vec::new(),
+            def: Vec::new(),
+            rep: Vec::new(),
+        };
+        for &run in $runs {
+            let (records, _, _) =
+                reader.read_records(1, Some(&mut col.def), Some(&mut col.rep), &mut col.values)?;
+            if records != 1 || (run > 1 && reader.skip_records(run - 1)? != run - 1) {
+                return Err(ColumnarFileError::ShortColumn($path.to_owned()));
+            }
+            if col.values.len() > MAX_VALUES || col.def.len() > MAX_VALUES {
+                return Err(ColumnarFileError::TooManyValues);
+            }
+        }
+        col
+    }};
+}
+
+/// The value of each row of a required column read by [`read_runs`].
+fn run_values<T>(col: Column<T>, runs: usize, path: &str) -> Result<Vec<T>, ColumnarFileError> {
+    if col.values.len() != runs {
+        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
+    }
+    Ok(col.values)
+}
+
+/// Interns the strings of a row group's columns: a value read from a column's dictionary
+/// page shares that page's bytes with every other row holding it, so its address and length
+/// find its id without hashing or checking the text again (a column written without a
+/// dictionary misses and is interned by text, with the same result).
+#[derive(Default)]
+struct Interned(FxHashMap<(usize, usize), StrId>);
+
+impl Interned {
+    fn get(
+        &mut self,
+        bytes: &ByteArray,
+        b: &mut DictionaryBuilder,
+    ) -> Result<StrId, ColumnarFileError> {
+        let data = bytes.data();
+        let key = (data.as_ptr() as usize, data.len());
+        if let Some(&id) = self.0.get(&key) {
+            return Ok(id);
+        }
+        let id = b.intern(text(bytes)?);
+        self.0.insert(key, id);
+        Ok(id)
+    }
+}
+
+/// The profiles of one row group, their strings, functions, locations and stacks added to
+/// `b`.
+fn group_profiles(
+    rg: &dyn RowGroupReader,
+    b: &mut DictionaryBuilder,
+    stacks: &FxHashMap<i64, Vec<Frame>>,
+) -> Result<Vec<Pending>, ColumnarFileError> {
+    let rows = row_count(rg)?;
+    let profile = required_i64(rg, sc::PROFILE, rows)?;
+    // Runs of rows of one profile: its header is read once.
+    let mut runs: Vec<usize> = Vec::new();
+    for (r, id) in profile.iter().enumerate() {
+        if r == 0 || profile.get(r - 1) != Some(id) {
+            runs.push(0);
+        }
+        if let Some(n) = runs.last_mut() {
+            *n += 1;
+        }
+    }
+    let n = runs.len();
+    let time = run_values(
+        read_runs!(rg, sc::TIME, &runs, Int64ColumnReader),
+        n,
+        sc::TIME,
+    )?;
+    let duration = run_values(
+        read_runs!(rg, sc::DURATION, &runs, Int64ColumnReader),
+        n,
+        sc::DURATION,
+    )?;
+    let period = run_values(
+        read_runs!(rg, sc::PERIOD, &runs, Int64ColumnReader),
+        n,
+        sc::PERIOD,
+    )?;
+    let sample_types = run_values(
+        read_runs!(rg, sc::SAMPLE_TYPES, &runs, ByteArrayColumnReader),
+        n,
+        sc::SAMPLE_TYPES,
+    )?;
+    let period_type = run_values(
+        read_runs!(rg, sc::PERIOD_TYPE, &runs, ByteArrayColumnReader),
+        n,
+        sc::PERIOD_TYPE,
+    )?;
+    let rkeys = read_runs!(rg, sc::RESOURCE_KEY, &runs, ByteArrayColumnReader);
+    let rvals = read_runs!(rg, sc::RESOURCE_VALUE, &runs, ByteArrayColumnReader);
+    let resource_at = list_offsets(&rkeys, n, sc::RESOURCE_KEY)?;
+    if list_offsets(&rvals, n, sc::RESOURCE_VALUE)? != resource_at {
+        return Err(ColumnarFileError::BadLevels(sc::RESOURCE_VALUE.to_owned()));
+    }
+    let values = read_column!(rg, sc::VALUES, rows, Int64ColumnReader);
+    let values_at = list_offsets(&values, rows, sc::VALUES)?;
+    let akeys = read_column!(rg, sc::ATTR_KEY, rows, ByteArrayColumnReader);
+    let avals = read_column!(rg, sc::ATTR_VALUE, rows, ByteArrayColumnReader);
+    let attrs_at = list_offsets(&akeys, rows, sc::ATTR_KEY)?;
+    if list_offsets(&avals, rows, sc::ATTR_VALUE)? != attrs_at {
+        return Err(ColumnarFileError::BadLevels(sc::ATTR_VALUE.to_owned()));
+    }
+    let (trace, trace_at) = optional_text(rg, sc::TRACE_ID, rows)?;
+    let (span, span_at) = optional_text(rg, sc::SPAN_ID, rows)?;
+    let stack = required_i64(rg, sc::STACK_ID, rows)?;
+    let ts = read_column!(rg, sc::TIMESTAMPS, rows, Int64ColumnReader);
+    let ts_at = list_offsets(&ts, rows, sc::TIMESTAMPS)?;
+
+    let range = |offsets: &[usize], r: usize| -> std::ops::Range<usize> {
+        let a = offsets.get(r).copied().unwrap_or(0);
+        a..offsets.get(r + 1).copied().unwrap_or(a)
+    };
+    let mut strings = Interned::default();
+    let mut pending: Vec<Pending> = Vec::with_capacity(n);
+    let mut run = 0;
+    for r in 0..rows {
+        let id = profile.get(r).copied().unwrap_or(0);
+        if r > 0 && profile.get(r - 1) != Some(&id) {
+            run += 1;
+        }
+        if pending.len() == run {
+            let mut resource = Vec::new();
+            for v in range(&resource_at, run) {
+                if let (Some(k), Some(val)) = (rkeys.values.get(v), rvals.values.get(v)) {
+                    resource.push(KeyValue::new(text(k)?.to_owned(), text(val)?.to_owned()));
+                }
+            }
+            let sample_types = match sample_types.get(run) {
+                Some(t) => parse_types(text(t)?, b),
+                None => Vec::new(),
+            };
+            let period_type = match period_type.get(run) {
+                Some(t) => parse_types(text(t)?, b).pop().unwrap_or_default(),
+                None => ValueType::default(),
+            };
+            pending.push(Pending {
+                id,
+                resource,
+                sample_types,
+                period_type,
+                period: period.get(run).copied().unwrap_or(0),
+                time: time.get(run).copied().unwrap_or(0),
+                duration: duration.get(run).copied().unwrap_or(0),
+                samples: Vec::new(),
+            });
+        }
+        // The row standing for a profile without samples ([`super::write`]).
+        if values_at.get(r) == values_at.get(r + 1) && stack.get(r) == Some(&0) {
+            continue;
+        }
+        let attrs = range(&attrs_at, r);
+        let mut labels = Vec::with_capacity(attrs.len());
+        for v in attrs {
+            if let (Some(k), Some(val)) = (akeys.values.get(v), avals.values.get(v)) {
+                labels.push(Label {
+                    key: strings.get(k, b)?,
+                    value: LabelValue::Str(strings.get(val, b)?),
+                });
+            }
+        }
+        fn hex<'a>(col: &'a [ByteArray], at: &[Option<usize>], r: usize) -> Option<&'a str> {
+            let i = at.get(r).copied().flatten()?;
+            col.get(i).and_then(|b| b.as_utf8().ok())
+        }
+        let link = match (hex(&trace, &trace_at, r), hex(&span, &span_at, r)) {
+            (Some(t), Some(s)) => Link::from_hex(t, s),
+            _ => None,
+        };
+        let stack = b.stack(stack.get(r).copied().unwrap_or(0), stacks);
+        let sample = Sample {
+            stack,
+            values: values
+                .values
+                .get(range(&values_at, r))
+                .unwrap_or(&[])
+                .to_vec(),
+            labels,
+            link,
+            timestamps: ts.values.get(range(&ts_at, r)).unwrap_or(&[]).to_vec(),
+        };
+        if let Some(p) = pending.last_mut() {
+            p.samples.push(sample);
+        }
+    }
+    Ok(pending)
 }

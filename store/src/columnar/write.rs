@@ -1,4 +1,4 @@
-//! Writing the columnar store at ingest: the profiles of one decoded request, as samples and
+//! Writing the columnar store: the profiles of decoded requests (a conversion chunk), as samples and
 //! stacks files of the partitions (service, hour) they fall in. See the module docs of
 //! [`crate::columnar`] for the layout.
 
@@ -31,6 +31,7 @@ const REMEMBERED_PARTITIONS: usize = 256;
 type PartitionKey = (String, String);
 
 /// Writes decoded requests into `STORE/columnar`; safe to share between receiver threads.
+#[derive(Debug)]
 pub struct ColumnarWriter {
     root: PathBuf,
     seq: AtomicU64,
@@ -68,6 +69,20 @@ impl ColumnarWriter {
         profiles: &[(Vec<KeyValue>, Profile)],
         now: i64,
     ) -> Result<Vec<PathBuf>, Error> {
+        self.write_as(profiles, now, None)
+    }
+
+    /// [`ColumnarWriter::write`], naming the files after `stem` when given: the receiver
+    /// passes the name of the OTLP file the request is kept in, so a file says which request
+    /// it came from, and writing one request twice (a conversion run again after a crash)
+    /// replaces the files of the first write instead of adding rows beside them (and a
+    /// compacted hour's footer, which names the files it replaced, hides them).
+    pub fn write_as(
+        &self,
+        profiles: &[(Vec<KeyValue>, Profile)],
+        now: i64,
+        stem: Option<&str>,
+    ) -> Result<Vec<PathBuf>, Error> {
         let mut partitions: BTreeMap<PartitionKey, Vec<usize>> = BTreeMap::new();
         for (i, (resource, profile)) in profiles.iter().enumerate() {
             let service = resource_value(resource, "service.name").unwrap_or_default();
@@ -79,23 +94,35 @@ impl ColumnarWriter {
         }
         let mut written = Vec::new();
         for (key, members) in partitions {
-            let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-            let stem = format!("{now}-{:05}-{seq:06}", std::process::id() % 100_000);
+            let stem = match stem {
+                Some(stem) => stem.to_owned(),
+                None => {
+                    let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+                    format!("{now}-{:05}-{seq:06}", std::process::id() % 100_000)
+                }
+            };
             let dir = self.root.join(&key.0).join(&key.1);
             if !dir.is_dir() {
                 std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
                 crate::writer::sync_dir(&self.root.join(&key.0))?;
                 crate::writer::sync_dir(&self.root)?;
             }
-            let mut rows = SampleRows::default();
+            // Profiles by start time, so that a reader's window skips whole row groups.
+            let mut members = members;
+            members.sort_by_key(|&i| profiles.get(i).map(|(_, p)| p.time_nanos));
+            let samples_path = dir.join(format!("samples-{stem}.parquet"));
             let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
-            for (n, &i) in members.iter().enumerate() {
-                let Some((resource, profile)) = profiles.get(i) else {
-                    continue;
-                };
-                let id = schema::stack_id([(stem.as_str(), "", n as i64)]);
-                rows.add_profile(id, resource, profile, &mut stacks);
-            }
+            let samples_tmp = write_tmp(&self.root, &samples_path, |file| {
+                let mut out = SamplesFile::new(file, Vec::new())?;
+                for (n, &i) in members.iter().enumerate() {
+                    let Some((resource, profile)) = profiles.get(i) else {
+                        continue;
+                    };
+                    let id = schema::stack_id([(stem.as_str(), key.1.as_str(), n as i64)]);
+                    out.add_profile(id, resource, profile, &mut stacks)?;
+                }
+                out.finish()
+            })?;
             let known = self.known_stacks(&key, &dir)?;
             {
                 let mut known = known.lock().map_err(|_| poisoned(&dir))?;
@@ -113,9 +140,8 @@ impl ColumnarWriter {
                     written.push(path);
                 }
             }
-            let path = dir.join(format!("samples-{stem}.parquet"));
-            put_file(&self.root, &path, |file| rows.write(file, Vec::new()))?;
-            written.push(path);
+            publish(&samples_tmp, &samples_path)?;
+            written.push(samples_path);
         }
         Ok(written)
     }
@@ -149,6 +175,17 @@ pub(super) fn put_file(
     path: &Path,
     fill: impl FnOnce(File) -> Result<File, parquet::errors::ParquetError>,
 ) -> Result<(), Error> {
+    let tmp = write_tmp(root, path, fill)?;
+    publish(&tmp, path)
+}
+
+/// Writes the file that will be `path` under `root/.tmp/` with `fill` and syncs it; returns
+/// where it is ([`publish`] moves it into place).
+fn write_tmp(
+    root: &Path,
+    path: &Path,
+    fill: impl FnOnce(File) -> Result<File, parquet::errors::ParquetError>,
+) -> Result<PathBuf, Error> {
     let name = path.file_name().unwrap_or_default();
     let tmp = root.join(crate::layout::TMP).join(name);
     let file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
@@ -159,8 +196,13 @@ pub(super) fn put_file(
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io("write", &tmp)(e));
     }
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
+    Ok(tmp)
+}
+
+/// Renames the written `tmp` to `path` and syncs its directory.
+fn publish(tmp: &Path, path: &Path) -> Result<(), Error> {
+    if let Err(e) = std::fs::rename(tmp, path) {
+        let _ = std::fs::remove_file(tmp);
         return Err(Error::io("move into", path)(e));
     }
     match path.parent() {
@@ -410,13 +452,16 @@ impl SampleRows {
         }
     }
 
-    /// Writes the rows as one row group, with `meta` as the file's key-value metadata.
-    pub(super) fn write(
+    /// Rows held.
+    pub(super) fn len(&self) -> usize {
+        self.profile.len()
+    }
+
+    /// Writes the rows as the next row group of `w`.
+    fn write_group(
         &self,
-        file: File,
-        meta: Vec<Meta>,
-    ) -> Result<File, parquet::errors::ParquetError> {
-        let mut w = table_writer(file, schema::SAMPLES, meta)?;
+        w: &mut SerializedFileWriter<File>,
+    ) -> Result<(), parquet::errors::ParquetError> {
         let mut rg = w.next_row_group()?;
         let mut i = 0;
         while let Some(mut col) = rg.next_column()? {
@@ -465,7 +510,54 @@ impl SampleRows {
             i += 1;
         }
         rg.close()?;
-        w.into_inner()
+        Ok(())
+    }
+}
+
+/// Rows of a samples row group at most, cut at a profile's end: a reader skips the groups whose
+/// times miss its window (their min/max statistics), reads the others on all cores, and never
+/// holds more than a group's columns at once.
+pub(super) const ROW_GROUP_ROWS: usize = 65_536;
+
+/// A samples file written a row group at a time: profiles are added whole, and a group is
+/// written once it holds [`ROW_GROUP_ROWS`] rows, so that no profile spans two groups.
+pub(super) struct SamplesFile {
+    writer: SerializedFileWriter<File>,
+    rows: SampleRows,
+}
+
+impl SamplesFile {
+    pub(super) fn new(
+        file: File,
+        meta: Vec<Meta>,
+    ) -> Result<SamplesFile, parquet::errors::ParquetError> {
+        Ok(SamplesFile {
+            writer: table_writer(file, schema::SAMPLES, meta)?,
+            rows: SampleRows::default(),
+        })
+    }
+
+    /// Adds one profile (see [`SampleRows::add_profile`]).
+    pub(super) fn add_profile(
+        &mut self,
+        id: i64,
+        resource: &[KeyValue],
+        profile: &Profile,
+        stacks: &mut FxHashMap<i64, Vec<Frame>>,
+    ) -> Result<(), parquet::errors::ParquetError> {
+        self.rows.add_profile(id, resource, profile, stacks);
+        if self.rows.len() >= ROW_GROUP_ROWS {
+            self.rows.write_group(&mut self.writer)?;
+            self.rows = SampleRows::default();
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(mut self) -> Result<File, parquet::errors::ParquetError> {
+        if self.rows.len() > 0 {
+            self.rows.write_group(&mut self.writer)?;
+        }
+        self.writer.into_inner()
     }
 }
 

@@ -140,6 +140,12 @@ pub fn explain_empty(
     ty: ProfileType,
     selector: &Selector,
 ) -> String {
+    if merged.profiles_seen == 0 && (selector.from.is_some() || selector.to.is_some()) {
+        return format!(
+            "no {} profile in the time range (try a wider --from/--to, or --type)",
+            ty.name()
+        );
+    }
     if merged.profiles_seen == 0 {
         return format!(
             "none of the profiles is of type {} (try --type, or --value)",

@@ -9,6 +9,7 @@ use opentelemetry::KeyValue;
 use otelprof_profile::otlp::{EncodeOptions, ProfileId};
 use otelprof_profile::{FrameKind, Link, Profile, ProfileBuilder};
 use otelprof_store::columnar::ColumnarWriter;
+use otelprof_store::Merged;
 
 pub const T0: i64 = 1_738_324_800_000_000_000; // 2025-01-31T12:00:00Z
 pub const MINUTE: i64 = 60_000_000_000;
@@ -133,4 +134,26 @@ pub fn build_store(dir: &Path) {
             }
         }
     }
+}
+
+/// The merged table in a form that does not depend on the order profiles were met in.
+pub fn canonical(m: &Merged) -> Vec<(String, Vec<String>, i64, i64)> {
+    let mut rows: Vec<_> = m
+        .stacks
+        .iter()
+        .map(|s| {
+            (
+                m.group(s.group).to_owned(),
+                s.frames
+                    .iter()
+                    .map(|f| m.frame_label(*f).into_owned())
+                    .collect(),
+                (s.value * 1000.0).round() as i64,
+                (s.count * 1000.0).round() as i64,
+            )
+        })
+        .filter(|r| r.2 != 0 || r.3 != 0)
+        .collect();
+    rows.sort();
+    rows
 }
