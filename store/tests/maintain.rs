@@ -181,7 +181,11 @@ fn raw_requests_go_after_their_time_and_retention_removes_whole_hours_and_days()
 
     let done = maintain(&dir, T0 + 92 * MINUTE, &policy).unwrap();
     assert_eq!(done.compacted.len(), 1, "one service, one hour");
-    assert_eq!(done.raw_removed, files.len() - gone, "the others, past their keep");
+    assert_eq!(
+        done.raw_removed,
+        files.len() - gone,
+        "the others, past their keep"
+    );
     assert_eq!(answers(&dir), before);
 
     // Seven days later with a 7-day retention: the hour goes (the raw requests went after
