@@ -99,7 +99,7 @@ fn convert_received(store: &Path, now: i64, done: &mut Done) -> Result<Option<i6
         return Ok(marked);
     }
     let writer = ColumnarWriter::open(store)?;
-    columnar::remove_uncommitted(store, marked)?;
+    remove_uncommitted(store, marked)?;
     let (files, _) = discover(&[store.join(Signal::Profiles.dir())]);
     let mut todo: Vec<(i64, PathBuf)> = files
         .into_iter()
@@ -177,6 +177,28 @@ fn day_start(name: &str) -> Option<i64> {
 /// The receipt time a stored request's name starts with.
 pub(crate) fn received_at(name: &str) -> Option<i64> {
     name.split('-').next()?.parse().ok()
+}
+
+/// Removes the files a conversion wrote past the marker of `store` (a crash before its
+/// commit): the next conversion writes them again.
+fn remove_uncommitted(store: &Path, marker: Option<i64>) -> Result<(), Error> {
+    let root = store.join(columnar::DIR);
+    let Ok(partitions) = columnar::read::list_partitions(&root) else {
+        return Ok(());
+    };
+    for p in partitions {
+        let Ok(entries) = std::fs::read_dir(&p.dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !columnar::commit::committed(&name.to_string_lossy(), marker) {
+                let path = entry.path();
+                std::fs::remove_file(&path).map_err(Error::io("remove", &path))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Removes the raw profile requests under `dir` received before `cutoff`; returns how many.

@@ -56,30 +56,8 @@ pub(crate) fn waits_for(name: &str) -> Option<i64> {
 
 /// Whether a file of the columnar store at `root` counts: any file but a conversion's whose
 /// W is past the marker (`marker`, read once per partition).
-pub(crate) fn committed(name: &str, marker: Option<i64>) -> bool {
+pub fn committed(name: &str, marker: Option<i64>) -> bool {
     waits_for(name).is_none_or(|w| marker.is_some_and(|m| w <= m))
-}
-
-/// Removes the files a conversion wrote past the marker of `store` (a crash before its
-/// commit): the next conversion writes them again.
-pub fn remove_uncommitted(store: &Path, marker: Option<i64>) -> Result<(), Error> {
-    let root = store.join(super::DIR);
-    let Ok(partitions) = super::read::list_partitions(&root) else {
-        return Ok(());
-    };
-    for p in partitions {
-        let Ok(entries) = std::fs::read_dir(&p.dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if !committed(&name.to_string_lossy(), marker) {
-                let path = entry.path();
-                std::fs::remove_file(&path).map_err(Error::io("remove", &path))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

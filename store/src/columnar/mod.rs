@@ -129,7 +129,7 @@ pub mod retention;
 pub mod schema;
 pub mod write;
 
-pub use commit::{commit_until, converted_until, remove_uncommitted, COMMITTED_BY};
+pub use commit::{commit_until, converted_until, COMMITTED_BY};
 pub use compact::compact;
 pub use read::ColumnarSource;
 pub use retention::retain;
