@@ -136,7 +136,7 @@ fn convert_received(store: &Path, now: i64, done: &mut Done) -> Result<Option<i6
                     }
                 }
             }
-            let stem = format!("{}{end:020}-{k:04}", columnar::COMMITTED_BY);
+            let stem = columnar::conversion_stem(end, k);
             writer.write_as(&profiles, now, Some(&stem))?;
         }
         columnar::commit_until(store, end)?;

@@ -10,7 +10,7 @@ use crate::error::Error;
 /// Name of the marker file in the columnar store.
 const MARKER: &str = ".converted-until";
 /// What the stem of a file written by a conversion starts with, before its W.
-pub const COMMITTED_BY: &str = "w";
+const COMMITTED_BY: &str = "w";
 
 /// The receipt time before which the raw requests of `store` are in its columnar store, when
 /// a conversion has run there.
@@ -44,6 +44,12 @@ pub fn commit_until(store: &Path, until: i64) -> Result<(), Error> {
     crate::writer::sync_dir(&root)
 }
 
+/// The stem of the files of part `part` of a conversion committed by the marker `until`
+/// (what [`waits_for`] reads back).
+pub fn conversion_stem(until: i64, part: usize) -> String {
+    format!("{COMMITTED_BY}{until:020}-{part:04}")
+}
+
 /// The W a file name of a conversion waits for (`samples-w<W>-…`, `stacks-w<W>-…`).
 pub(crate) fn waits_for(name: &str) -> Option<i64> {
     let stem = name
@@ -66,7 +72,8 @@ mod tests {
 
     #[test]
     fn a_conversion_file_counts_once_the_marker_passes_it() {
-        let name = "samples-w00000000000000001200-0000.parquet";
+        let name = &format!("samples-{}.parquet", conversion_stem(1200, 0));
+        assert_eq!(name, "samples-w00000000000000001200-0000.parquet");
         assert_eq!(waits_for(name), Some(1200));
         assert_eq!(
             waits_for("stacks-w00000000000000001200-0001.parquet"),

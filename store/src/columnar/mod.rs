@@ -129,7 +129,7 @@ pub mod retention;
 pub mod schema;
 pub mod write;
 
-pub use commit::{commit_until, converted_until, COMMITTED_BY};
+pub use commit::{commit_until, conversion_stem, converted_until};
 pub use compact::compact;
 pub use read::ColumnarSource;
 pub use retention::retain;

@@ -927,12 +927,16 @@ macro_rules! read_runs {
     }};
 }
 
-/// The value of each row of a required column read by [`read_runs`].
-fn run_values<T>(col: Column<T>, runs: usize, path: &str) -> Result<Vec<T>, ColumnarFileError> {
-    if col.values.len() != runs {
-        return Err(ColumnarFileError::ShortColumn(path.to_owned()));
-    }
-    Ok(col.values)
+/// The value of each profile of a required column: [`read_runs`], checked to hold one value a
+/// run.
+macro_rules! required_runs {
+    ($rg:expr, $path:expr, $runs:expr, $variant:ident) => {{
+        let col = read_runs!($rg, $path, $runs, $variant);
+        if col.values.len() != $runs.len() {
+            return Err(ColumnarFileError::ShortColumn($path.to_owned()));
+        }
+        col.values
+    }};
 }
 
 /// Interns the strings of a row group's columns: a value read from a column's dictionary
@@ -979,31 +983,11 @@ fn group_profiles(
         }
     }
     let n = runs.len();
-    let time = run_values(
-        read_runs!(rg, sc::TIME, &runs, Int64ColumnReader),
-        n,
-        sc::TIME,
-    )?;
-    let duration = run_values(
-        read_runs!(rg, sc::DURATION, &runs, Int64ColumnReader),
-        n,
-        sc::DURATION,
-    )?;
-    let period = run_values(
-        read_runs!(rg, sc::PERIOD, &runs, Int64ColumnReader),
-        n,
-        sc::PERIOD,
-    )?;
-    let sample_types = run_values(
-        read_runs!(rg, sc::SAMPLE_TYPES, &runs, ByteArrayColumnReader),
-        n,
-        sc::SAMPLE_TYPES,
-    )?;
-    let period_type = run_values(
-        read_runs!(rg, sc::PERIOD_TYPE, &runs, ByteArrayColumnReader),
-        n,
-        sc::PERIOD_TYPE,
-    )?;
+    let time = required_runs!(rg, sc::TIME, &runs, Int64ColumnReader);
+    let duration = required_runs!(rg, sc::DURATION, &runs, Int64ColumnReader);
+    let period = required_runs!(rg, sc::PERIOD, &runs, Int64ColumnReader);
+    let sample_types = required_runs!(rg, sc::SAMPLE_TYPES, &runs, ByteArrayColumnReader);
+    let period_type = required_runs!(rg, sc::PERIOD_TYPE, &runs, ByteArrayColumnReader);
     let rkeys = read_runs!(rg, sc::RESOURCE_KEY, &runs, ByteArrayColumnReader);
     let rvals = read_runs!(rg, sc::RESOURCE_VALUE, &runs, ByteArrayColumnReader);
     let resource_at = list_offsets(&rkeys, n, sc::RESOURCE_KEY)?;
