@@ -27,7 +27,7 @@ pub const UNKNOWN_FRAME: &str = "<unknown>";
 
 /// The role frame (`[GC]`, `[JIT compiler]`, …) of a sample of a thread that is not walked:
 /// a stack of that one frame.
-fn role_of(profile: &Profile, stack: StackId) -> Option<&str> {
+pub(crate) fn role_of(profile: &Profile, stack: StackId) -> Option<&str> {
     let [location] = profile.stack(stack) else {
         return None;
     };

@@ -108,6 +108,17 @@ impl StoreSource {
             .collect();
         self
     }
+
+    /// Answers compacted hours from their series ([`ColumnarSource::use_series`]): for
+    /// answers that need no stack, trace link or timestamp finer than ten seconds.
+    pub fn use_series(mut self) -> StoreSource {
+        self.columnar = self
+            .columnar
+            .into_iter()
+            .map(ColumnarSource::use_series)
+            .collect();
+        self
+    }
 }
 
 /// The top-level entries of store `root` other than its raw profile requests and the columnar

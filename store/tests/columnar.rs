@@ -481,6 +481,7 @@ fn compacted_hours_answer_from_rollups_as_from_sample_rows() {
             [
                 "rollup-1738333800000000000",
                 "samples-compacted",
+                "series-1738333800000000000",
                 "stacks-compacted"
             ]
         );
@@ -508,6 +509,155 @@ fn compacted_hours_answer_from_rollups_as_from_sample_rows() {
         // exactly when a rollup answered.
         assert_eq!(rolled.profiles_seen < rows.profiles_seen, c.5, "{what}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+type SeriesAnswer = (Vec<(String, i64, i64)>, String, Option<(i64, i64)>);
+
+/// What a series keeps of a merge: per group, value and count; type, unit, window,
+/// instances and the profiles used.
+fn series_answer(m: &Merged) -> SeriesAnswer {
+    let mut groups: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for s in &m.stacks {
+        let g = groups.entry(m.group(s.group).to_owned()).or_default();
+        g.0 += s.value;
+        g.1 += s.count;
+    }
+    let groups = groups
+        .into_iter()
+        .map(|(g, (v, c))| (g, (v * 1000.0).round() as i64, (c * 1000.0).round() as i64))
+        .filter(|g| g.1 != 0 || g.2 != 0)
+        .collect();
+    let head = format!(
+        "{} {} {:?} used {}",
+        m.sample_type,
+        m.unit,
+        sorted(&m.instances),
+        m.profiles_used
+    );
+    (groups, head, m.window)
+}
+
+#[test]
+fn compacted_hours_answer_timelines_and_pickers_from_series() {
+    let dir = scratch("series");
+    build_store(&dir);
+    // Cuts on the series' 10-second ticks (12:30:20 falls inside timestamped samples).
+    let cases: Vec<(ProfileType, &str, Option<&str>, Measure)> = vec![
+        (ProfileType::Cpu, "", Some("span_name"), Measure::Amount),
+        (ProfileType::Cpu, "", Some("span_name"), Measure::Count),
+        (ProfileType::Cpu, "", Some("thread.pool"), Measure::Amount),
+        (
+            ProfileType::Cpu,
+            "",
+            Some("service.version"),
+            Measure::Amount,
+        ),
+        (
+            ProfileType::Cpu,
+            "span_name!=GET /b,from=2025-01-31T12:30:20Z",
+            Some("span_name"),
+            Measure::Amount,
+        ),
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:10:00Z,to=2025-01-31T12:30:20Z",
+            Some("service.instance.id"),
+            Measure::Count,
+        ),
+        (ProfileType::Alloc, "", Some("service.name"), Measure::Count),
+        (ProfileType::Alloc, "", None, Measure::Amount),
+    ];
+    let merge = |c: &(ProfileType, &str, Option<&str>, Measure), series: bool| {
+        let sel = selector(c.1);
+        let mut source =
+            ColumnarSource::open(&dir, Box::new(|p, e| panic!("{}: {e}", p.display())))
+                .unwrap()
+                .narrow_to(&sel);
+        if series {
+            source = source.use_series();
+        }
+        let spec = Spec::new(Some(c.0), &sel).view(c.3, false).by(c.2);
+        query::merge(&source, spec).unwrap().0
+    };
+    let keys: Vec<String> = ["service.version", "span_name", "thread.pool", "thread.name"]
+        .map(str::to_owned)
+        .to_vec();
+    let present = |series: bool| {
+        let mut source = ColumnarSource::open(&dir, Box::new(|_, _| {})).unwrap();
+        if series {
+            source = source.use_series();
+        }
+        query::present(&source, &keys, 100)
+    };
+    let before: Vec<Merged> = cases.iter().map(|c| merge(c, false)).collect();
+    let values = present(false);
+    assert!(values.0.iter().all(|v| !v.is_empty()), "{values:?}");
+    compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    for (c, a) in cases.iter().zip(&before) {
+        let b = merge(c, true);
+        assert!(a.total() > 0.0, "{c:?}: selects nothing");
+        assert_eq!(series_answer(a), series_answer(&b), "{c:?}");
+        // The GC thread's role frame names its group when the key is a span label.
+        if c.2 == Some("span_name") {
+            assert!(
+                b.groups.iter().any(|g| g == "[GC]"),
+                "{c:?}: {:?}",
+                b.groups
+            );
+        }
+        // Read from the series: no stack other than a role's.
+        assert!(b.stacks.iter().all(|s| s.frames.len() <= 1), "{c:?}");
+    }
+    assert_eq!(present(true), values);
+    // A store compacted before series existed gets them on the next pass, without being
+    // compacted again.
+    let mut removed = 0;
+    for part in ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .partitions
+    {
+        for e in std::fs::read_dir(&part.dir).unwrap() {
+            let path = e.unwrap().path();
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("series-")
+            {
+                std::fs::remove_file(path).unwrap();
+                removed += 1;
+            }
+        }
+    }
+    assert_eq!(removed, 4);
+    assert_eq!(compact(&dir, T0 + 151 * MINUTE, 0).unwrap().len(), 4);
+    assert!(compact(&dir, T0 + 152 * MINUTE, 0).unwrap().is_empty());
+    for (c, a) in cases.iter().zip(&before) {
+        assert_eq!(series_answer(a), series_answer(&merge(c, true)), "{c:?}");
+    }
+    // The series has no trace links: a trace is answered from the sample rows.
+    let traced = selector("trace_id=0000000000000000000000000000abc1");
+    let spec = Spec::new(Some(ProfileType::Cpu), &traced);
+    let rows = query::merge(
+        &ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .narrow_to(&traced),
+        spec.clone(),
+    )
+    .unwrap()
+    .0;
+    let series = query::merge(
+        &ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .narrow_to(&traced)
+            .use_series(),
+        spec,
+    )
+    .unwrap()
+    .0;
+    assert!(rows.total() > 0.0);
+    assert_eq!(canonical(&rows), canonical(&series));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

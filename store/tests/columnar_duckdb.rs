@@ -48,26 +48,15 @@ fn duckdb_top(columnar: &std::path::Path, ty: &str) -> Top {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
-    // {"total": N, "rows": [["name", "file", self, total], ...]}: parsed by hand (no JSON
-    // crate in this one's dependencies); names hold no quotes or brackets here.
-    let total_text = text
-        .split("\"total\": ")
-        .nth(1)
-        .and_then(|t| t.split(',').next())
-        .unwrap();
-    let total = total_text.trim().parse::<f64>().unwrap() as i64;
-    let rows_text = text.split("\"rows\": [").nth(1).unwrap();
-    let rows = rows_text
-        .split('[')
-        .filter(|r| r.contains('"'))
-        .map(|r| {
-            let fields: Vec<&str> = r
-                .trim_end_matches([']', ',', ' ', '}', '\n'])
-                .split(", ")
-                .collect();
-            let name = fields[0].trim_matches('"').to_owned();
-            let num = |s: &str| s.trim_end_matches(']').parse::<f64>().unwrap() as i64;
-            (name, num(fields[2]), num(fields[3]))
+    // `total\tN`, then `name\tfile\tself\ttotal` a row.
+    let mut lines = text.lines();
+    let num = |s: &str| s.trim().parse::<f64>().unwrap() as i64;
+    let total = num(lines.next().unwrap().strip_prefix("total\t").unwrap());
+    let rows = lines
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            assert_eq!(fields.len(), 4, "{line}");
+            (fields[0].to_owned(), num(fields[2]), num(fields[3]))
         })
         .collect();
     (rows, total)

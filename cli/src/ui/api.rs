@@ -277,7 +277,8 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
     let source = commands::open_source(&args.paths)
         .map_err(|e| format!("{e:#}"))?
-        .narrow_to(&selector);
+        .narrow_to(&selector)
+        .use_series();
     let (_, measure) = args.select.view().map_err(|e| format!("{e:#}"))?;
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let (whole, ty) = query::merge(&source, spec).map_err(|e| format!("{e:#}"))?;
@@ -385,7 +386,9 @@ const INSTANCE_KEYS: [&str; 7] = [
 /// The JVMs that sent data: one row per `service.instance.id` (or host and pid), with the
 /// profile types they sent and when they were last heard of.
 pub fn instances(store: &Path) -> Result<String, String> {
-    let source = commands::open_source(&[store.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
+    let source = commands::open_source(&[store.to_path_buf()])
+        .map_err(|e| format!("{e:#}"))?
+        .use_series();
     #[derive(Default)]
     struct Row {
         attrs: BTreeMap<&'static str, String>,
@@ -461,19 +464,11 @@ pub const PICKER_KEYS: [&str; 5] = [
 
 /// The values of the picker keys present in the store, and its profile types.
 pub fn values(store: &Path) -> Result<String, String> {
-    let source = commands::open_source(&[store.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
-    let keys: Vec<String> = PICKER_KEYS.iter().map(|k| (*k).to_owned()).collect();
-    let values = query::distinct_values(&source, &keys, MAX_VALUES);
-    let types = source
-        .scan(BTreeSet::new, |set, d| {
-            if let Some(t) = ProfileType::of(&d.profile) {
-                set.insert(t.name());
-            }
-        })
+    let source = commands::open_source(&[store.to_path_buf()])
         .map_err(|e| format!("{e:#}"))?
-        .into_iter()
-        .flatten()
-        .collect::<BTreeSet<_>>();
+        .use_series();
+    let keys: Vec<String> = PICKER_KEYS.iter().map(|k| (*k).to_owned()).collect();
+    let (values, types) = query::present(&source, &keys, MAX_VALUES);
     let map: BTreeMap<&str, Vec<String>> = PICKER_KEYS.iter().copied().zip(values).collect();
     Ok(json!({"keys": map, "types": types}).to_string())
 }

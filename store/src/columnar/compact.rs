@@ -1,12 +1,12 @@
 //! Compaction and rollup of a closed hour partition: its per-request files merged into one
-//! samples file and one stacks file, and a rollup of the samples beside them (see the module
-//! docs of [`crate::columnar`] for what the rollup keeps and drops).
+//! samples file and one stacks file, and a rollup and a series of the samples beside them (see
+//! the module docs of [`crate::columnar`] for what those keep and drop).
 //!
 //! Crash safety without a lock or a log: a compacted file's footer names the files it
 //! replaces ([`META_REPLACES`]), and a reader skips them once the compacted file is in place.
 //! Files are written under `.tmp/`, synced, then renamed into the partition one at a time:
-//! the stacks file, the rollup, and last the samples file, whose rename is the single step
-//! that swaps old samples for new. A crash before it leaves the old files answering (the new
+//! the stacks file, the rollup, the series, and last the samples file, whose rename is the
+//! single step that swaps old samples for new. A crash before it leaves the old files answering (the new
 //! stacks file holds every old stack, a rollup whose samples file is absent is not used); a
 //! crash after it leaves replaced files that readers skip and the next compaction deletes.
 
@@ -16,18 +16,22 @@ use otelprof_profile::model::{LabelValue, Profile, Sample, StackId};
 use rustc_hash::FxHashMap;
 
 use super::read::{
-    files_in, list_partitions, read_detailed, COMPACTED_SAMPLES, COMPACTED_STACKS, META_REPLACES,
-    META_ROLLUP_OF, META_WINDOW, ROLLUP,
+    files_in, list_partitions, live_files, read_detailed, LiveFiles, COMPACTED_SAMPLES,
+    COMPACTED_STACKS, META_REPLACES, META_ROLLUP_OF, META_WINDOW, ROLLUP, SERIES,
 };
 use super::schema::{self, HOUR};
 use super::write::{write_stacks, Meta, SamplesFile};
-use crate::error::Error;
+use crate::error::{Error, FileError};
 use crate::reader::Decoded;
 use crate::select::{Measure, ProfileType};
 
 /// The steps of [`compact_partition`] that change the partition, in order; a crash between
 /// any two leaves the partition readable with nothing counted twice (a test stops after each).
-pub const STEPS: usize = 4;
+pub const STEPS: usize = 5;
+
+/// The ticks (ns) a series sorts sample timestamps into: views it answers
+/// share a time cut exactly down to this grain.
+pub const SERIES_TICK: i64 = 10_000_000_000;
 
 /// Compacts every hour partition of `store` that closed at least `grace` ns before `now`
 /// (no profile starts in it any more: the agents' period plus their export retry window) and
@@ -56,8 +60,6 @@ pub fn compact(store: &Path, now: i64, grace: i64) -> Result<Vec<PathBuf>, Error
 /// the [`STEPS`] changes (fewer only to test a crash); returns whether anything changed.
 #[doc(hidden)]
 pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Result<bool, Error> {
-    let (live, stacks, profiles) =
-        read_detailed(dir).map_err(|(path, source)| Error::Uncompactable { path, source })?;
     let name = |p: &PathBuf| {
         p.file_name()
             .unwrap_or_default()
@@ -73,9 +75,17 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
             .filter(|n| super::commit::committed(n, marker))
             .collect()
     };
+    // Decided from names and footers alone: a compacted hour is not read again (this runs
+    // on every maintenance pass, over every closed hour of the store).
+    let mut failed = Vec::new();
+    let live = live_files(dir, &mut failed);
+    if let Some((path, FileError::Columnar(source))) = failed.pop() {
+        return Err(Error::Uncompactable { path, source });
+    }
     let all_samples = committed(files_in(dir, "samples-"));
     let all_stacks = committed(files_in(dir, "stacks-"));
     let rollups: Vec<PathBuf> = files_in(dir, ROLLUP);
+    let series: Vec<PathBuf> = files_in(dir, SERIES);
     let compacted = live.samples.len() == 1
         && live
             .samples
@@ -85,15 +95,22 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
         && all_samples.len() == 1
         && all_stacks.len() == 1
         && rollups.len() == 1;
-    if compacted || live.samples.is_empty() {
+    if live.samples.is_empty() || (compacted && live.series.is_some() && series.len() == 1) {
         return Ok(false);
     }
+    if compacted {
+        // Compacted before the series existed: only the series is missing.
+        return add_series(root, dir, &live, now, series);
+    }
+    let (_, stacks, profiles) =
+        read_detailed(dir).map_err(|(path, source)| Error::Uncompactable { path, source })?;
     let tmp = root.join(crate::layout::TMP);
     std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
     let stem = format!("{now}-{:05}", std::process::id() % 100_000);
     let samples_name = format!("{COMPACTED_SAMPLES}{stem}.parquet");
     let stacks_name = format!("{COMPACTED_STACKS}{stem}.parquet");
     let rollup_name = format!("{ROLLUP}{stem}.parquet");
+    let series_name = format!("{SERIES}{stem}.parquet");
 
     // The samples, profile after profile (a profile's rows stay together: the reader rebuilds
     // a profile from consecutive rows), ordered by type and time.
@@ -118,7 +135,8 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
             source,
         }
     })?;
-    let (rolled, window) = roll_up(&rolled);
+    let rolled_from = rolled;
+    let (rolled, window) = roll_up(&rolled_from);
     let rollup_meta = vec![
         Meta::new(META_ROLLUP_OF.to_owned(), samples_name.clone()),
         Meta::new(META_WINDOW.to_owned(), format!("{} {}", window.0, window.1)),
@@ -134,6 +152,8 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     };
     let rollup_tmp = tmp.join(&rollup_name);
     write_tmp(&rollup_tmp, write_rollup)?;
+    let series_tmp = tmp.join(&series_name);
+    write_series(&series_tmp, &rolled_from, &samples_name)?;
 
     let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
     all.sort_by_key(|(id, _)| *id);
@@ -164,25 +184,96 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     if !next() {
         return Ok(true);
     }
+    publish(&series_tmp, &series_name)?;
+    if !next() {
+        return Ok(true);
+    }
     publish(&samples_tmp, &samples_name)?;
     if !next() {
         return Ok(true);
     }
-    // Replaced files and old rollups: readers skip them already.
+    // Replaced files, old rollups and series: readers skip them already.
     let olds = all_samples
         .iter()
         .chain(&all_stacks)
         .map(|n| dir.join(n))
         .chain(rollups)
+        .chain(series)
         .filter(|p| {
             let n = name(p);
-            n != samples_name && n != stacks_name && n != rollup_name
+            n != samples_name && n != stacks_name && n != rollup_name && n != series_name
         });
     for old in olds {
         std::fs::remove_file(&old).map_err(Error::io("remove", &old))?;
     }
     crate::writer::sync_dir(dir)?;
     Ok(true)
+}
+
+/// Writes the series of a compacted partition whose series is missing (compacted before the
+/// series existed, or a crash between its removal and its writing): read from the compacted
+/// samples file, published beside it, older series removed.
+fn add_series(
+    root: &Path,
+    dir: &Path,
+    live: &LiveFiles,
+    now: i64,
+    olds: Vec<PathBuf>,
+) -> Result<bool, Error> {
+    let [samples] = live.samples.as_slice() else {
+        return Ok(false);
+    };
+    let uncompactable = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Uncompactable { path, source }
+    };
+    let mut stacks: FxHashMap<i64, Vec<schema::Frame>> = FxHashMap::default();
+    for path in &live.stacks {
+        let found = super::read::read_stacks_file(path).map_err(uncompactable(path))?;
+        for (id, frames) in found {
+            stacks.entry(id).or_insert(frames);
+        }
+    }
+    let profiles =
+        super::read::read_samples_file(samples, &stacks).map_err(uncompactable(samples))?;
+    let tmp = root.join(crate::layout::TMP);
+    std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
+    let series_name = format!("{SERIES}{now}-{:05}.parquet", std::process::id() % 100_000);
+    let series_tmp = tmp.join(&series_name);
+    let of = samples
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    write_series(&series_tmp, &profiles, &of)?;
+    let to = dir.join(&series_name);
+    std::fs::rename(&series_tmp, &to).map_err(Error::io("move into", &to))?;
+    crate::writer::sync_dir(dir)?;
+    for old in olds.iter().filter(|p| **p != to) {
+        std::fs::remove_file(old).map_err(Error::io("remove", old))?;
+    }
+    crate::writer::sync_dir(dir)?;
+    Ok(true)
+}
+
+/// Writes the series ([`series`]) of `profiles`, the profiles of compacted samples file `of`.
+fn write_series(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
+    let series = series(profiles);
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    write_tmp(path, |f| {
+        let mut out =
+            SamplesFile::new(f, vec![Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned())])?;
+        let mut seen = FxHashMap::default();
+        for (n, d) in series.iter().enumerate() {
+            let id = schema::stack_id([(name.as_str(), "", n as i64)]);
+            out.add_profile(id, &d.resource, &d.profile, &mut seen)?;
+        }
+        out.finish()
+    })
 }
 
 fn write_tmp(
@@ -198,6 +289,122 @@ fn write_tmp(
         return Err(Error::io("write", path)(e));
     }
     Ok(())
+}
+
+/// A sample's labels as dictionary ids, for keys.
+fn label_key(s: &Sample) -> Vec<(u32, u32)> {
+    s.labels
+        .iter()
+        .map(|l| match l.value {
+            LabelValue::Str(v) => (l.key.0, v.0),
+            // The reader makes string labels only; a number keeps its bits apart.
+            LabelValue::Num { value, .. } => (l.key.0, u32::MAX ^ (value as u32)),
+        })
+        .collect()
+}
+
+/// Whether the observations of `p`'s type are counted by one of its values; if not (the
+/// merger counts 1 a sample row), its rows must be kept apart, or its counts would shrink.
+fn counted(p: &Profile) -> bool {
+    [Measure::Amount, Measure::Count].into_iter().all(|m| {
+        ProfileType::of(p)
+            .and_then(|t| t.value_index(p, m))
+            .is_none_or(|v| v.count.is_some())
+    })
+}
+
+/// What a series sample is keyed by within its profile: labels, stack (a thread role's or
+/// the empty one), the row kept apart (see [`counted`]), and the tick of its timestamps.
+type SeriesKey = (Vec<(u32, u32)>, u32, usize, Option<i64>);
+
+/// Each profile as the series keeps it ([`crate::columnar`]): its own resource, type, start
+/// and duration, its samples added up per labels, their stacks and trace links dropped
+/// (a thread role's one-frame stack kept: a sample without a span is grouped by it), and
+/// their timestamps by [`SERIES_TICK`]: a sample's values are shared out among the ticks of
+/// its timestamps in proportion, each tick's row one timestamp at the tick's middle. The
+/// profiles must come from [`super::read`] (stack 0 is the empty stack).
+fn series(profiles: &[Decoded]) -> Vec<Decoded> {
+    /// A profile's series samples being added up.
+    #[derive(Default)]
+    struct Rows {
+        samples: Vec<Sample>,
+        index: FxHashMap<SeriesKey, usize>,
+    }
+    impl Rows {
+        fn add(&mut self, key: SeriesKey, s: &Sample, values: impl Iterator<Item = i64>) {
+            let stamp = key.3.map(|t| {
+                t.saturating_mul(SERIES_TICK)
+                    .saturating_add(SERIES_TICK / 2)
+            });
+            let stack = StackId(key.1);
+            let samples = &mut self.samples;
+            let i = *self.index.entry(key).or_insert_with(|| {
+                samples.push(Sample {
+                    stack,
+                    values: vec![0; s.values.len()],
+                    labels: s.labels.clone(),
+                    link: None,
+                    timestamps: stamp.into_iter().collect(),
+                });
+                samples.len() - 1
+            });
+            if let Some(r) = samples.get_mut(i) {
+                for (a, b) in r.values.iter_mut().zip(values) {
+                    *a = a.saturating_add(b);
+                }
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(profiles.len());
+    let mut ticks: Vec<i64> = Vec::new();
+    for d in profiles {
+        let p = &d.profile;
+        let counted = counted(p);
+        let mut rows = Rows::default();
+        for (n, s) in p.samples.iter().enumerate() {
+            let labels = label_key(s);
+            let stack = if crate::merge::role_of(p, s.stack).is_some() {
+                s.stack.0
+            } else {
+                0
+            };
+            let apart = if counted { 0 } else { n + 1 };
+            if s.timestamps.is_empty() {
+                rows.add((labels, stack, apart, None), s, s.values.iter().copied());
+                continue;
+            }
+            ticks.clear();
+            ticks.extend(s.timestamps.iter().map(|t| t.div_euclid(SERIES_TICK)));
+            ticks.sort_unstable();
+            // Each tick's share of every value, rounded so that the shares add up to it.
+            let all = ticks.len() as i128;
+            let mut before = 0i128;
+            for run in ticks.chunk_by(|a, b| a == b) {
+                let after = before + run.len() as i128;
+                let tick = run.first().copied();
+                let share = s.values.iter().map(|&v| {
+                    let v = i128::from(v);
+                    i64::try_from(v * after / all - v * before / all).unwrap_or(0)
+                });
+                rows.add((labels.clone(), stack, apart, tick), s, share);
+                before = after;
+            }
+        }
+        out.push(Decoded {
+            resource: d.resource.clone(),
+            profile: Profile {
+                dictionary: p.dictionary.clone(),
+                sample_types: p.sample_types.clone(),
+                period_type: p.period_type,
+                period: p.period,
+                time_nanos: p.time_nanos,
+                duration_nanos: p.duration_nanos,
+                samples: rows.samples,
+                comments: Vec::new(),
+            },
+        });
+    }
+    out
 }
 
 /// What a rollup profile is keyed by: resource, and the header of its type.
@@ -247,23 +454,9 @@ fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
         };
         acc.start = acc.start.min(p.time_nanos);
         acc.end = acc.end.max(end);
-        // A type whose observations are its sample rows (no count among its values: the
-        // merger counts 1 a row) keeps its rows apart, or its counts would shrink.
-        let counted = [Measure::Amount, Measure::Count].into_iter().all(|m| {
-            ProfileType::of(p)
-                .and_then(|t| t.value_index(p, m))
-                .is_none_or(|v| v.count.is_some())
-        });
+        let counted = counted(p);
         for s in &p.samples {
-            let labels: Vec<(u32, u32)> = s
-                .labels
-                .iter()
-                .map(|l| match l.value {
-                    LabelValue::Str(v) => (l.key.0, v.0),
-                    // The reader makes string labels only; a number keeps its bits apart.
-                    LabelValue::Num { value, .. } => (l.key.0, u32::MAX ^ (value as u32)),
-                })
-                .collect();
+            let labels = label_key(s);
             let apart = if counted { 0 } else { acc.samples.len() + 1 };
             let i = *acc
                 .index

@@ -70,6 +70,17 @@
 //! only while the hour's sole live samples file is the compacted file it was made from (a late
 //! request makes the hour answer from rows until it is compacted again).
 //!
+//! Beside it, compaction writes the hour's **series** (`series-*`, samples schema too): each
+//! profile as it came (its own resource, type, start and duration, so the time semantics and
+//! `profiles_used` stay those of the rows), with its samples added up per attribute set, their
+//! stacks dropped (a thread role's one-frame stack kept, which names the group of a sample
+//! without a span), no trace links, and timestamps gathered into 10-second ticks (a sample's
+//! values shared out among its ticks in proportion). It answers what needs no stack: the
+//! timeline (group sums per time bucket, any attribute terms, any group-by key), the values
+//! present and the instances: on the fleet-day store, 48 rows a profile where its sample rows
+//! are 1,899. A time cut is exact at tick boundaries, otherwise within a tick. Used on the
+//! rollup's condition (the hour's only samples file is the one it was made from).
+//!
 //! # How a question is answered
 //!
 //! [`ColumnarSource`] lists the partition directories (names only) and keeps those of the
@@ -87,6 +98,8 @@
 //! - **Whole hours**: with [`ColumnarSource::use_rollups`], every compacted hour wholly inside
 //!   the window and with no trace or span condition is answered from its rollup, only the edge
 //!   hours from samples.
+//! - **No stacks needed** (timeline, pickers, instances): with [`ColumnarSource::use_series`],
+//!   every compacted hour from its series, whatever the window.
 //!
 //! `bench/store_scale.sh` measures both on the fleet-day store of `examples/bench_store.rs`
 //! (figures in `BENCHMARKS.md`).

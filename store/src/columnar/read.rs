@@ -57,6 +57,8 @@ pub struct ColumnarSource {
     selection: Option<Selector>,
     /// Whether a compacted hour may be answered from its rollup ([`ColumnarSource::use_rollups`]).
     rollups: bool,
+    /// Whether a compacted hour is answered from its series ([`ColumnarSource::use_series`]).
+    series: bool,
 }
 
 impl ColumnarSource {
@@ -78,6 +80,7 @@ impl ColumnarSource {
             reported: Mutex::new(FxHashSet::default()),
             selection: None,
             rollups: false,
+            series: false,
         })
     }
 
@@ -107,6 +110,20 @@ impl ColumnarSource {
             .as_ref()
             .is_some_and(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
         self.rollups = !spans && !traced;
+        self
+    }
+
+    /// Answers from now on every compacted hour from its series ([`super::compact`]): each
+    /// profile with its resource, type, times and sample attributes, but without stacks
+    /// (only a thread role's), trace links, or timestamps finer than
+    /// [`super::compact::SERIES_TICK`]. For answers that need none of those: a timeline, the
+    /// values present, the instances. Ignored when the selection names a trace or span.
+    pub fn use_series(mut self) -> ColumnarSource {
+        let traced = self
+            .selection
+            .as_ref()
+            .is_some_and(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
+        self.series = !traced;
         self
     }
 
@@ -151,7 +168,18 @@ impl ColumnarSource {
             &partitions,
             || (Vec::new(), Vec::new()),
             |(tasks, failed), p| {
-                plan_partition(p, failed, |a, b| self.rollup_covers(a, b), window, tasks);
+                let pick = |live: LiveFiles| match live {
+                    LiveFiles {
+                        series: Some(series),
+                        ..
+                    } if self.series => vec![series],
+                    LiveFiles {
+                        rollup: Some((rollup, a, b)),
+                        ..
+                    } if self.rollup_covers(a, b) => vec![rollup],
+                    _ => live.samples,
+                };
+                plan_partition(p, failed, pick, window, tasks);
             },
         );
         let mut failures = Vec::new();
@@ -291,6 +319,8 @@ pub(crate) struct LiveFiles {
     /// The rollup of the partition's samples, with the window of its profiles (Unix ns),
     /// when the partition's only samples file is the compacted one it was made from.
     pub rollup: Option<(PathBuf, i64, i64)>,
+    /// The series of the partition's samples, on the same condition.
+    pub series: Option<PathBuf>,
 }
 
 /// Key of a compacted file's footer: the file names it replaces, one a line.
@@ -304,6 +334,7 @@ pub(crate) const META_WINDOW: &str = "otelprof.window";
 pub(crate) const COMPACTED_SAMPLES: &str = "samples-compacted-";
 pub(crate) const COMPACTED_STACKS: &str = "stacks-compacted-";
 pub(crate) const ROLLUP: &str = "rollup-";
+pub(crate) const SERIES: &str = "series-";
 
 /// The key-value metadata of a Parquet file's footer.
 fn footer(path: &Path) -> Result<Vec<(String, String)>, ColumnarFileError> {
@@ -382,8 +413,15 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
     let stacks = keep(stacks);
     let samples = keep(samples);
     let mut rollup = None;
+    let mut series = None;
     if let [only] = samples.as_slice() {
         let only = name_of(only);
+        for path in files_in(dir, SERIES) {
+            let Ok(kv) = footer(&path) else { continue };
+            if meta(&kv, META_ROLLUP_OF) == Some(only.as_str()) {
+                series = Some(path);
+            }
+        }
         for path in files_in(dir, ROLLUP) {
             let Ok(kv) = footer(&path) else { continue };
             if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) {
@@ -402,6 +440,7 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
         stacks,
         samples,
         rollup,
+        series,
     }
 }
 
@@ -421,7 +460,7 @@ struct Task {
 fn plan_partition(
     p: &Partition,
     failed: &mut Vec<(PathBuf, FileError)>,
-    rollup_covers: impl Fn(i64, i64) -> bool,
+    pick: impl Fn(LiveFiles) -> Vec<PathBuf>,
     window: (Option<i64>, Option<i64>),
     tasks: &mut Vec<Task>,
 ) {
@@ -444,11 +483,7 @@ fn plan_partition(
         base.stack(id, &stacks);
     }
     let (stacks, base) = (Arc::new(stacks), Arc::new(base));
-    let samples = match live.rollup {
-        Some((rollup, a, b)) if rollup_covers(a, b) => vec![rollup],
-        _ => live.samples,
-    };
-    for path in samples {
+    for path in pick(live) {
         match guarded(|| groups_in_window(&path, window)) {
             Ok(groups) => tasks.extend(groups.into_iter().map(|group| Task {
                 path: path.clone(),
@@ -832,6 +867,11 @@ fn parse_types(text: &str, b: &mut DictionaryBuilder) -> Vec<ValueType> {
             }
         })
         .collect()
+}
+
+/// The stacks of one stacks file; for compaction.
+pub(crate) fn read_stacks_file(path: &Path) -> Result<Vec<(i64, Vec<Frame>)>, ColumnarFileError> {
+    guarded(|| read_stacks(path))
 }
 
 /// The profiles of one samples file (or rollup), with their resources; for compaction.

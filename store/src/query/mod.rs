@@ -205,10 +205,23 @@ const DISTINCT_VALUES: usize = 10_000;
 
 /// Up to `limit` distinct values of each key (resource first, then samples), in one pass.
 pub fn distinct_values(source: &impl Profiles, keys: &[String], limit: usize) -> Vec<Vec<String>> {
+    present(source, keys, limit).0
+}
+
+/// Up to `limit` distinct values of each key (as [`distinct_values`]) and the profile types
+/// present, in one pass.
+pub fn present(
+    source: &impl Profiles,
+    keys: &[String],
+    limit: usize,
+) -> (Vec<Vec<String>>, BTreeSet<&'static str>) {
     let states = source
         .scan(
-            || vec![BTreeSet::<String>::new(); keys.len()],
-            |sets, d| {
+            || (vec![BTreeSet::<String>::new(); keys.len()], BTreeSet::new()),
+            |(sets, types), d| {
+                if let Some(t) = select::ProfileType::of(&d.profile) {
+                    types.insert(t.name());
+                }
                 for (key, set) in keys.iter().zip(sets.iter_mut()) {
                     if set.len() >= limit {
                         continue;
@@ -230,14 +243,18 @@ pub fn distinct_values(source: &impl Profiles, keys: &[String], limit: usize) ->
         )
         .unwrap_or_default();
     let mut out = vec![BTreeSet::new(); keys.len()];
-    for state in states {
+    let mut types = BTreeSet::new();
+    for (state, t) in states {
+        types.extend(t);
         for (o, s) in out.iter_mut().zip(state) {
             o.extend(s);
         }
     }
-    out.into_iter()
+    let values = out
+        .into_iter()
         .map(|s| s.into_iter().take(limit).collect())
-        .collect()
+        .collect();
+    (values, types)
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// A CPU profile of minute `m` of instance `i`: three endpoints, nested frames, an inlined
-/// and an unsymbolized location, trace links on some samples, timestamps on others.
+/// and an unsymbolized location, trace links on some samples, timestamps on others, and a GC
+/// thread's role frame.
 pub fn cpu_profile(i: usize, m: i64) -> Profile {
     let mut b = ProfileBuilder::new(
         &[("samples", "count"), ("cpu", "nanoseconds")],
@@ -55,6 +56,11 @@ pub fn cpu_profile(i: usize, m: i64) -> Profile {
             .collect();
         b.add_linked_sample(&[l2, lm], &[th], None, &[4, 40_000_000], &ts);
     }
+    // A thread the agent does not walk: one frame naming its role, no span.
+    let gc = b.function("[GC]", "", 0);
+    let lgc = b.location(gc, 0, FrameKind::Native);
+    let gc_thread = b.str_label("thread.name", "GC Thread#0");
+    b.add_sample(&[lgc], &[gc_thread], &[2, 20_000_000]);
     let native = b.location(main, 0, FrameKind::Native);
     b.add_sample(&[native, lm], &[], &[1, 10_000_000]);
     let mut p = b.build(T0 + m * MINUTE, MINUTE);

@@ -7,7 +7,6 @@ leaf's value; total counts a function once per stack however often it recurses, 
 `otelprof top` does. Stacks are joined on stack_id, each id taken once (a partition may hold
 an id in two files only if two writers raced; rows are identical then).
 """
-import json
 import sys
 
 import duckdb
@@ -48,4 +47,8 @@ select total.f, coalesce(files.file, ''), coalesce(self.self, 0), total.total
 from total left join self using (f) left join files using (f)
 order by 3 desc, 4 desc, 1
 """).fetchall()
-print(json.dumps({"total": total, "rows": [list(r) for r in rows]}))
+# Tab-separated (frame names hold brackets and commas, never tabs): the total, then a row a
+# line.
+print(f"total\t{total}")
+for name, file, self_value, total_value in rows:
+    print(f"{name}\t{file}\t{self_value}\t{total_value}")
