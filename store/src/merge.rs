@@ -25,6 +25,24 @@ pub const NO_GROUP: &str = "<none>";
 /// Frame name for a location or function that cannot be resolved.
 pub const UNKNOWN_FRAME: &str = "<unknown>";
 
+/// The comment a rollup profile carries ([`crate::columnar`]), followed by how many stored
+/// profiles it adds up and how many of those had samples: what it counts for in
+/// `profiles_seen` and `profiles_used`.
+pub const STANDS_FOR: &str = "otelprof.profiles=";
+
+/// How many stored profiles `profile` stands for, and how many of them had samples: (1, 1),
+/// or what its [`STANDS_FOR`] comment says.
+fn stands_for(profile: &Profile) -> (usize, usize) {
+    profile
+        .comments
+        .iter()
+        .find_map(|c| {
+            let (all, with_samples) = profile.str(*c).strip_prefix(STANDS_FOR)?.split_once(' ')?;
+            Some((all.parse().ok()?, with_samples.parse().ok()?))
+        })
+        .unwrap_or((1, 1))
+}
+
 /// The role frame (`[GC]`, `[JIT compiler]`, …) of a sample of a thread that is not walked:
 /// a stack of that one frame.
 pub(crate) fn role_of(profile: &Profile, stack: StackId) -> Option<&str> {
@@ -276,7 +294,7 @@ impl Merger {
             self.merged.other_type += 1;
             return false;
         };
-        self.merged.profiles_seen += 1;
+        self.merged.profiles_seen += stands_for(profile).0;
         if self.merged.unit.is_empty() {
             if let Some(vt) = profile.sample_types.get(vi.value) {
                 self.merged.sample_type = profile.str(vt.ty).to_owned();
@@ -374,7 +392,7 @@ impl Merger {
         }
         self.cache = cache;
         if used {
-            self.merged.profiles_used += 1;
+            self.merged.profiles_used += stands_for(profile).1;
             self.merged.window = Some(match self.merged.window {
                 Some((a, b)) => (a.min(window.0), b.max(window.1)),
                 None => window,

@@ -97,25 +97,37 @@ impl StoreSource {
         self
     }
 
-    /// Answers compacted hours the selection covers whole from their rollups
-    /// ([`ColumnarSource::use_rollups`]); only for answers that need neither time slices
-    /// finer than an hour nor each sample's span (`spans`).
-    pub fn use_rollups(mut self, spans: bool) -> StoreSource {
+    /// [`StoreSource::narrow_to`] for a pass that merges several selections at once
+    /// ([`ColumnarSource::narrow_to_any`]).
+    pub fn narrow_to_any(mut self, selectors: &[Selector]) -> StoreSource {
         self.columnar = self
             .columnar
             .into_iter()
-            .map(|c| c.use_rollups(spans))
+            .map(|c| c.narrow_to_any(selectors))
+            .collect();
+        self
+    }
+
+    /// Answers compacted hours the selection covers whole from their rollups
+    /// ([`ColumnarSource::use_rollups`]); only for answers that need neither time slices
+    /// finer than an hour nor each sample's span (`spans`); `by` is the key the answer
+    /// groups by.
+    pub fn use_rollups(mut self, spans: bool, by: Option<&str>) -> StoreSource {
+        self.columnar = self
+            .columnar
+            .into_iter()
+            .map(|c| c.use_rollups(spans, by))
             .collect();
         self
     }
 
     /// Answers compacted hours from their series ([`ColumnarSource::use_series`]): for
     /// answers that need no stack, trace link or timestamp finer than ten seconds.
-    pub fn use_series(mut self) -> StoreSource {
+    pub fn use_series(mut self, by: Option<&str>) -> StoreSource {
         self.columnar = self
             .columnar
             .into_iter()
-            .map(ColumnarSource::use_series)
+            .map(|c| c.use_series(by))
             .collect();
         self
     }

@@ -60,7 +60,12 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
     if let Some(warning) = overlap_warning(&base_sel, &head_sel) {
         errln!("otelprof: warning: {warning}");
     }
-    let source = super::open_source(&args.paths)?;
+    // Both sides in one pass over the partitions either can touch; hours that lie wholly
+    // inside or outside each side from their rollups.
+    let both = [base_sel.clone(), head_sel.clone()];
+    let source = super::open_source(&args.paths)?
+        .narrow_to_any(&both)
+        .use_rollups(false, Some(args.by.as_str()));
     let by = Some(args.by.as_str());
     let (_, measure) = args.select.view()?;
     let [(base, ty), (head, _)] = query::merge_many(
@@ -99,8 +104,15 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
             window: m.window.unwrap_or((0, 0)),
             slices: slices::slices_for(m.total_count()),
         };
-        let sliced =
-            slices::merge_slices(&source, &[side(&base, &base_sel), side(&head, &head_sel)])?;
+        let sides = [side(&base, &base_sel), side(&head, &head_sel)];
+        // Slices of whole hours are sums of hours, which rollups answer; shorter ones need
+        // the sample rows (and their timestamps).
+        let sliced = if sides.iter().all(SliceSpec::whole_hours) {
+            slices::merge_slices(&source, &sides)?
+        } else {
+            let rows = super::open_source(&args.paths)?.narrow_to_any(&both);
+            slices::merge_slices(&rows, &sides)?
+        };
         let sides: Vec<&[Merged]> = sliced.slices.iter().map(Vec::as_slice).collect();
         diff::dispersion::estimate(&sides, &sliced.weights)
     } else {

@@ -15,7 +15,7 @@ pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     let selector = args.select.selector()?;
     let source = super::open_source(&args.paths)?
         .narrow_to(&selector)
-        .use_rollups(false);
+        .use_rollups(false, None);
     let (merged, ty) = query::merge(&source, args.select.spec(&selector)?)?;
     if merged.stacks.is_empty() {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));

@@ -30,14 +30,14 @@ pub struct TopAnswer {
 pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
     let selector = args.select.selector()?;
     // Whole hours of a compacted store answer from their rollups: a day reads 24 hourly sums.
-    let source = super::open_source(&args.paths)?
-        .narrow_to(&selector)
-        .use_rollups(false);
     let by = if args.by_thread {
         Some("thread.name")
     } else {
         args.by.as_deref()
     };
+    let source = super::open_source(&args.paths)?
+        .narrow_to(&selector)
+        .use_rollups(false, by);
     let (merged, ty) = query::merge(&source, args.select.spec(&selector)?.by(by))?;
     if merged.stacks.is_empty() {
         bail!("{}", query::explain_empty(&source, &merged, ty, &selector));

@@ -278,7 +278,7 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
     let source = commands::open_source(&args.paths)
         .map_err(|e| format!("{e:#}"))?
         .narrow_to(&selector)
-        .use_series();
+        .use_series(Some(&by));
     let (_, measure) = args.select.view().map_err(|e| format!("{e:#}"))?;
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let (whole, ty) = query::merge(&source, spec).map_err(|e| format!("{e:#}"))?;
@@ -388,7 +388,7 @@ const INSTANCE_KEYS: [&str; 7] = [
 pub fn instances(store: &Path) -> Result<String, String> {
     let source = commands::open_source(&[store.to_path_buf()])
         .map_err(|e| format!("{e:#}"))?
-        .use_series();
+        .use_series(None);
     #[derive(Default)]
     struct Row {
         attrs: BTreeMap<&'static str, String>,
@@ -466,7 +466,7 @@ pub const PICKER_KEYS: [&str; 5] = [
 pub fn values(store: &Path) -> Result<String, String> {
     let source = commands::open_source(&[store.to_path_buf()])
         .map_err(|e| format!("{e:#}"))?
-        .use_series();
+        .use_series(None);
     let keys: Vec<String> = PICKER_KEYS.iter().map(|k| (*k).to_owned()).collect();
     let (values, types) = query::present(&source, &keys, MAX_VALUES);
     let map: BTreeMap<&str, Vec<String>> = PICKER_KEYS.iter().copied().zip(values).collect();

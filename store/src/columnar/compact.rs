@@ -12,14 +12,17 @@
 
 use std::path::{Path, PathBuf};
 
-use otelprof_profile::model::{LabelValue, Profile, Sample, StackId};
+use std::sync::Arc;
+
+use otelprof_profile::model::{Dictionary, Label, LabelValue, Profile, Sample, StackId, StrId};
 use rustc_hash::FxHashMap;
 
 use super::read::{
     files_in, list_partitions, live_files, read_detailed, LiveFiles, COMPACTED_SAMPLES,
-    COMPACTED_STACKS, META_REPLACES, META_ROLLUP_OF, META_WINDOW, ROLLUP, SERIES,
+    COMPACTED_STACKS, META_DERIVED, META_PROFILES, META_REPLACES, META_ROLLUP_OF, META_WINDOW,
+    ROLLUP, SERIES,
 };
-use super::schema::{self, HOUR};
+use super::schema::{self, DERIVED_VERSION, DROPPED_LABELS, HOUR, SERIES_TICK};
 use super::write::{write_stacks, Meta, SamplesFile};
 use crate::error::{Error, FileError};
 use crate::reader::Decoded;
@@ -28,10 +31,6 @@ use crate::select::{Measure, ProfileType};
 /// The steps of [`compact_partition`] that change the partition, in order; a crash between
 /// any two leaves the partition readable with nothing counted twice (a test stops after each).
 pub const STEPS: usize = 5;
-
-/// The ticks (ns) a series sorts sample timestamps into: views it answers
-/// share a time cut exactly down to this grain.
-pub const SERIES_TICK: i64 = 10_000_000_000;
 
 /// Compacts every hour partition of `store` that closed at least `grace` ns before `now`
 /// (no profile starts in it any more: the agents' period plus their export retry window) and
@@ -91,16 +90,17 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
             .samples
             .iter()
             .all(|p| name(p).starts_with(COMPACTED_SAMPLES))
-        && live.rollup.is_some()
         && all_samples.len() == 1
-        && all_stacks.len() == 1
-        && rollups.len() == 1;
-    if live.samples.is_empty() || (compacted && live.series.is_some() && series.len() == 1) {
+        && all_stacks.len() == 1;
+    let derived =
+        live.rollup.is_some() && live.series.is_some() && rollups.len() == 1 && series.len() == 1;
+    if live.samples.is_empty() || (compacted && derived) {
         return Ok(false);
     }
     if compacted {
-        // Compacted before the series existed: only the series is missing.
-        return add_series(root, dir, &live, now, series);
+        // Compacted before this version of the rollup and series: only they are written.
+        let olds = rollups.into_iter().chain(series).collect();
+        return add_derived(root, dir, &live, now, olds);
     }
     let (_, stacks, profiles) =
         read_detailed(dir).map_err(|(path, source)| Error::Uncompactable { path, source })?;
@@ -135,25 +135,11 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
             source,
         }
     })?;
-    let rolled_from = rolled;
-    let (rolled, window) = roll_up(&rolled_from);
-    let rollup_meta = vec![
-        Meta::new(META_ROLLUP_OF.to_owned(), samples_name.clone()),
-        Meta::new(META_WINDOW.to_owned(), format!("{} {}", window.0, window.1)),
-    ];
-    let write_rollup = |f| {
-        let mut out = SamplesFile::new(f, rollup_meta)?;
-        let mut seen = FxHashMap::default();
-        for (n, d) in rolled.iter().enumerate() {
-            let id = schema::stack_id([(rollup_name.as_str(), "", n as i64)]);
-            out.add_profile(id, &d.resource, &d.profile, &mut seen)?;
-        }
-        out.finish()
-    };
+    let rolled = relabel(&rolled);
     let rollup_tmp = tmp.join(&rollup_name);
-    write_tmp(&rollup_tmp, write_rollup)?;
+    write_rollup(&rollup_tmp, &rolled, &samples_name)?;
     let series_tmp = tmp.join(&series_name);
-    write_series(&series_tmp, &rolled_from, &samples_name)?;
+    write_series(&series_tmp, &rolled, &samples_name)?;
 
     let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
     all.sort_by_key(|(id, _)| *id);
@@ -210,10 +196,10 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     Ok(true)
 }
 
-/// Writes the series of a compacted partition whose series is missing (compacted before the
-/// series existed, or a crash between its removal and its writing): read from the compacted
-/// samples file, published beside it, older series removed.
-fn add_series(
+/// Writes the rollup and series of a compacted partition that has none of this version
+/// (compacted before it): read from the compacted samples file, published beside it, older
+/// rollups and series (`olds`) removed.
+fn add_derived(
     root: &Path,
     dir: &Path,
     live: &LiveFiles,
@@ -236,24 +222,61 @@ fn add_series(
     }
     let profiles =
         super::read::read_samples_file(samples, &stacks).map_err(uncompactable(samples))?;
+    let profiles = relabel(&profiles);
     let tmp = root.join(crate::layout::TMP);
     std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
-    let series_name = format!("{SERIES}{now}-{:05}.parquet", std::process::id() % 100_000);
-    let series_tmp = tmp.join(&series_name);
+    let stem = format!("{now}-{:05}", std::process::id() % 100_000);
     let of = samples
         .file_name()
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    write_series(&series_tmp, &profiles, &of)?;
-    let to = dir.join(&series_name);
-    std::fs::rename(&series_tmp, &to).map_err(Error::io("move into", &to))?;
+    let rollup_name = format!("{ROLLUP}{stem}.parquet");
+    let series_name = format!("{SERIES}{stem}.parquet");
+    write_rollup(&tmp.join(&rollup_name), &profiles, &of)?;
+    write_series(&tmp.join(&series_name), &profiles, &of)?;
+    for name in [&rollup_name, &series_name] {
+        let to = dir.join(name);
+        std::fs::rename(tmp.join(name), &to).map_err(Error::io("move into", &to))?;
+    }
     crate::writer::sync_dir(dir)?;
-    for old in olds.iter().filter(|p| **p != to) {
+    let new = [dir.join(&rollup_name), dir.join(&series_name)];
+    for old in olds.iter().filter(|p| !new.contains(p)) {
         std::fs::remove_file(old).map_err(Error::io("remove", old))?;
     }
     crate::writer::sync_dir(dir)?;
     Ok(true)
+}
+
+/// Writes the rollup ([`roll_up`]) of `profiles` (relabelled), the profiles of compacted
+/// samples file `of`.
+fn write_rollup(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
+    let (rolled, counts, window) = roll_up(profiles);
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let id = |n: usize| schema::stack_id([(name.as_str(), "", n as i64)]);
+    let stands_for: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .map(|(n, (all, with_samples))| format!("{} {all} {with_samples}", id(n)))
+        .collect();
+    let meta = vec![
+        Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned()),
+        Meta::new(META_WINDOW.to_owned(), format!("{} {}", window.0, window.1)),
+        Meta::new(META_DERIVED.to_owned(), DERIVED_VERSION.to_owned()),
+        Meta::new(META_PROFILES.to_owned(), stands_for.join("\n")),
+    ];
+    write_tmp(path, |f| {
+        let mut out = SamplesFile::new(f, meta)?;
+        let mut seen = FxHashMap::default();
+        for (n, d) in rolled.iter().enumerate() {
+            out.add_profile(id(n), &d.resource, &d.profile, &mut seen)?;
+        }
+        out.finish()
+    })
 }
 
 /// Writes the series ([`series`]) of `profiles`, the profiles of compacted samples file `of`.
@@ -265,8 +288,11 @@ fn write_series(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error
         .to_string_lossy()
         .into_owned();
     write_tmp(path, |f| {
-        let mut out =
-            SamplesFile::new(f, vec![Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned())])?;
+        let meta = vec![
+            Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned()),
+            Meta::new(META_DERIVED.to_owned(), DERIVED_VERSION.to_owned()),
+        ];
+        let mut out = SamplesFile::new(f, meta)?;
         let mut seen = FxHashMap::default();
         for (n, d) in series.iter().enumerate() {
             let id = schema::stack_id([(name.as_str(), "", n as i64)]);
@@ -289,6 +315,93 @@ fn write_tmp(
         return Err(Error::io("write", path)(e));
     }
     Ok(())
+}
+
+/// `profiles` (one dictionary, as [`super::read`] gives them) with [`DROPPED_LABELS`]
+/// removed from their samples, and a `thread.pool` label made from a dropped thread name
+/// when the sample has no pool: what rollups and series are made from.
+fn relabel(profiles: &[Decoded]) -> Vec<Decoded> {
+    let Some(first) = profiles.first() else {
+        return Vec::new();
+    };
+    let mut dictionary = (*first.profile.dictionary).clone();
+    let mut strings: FxHashMap<String, StrId> = FxHashMap::default();
+    let mut intern = |d: &mut Dictionary, s: &str| {
+        *strings.entry(s.to_owned()).or_insert_with(|| {
+            d.strings.push(s.to_owned());
+            StrId(u32::try_from(d.strings.len() - 1).unwrap_or(u32::MAX))
+        })
+    };
+    let pool_key = intern(&mut dictionary, "thread.pool");
+    // Per key id: whether it is dropped, a thread's name, a pool.
+    let mut kinds: FxHashMap<u32, (bool, bool, bool)> = FxHashMap::default();
+    let mut pools: FxHashMap<u32, StrId> = FxHashMap::default();
+    let mut out = Vec::with_capacity(profiles.len());
+    for d in profiles {
+        let p = &d.profile;
+        let mut samples = Vec::with_capacity(p.samples.len());
+        for s in &p.samples {
+            let mut labels = Vec::with_capacity(s.labels.len() + 1);
+            let mut name = None;
+            let mut has_pool = false;
+            for l in &s.labels {
+                let (dropped, thread_name, pool) = *kinds.entry(l.key.0).or_insert_with(|| {
+                    let k = p.str(l.key);
+                    (
+                        DROPPED_LABELS.contains(&k),
+                        k == "thread.name" || k == "thread_name",
+                        k == "thread.pool" || k == "thread_pool",
+                    )
+                });
+                has_pool |= pool;
+                if let (true, LabelValue::Str(v)) = (thread_name, l.value) {
+                    name = Some(v);
+                }
+                if !dropped {
+                    labels.push(*l);
+                }
+            }
+            if let (Some(v), false) = (name, has_pool) {
+                let pool = match pools.get(&v.0) {
+                    Some(&id) => id,
+                    None => {
+                        let text = otelprof_profile::thread_pool::pool_of(p.str(v)).into_owned();
+                        let id = intern(&mut dictionary, &text);
+                        pools.insert(v.0, id);
+                        id
+                    }
+                };
+                labels.push(Label {
+                    key: pool_key,
+                    value: LabelValue::Str(pool),
+                });
+            }
+            samples.push(Sample {
+                stack: s.stack,
+                values: s.values.clone(),
+                labels,
+                link: s.link,
+                timestamps: s.timestamps.clone(),
+            });
+        }
+        out.push((d, samples));
+    }
+    let dictionary = Arc::new(dictionary);
+    out.into_iter()
+        .map(|(d, samples)| Decoded {
+            resource: d.resource.clone(),
+            profile: Profile {
+                dictionary: dictionary.clone(),
+                sample_types: d.profile.sample_types.clone(),
+                period_type: d.profile.period_type,
+                period: d.profile.period,
+                time_nanos: d.profile.time_nanos,
+                duration_nanos: d.profile.duration_nanos,
+                samples,
+                comments: Vec::new(),
+            },
+        })
+        .collect()
 }
 
 /// A sample's labels as dictionary ids, for keys.
@@ -412,16 +525,22 @@ type ProfileKey = (Vec<(String, String)>, Vec<(u32, u32)>, (u32, u32), i64);
 /// What a rollup sample is keyed by within its profile: labels and stack.
 type SampleKey = (Vec<(u32, u32)>, u32, usize);
 
+/// How many profiles a rollup profile adds up: all, and those with samples.
+type StandsFor = (usize, usize);
+
 /// The profiles of one file (one dictionary) added up per resource and type header, their
 /// samples per (labels, stack); trace links and timestamps dropped. Each rollup profile spans
-/// its profiles' window; the second value is the window of all of them.
-fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
+/// its profiles' window; the second value is how many profiles each adds up (all, and those
+/// with samples), the third the window of all of them.
+fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, Vec<StandsFor>, (i64, i64)) {
     struct Acc<'a> {
         first: &'a Decoded,
         start: i64,
         end: i64,
         samples: Vec<Sample>,
         index: FxHashMap<SampleKey, usize>,
+        profiles: usize,
+        with_samples: usize,
     }
     let mut groups: Vec<Acc> = Vec::new();
     let mut by_key: FxHashMap<ProfileKey, usize> = FxHashMap::default();
@@ -446,6 +565,8 @@ fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
                 end,
                 samples: Vec::new(),
                 index: FxHashMap::default(),
+                profiles: 0,
+                with_samples: 0,
             });
             groups.len() - 1
         });
@@ -453,6 +574,8 @@ fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
             continue;
         };
         acc.start = acc.start.min(p.time_nanos);
+        acc.profiles += 1;
+        acc.with_samples += usize::from(!p.samples.is_empty());
         acc.end = acc.end.max(end);
         let counted = counted(p);
         for s in &p.samples {
@@ -481,6 +604,10 @@ fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
             }
         }
     }
+    let counts = groups
+        .iter()
+        .map(|acc| (acc.profiles, acc.with_samples))
+        .collect();
     let out = groups
         .into_iter()
         .map(|acc| Decoded {
@@ -500,5 +627,5 @@ fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, (i64, i64)) {
     if window.0 > window.1 {
         window = (0, 0);
     }
-    (out, window)
+    (out, counts, window)
 }

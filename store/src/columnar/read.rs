@@ -10,6 +10,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use opentelemetry::KeyValue;
@@ -53,12 +54,14 @@ pub struct ColumnarSource {
     pub partitions: Vec<Partition>,
     report: SkipReporter,
     reported: Mutex<FxHashSet<PathBuf>>,
-    /// The selection whose partitions [`ColumnarSource::scan`] reads.
-    selection: Option<Selector>,
+    /// The selections whose partitions [`ColumnarSource::scan`] reads (none: all).
+    selections: Vec<Selector>,
     /// Whether a compacted hour may be answered from its rollup ([`ColumnarSource::use_rollups`]).
     rollups: bool,
     /// Whether a compacted hour is answered from its series ([`ColumnarSource::use_series`]).
     series: bool,
+    /// Partitions answered from a rollup or a series, over every scan so far.
+    derived_reads: AtomicUsize,
 }
 
 impl ColumnarSource {
@@ -78,10 +81,17 @@ impl ColumnarSource {
             partitions,
             report,
             reported: Mutex::new(FxHashSet::default()),
-            selection: None,
+            selections: Vec::new(),
             rollups: false,
             series: false,
+            derived_reads: AtomicUsize::new(0),
         })
+    }
+
+    /// How many partitions the scans so far answered from a rollup or a series instead of
+    /// their sample rows: what a test or a benchmark checks to know which files answered.
+    pub fn derived_reads(&self) -> usize {
+        self.derived_reads.load(Ordering::Relaxed)
     }
 
     /// Whether `store` holds a columnar store.
@@ -92,48 +102,68 @@ impl ColumnarSource {
     /// Reads from now on only the partitions `selector` can select samples in (by service
     /// name and by hour): a 1 h question reads one or two hours, not the day. A merge's
     /// `profiles_seen` then counts the profiles of the partitions read, not of the store.
-    pub fn narrow_to(mut self, selector: &Selector) -> ColumnarSource {
-        self.selection = Some(selector.clone());
+    pub fn narrow_to(self, selector: &Selector) -> ColumnarSource {
+        self.narrow_to_any(std::slice::from_ref(selector))
+    }
+
+    /// [`ColumnarSource::narrow_to`] for a pass that merges several selections at once (the
+    /// two sides of a diff): the partitions any of them can select in.
+    pub fn narrow_to_any(mut self, selectors: &[Selector]) -> ColumnarSource {
+        self.selections = selectors.to_vec();
         self
+    }
+
+    /// Whether the selections, or the key `by` groups by, need what neither rollup nor
+    /// series keeps: a trace or span, or a per-thread or per-request attribute
+    /// ([`super::schema::DROPPED_LABELS`]).
+    fn needs_rows(&self, by: Option<&str>) -> bool {
+        let dropped = |k: &str| super::schema::DROPPED_LABELS.contains(&k);
+        by.is_some_and(dropped)
+            || self.selections.iter().any(|s| {
+                s.trace_id.is_some()
+                    || !s.span_ids.is_empty()
+                    || s.conditions.iter().any(|c| dropped(&c.key))
+            })
     }
 
     /// Answers from now on every compacted hour that the selection covers whole from its
     /// rollup ([`super::compact`]) instead of its sample rows, unless `spans` (per-span
-    /// statistics need each sample's trace link) or the selection names a trace or span.
+    /// statistics need each sample's trace link), or the selection or `by` (the key the
+    /// answer groups by) needs the rows ([`ColumnarSource::needs_rows`]).
     /// Call after [`ColumnarSource::narrow_to`]; without a selection no time range is known
     /// and every compacted hour is covered. The merged stacks, groups, type, instances and
     /// window are those of the sample rows; `profiles_used` and `profiles_seen` count a
     /// rollup's profiles, one per resource and type an hour.
-    pub fn use_rollups(mut self, spans: bool) -> ColumnarSource {
-        let traced = self
-            .selection
-            .as_ref()
-            .is_some_and(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
-        self.rollups = !spans && !traced;
+    pub fn use_rollups(mut self, spans: bool, by: Option<&str>) -> ColumnarSource {
+        self.rollups = !spans && !self.needs_rows(by);
         self
     }
 
     /// Answers from now on every compacted hour from its series ([`super::compact`]): each
     /// profile with its resource, type, times and sample attributes, but without stacks
     /// (only a thread role's), trace links, or timestamps finer than
-    /// [`super::compact::SERIES_TICK`]. For answers that need none of those: a timeline, the
-    /// values present, the instances. Ignored when the selection names a trace or span.
-    pub fn use_series(mut self) -> ColumnarSource {
-        let traced = self
-            .selection
-            .as_ref()
-            .is_some_and(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
-        self.series = !traced;
+    /// [`super::schema::SERIES_TICK`]. For answers that need none of those: a timeline, the
+    /// values present, the instances. Not when the selection or `by` needs the rows
+    /// ([`ColumnarSource::needs_rows`]).
+    pub fn use_series(mut self, by: Option<&str>) -> ColumnarSource {
+        self.series = !self.needs_rows(by);
         self
     }
 
-    /// Whether a rollup whose profiles span `[start, end)` answers the current selection as
-    /// the sample rows would: every profile of the hour lies inside the time range, so no
-    /// sample is cut by time (the rollup has no timestamps).
+    /// Whether a rollup whose profiles span `[start, end]` answers every current selection
+    /// as the sample rows would: for each, every profile of the hour lies inside its time
+    /// range (no sample is cut by time; the rollup has no timestamps) or none can reach it
+    /// (ends by `from`, or starts at or after `to`: [`Selector::profile_verdict`]).
     fn rollup_covers(&self, start: i64, end: i64) -> bool {
         self.rollups
-            && self.selection.as_ref().is_none_or(|s| {
-                s.from.is_none_or(|from| from <= start) && s.to.is_none_or(|to| end <= to)
+            && self.selections.iter().all(|s| {
+                let inside =
+                    s.from.is_none_or(|from| from <= start) && s.to.is_none_or(|to| end <= to);
+                let outside = s
+                    .from
+                    .is_some_and(|from| end < from || (end == from && end > start))
+                    || s.to.is_some_and(|to| start >= to);
+                inside || outside
             })
     }
 
@@ -141,7 +171,9 @@ impl ColumnarSource {
     pub fn selected(&self) -> Vec<&Partition> {
         self.partitions
             .iter()
-            .filter(|p| self.selection.as_ref().is_none_or(|s| may_select(s, p)))
+            .filter(|p| {
+                self.selections.is_empty() || self.selections.iter().any(|s| may_select(s, p))
+            })
             .collect()
     }
 
@@ -160,10 +192,15 @@ impl ColumnarSource {
         visit: impl Fn(&mut S, &Decoded) + Sync,
     ) -> Result<Vec<S>, Error> {
         let partitions = self.selected();
-        let window = self
-            .selection
-            .as_ref()
-            .map_or((None, None), |s| (s.from, s.to));
+        // The union of the selections' time ranges (unbounded without a selection).
+        let mut window = (None, None);
+        if let Some(first) = self.selections.first() {
+            window = (first.from, first.to);
+            for s in &self.selections {
+                window.0 = window.0.zip(s.from).map(|(a, b)| a.min(b));
+                window.1 = window.1.zip(s.to).map(|(a, b)| a.max(b));
+            }
+        }
         let planned = parallel::for_each(
             &partitions,
             || (Vec::new(), Vec::new()),
@@ -172,12 +209,17 @@ impl ColumnarSource {
                     LiveFiles {
                         series: Some(series),
                         ..
-                    } if self.series => vec![series],
+                    } if self.series => {
+                        self.derived_reads.fetch_add(1, Ordering::Relaxed);
+                        (vec![series], None)
+                    }
                     LiveFiles {
-                        rollup: Some((rollup, a, b)),
-                        ..
-                    } if self.rollup_covers(a, b) => vec![rollup],
-                    _ => live.samples,
+                        rollup: Some(r), ..
+                    } if self.rollup_covers(r.start, r.end) => {
+                        self.derived_reads.fetch_add(1, Ordering::Relaxed);
+                        (vec![r.path], Some(r.stands_for))
+                    }
+                    _ => (live.samples, None),
                 };
                 plan_partition(p, failed, pick, window, tasks);
             },
@@ -318,9 +360,18 @@ pub(crate) struct LiveFiles {
     pub samples: Vec<PathBuf>,
     /// The rollup of the partition's samples, with the window of its profiles (Unix ns),
     /// when the partition's only samples file is the compacted one it was made from.
-    pub rollup: Option<(PathBuf, i64, i64)>,
+    pub rollup: Option<Rollup>,
     /// The series of the partition's samples, on the same condition.
     pub series: Option<PathBuf>,
+}
+
+/// A partition's rollup: its file, the window of its profiles (Unix ns), and how many
+/// profiles each of its profiles adds up (by profile id; [`META_PROFILES`]).
+pub(crate) struct Rollup {
+    pub path: PathBuf,
+    pub start: i64,
+    pub end: i64,
+    pub stands_for: Arc<FxHashMap<i64, String>>,
 }
 
 /// Key of a compacted file's footer: the file names it replaces, one a line.
@@ -329,6 +380,12 @@ pub(crate) const META_REPLACES: &str = "otelprof.replaces";
 pub(crate) const META_ROLLUP_OF: &str = "otelprof.rollup_of";
 /// Key of a rollup's footer: `start end` of the profiles it adds up (Unix ns).
 pub(crate) const META_WINDOW: &str = "otelprof.window";
+/// Key of a rollup's footer: how many profiles each of its profiles adds up, `id all
+/// with_samples` a line; the reader passes it on to the merger ([`crate::merge::STANDS_FOR`]).
+pub(crate) const META_PROFILES: &str = "otelprof.profiles";
+/// Key of a rollup's or series' footer: the version of what it keeps
+/// ([`super::schema::DERIVED_VERSION`]).
+pub(crate) const META_DERIVED: &str = "otelprof.derived";
 
 /// Name prefixes of the files compaction writes.
 pub(crate) const COMPACTED_SAMPLES: &str = "samples-compacted-";
@@ -355,6 +412,11 @@ fn footer(path: &Path) -> Result<Vec<(String, String)>, ColumnarFileError> {
 
 fn meta<'a>(kv: &'a [(String, String)], key: &str) -> Option<&'a str> {
     kv.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// Whether a rollup's or series' footer says it keeps what this version reads.
+fn current(kv: &[(String, String)]) -> bool {
+    meta(kv, META_DERIVED) == Some(super::schema::DERIVED_VERSION)
 }
 
 /// The files of partition `dir` that count; unreadable compacted files and rollups are
@@ -418,21 +480,34 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
         let only = name_of(only);
         for path in files_in(dir, SERIES) {
             let Ok(kv) = footer(&path) else { continue };
-            if meta(&kv, META_ROLLUP_OF) == Some(only.as_str()) {
+            if meta(&kv, META_ROLLUP_OF) == Some(only.as_str()) && current(&kv) {
                 series = Some(path);
             }
         }
         for path in files_in(dir, ROLLUP) {
             let Ok(kv) = footer(&path) else { continue };
-            if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) {
+            if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) || !current(&kv) {
                 continue;
             }
             let window = meta(&kv, META_WINDOW).and_then(|w| {
                 let (a, b) = w.split_once(' ')?;
                 Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?))
             });
-            if let Some((a, b)) = window {
-                rollup = Some((path, a, b));
+            let stands_for = meta(&kv, META_PROFILES)
+                .unwrap_or("")
+                .lines()
+                .filter_map(|l| {
+                    let (id, counts) = l.split_once(' ')?;
+                    Some((id.parse::<i64>().ok()?, counts.to_owned()))
+                })
+                .collect();
+            if let Some((start, end)) = window {
+                rollup = Some(Rollup {
+                    path,
+                    start,
+                    end,
+                    stands_for: Arc::new(stands_for),
+                });
             }
         }
     }
@@ -452,6 +527,8 @@ struct Task {
     /// The partition's stacks, functions and strings already interned: each row group
     /// starts from a copy instead of interning every frame again.
     base: Arc<DictionaryBuilder>,
+    /// For a rollup: how many profiles each of its profiles adds up, by id.
+    stands_for: Option<Arc<FxHashMap<i64, String>>>,
 }
 
 /// Plans the reading of one partition: reads its stacks, and pushes a task per row group of
@@ -460,7 +537,7 @@ struct Task {
 fn plan_partition(
     p: &Partition,
     failed: &mut Vec<(PathBuf, FileError)>,
-    pick: impl Fn(LiveFiles) -> Vec<PathBuf>,
+    pick: impl Fn(LiveFiles) -> (Vec<PathBuf>, Option<Arc<FxHashMap<i64, String>>>),
     window: (Option<i64>, Option<i64>),
     tasks: &mut Vec<Task>,
 ) {
@@ -483,13 +560,15 @@ fn plan_partition(
         base.stack(id, &stacks);
     }
     let (stacks, base) = (Arc::new(stacks), Arc::new(base));
-    for path in pick(live) {
+    let (files, stands_for) = pick(live);
+    for path in files {
         match guarded(|| groups_in_window(&path, window)) {
             Ok(groups) => tasks.extend(groups.into_iter().map(|group| Task {
                 path: path.clone(),
                 group,
                 stacks: stacks.clone(),
                 base: base.clone(),
+                stands_for: stands_for.clone(),
             })),
             Err(e) => failed.push((path, FileError::Columnar(e))),
         }
@@ -540,7 +619,15 @@ fn read_group(task: &Task, mut visit: impl FnMut(&Decoded)) -> Result<usize, Col
     let reader = open(&task.path)?;
     let rg = reader.get_row_group(task.group)?;
     let mut b = (*task.base).clone();
-    let pending = group_profiles(rg.as_ref(), &mut b, &task.stacks)?;
+    let mut pending = group_profiles(rg.as_ref(), &mut b, &task.stacks)?;
+    if let Some(counts) = &task.stands_for {
+        for p in &mut pending {
+            if let Some(n) = counts.get(&p.id) {
+                let note = format!("{}{n}", crate::merge::STANDS_FOR);
+                p.comments.push(b.intern(&note));
+            }
+        }
+    }
     let dictionary = Arc::new(b.dictionary);
     let n = pending.len();
     for p in pending {
@@ -892,6 +979,7 @@ struct Pending {
     time: i64,
     duration: i64,
     samples: Vec<Sample>,
+    comments: Vec<StrId>,
 }
 
 impl Pending {
@@ -906,7 +994,7 @@ impl Pending {
                 time_nanos: self.time,
                 duration_nanos: self.duration,
                 samples: self.samples,
-                comments: Vec::new(),
+                comments: self.comments,
             },
         }
     }
@@ -1084,6 +1172,7 @@ fn group_profiles(
                 time: time.get(run).copied().unwrap_or(0),
                 duration: duration.get(run).copied().unwrap_or(0),
                 samples: Vec::new(),
+                comments: Vec::new(),
             });
         }
         // The row standing for a profile without samples ([`super::write`]).

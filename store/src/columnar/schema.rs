@@ -3,6 +3,25 @@
 
 use std::fmt::Write as _;
 
+/// Sample attributes with a value per thread or per request, which rollups and series drop
+/// (they would keep a row per thread or request apart): a question that filters or groups by
+/// one reads the sample rows. A thread's name leaves its pool behind (`thread.pool`).
+pub const DROPPED_LABELS: [&str; 5] = [
+    "thread.name",
+    "thread_name",
+    "thread.id",
+    "thread_id",
+    "local_root_span_id",
+];
+
+/// The version of what rollups and series keep, in their footers (`otelprof.derived`): files
+/// of another version are not used, and compaction writes them again.
+pub(crate) const DERIVED_VERSION: &str = "2";
+
+/// The ticks (ns) a series sorts sample timestamps into: views it answers
+/// share a time cut exactly down to this grain.
+pub const SERIES_TICK: i64 = 10_000_000_000;
+
 /// One row per sample. Lists and maps follow Parquet's LogicalTypes.md three-level layout,
 /// which DuckDB, Spark and Trino read as `LIST` and `MAP`.
 pub const SAMPLES: &str = "

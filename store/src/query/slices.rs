@@ -11,6 +11,7 @@
 //! signal that counted several as copies of its own timestamp, so equal timestamps of one
 //! sample are one signal.
 
+use crate::columnar::schema::HOUR;
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
 use crate::reader::{Decoded, Profiles};
@@ -52,7 +53,10 @@ pub struct SliceSpec {
 
 impl SliceSpec {
     /// The slices' boundaries: the window, narrowed to the selector's time range, cut in
-    /// [`SliceSpec::slices`] equal parts (fewer when it is too short to cut).
+    /// [`SliceSpec::slices`] equal parts (fewer when it is too short to cut). When each part
+    /// is an hour or longer, the cuts inside the window fall on whole hours (the nearest), so
+    /// that a store's hourly rollups can answer the hours in between
+    /// ([`SliceSpec::whole_hours`]).
     fn bounds(&self) -> Vec<(i64, i64)> {
         let n = self.slices;
         let from = self
@@ -65,12 +69,32 @@ impl SliceSpec {
             .map_or(self.window.1, |t| t.min(self.window.1));
         let span = i128::from(to) - i128::from(from);
         let n = i128::try_from(n).unwrap_or(1).clamp(1, span.max(1));
-        (0..n)
-            .map(|k| {
-                let at = |k: i128| i64::try_from(i128::from(from) + span * k / n).unwrap_or(to);
-                (at(k), at(k + 1))
-            })
-            .collect()
+        let hour = i128::from(HOUR);
+        let snap = span >= n * hour;
+        let at = |k: i128| {
+            let t = i128::from(from) + span * k / n;
+            let t = if snap && k > 0 && k < n {
+                (t + hour / 2).div_euclid(hour) * hour
+            } else {
+                t
+            };
+            i64::try_from(t).unwrap_or(to)
+        };
+        (0..n).map(|k| (at(k), at(k + 1))).collect()
+    }
+
+    /// Whether the slices are whole hours between their ends ([`SliceSpec::bounds`]).
+    pub fn whole_hours(&self) -> bool {
+        let from = self
+            .selector
+            .from
+            .map_or(self.window.0, |f| f.max(self.window.0));
+        let to = self
+            .selector
+            .to
+            .map_or(self.window.1, |t| t.min(self.window.1));
+        let n = i128::try_from(self.slices).unwrap_or(1).max(1);
+        i128::from(to) - i128::from(from) >= n * i128::from(HOUR)
     }
 }
 
