@@ -131,6 +131,13 @@ impl StoreSource {
             .collect();
         self
     }
+
+    /// Answers compacted hours from their spans ([`ColumnarSource::use_spans`]): for
+    /// per-span statistics that need no stack (the list of traces).
+    pub fn use_spans(mut self, by: Option<&str>) -> StoreSource {
+        self.columnar = self.columnar.into_iter().map(|c| c.use_spans(by)).collect();
+        self
+    }
 }
 
 /// The top-level entries of store `root` other than its raw profile requests and the columnar

@@ -519,6 +519,7 @@ fn compacted_hours_answer_from_rollups_as_from_sample_rows() {
                 "rollup-1738333800000000000",
                 "samples-compacted",
                 "series-1738333800000000000",
+                "spans-1738333800000000000",
                 "stacks-compacted"
             ]
         );
@@ -761,4 +762,95 @@ fn an_interrupted_compaction_leaves_every_hour_readable_and_counted_once() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Per span: value and count (in thousandths), endpoints, first and last timestamps, and
+/// the window of its profiles; with the merge's total, instances and profiles used.
+type SpansAnswer = (
+    Vec<(
+        String,
+        i64,
+        i64,
+        Vec<String>,
+        Option<i64>,
+        Option<i64>,
+        Option<(i64, i64)>,
+    )>,
+    i64,
+    Vec<String>,
+    usize,
+);
+
+fn spans_answer(m: &Merged) -> SpansAnswer {
+    let mut rows: Vec<_> = m
+        .spans
+        .iter()
+        .map(|(link, s)| {
+            (
+                format!("{}/{}", link.trace_id_hex(), link.span_id_hex()),
+                (s.value * 1000.0).round() as i64,
+                (s.count * 1000.0).round() as i64,
+                sorted(&s.endpoints),
+                s.first,
+                s.last,
+                s.window,
+            )
+        })
+        .collect();
+    rows.sort();
+    (
+        rows,
+        (m.total() * 1000.0).round() as i64,
+        sorted(&m.instances),
+        m.profiles_used,
+    )
+}
+
+#[test]
+fn compacted_hours_answer_the_list_of_traces_from_spans() {
+    let dir = scratch("spans");
+    build_store(&dir);
+    let cases: Vec<(ProfileType, &str)> = vec![
+        (ProfileType::Cpu, ""),
+        (ProfileType::Cpu, "span_name=GET /a"),
+        (ProfileType::Cpu, "service.version=2.0"),
+        (ProfileType::Cpu, "thread.pool=exec-N"),
+        (
+            ProfileType::Cpu,
+            "trace_id=0000000000000000000000000000abc1",
+        ),
+        (ProfileType::Cpu, "to=2025-01-31T13:00:00Z"),
+        (ProfileType::Alloc, ""),
+    ];
+    let merge = |c: &(ProfileType, &str), spans: bool| {
+        let sel = selector(c.1);
+        let mut source =
+            ColumnarSource::open(&dir, Box::new(|p, e| panic!("{}: {e}", p.display())))
+                .unwrap()
+                .narrow_to(&sel);
+        if spans {
+            source = source.use_spans(None);
+        }
+        let spec = Spec::new(Some(c.0), &sel).spans();
+        let merged = query::merge(&source, spec).unwrap().0;
+        (merged, source.derived_reads())
+    };
+    let before: Vec<Merged> = cases.iter().map(|c| merge(c, false).0).collect();
+    assert!(before[0].spans.len() > 6, "{:?}", before[0].spans.len());
+    assert!(
+        before[0].spans.values().any(|s| s.first.is_some()),
+        "no span has timestamps"
+    );
+    compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    for (c, a) in cases.iter().zip(&before) {
+        let (b, derived) = merge(c, true);
+        assert!(derived > 0, "{c:?}: not answered from spans");
+        assert!(a.total() > 0.0, "{c:?}: selects nothing");
+        assert_eq!(spans_answer(a), spans_answer(&b), "{c:?}");
+        assert!(b.stacks.iter().all(|s| s.frames.len() <= 1), "{c:?}");
+    }
+    // Per-thread names are not in spans: such a question reads the rows.
+    let (_, derived) = merge(&(ProfileType::Cpu, "thread.name=exec-1"), true);
+    assert_eq!(derived, 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -207,9 +207,11 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         return Err("not a selection".into());
     };
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
+    // Compacted hours answer from their spans: a row per span, no stacks.
     let source = commands::open_source(&args.paths)
         .map_err(|e| format!("{e:#}"))?
-        .narrow_to(&selector);
+        .narrow_to(&selector)
+        .use_spans(None);
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let (merged, ty) = query::merge(&source, spec.spans()).map_err(|e| format!("{e:#}"))?;
     #[derive(Default)]

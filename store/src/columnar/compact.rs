@@ -14,13 +14,15 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use otelprof_profile::model::{Dictionary, Label, LabelValue, Profile, Sample, StackId, StrId};
+use otelprof_profile::model::{
+    Dictionary, Label, LabelValue, Link, Profile, Sample, StackId, StrId,
+};
 use rustc_hash::FxHashMap;
 
 use super::read::{
     files_in, list_partitions, live_files, read_detailed, LiveFiles, COMPACTED_SAMPLES,
     COMPACTED_STACKS, META_DERIVED, META_PROFILES, META_REPLACES, META_ROLLUP_OF, META_WINDOW,
-    ROLLUP, SERIES,
+    ROLLUP, SERIES, SPANS,
 };
 use super::schema::{self, DERIVED_VERSION, DROPPED_LABELS, HOUR, SERIES_TICK};
 use super::write::{write_stacks, Meta, SamplesFile};
@@ -30,7 +32,7 @@ use crate::select::{Measure, ProfileType};
 
 /// The steps of [`compact_partition`] that change the partition, in order; a crash between
 /// any two leaves the partition readable with nothing counted twice (a test stops after each).
-pub const STEPS: usize = 5;
+pub const STEPS: usize = 6;
 
 /// Compacts every hour partition of `store` that closed at least `grace` ns before `now`
 /// (no profile starts in it any more: the agents' period plus their export retry window) and
@@ -85,6 +87,7 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     let all_stacks = committed(files_in(dir, "stacks-"));
     let rollups: Vec<PathBuf> = files_in(dir, ROLLUP);
     let series: Vec<PathBuf> = files_in(dir, SERIES);
+    let spans: Vec<PathBuf> = files_in(dir, SPANS);
     let compacted = live.samples.len() == 1
         && live
             .samples
@@ -92,14 +95,19 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
             .all(|p| name(p).starts_with(COMPACTED_SAMPLES))
         && all_samples.len() == 1
         && all_stacks.len() == 1;
-    let derived =
-        live.rollup.is_some() && live.series.is_some() && rollups.len() == 1 && series.len() == 1;
+    let derived = live.rollup.is_some()
+        && live.series.is_some()
+        && live.spans.is_some()
+        && rollups.len() == 1
+        && series.len() == 1
+        && spans.len() == 1;
     if live.samples.is_empty() || (compacted && derived) {
         return Ok(false);
     }
     if compacted {
-        // Compacted before this version of the rollup and series: only they are written.
-        let olds = rollups.into_iter().chain(series).collect();
+        // Compacted before this version of the rollup, series and spans: only they are
+        // written.
+        let olds = rollups.into_iter().chain(series).chain(spans).collect();
         return add_derived(root, dir, &live, now, olds);
     }
     let (_, stacks, profiles) =
@@ -111,6 +119,7 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     let stacks_name = format!("{COMPACTED_STACKS}{stem}.parquet");
     let rollup_name = format!("{ROLLUP}{stem}.parquet");
     let series_name = format!("{SERIES}{stem}.parquet");
+    let spans_name = format!("{SPANS}{stem}.parquet");
 
     // The samples, profile after profile (a profile's rows stay together: the reader rebuilds
     // a profile from consecutive rows), ordered by type and time.
@@ -139,7 +148,9 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     let rollup_tmp = tmp.join(&rollup_name);
     write_rollup(&rollup_tmp, &rolled, &samples_name)?;
     let series_tmp = tmp.join(&series_name);
-    write_series(&series_tmp, &rolled, &samples_name)?;
+    write_series(&series_tmp, &rolled, &samples_name, false)?;
+    let spans_tmp = tmp.join(&spans_name);
+    write_series(&spans_tmp, &rolled, &samples_name, true)?;
 
     let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
     all.sort_by_key(|(id, _)| *id);
@@ -174,20 +185,32 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     if !next() {
         return Ok(true);
     }
+    publish(&spans_tmp, &spans_name)?;
+    if !next() {
+        return Ok(true);
+    }
     publish(&samples_tmp, &samples_name)?;
     if !next() {
         return Ok(true);
     }
-    // Replaced files, old rollups and series: readers skip them already.
+    // Replaced files, old rollups, series and spans: readers skip them already.
     let olds = all_samples
         .iter()
         .chain(&all_stacks)
         .map(|n| dir.join(n))
         .chain(rollups)
         .chain(series)
+        .chain(spans)
         .filter(|p| {
             let n = name(p);
-            n != samples_name && n != stacks_name && n != rollup_name && n != series_name
+            ![
+                &samples_name,
+                &stacks_name,
+                &rollup_name,
+                &series_name,
+                &spans_name,
+            ]
+            .contains(&&n)
         });
     for old in olds {
         std::fs::remove_file(&old).map_err(Error::io("remove", &old))?;
@@ -196,9 +219,9 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     Ok(true)
 }
 
-/// Writes the rollup and series of a compacted partition that has none of this version
-/// (compacted before it): read from the compacted samples file, published beside it, older
-/// rollups and series (`olds`) removed.
+/// Writes the rollup, series and spans of a compacted partition that has none of this
+/// version (compacted before it): read from the compacted samples file, published beside it,
+/// older ones (`olds`) removed.
 fn add_derived(
     root: &Path,
     dir: &Path,
@@ -233,14 +256,20 @@ fn add_derived(
         .into_owned();
     let rollup_name = format!("{ROLLUP}{stem}.parquet");
     let series_name = format!("{SERIES}{stem}.parquet");
+    let spans_name = format!("{SPANS}{stem}.parquet");
     write_rollup(&tmp.join(&rollup_name), &profiles, &of)?;
-    write_series(&tmp.join(&series_name), &profiles, &of)?;
-    for name in [&rollup_name, &series_name] {
+    write_series(&tmp.join(&series_name), &profiles, &of, false)?;
+    write_series(&tmp.join(&spans_name), &profiles, &of, true)?;
+    for name in [&rollup_name, &series_name, &spans_name] {
         let to = dir.join(name);
         std::fs::rename(tmp.join(name), &to).map_err(Error::io("move into", &to))?;
     }
     crate::writer::sync_dir(dir)?;
-    let new = [dir.join(&rollup_name), dir.join(&series_name)];
+    let new = [
+        dir.join(&rollup_name),
+        dir.join(&series_name),
+        dir.join(&spans_name),
+    ];
     for old in olds.iter().filter(|p| !new.contains(p)) {
         std::fs::remove_file(old).map_err(Error::io("remove", old))?;
     }
@@ -279,9 +308,10 @@ fn write_rollup(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error
     })
 }
 
-/// Writes the series ([`series`]) of `profiles`, the profiles of compacted samples file `of`.
-fn write_series(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
-    let series = series(profiles);
+/// Writes the series ([`series`]) of `profiles`, the profiles of compacted samples file `of`,
+/// or with `links` its spans.
+fn write_series(path: &Path, profiles: &[Decoded], of: &str, links: bool) -> Result<(), Error> {
+    let series = series(profiles, links);
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -427,8 +457,9 @@ fn counted(p: &Profile) -> bool {
 }
 
 /// What a series sample is keyed by within its profile: labels, stack (a thread role's or
-/// the empty one), the row kept apart (see [`counted`]), and the tick of its timestamps.
-type SeriesKey = (Vec<(u32, u32)>, u32, usize, Option<i64>);
+/// the empty one), the row kept apart (see [`counted`]), the tick of its timestamps, and in
+/// a spans file its trace link.
+type SeriesKey = (Vec<(u32, u32)>, u32, usize, Option<i64>, Option<Link>);
 
 /// Each profile as the series keeps it ([`crate::columnar`]): its own resource, type, start
 /// and duration, its samples added up per labels, their stacks and trace links dropped
@@ -436,7 +467,11 @@ type SeriesKey = (Vec<(u32, u32)>, u32, usize, Option<i64>);
 /// their timestamps by [`SERIES_TICK`]: a sample's values are shared out among the ticks of
 /// its timestamps in proportion, each tick's row one timestamp at the tick's middle. The
 /// profiles must come from [`super::read`] (stack 0 is the empty stack).
-fn series(profiles: &[Decoded]) -> Vec<Decoded> {
+///
+/// With `links` (the hour's **spans** file), a sample with a trace link keeps it, apart from
+/// the others of its labels, and its timestamps shrink to the first and the last: what the
+/// list of traces needs (value, count, endpoints, window per span) in a row a span.
+fn series(profiles: &[Decoded], links: bool) -> Vec<Decoded> {
     /// A profile's series samples being added up.
     #[derive(Default)]
     struct Rows {
@@ -444,19 +479,27 @@ fn series(profiles: &[Decoded]) -> Vec<Decoded> {
         index: FxHashMap<SeriesKey, usize>,
     }
     impl Rows {
-        fn add(&mut self, key: SeriesKey, s: &Sample, values: impl Iterator<Item = i64>) {
+        /// Adds `values` of `s` to the row of `key`; `span` (a linked sample's first and
+        /// last timestamps) widens the row's own.
+        fn add(
+            &mut self,
+            key: SeriesKey,
+            s: &Sample,
+            values: impl Iterator<Item = i64>,
+            span: Option<(i64, i64)>,
+        ) {
             let stamp = key.3.map(|t| {
                 t.saturating_mul(SERIES_TICK)
                     .saturating_add(SERIES_TICK / 2)
             });
-            let stack = StackId(key.1);
+            let (stack, link) = (StackId(key.1), key.4);
             let samples = &mut self.samples;
             let i = *self.index.entry(key).or_insert_with(|| {
                 samples.push(Sample {
                     stack,
                     values: vec![0; s.values.len()],
                     labels: s.labels.clone(),
-                    link: None,
+                    link,
                     timestamps: stamp.into_iter().collect(),
                 });
                 samples.len() - 1
@@ -464,6 +507,14 @@ fn series(profiles: &[Decoded]) -> Vec<Decoded> {
             if let Some(r) = samples.get_mut(i) {
                 for (a, b) in r.values.iter_mut().zip(values) {
                     *a = a.saturating_add(b);
+                }
+                if let Some((first, last)) = span {
+                    let (a, b) = match r.timestamps.as_slice() {
+                        [a, b] => (first.min(*a), last.max(*b)),
+                        [a] => (first.min(*a), last.max(*a)),
+                        _ => (first, last),
+                    };
+                    r.timestamps = if a == b { vec![a] } else { vec![a, b] };
                 }
             }
         }
@@ -482,8 +533,17 @@ fn series(profiles: &[Decoded]) -> Vec<Decoded> {
                 0
             };
             let apart = if counted { 0 } else { n + 1 };
+            if let (true, Some(link)) = (links, s.link) {
+                let span = s.timestamps.iter().fold(None, |w: Option<(i64, i64)>, &t| {
+                    Some(w.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+                });
+                let key = (labels, stack, apart, None, Some(link));
+                rows.add(key, s, s.values.iter().copied(), span);
+                continue;
+            }
             if s.timestamps.is_empty() {
-                rows.add((labels, stack, apart, None), s, s.values.iter().copied());
+                let key = (labels, stack, apart, None, None);
+                rows.add(key, s, s.values.iter().copied(), None);
                 continue;
             }
             ticks.clear();
@@ -499,7 +559,7 @@ fn series(profiles: &[Decoded]) -> Vec<Decoded> {
                     let v = i128::from(v);
                     i64::try_from(v * after / all - v * before / all).unwrap_or(0)
                 });
-                rows.add((labels.clone(), stack, apart, tick), s, share);
+                rows.add((labels.clone(), stack, apart, tick, None), s, share, None);
                 before = after;
             }
         }

@@ -59,27 +59,39 @@
 //! (footers name the files replaced; one rename swaps the rows).
 //!
 //! The rollup has the samples schema. It **keeps** the resource (service, version, instance,
-//! ...), the profile type and its values, every sample attribute (`span_name`, thread pool,
-//! thread name, `local_root_span_id`: all the labels the views group and filter by), and the
-//! stack; values are summed per (resource, type header, attributes, stack) over the hour, as
-//! one profile per resource and type spanning the hour's profiles. It **drops** trace and
-//! span ids, sample timestamps and each profile's own start: a question with a trace or span,
-//! with per-span statistics, or whose time range cuts an hour reads that hour's sample rows.
-//! Types whose observations are sample rows (no count value) keep their rows apart so counts
-//! stay exact. `profiles_used`/`profiles_seen` then count rollup profiles. A rollup is used
-//! only while the hour's sole live samples file is the compacted file it was made from (a late
-//! request makes the hour answer from rows until it is compacted again).
+//! ...), the profile type and its values, the sample attributes the views group and filter
+//! by (`span_name`, `thread.pool`, ...), and the stack; values are summed per (resource, type
+//! header, attributes, stack) over the hour, as one profile per resource and type spanning
+//! the hour's profiles. It **drops** trace and span ids, sample timestamps, each profile's own
+//! start, and the attributes with a value per thread or per request (`thread.name`,
+//! `thread.id`, `local_root_span_id`: [`schema::DROPPED_LABELS`]), which would keep a row per
+//! thread apart; a thread's name leaves its pool (`thread.pool`) behind. A question with a
+//! trace or span, with per-span statistics, with one of those attributes, or whose time range
+//! cuts an hour reads that hour's sample rows. Types whose observations are sample rows (no
+//! count value) keep their rows apart so counts stay exact. Each rollup profile says in the
+//! footer how many profiles it adds up (all, and those with samples), so `profiles_seen` and
+//! `profiles_used` are those of the rows. A rollup is used only while the hour's sole live
+//! samples file is the compacted file it was made from (a late request makes the hour answer
+//! from rows until it is compacted again).
 //!
 //! Beside it, compaction writes the hour's **series** (`series-*`, samples schema too): each
 //! profile as it came (its own resource, type, start and duration, so the time semantics and
-//! `profiles_used` stay those of the rows), with its samples added up per attribute set, their
-//! stacks dropped (a thread role's one-frame stack kept, which names the group of a sample
-//! without a span), no trace links, and timestamps gathered into 10-second ticks (a sample's
-//! values shared out among its ticks in proportion). It answers what needs no stack: the
-//! timeline (group sums per time bucket, any attribute terms, any group-by key), the values
-//! present and the instances: on the fleet-day store, 48 rows a profile where its sample rows
-//! are 1,899. A time cut is exact at tick boundaries, otherwise within a tick. Used on the
-//! rollup's condition (the hour's only samples file is the one it was made from).
+//! `profiles_used` stay those of the rows), with its samples added up per attribute set
+//! (the same attributes dropped), their stacks dropped (a thread role's one-frame stack kept,
+//! which names the group of a sample without a span), no trace links, and timestamps
+//! gathered into 10-second ticks (a sample's values shared out among its ticks in
+//! proportion). It answers what needs no stack: the timeline (group sums per time bucket,
+//! any attribute terms, any group-by key), the values present and the instances: on the
+//! fleet-day store, 48 rows a profile where its sample rows are 1,899. A time cut is exact at
+//! tick boundaries, otherwise within a tick. Used on the rollup's condition (the hour's only
+//! samples file is the one it was made from).
+//!
+//! The hour's **spans** (`spans-*`) are its series with the trace links kept: a linked
+//! sample's row is its span's (per attribute set), its timestamps reduced to the first and
+//! the last. They answer per-span statistics without stacks, the list of traces, with any
+//! trace or span condition, in a row per span instead of a row per sample. Footers carry the
+//! version of what derived files keep (`otelprof.derived`): files of another version are not
+//! read, and the next compaction pass writes them again.
 //!
 //! # How a question is answered
 //!
@@ -100,8 +112,10 @@
 //!   hours from samples.
 //! - **No stacks needed** (timeline, pickers, instances): with [`ColumnarSource::use_series`],
 //!   every compacted hour from its series, whatever the window.
+//! - **Spans without stacks** (the list of traces): with [`ColumnarSource::use_spans`], every
+//!   compacted hour from its spans.
 //!
-//! `bench/store_scale.sh` measures both on the fleet-day store of `examples/bench_store.rs`
+//! `bench/store_scale.py` measures both on the fleet-day store of `examples/bench_store.rs`
 //! (figures in `BENCHMARKS.md`).
 //!
 //! # Size

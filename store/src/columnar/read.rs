@@ -60,6 +60,8 @@ pub struct ColumnarSource {
     rollups: bool,
     /// Whether a compacted hour is answered from its series ([`ColumnarSource::use_series`]).
     series: bool,
+    /// Whether a compacted hour is answered from its spans ([`ColumnarSource::use_spans`]).
+    spans: bool,
     /// Partitions answered from a rollup or a series, over every scan so far.
     derived_reads: AtomicUsize,
 }
@@ -84,6 +86,7 @@ impl ColumnarSource {
             selections: Vec::new(),
             rollups: false,
             series: false,
+            spans: false,
             derived_reads: AtomicUsize::new(0),
         })
     }
@@ -117,13 +120,22 @@ impl ColumnarSource {
     /// series keeps: a trace or span, or a per-thread or per-request attribute
     /// ([`super::schema::DROPPED_LABELS`]).
     fn needs_rows(&self, by: Option<&str>) -> bool {
+        self.needs_labels(by)
+            || self
+                .selections
+                .iter()
+                .any(|s| s.trace_id.is_some() || !s.span_ids.is_empty())
+    }
+
+    /// Whether the selections, or the key `by` groups by, name a label that every derived
+    /// file drops ([`super::schema::DROPPED_LABELS`]).
+    fn needs_labels(&self, by: Option<&str>) -> bool {
         let dropped = |k: &str| super::schema::DROPPED_LABELS.contains(&k);
         by.is_some_and(dropped)
-            || self.selections.iter().any(|s| {
-                s.trace_id.is_some()
-                    || !s.span_ids.is_empty()
-                    || s.conditions.iter().any(|c| dropped(&c.key))
-            })
+            || self
+                .selections
+                .iter()
+                .any(|s| s.conditions.iter().any(|c| dropped(&c.key)))
     }
 
     /// Answers from now on every compacted hour that the selection covers whole from its
@@ -147,6 +159,17 @@ impl ColumnarSource {
     /// ([`ColumnarSource::needs_rows`]).
     pub fn use_series(mut self, by: Option<&str>) -> ColumnarSource {
         self.series = !self.needs_rows(by);
+        self
+    }
+
+    /// Answers from now on every compacted hour from its spans ([`super::compact`]): the
+    /// series with each linked sample's trace link kept (its timestamps only the first and
+    /// the last). For per-span statistics without stacks: the list of traces, with any
+    /// trace or span condition. A time cut inside a span's own first and last sample is
+    /// shared out between them. Not when the selection or `by` names a label that derived
+    /// files drop.
+    pub fn use_spans(mut self, by: Option<&str>) -> ColumnarSource {
+        self.spans = !self.needs_labels(by);
         self
     }
 
@@ -212,6 +235,12 @@ impl ColumnarSource {
                     } if self.series => {
                         self.derived_reads.fetch_add(1, Ordering::Relaxed);
                         (vec![series], None)
+                    }
+                    LiveFiles {
+                        spans: Some(spans), ..
+                    } if self.spans => {
+                        self.derived_reads.fetch_add(1, Ordering::Relaxed);
+                        (vec![spans], None)
                     }
                     LiveFiles {
                         rollup: Some(r), ..
@@ -363,6 +392,8 @@ pub(crate) struct LiveFiles {
     pub rollup: Option<Rollup>,
     /// The series of the partition's samples, on the same condition.
     pub series: Option<PathBuf>,
+    /// The spans of the partition's samples (a series that keeps trace links), likewise.
+    pub spans: Option<PathBuf>,
 }
 
 /// A partition's rollup: its file, the window of its profiles (Unix ns), and how many
@@ -392,6 +423,7 @@ pub(crate) const COMPACTED_SAMPLES: &str = "samples-compacted-";
 pub(crate) const COMPACTED_STACKS: &str = "stacks-compacted-";
 pub(crate) const ROLLUP: &str = "rollup-";
 pub(crate) const SERIES: &str = "series-";
+pub(crate) const SPANS: &str = "spans-";
 
 /// The key-value metadata of a Parquet file's footer.
 fn footer(path: &Path) -> Result<Vec<(String, String)>, ColumnarFileError> {
@@ -475,15 +507,18 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
     let stacks = keep(stacks);
     let samples = keep(samples);
     let mut rollup = None;
-    let mut series = None;
+    let (mut series, mut spans) = (None, None);
     if let [only] = samples.as_slice() {
         let only = name_of(only);
-        for path in files_in(dir, SERIES) {
-            let Ok(kv) = footer(&path) else { continue };
-            if meta(&kv, META_ROLLUP_OF) == Some(only.as_str()) && current(&kv) {
-                series = Some(path);
-            }
-        }
+        let made_of_only = |prefix| {
+            files_in(dir, prefix).into_iter().rev().find(|path| {
+                footer(path).is_ok_and(|kv| {
+                    meta(&kv, META_ROLLUP_OF) == Some(only.as_str()) && current(&kv)
+                })
+            })
+        };
+        series = made_of_only(SERIES);
+        spans = made_of_only(SPANS);
         for path in files_in(dir, ROLLUP) {
             let Ok(kv) = footer(&path) else { continue };
             if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) || !current(&kv) {
@@ -516,6 +551,7 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
         samples,
         rollup,
         series,
+        spans,
     }
 }
 

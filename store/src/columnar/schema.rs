@@ -14,9 +14,9 @@ pub const DROPPED_LABELS: [&str; 5] = [
     "local_root_span_id",
 ];
 
-/// The version of what rollups and series keep, in their footers (`otelprof.derived`): files
+/// The version of what rollups, series and spans keep, in their footers (`otelprof.derived`): files
 /// of another version are not used, and compaction writes them again.
-pub(crate) const DERIVED_VERSION: &str = "2";
+pub(crate) const DERIVED_VERSION: &str = "3";
 
 /// The ticks (ns) a series sorts sample timestamps into: views it answers
 /// share a time cut exactly down to this grain.

@@ -54,7 +54,20 @@ pub fn cpu_profile(i: usize, m: i64) -> Profile {
         let ts: Vec<i64> = (0..4)
             .map(|t| T0 + m * MINUTE + t * 15_000_000_000)
             .collect();
-        b.add_linked_sample(&[l2, lm], &[th], None, &[4, 40_000_000], &ts);
+        // The first of them in a span, so its first and last timestamps are kept.
+        let timed_link = (k == 0).then(|| {
+            Link::from_hex(
+                &format!("{:032x}", 0xdef0 + i as u128),
+                &format!("{:016x}", 0x20 + m as u64),
+            )
+        });
+        b.add_linked_sample(
+            &[l2, lm],
+            &[th],
+            timed_link.flatten(),
+            &[4, 40_000_000],
+            &ts,
+        );
     }
     // A thread the agent does not walk: one frame naming its role, no span.
     let gc = b.function("[GC]", "", 0);
