@@ -34,6 +34,9 @@ pub enum Cmd {
     /// Receive OTLP profiles like `receive` and serve a web UI over the store (default
     /// http://127.0.0.1:4040)
     Serve(ServeArgs),
+    /// Convert what a store received into its columnar form and compact every hour, now (for
+    /// a store no receiver runs on: receivers do this by themselves as hours close)
+    Compact(CompactArgs),
     /// The hottest functions, by self and total, or the total per endpoint/version/thread
     Top(TopArgs),
     /// Draw a flame graph: interactive HTML (zoom, search, tooltips; works offline) or SVG
@@ -138,6 +141,21 @@ pub struct ReceiveArgs {
     /// Print nothing but errors
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompactArgs {
+    /// The store (`receive`/`serve --store`)
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    /// Delete what is older than this, in whole hours and days, e.g. `7d` [default: keep
+    /// everything]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retention: Option<Duration>,
+    /// Remove each raw OTLP request this long after it arrived (once converted), or
+    /// `forever` to keep them
+    #[arg(long = "keep-otlp", value_name = "DURATION", default_value = "1h", value_parser = parse_keep)]
+    pub keep_otlp: Keep,
 }
 
 /// How long something is kept: a duration, or forever.

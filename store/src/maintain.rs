@@ -54,6 +54,43 @@ pub struct Policy {
     /// Raw requests are removed this long (ns) after they arrived, once converted; `None`
     /// keeps them.
     pub keep_raw: Option<i64>,
+    /// The store is at rest (no receiver writes to it: [`MaintainLock`] is held): every
+    /// request received before `now` is converted, not only whole chunks, and every hour is
+    /// compacted, the current one included (a request that comes later into a compacted hour
+    /// makes it answer from rows until it is compacted again).
+    pub at_rest: bool,
+}
+
+/// The store's maintenance lock (`STORE/.maintain.lock`, an advisory `flock`): the process
+/// holding it is the only one that converts, compacts and expires, so two receivers on one
+/// store (`receive` and `serve`, or `otelprof compact` beside a receiver) never convert the
+/// same chunk twice. A receiver holds it for its whole run; it is released when the process
+/// exits, however it exits.
+pub struct MaintainLock {
+    _file: std::fs::File,
+}
+
+/// The name of the lock file in a store.
+pub const LOCK_FILE: &str = ".maintain.lock";
+
+impl MaintainLock {
+    /// Takes the lock of `store` (created if missing), or `None` when another process holds
+    /// it.
+    pub fn try_take(store: &Path) -> Result<Option<MaintainLock>, Error> {
+        let path = store.join(LOCK_FILE);
+        std::fs::create_dir_all(store).map_err(Error::io("create", store))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(Error::io("open", &path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(MaintainLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", &path)(e)),
+        }
+    }
 }
 
 /// What one [`maintain`] pass changed.
@@ -68,12 +105,23 @@ pub struct Done {
     pub raw_removed: usize,
 }
 
-/// One maintenance pass over `store` at `now` (Unix ns).
-pub fn maintain(store: &Path, now: i64, policy: &Policy) -> Result<Done, Error> {
+/// One maintenance pass over `store` at `now` (Unix ns), by the holder of its
+/// [`MaintainLock`].
+pub fn maintain(
+    store: &Path,
+    now: i64,
+    policy: &Policy,
+    _lock: &MaintainLock,
+) -> Result<Done, Error> {
     let mut done = Done::default();
-    let until = convert_received(store, now, &mut done)?;
+    let until = convert_received(store, now, policy.at_rest, &mut done)?;
     if let Some(until) = until {
-        done.compacted = columnar::compact(store, until, policy.grace)?;
+        done.compacted = if policy.at_rest {
+            // Every hour up to the one `until` falls in.
+            columnar::compact(store, until.saturating_add(columnar::schema::HOUR), 0)?
+        } else {
+            columnar::compact(store, until, policy.grace)?
+        };
     }
     if let Some(retention) = policy.retention {
         done.expired = columnar::retain(store, retention, now)?;
@@ -90,10 +138,20 @@ pub fn maintain(store: &Path, now: i64, policy: &Policy) -> Result<Done, Error> 
     Ok(done)
 }
 
-/// Converts the raw requests received before the last chunk that ended [`LAG`] before `now`,
-/// chunk after chunk, moving the marker after each; returns the marker.
-fn convert_received(store: &Path, now: i64, done: &mut Done) -> Result<Option<i64>, Error> {
-    let target = now.saturating_sub(LAG).div_euclid(CHUNK) * CHUNK;
+/// Converts the raw requests received before the last chunk that ended [`LAG`] before `now`
+/// (`at_rest`: before `now`), chunk after chunk, moving the marker after each; returns the
+/// marker.
+fn convert_received(
+    store: &Path,
+    now: i64,
+    at_rest: bool,
+    done: &mut Done,
+) -> Result<Option<i64>, Error> {
+    let target = if at_rest {
+        now
+    } else {
+        now.saturating_sub(LAG).div_euclid(CHUNK) * CHUNK
+    };
     let marked = columnar::converted_until(store);
     if marked.is_some_and(|m| m >= target) {
         return Ok(marked);
@@ -113,7 +171,8 @@ fn convert_received(store: &Path, now: i64, done: &mut Done) -> Result<Option<i6
     let mut buf = Vec::new();
     let mut rest = todo.as_slice();
     while let Some((first, _)) = rest.first() {
-        let end = (first.div_euclid(CHUNK) + 1) * CHUNK;
+        // The marker never passes `target`: a request received later must be read raw.
+        let end = ((first.div_euclid(CHUNK) + 1) * CHUNK).min(target);
         let n = rest.iter().take_while(|(at, _)| *at < end).count();
         let (chunk, after) = rest.split_at(n);
         rest = after;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use common::{alloc_profile, canonical, cpu_profile, resource, scratch, MINUTE, T0};
 use otelprof_profile::otlp::{EncodeOptions, ProfileId};
-use otelprof_store::maintain::{maintain, Policy};
+use otelprof_store::maintain::{maintain, MaintainLock, Policy};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::{layout, Merged, ProfileType, Selector, Signal, StoreSource};
 
@@ -104,10 +104,12 @@ fn a_store_answers_the_same_at_every_step_of_its_conversion() {
         grace: 15 * MINUTE,
         retention: None,
         keep_raw: None,
+        at_rest: false,
     };
+    let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
 
     // At 12:13 the chunk [.., 12:10) is converted: the requests received at minutes 1-9.
-    let done = maintain(&dir, T0 + 13 * MINUTE, &policy).unwrap();
+    let done = maintain(&dir, T0 + 13 * MINUTE, &policy, &lock).unwrap();
     assert_eq!(done.converted, 9 * 3);
     assert_eq!(
         otelprof_store::columnar::converted_until(&dir),
@@ -133,7 +135,7 @@ fn a_store_answers_the_same_at_every_step_of_its_conversion() {
 
     // Two hours later: everything converted (the orphan removed and written again), the
     // hour compacted once the marker passed its end by the grace.
-    let done = maintain(&dir, T0 + 2 * 60 * MINUTE, &policy).unwrap();
+    let done = maintain(&dir, T0 + 2 * 60 * MINUTE, &policy, &lock).unwrap();
     assert_eq!(done.converted, files.len() - 9 * 3);
     assert_eq!(done.compacted.len(), 1, "one service, one hour");
     assert!(!orphan.exists());
@@ -149,6 +151,7 @@ fn a_store_answers_the_same_at_every_step_of_its_conversion() {
             keep_raw: Some(0),
             ..policy
         },
+        &lock,
     )
     .unwrap();
     assert_eq!(done.raw_removed, files.len());
@@ -169,8 +172,10 @@ fn raw_requests_go_after_their_time_and_retention_removes_whole_hours_and_days()
         grace: 15 * MINUTE,
         retention: None,
         keep_raw: Some(60 * MINUTE),
+        at_rest: false,
     };
-    let done = maintain(&dir, T0 + 71 * MINUTE, &policy).unwrap();
+    let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
+    let done = maintain(&dir, T0 + 71 * MINUTE, &policy, &lock).unwrap();
     assert_eq!(done.converted, files.len());
     let gone = files.iter().filter(|f| !f.exists()).count();
     assert_eq!(done.raw_removed, gone);
@@ -179,7 +184,7 @@ fn raw_requests_go_after_their_time_and_retention_removes_whole_hours_and_days()
     assert!(done.compacted.is_empty());
     assert_eq!(answers(&dir), before, "each request counted once");
 
-    let done = maintain(&dir, T0 + 92 * MINUTE, &policy).unwrap();
+    let done = maintain(&dir, T0 + 92 * MINUTE, &policy, &lock).unwrap();
     assert_eq!(done.compacted.len(), 1, "one service, one hour");
     assert_eq!(
         done.raw_removed,
@@ -194,12 +199,42 @@ fn raw_requests_go_after_their_time_and_retention_removes_whole_hours_and_days()
         retention: Some(7 * DAY),
         ..policy
     };
-    let done = maintain(&dir, T0 + 8 * DAY, &policy).unwrap();
+    let done = maintain(&dir, T0 + 8 * DAY, &policy, &lock).unwrap();
     assert_eq!(done.expired.len(), 1, "the hour: {:?}", done.expired);
     assert!(!dir
         .join(Signal::Profiles.dir())
         .join(layout::day_dir(T0))
         .exists());
     assert!(StoreSource::open(std::slice::from_ref(&dir), Box::new(|_, _| {})).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_process_maintains_a_store_and_at_rest_it_converts_and_compacts_everything() {
+    let dir = scratch("rest");
+    let files = otlp_store(&dir);
+    let before = answers(&dir);
+    let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
+    // Another holder (a second receiver, or `otelprof compact`) is refused while it is held:
+    // flock locks belong to the open file, so a second open in this process stands for
+    // another process.
+    assert!(MaintainLock::try_take(&dir).unwrap().is_none());
+    // At rest, right after the last request arrived: everything converted (no whole chunk
+    // waited for), the marker at `now` exactly, the hour compacted although not over.
+    let now = T0 + 31 * MINUTE;
+    let policy = Policy {
+        grace: 15 * MINUTE,
+        retention: None,
+        keep_raw: None,
+        at_rest: true,
+    };
+    let done = maintain(&dir, now, &policy, &lock).unwrap();
+    assert_eq!(done.converted, files.len());
+    assert_eq!(otelprof_store::columnar::converted_until(&dir), Some(now));
+    assert_eq!(done.compacted.len(), 1, "one service, one hour");
+    assert_eq!(samples_files(&dir).len(), 1);
+    assert_eq!(answers(&dir), before);
+    drop(lock);
+    assert!(MaintainLock::try_take(&dir).unwrap().is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }

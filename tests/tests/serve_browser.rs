@@ -2,7 +2,8 @@
 //! driven by Playwright's `playwright-core` (tests/browser/serve_ui.js; scripts/test.sh
 //! installs the pinned version under target/browser-node). The store is the one
 //! `otelprof demo` writes with real JVMs and the real agent (shop 1.0 and 2.0, traces,
-//! endpoints, a known regression), served exactly as `scripts/demo.sh --serve` serves it.
+//! endpoints, a known regression), compacted as a receiver compacts an hour that is over
+//! (`otelprof compact`), and served as `scripts/demo.sh --serve` serves it.
 //! The script opens every view, drags a time range, searches a frame, opens a trace from the
 //! keyboard, compares the versions and follows shared URLs; it takes a screenshot of each view,
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
@@ -13,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use otelprof_tests::{cli_path, free_port, release_dir, repo_root, run_with_timeout, scratch_dir};
+use otelprof_tests::{
+    cli_path, free_port, otelprof, release_dir, repo_root, run_with_timeout, scratch_dir,
+};
 
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 const SCREENS: [&str; 5] = [
@@ -62,6 +65,31 @@ fn every_view_works_in_chromium() {
     demo.args(["demo", "--seconds", "8", "--dir"]).arg(&dir);
     let (code, stdout, stderr, _) = run_with_timeout(demo, Duration::from_secs(180));
     assert_eq!(code, Some(0), "demo failed:\n{stdout}\n{stderr}");
+    // The store as a receiver leaves it once its hours are over: converted into the columnar
+    // store and compacted (rollups, series and spans answer the whole hours).
+    let (code, out, err) = otelprof(&[
+        "compact",
+        "--store",
+        dir.join("store").to_str().unwrap(),
+        "--keep-otlp",
+        "forever",
+    ]);
+    assert_eq!(code, 0, "compact failed:\n{out}\n{err}");
+    assert!(
+        !out.starts_with("0 requests converted") && !out.contains(" 0 hours compacted"),
+        "{out}"
+    );
+    let columnar = std::fs::read_dir(dir.join("store/columnar"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("service="))
+        .flat_map(|service| std::fs::read_dir(service.path()).unwrap().flatten())
+        .flat_map(|hour| std::fs::read_dir(hour.path()).unwrap().flatten())
+        .map(|f| f.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    for kind in ["rollup-", "series-", "spans-", "samples-compacted-"] {
+        assert!(columnar.iter().any(|f| f.starts_with(kind)), "{columnar:?}");
+    }
 
     let (grpc, http, ui) = (free_port(), free_port(), free_port());
     let _serve = Serve(

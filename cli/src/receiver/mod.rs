@@ -49,6 +49,7 @@ pub use ingest::{token_matches, Ingest};
 pub use limits::Limits;
 use request_gate::RequestGate;
 
+use otelprof_store::maintain::MaintainLock;
 use otelprof_store::Store;
 
 /// Default listen addresses: the OTLP ports, on loopback.
@@ -148,14 +149,46 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
         grace: nanos(COMPACT_GRACE),
         retention: keep.retention.map(nanos),
         keep_raw: keep.raw.map(nanos),
+        at_rest: false,
     };
     let mut failing = false;
+    // Held for the receiver's whole run once taken; while another process holds it, this
+    // receiver only receives (said once), and tries again every pass.
+    let mut lock: Option<Arc<MaintainLock>> = None;
+    let mut said_busy = false;
     loop {
-        let store = store.clone();
-        let pass = tokio::task::spawn_blocking(move || {
-            otelprof_store::maintain::maintain(&store, ingest::now_unix_nanos(), &policy)
-        })
-        .await;
+        if lock.is_none() {
+            match MaintainLock::try_take(&store) {
+                Ok(Some(l)) => lock = Some(Arc::new(l)),
+                Ok(None) if !said_busy => {
+                    said_busy = true;
+                    eprintln!(
+                        "otelprof: another otelprof process maintains this store (converts, \
+                         compacts, expires it); this one only receives until that one stops"
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => eprintln!(
+                    "otelprof: cannot take the store's maintenance lock: {}",
+                    crate::escape::escape(&otelprof_store::chain(&e))
+                ),
+            }
+        }
+        let pass = match lock.clone() {
+            Some(lock) => {
+                let store = store.clone();
+                tokio::task::spawn_blocking(move || {
+                    otelprof_store::maintain::maintain(
+                        &store,
+                        ingest::now_unix_nanos(),
+                        &policy,
+                        &lock,
+                    )
+                })
+                .await
+            }
+            None => Ok(Ok(otelprof_store::maintain::Done::default())),
+        };
         match pass {
             Ok(Ok(done)) => {
                 failing = false;
