@@ -134,7 +134,9 @@ async function main() {
       await page.keyboard.press("Tab");
     }
     await page.keyboard.press("Enter");
-    await page.waitForURL(`${BASE}/trace/${traceId}`);
+    // The link carries the time range of the trace's profiles, so the drilldown reads
+    // the hour it lies in, not the store.
+    await page.waitForURL((u) => u.pathname === `/trace/${traceId}` && u.searchParams.has("from") && u.searchParams.has("to"));
     await page.locator("#top-table tbody tr").first().waitFor();
     const summary = await page.locator("main pre.meta").textContent();
     // The same answer as `otelprof drilldown --trace-id`: it opens with the trace and its endpoint.

@@ -222,6 +222,9 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         endpoints: BTreeSet<String>,
         from: Option<i64>,
         to: Option<i64>,
+        /// Earliest start and latest end of the profiles its samples are in: the time range
+        /// that selects all of them, and nothing else of the trace.
+        profiles: Option<(i64, i64)>,
     }
     let mut by_trace: BTreeMap<String, TraceRow> = BTreeMap::new();
     for (link, s) in &merged.spans {
@@ -243,6 +246,9 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
             (Some(x), Some(y)) => Some(x.max(y)),
             (x, y) => x.or(y),
         };
+        if let Some((a, b)) = s.window {
+            row.profiles = Some(row.profiles.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        }
     }
     let total_traces = by_trace.len();
     let mut rows: Vec<(String, TraceRow)> = by_trace.into_iter().collect();
@@ -252,7 +258,8 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         .take(MAX_TRACES)
         .map(|(id, r)| {
             json!({"trace_id": id, "value": r.value, "count": r.count, "spans": r.spans,
-                   "endpoints": r.endpoints, "from": r.from, "to": r.to})
+                   "endpoints": r.endpoints, "from": r.from, "to": r.to,
+                   "profiles": r.profiles.map(|(a, b)| [a, b])})
         })
         .collect();
     Ok(json!({

@@ -285,6 +285,12 @@
           { key: "trace_id", label: "trace", name: true }
         ], d.traces, function (t) {
           var q = new URLSearchParams(); if (p.get("type")) q.set("type", p.get("type"));
+          // The profiles the trace's samples are in (whole seconds around them): the
+          // drilldown then reads the hour or two they lie in, not the store.
+          if (t.profiles) {
+            q.set("from", String(Math.floor(t.profiles[0] / 1e9)));
+            q.set("to", String(Math.ceil(t.profiles[1] / 1e9)));
+          }
           go("/trace/" + t.trace_id, q);
         }, "traces-table"));
       });
