@@ -106,7 +106,7 @@ pub struct Merged {
     /// Earliest start and latest end of the profiles that contributed.
     pub window: Option<(i64, i64)>,
     /// Per span, when [`Merger::collect_spans`] was asked for.
-    pub spans: HashMap<Link, SpanStats>,
+    pub spans: FxMap<Link, SpanStats>,
     /// Distinct values of `service.instance.id` (or pid) that contributed: how many JVMs.
     pub instances: Vec<String>,
 }
@@ -237,6 +237,16 @@ impl Merger {
     pub fn collect_spans(mut self) -> Merger {
         self.collect_spans = true;
         self
+    }
+
+    /// Profiles of the type looked at so far ([`Merged::profiles_seen`]).
+    pub fn profiles_seen(&self) -> usize {
+        self.merged.profiles_seen
+    }
+
+    /// The per-span statistics gathered so far, taken out (the merger goes on without them).
+    pub fn take_spans(&mut self) -> FxMap<Link, SpanStats> {
+        std::mem::take(&mut self.merged.spans)
     }
 
     /// Adds up `measure` of the profile type (time, bytes, delay; or their counts).

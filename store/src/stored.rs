@@ -190,6 +190,51 @@ fn not_converted(root: &Path, until: i64, report: &Arc<SkipReporter>) -> Vec<Pat
         .collect()
 }
 
+impl StoreSource {
+    /// Reads like [`Profiles::scan`], a group at a time: the profiles of each hour the
+    /// columnar stores hold (by start, every service; oldest first), then those read from
+    /// files (`None`). `done` gets each group's states before the next group is read, so a
+    /// question over a day can keep what it needs of one hour at a time. Fails only when
+    /// nothing at all could be read.
+    pub fn scan_by_hour<S: Send>(
+        &self,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+        mut done: impl FnMut(Option<i64>, Vec<S>),
+    ) -> Result<(), Error> {
+        let mut hours: Vec<i64> = self.columnar.iter().flat_map(|c| c.hours()).collect();
+        hours.sort_unstable();
+        hours.dedup();
+        let mut first_error = None;
+        let mut read_any = false;
+        let mut take = |part: Result<Vec<S>, Error>, states: &mut Vec<S>| match part {
+            Ok(s) => {
+                read_any = true;
+                states.extend(s);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        };
+        for hour in hours {
+            let mut states = Vec::new();
+            for c in &self.columnar {
+                take(c.scan_hour(hour, &init, &visit), &mut states);
+            }
+            done(Some(hour), states);
+        }
+        if let Some(f) = &self.files {
+            let mut states = Vec::new();
+            take(f.scan(&init, &visit), &mut states);
+            done(None, states);
+        }
+        match first_error {
+            Some(e) if !read_any => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Profiles for StoreSource {
     fn scan<S: Send>(
         &self,

@@ -207,66 +207,29 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         return Err("not a selection".into());
     };
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
-    // Compacted hours answer from their spans: a row per span, no stacks.
+    // Compacted hours answer from their spans: a row per span, no stacks; an hour at a time.
     let source = commands::open_source(&args.paths)
         .map_err(|e| format!("{e:#}"))?
         .narrow_to(&selector)
         .use_spans(None);
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
-    let (merged, ty) = query::merge(&source, spec.spans()).map_err(|e| format!("{e:#}"))?;
-    #[derive(Default)]
-    struct TraceRow {
-        value: f64,
-        count: f64,
-        spans: usize,
-        endpoints: BTreeSet<String>,
-        from: Option<i64>,
-        to: Option<i64>,
-        /// Earliest start and latest end of the profiles its samples are in: the time range
-        /// that selects all of them, and nothing else of the trace.
-        profiles: Option<(i64, i64)>,
-    }
-    let mut by_trace: BTreeMap<String, TraceRow> = BTreeMap::new();
-    for (link, s) in &merged.spans {
-        let row = by_trace.entry(link.trace_id_hex()).or_default();
-        row.value += s.value;
-        row.count += s.count;
-        row.spans += 1;
-        row.endpoints.extend(s.endpoints.iter().cloned());
-        let (a, b) = match (s.first, s.last, s.window) {
-            (Some(a), Some(b), _) => (Some(a), Some(b)),
-            (_, _, Some((a, b))) => (Some(a), Some(b)),
-            _ => (None, None),
-        };
-        row.from = match (row.from, a) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
-        row.to = match (row.to, b) {
-            (Some(x), Some(y)) => Some(x.max(y)),
-            (x, y) => x.or(y),
-        };
-        if let Some((a, b)) = s.window {
-            row.profiles = Some(row.profiles.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
-        }
-    }
-    let total_traces = by_trace.len();
-    let mut rows: Vec<(String, TraceRow)> = by_trace.into_iter().collect();
-    rows.sort_by(|a, b| b.1.value.total_cmp(&a.1.value).then_with(|| a.0.cmp(&b.0)));
-    let list: Vec<Value> = rows
+    let t = query::traces::top_traces(&source, spec, MAX_TRACES).map_err(|e| format!("{e:#}"))?;
+    let list: Vec<Value> = t
+        .rows
         .iter()
-        .take(MAX_TRACES)
-        .map(|(id, r)| {
-            json!({"trace_id": id, "value": r.value, "count": r.count, "spans": r.spans,
-                   "endpoints": r.endpoints, "from": r.from, "to": r.to,
+        .map(|r| {
+            json!({"trace_id": r.trace_id_hex(), "value": r.value, "count": r.count,
+                   "spans": r.spans, "endpoints": r.endpoints,
+                   "from": r.first.or(r.profiles.map(|p| p.0)),
+                   "to": r.last.or(r.profiles.map(|p| p.1)),
                    "profiles": r.profiles.map(|(a, b)| [a, b])})
         })
         .collect();
     Ok(json!({
-        "type": ty.name(),
-        "header": header(&merged),
+        "type": t.ty.name(),
+        "header": header(&t.merged),
         "traces": list,
-        "total_traces": total_traces,
+        "total_traces": t.total,
     })
     .to_string())
 }

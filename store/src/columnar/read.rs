@@ -214,7 +214,38 @@ impl ColumnarSource {
         init: impl Fn() -> S + Sync,
         visit: impl Fn(&mut S, &Decoded) + Sync,
     ) -> Result<Vec<S>, Error> {
-        let partitions = self.selected();
+        self.scan_partitions(self.selected(), init, visit)
+    }
+
+    /// The hours (Unix ns) of the selected partitions, oldest first.
+    pub fn hours(&self) -> Vec<i64> {
+        let mut hours: Vec<i64> = self.selected().iter().map(|p| p.hour).collect();
+        hours.dedup();
+        hours
+    }
+
+    /// [`ColumnarSource::scan`] of the selected partitions of one `hour` (every service):
+    /// the profiles that start in it.
+    pub fn scan_hour<S: Send>(
+        &self,
+        hour: i64,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        let partitions = self
+            .selected()
+            .into_iter()
+            .filter(|p| p.hour == hour)
+            .collect();
+        self.scan_partitions(partitions, init, visit)
+    }
+
+    fn scan_partitions<S: Send>(
+        &self,
+        partitions: Vec<&Partition>,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded) + Sync,
+    ) -> Result<Vec<S>, Error> {
         // The union of the selections' time ranges (unbounded without a selection).
         let mut window = (None, None);
         if let Some(first) = self.selections.first() {

@@ -9,6 +9,7 @@ pub mod drilldown;
 pub mod requests;
 pub mod slices;
 pub mod top;
+pub mod traces;
 pub mod tree;
 
 use std::collections::BTreeSet;
@@ -72,26 +73,7 @@ pub fn merge_many<const N: usize>(
     source: &impl Profiles,
     specs: &[Spec; N],
 ) -> Result<[(Merged, ProfileType); N], Error> {
-    let make = || -> [Vec<(ProfileType, Merger)>; N] {
-        specs.each_ref().map(|spec| {
-            let types: Vec<ProfileType> = match spec.ty {
-                Some(t) => vec![t],
-                None => ALL_TYPES.to_vec(),
-            };
-            types
-                .into_iter()
-                .map(|t| {
-                    let mut m = Merger::new(t, spec.selector.clone(), spec.group_by.as_deref())
-                        .measure(spec.measure)
-                        .lines(spec.lines);
-                    if spec.spans {
-                        m = m.collect_spans();
-                    }
-                    (t, m)
-                })
-                .collect()
-        })
-    };
+    let make = || -> [Vec<(ProfileType, Merger)>; N] { specs.each_ref().map(mergers_of) };
     let states = source.scan(make, |state, d| {
         for mergers in state.iter_mut() {
             for (_, m) in mergers.iter_mut() {
@@ -108,23 +90,51 @@ pub fn merge_many<const N: usize>(
         }
     }
     Ok(combined.map(|mergers| {
-        let mut finished: Vec<(ProfileType, Merged)> =
+        let finished: Vec<(ProfileType, Merged)> =
             mergers.into_iter().map(|(t, m)| (t, m.finish())).collect();
-        // CPU when present, else the type most profiles have.
-        let pick = finished
-            .iter()
-            .position(|(t, m)| *t == ProfileType::Cpu && m.profiles_seen > 0)
-            .or_else(|| {
-                finished
-                    .iter()
-                    .enumerate()
-                    .max_by_key(|(_, (_, m))| m.profiles_seen)
-                    .map(|(i, _)| i)
-            })
-            .unwrap_or(0);
-        let (t, m) = finished.swap_remove(pick.min(finished.len().saturating_sub(1)));
-        (m, t)
+        pick_type(finished)
     }))
+}
+
+/// The mergers of a [`Spec`]: one of its type, or one of each type when it names none.
+fn mergers_of(spec: &Spec) -> Vec<(ProfileType, Merger)> {
+    let types: Vec<ProfileType> = match spec.ty {
+        Some(t) => vec![t],
+        None => ALL_TYPES.to_vec(),
+    };
+    types
+        .into_iter()
+        .map(|t| {
+            let mut m = Merger::new(t, spec.selector.clone(), spec.group_by.as_deref())
+                .measure(spec.measure)
+                .lines(spec.lines);
+            if spec.spans {
+                m = m.collect_spans();
+            }
+            (t, m)
+        })
+        .collect()
+}
+
+/// The merge of a spec that named no type: CPU when present, else the type most profiles
+/// have ([`pick_index`]).
+fn pick_type(mut finished: Vec<(ProfileType, Merged)>) -> (Merged, ProfileType) {
+    let pick = pick_index(finished.iter().map(|(t, m)| (*t, m.profiles_seen)));
+    let (t, m) = finished.swap_remove(pick.min(finished.len().saturating_sub(1)));
+    (m, t)
+}
+
+/// Which of the merges of a spec that named no type answers, from each one's type and
+/// profiles seen: CPU when present, else the type most profiles have.
+fn pick_index(seen: impl Iterator<Item = (ProfileType, usize)> + Clone) -> usize {
+    seen.clone()
+        .position(|(t, n)| t == ProfileType::Cpu && n > 0)
+        .or_else(|| {
+            seen.enumerate()
+                .max_by_key(|(_, (_, n))| *n)
+                .map(|(i, _)| i)
+        })
+        .unwrap_or(0)
 }
 
 /// One merge, one pass.

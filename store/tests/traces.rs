@@ -1,0 +1,192 @@
+//! The list of traces (`query::traces`), answered an hour at a time with each hour's first
+//! traces and those near its edges kept, is the list that adding up every trace of the
+//! selection gives: on a store of two hours with many short traces (most pruned in their
+//! hour), a few that cross the hour (kept at the edges), and a distributed trace in two
+//! services; before and after compaction (sample rows, then spans).
+// Test code (clippy.toml allows these in #[test]s; the helpers are outside them).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{scratch, MINUTE, T0};
+use opentelemetry::KeyValue;
+use otelprof_profile::rng::SplitMix64;
+use otelprof_profile::{FrameKind, Link, Profile, ProfileBuilder};
+use otelprof_store::columnar::{compact, ColumnarWriter};
+use otelprof_store::query::traces::top_traces;
+use otelprof_store::query::{self, Spec};
+use otelprof_store::{ProfileType, Selector, StoreSource};
+
+fn link(trace: u64, span: u64) -> Option<Link> {
+    Link::from_hex(&format!("{trace:032x}"), &format!("{span:016x}"))
+}
+
+/// A minute's profile of `service`: `traces` short traces of its own (random time), and the
+/// long traces `long` (all of its minutes).
+fn profile(service: u64, minute: i64, rng: &mut SplitMix64, long: &[u64]) -> Profile {
+    let mut b = ProfileBuilder::new(
+        &[("samples", "count"), ("cpu", "nanoseconds")],
+        ("cpu", "nanoseconds"),
+        10_000_000,
+    );
+    let f = b.function("app.Work.run", "Work.java", 1);
+    let loc = b.location(f, 3, FrameKind::Jvm);
+    let endpoints = [
+        b.str_label("span_name", "GET /a"),
+        b.str_label("span_name", "GET /b"),
+    ];
+    for t in 0..40u64 {
+        let n = 1 + rng.below(30) as i64;
+        let trace = (service << 48) | ((minute as u64) << 16) | t;
+        let ep = endpoints[(t % 2) as usize];
+        b.add_linked_sample(&[loc], &[ep], link(trace, t + 1), &[n, n * 10_000_000], &[]);
+    }
+    for (k, &trace) in long.iter().enumerate() {
+        b.add_linked_sample(
+            &[loc],
+            &[endpoints[0]],
+            link(trace, 100 + service * 10 + k as u64),
+            &[2, 20_000_000],
+            &[],
+        );
+    }
+    // A trace across the hour whose halves are each below the hour's first short traces,
+    // but whose whole is above them all.
+    if service == 1 && (minute == 59 || minute == 60) {
+        b.add_linked_sample(
+            &[loc],
+            &[endpoints[1]],
+            link(0xed9e, 7),
+            &[18, 180_000_000],
+            &[],
+        );
+    }
+    b.build(T0 + minute * MINUTE, MINUTE)
+}
+
+fn resource(service: u64) -> opentelemetry_sdk::Resource {
+    opentelemetry_sdk::Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", format!("svc{service}")),
+            KeyValue::new("service.instance.id", format!("svc{service}-0")),
+        ])
+        .build()
+}
+
+/// Two hours (12:00-14:00) of two services, a profile a minute each. One distributed trace
+/// runs in both services from 12:40 to 13:20 (so across the hour), one in svc1 only from
+/// 12:50 to 13:10, and one in svc1 for a minute either side of 13:00.
+fn build(dir: &std::path::Path) {
+    let writer = ColumnarWriter::open(dir).unwrap();
+    let mut rng = SplitMix64(11);
+    for minute in 0..120 {
+        for service in 1..=2u64 {
+            let mut long = Vec::new();
+            if (40..80).contains(&minute) {
+                long.push(0xd157_0000);
+            }
+            if service == 1 && (50..70).contains(&minute) {
+                long.push(0x1006_0000);
+            }
+            let p = profile(service, minute, &mut rng, &long);
+            let bytes = otelprof_profile::otlp::encode_to_vec(
+                &p,
+                &resource(service),
+                otelprof_profile::otlp::ProfileId::from_random([(minute as u8) | 1; 16]),
+                &otelprof_profile::otlp::EncodeOptions::default(),
+            )
+            .unwrap();
+            let decoded = otelprof_profile::otlp::decode(&bytes).unwrap();
+            writer.write(&decoded, T0 + (minute + 1) * MINUTE).unwrap();
+        }
+    }
+}
+
+/// Every trace added up from one merge of all spans: (trace, value, spans, window), most
+/// time first.
+fn brute_force(source: &StoreSource, sel: &Selector) -> Vec<(String, i64, usize, (i64, i64))> {
+    let (m, _) = query::merge(source, Spec::new(Some(ProfileType::Cpu), sel).spans()).unwrap();
+    let mut by: BTreeMap<String, (f64, usize, (i64, i64))> = BTreeMap::new();
+    for (l, s) in &m.spans {
+        let e = by
+            .entry(l.trace_id_hex())
+            .or_insert((0.0, 0, (i64::MAX, i64::MIN)));
+        e.0 += s.value;
+        e.1 += 1;
+        let (a, b) = s.window.unwrap();
+        e.2 = (e.2 .0.min(a), e.2 .1.max(b));
+    }
+    let mut rows: Vec<_> = by
+        .into_iter()
+        .map(|(t, (v, n, w))| (t, v.round() as i64, n, w))
+        .collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    rows
+}
+
+#[test]
+fn the_list_of_traces_is_every_trace_added_up() {
+    let dir = scratch("traces");
+    build(&dir);
+    let check = |what: &str, spans: bool| {
+        for terms in ["", "service.name=svc1", "span_name=GET /b"] {
+            let mut sel = Selector::default();
+            sel.add_terms(terms, T0).unwrap();
+            let open = || {
+                let s = StoreSource::open(std::slice::from_ref(&dir), Box::new(|_, _| {}))
+                    .unwrap()
+                    .narrow_to(&sel);
+                if spans {
+                    s.use_spans(None)
+                } else {
+                    s
+                }
+            };
+            let all = brute_force(&open(), &sel);
+            for limit in [1, 3, 10] {
+                let t =
+                    top_traces(&open(), Spec::new(Some(ProfileType::Cpu), &sel), limit).unwrap();
+                let got: Vec<_> = t
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.trace_id_hex(),
+                            r.value.round() as i64,
+                            r.spans,
+                            r.profiles.unwrap(),
+                        )
+                    })
+                    .collect();
+                let want: Vec<_> = all.iter().take(limit).cloned().collect();
+                assert_eq!(got, want, "{what}, {terms:?}, limit {limit}");
+                assert_eq!(t.total, all.len(), "{what}, {terms:?}, limit {limit}");
+                assert!(t.merged.total() > 0.0);
+            }
+        }
+        // The long traces and the one across the hour are the first three of the store; the
+        // distributed one has a span in each service.
+        let t = top_traces(
+            &StoreSource::open(std::slice::from_ref(&dir), Box::new(|_, _| {})).unwrap(),
+            Spec::new(Some(ProfileType::Cpu), &Selector::default()),
+            3,
+        )
+        .unwrap();
+        let ids: Vec<String> = t.rows.iter().map(|r| r.trace_id_hex()).collect();
+        let hex = |t: u64| format!("{t:032x}");
+        assert_eq!(
+            ids,
+            [hex(0xd157_0000), hex(0x1006_0000), hex(0xed9e)],
+            "{what}"
+        );
+        let first = &t.rows[0];
+        assert_eq!(first.spans, 2, "{what}");
+        assert_eq!(first.endpoints, ["GET /a"], "{what}");
+    };
+    check("sample rows", false);
+    compact(&dir, T0 + 3 * 60 * MINUTE, 0).unwrap();
+    check("spans", true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
