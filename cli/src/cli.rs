@@ -41,6 +41,9 @@ pub enum Cmd {
     Top(TopArgs),
     /// Draw a flame graph: interactive HTML (zoom, search, tooltips; works offline) or SVG
     Flame(FlameArgs),
+    /// The traces with the most time in the selection: time, samples, spans, endpoint,
+    /// window (then `otelprof drilldown --trace-id` on one)
+    Traces(TracesArgs),
     /// Where one trace or span spent its time: its samples, endpoint and time window
     Drilldown(DrilldownArgs),
     /// Compare two selections (e.g. two releases): what grew, what shrank, and is it significant
@@ -240,6 +243,18 @@ pub struct TopArgs {
     /// Rows to print, 0 for all
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TracesArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Traces to print
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,

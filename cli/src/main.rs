@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         Cmd::Compact(args) => commands::compact::run(args).map(|()| ExitCode::SUCCESS),
         Cmd::Top(args) => commands::top::run(args),
         Cmd::Flame(args) => commands::flame::run(args),
+        Cmd::Traces(args) => commands::traces::run(args),
         Cmd::Drilldown(args) => commands::drilldown::run(args),
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),
         Cmd::Demo(args) => commands::demo::command(args),

@@ -124,6 +124,7 @@ async function main() {
     await rows.first().waitFor();
     assert.ok((await rows.count()) >= 1);
     const traceId = (await rows.first().locator("td").last().textContent()).trim();
+    assert.equal(traceId, need("OTELPROF_FIRST_TRACE"), "the first trace is not the first of `otelprof traces`");
     const endpoint = (await rows.first().locator("td").nth(3).textContent()).trim();
     assert.match(traceId, /^[0-9a-f]{32}$/, `trace id cell: ${traceId}`);
     await shot(page, "traces.png");

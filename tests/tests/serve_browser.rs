@@ -118,11 +118,28 @@ fn every_view_works_in_chromium() {
         scratch_dir("screenshots")
     };
     std::fs::create_dir_all(&screenshots).unwrap();
+    // The Traces view must list what `otelprof traces` prints: its first trace.
+    let (code, traces, err) = otelprof(&[
+        "traces",
+        "--limit",
+        "3",
+        dir.join("store").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "otelprof traces failed:\n{traces}\n{err}");
+    let first_trace = traces
+        .lines()
+        .nth(2)
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(first_trace.len(), 32, "{traces}");
+
     let mut node = Command::new("node");
     node.arg(repo_root().join("tests/browser/serve_ui.js"))
         .env("NODE_PATH", &modules)
         .env("OTELPROF_UI", format!("http://127.0.0.1:{ui}"))
         .env("OTELPROF_REGRESSED", REGRESSED)
+        .env("OTELPROF_FIRST_TRACE", &first_trace)
         .env("OTELPROF_SCREENSHOTS", &screenshots);
     let (code, stdout, stderr, _) = run_with_timeout(node, Duration::from_secs(240));
     println!("{stdout}{stderr}");

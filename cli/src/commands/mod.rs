@@ -9,6 +9,7 @@ pub mod flame;
 pub mod receive;
 pub mod run;
 pub mod top;
+pub mod traces;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

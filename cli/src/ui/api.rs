@@ -8,11 +8,12 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use otelprof_store::columnar::schema::SERIES_TICK;
 use otelprof_store::merge::{Merged, Merger};
 use otelprof_store::query::diff::{FunctionChange, Measure, Test};
 use otelprof_store::query::{self, tree::Tree};
 use otelprof_store::select::{self, ProfileType};
-use otelprof_store::Profiles as _;
+use otelprof_store::{Profiles as _, StoreSource};
 
 use super::params::{self, Params};
 use crate::cli::Cmd;
@@ -203,17 +204,11 @@ pub fn compare(store: &Path, p: &Params) -> Result<String, String> {
 /// Traces and spans that have samples, with endpoint, window and samples, most time first:
 /// the merge of the selection with its spans collected (as `drilldown` does).
 pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
-    let Cmd::Top(args) = params::command("top", p, store)? else {
-        return Err("not a selection".into());
+    let Cmd::Traces(mut args) = params::command("traces", p, store)? else {
+        return Err("not a traces query".into());
     };
-    let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
-    // Compacted hours answer from their spans: a row per span, no stacks; an hour at a time.
-    let source = commands::open_source(&args.paths)
-        .map_err(|e| format!("{e:#}"))?
-        .narrow_to(&selector)
-        .use_spans(None);
-    let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
-    let t = query::traces::top_traces(&source, spec, MAX_TRACES).map_err(|e| format!("{e:#}"))?;
+    args.limit = u32::try_from(MAX_TRACES).unwrap_or(u32::MAX);
+    let t = commands::traces::answer(&args).map_err(|e| format!("{e:#}"))?;
     let list: Vec<Value> = t
         .rows
         .iter()
@@ -247,10 +242,24 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
         .unwrap_or(BUCKETS)
         .clamp(2, 500);
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
-    let source = commands::open_source(&args.paths)
-        .map_err(|e| format!("{e:#}"))?
-        .narrow_to(&selector)
-        .use_series(Some(&by));
+    // Compacted hours' series hold timestamps by the tick ([`SERIES_TICK`]): they answer
+    // buckets of whole ticks; a time range too short for that reads the rows.
+    let rows = || -> Result<StoreSource, String> {
+        Ok(commands::open_source(&args.paths)
+            .map_err(|e| format!("{e:#}"))?
+            .narrow_to(&selector))
+    };
+    let short = match (selector.from, selector.to) {
+        (Some(a), Some(b)) => {
+            i128::from(b) - i128::from(a) < buckets as i128 * i128::from(SERIES_TICK)
+        }
+        _ => false,
+    };
+    let source = if short {
+        rows()?
+    } else {
+        rows()?.use_series(Some(&by))
+    };
     let (_, measure) = args.select.view().map_err(|e| format!("{e:#}"))?;
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let (whole, ty) = query::merge(&source, spec).map_err(|e| format!("{e:#}"))?;
@@ -259,10 +268,33 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
     };
     let from = selector.from.map_or(start, |f| f.max(start));
     let to = selector.to.map_or(end, |t| t.min(end)).max(from + 1);
-    let step = ((i128::from(to) - i128::from(from)) / buckets as i128).max(1);
+    let mut step = ((i128::from(to) - i128::from(from)) / buckets as i128).max(1);
+    // Buckets of whole ticks, starting on one, add the series' timestamps up exactly; finer
+    // buckets (a window of minutes) read the rows.
+    let tick = i128::from(SERIES_TICK);
+    let mut buckets = buckets;
+    let (first, source) = if step >= tick && !short {
+        step = (step + tick - 1) / tick * tick;
+        let first = from.div_euclid(SERIES_TICK) * SERIES_TICK;
+        // Longer buckets: fewer of them cover the window.
+        let span = i128::from(to) - i128::from(first);
+        buckets = usize::try_from((span + step - 1) / step)
+            .unwrap_or(buckets)
+            .clamp(1, buckets);
+        (first, source)
+    } else if short {
+        (from, source)
+    } else {
+        (from, rows()?)
+    };
+    // Within [from, to]: the first and last buckets may be cut short.
     let bounds: Vec<(i64, i64)> = (0..buckets as i128)
         .map(|k| {
-            let at = |k: i128| i64::try_from(i128::from(from) + step * k).unwrap_or(to);
+            let at = |k: i128| {
+                i64::try_from(i128::from(first) + step * k)
+                    .unwrap_or(to)
+                    .clamp(from, to)
+            };
             (
                 at(k),
                 if k + 1 == buckets as i128 {

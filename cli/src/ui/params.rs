@@ -58,6 +58,7 @@ const UI_ONLY: &[&str] = &["format", "side", "buckets", "search", "stack"];
 fn command_flags(command: &str) -> &'static [&'static str] {
     match command {
         "top" => &["by", "limit"],
+        "traces" => &["limit"],
         "drilldown" => &["children", "endpoint", "limit"],
         "diff" => &[
             "base",
