@@ -92,6 +92,14 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
         slot.set_own_context(record);
         // SAFETY: a pool record, published on its own thread.
         unsafe { tls::publish(record) };
+        // Kept in the thread's JVMTI storage too: when profiling stops and starts again the
+        // table is rebuilt, and the thread, which goes on writing this record, is found with
+        // it (crate::sampling::running_threads).
+        if let Some(jvmti) = crate::jvm::jvmti::agent_env() {
+            // SAFETY: null names the calling (platform) thread; the value is a pool record.
+            let _ =
+                unsafe { jvmti.set_thread_local_storage(std::ptr::null_mut(), record as *const _) };
+        }
     }
     // SAFETY: `env` is this thread's JNIEnv; the record comes from the pool.
     unsafe { record_buffer(env, record) }
@@ -261,7 +269,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_start0(
             return new_string(env, "cannot get the JavaVM; profiling is off");
         }
         // SAFETY: `vm` and `env` come from the VM for this thread.
-        match unsafe { crate::agent::on_live_start(vm, env, &options) } {
+        match unsafe { crate::agent::control::shim_start(vm, env, &options) } {
             Ok(()) => std::ptr::null_mut(),
             Err(e) => new_string(env, &e),
         }
