@@ -178,6 +178,30 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_sampleCounter0
     })
 }
 
+/// `ByteBuffer sessionCounter0()`: the number of profiling sessions started so far, as an
+/// 8-byte direct buffer. A thread that found the agent stopped asks for a record again once it
+/// has changed (see `ThreadRecord.stale` in the shim).
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_sessionCounter0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+) -> jobject {
+    guard("NativeBridge.sessionCounter0", std::ptr::null_mut(), || {
+        let counter =
+            &crate::stats::SESSIONS as *const std::sync::atomic::AtomicU64 as *mut libc::c_void;
+        // SAFETY: a static that lives as long as the library (never unloaded); the buffer is
+        // only read by the shim.
+        unsafe {
+            (**env)
+                .NewDirectByteBuffer
+                .map_or(std::ptr::null_mut(), |f| f(env, counter, 8))
+        }
+    })
+}
+
 /// `long bufferAddress0(ByteBuffer buffer)`: the address of a direct buffer this library
 /// made (a context record), for the shim's plain-store write path; 0 if it is not direct.
 ///

@@ -143,6 +143,11 @@ pub(crate) static COUNTERS: Counters = Counters {
     thread_scan_cpu_us: ZERO,
 };
 
+/// Profiling sessions started in this process (never reset): the Java shim reads it (through
+/// a direct buffer) to learn that profiling started again since a thread last asked for a
+/// context record.
+pub(crate) static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
 /// Adds one. Signal safety: a relaxed atomic add.
 #[inline]
 pub(crate) fn bump(c: &AtomicU64) {

@@ -108,6 +108,7 @@ impl Session {
             ));
         }
         stats::reset();
+        stats::SESSIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let session = Session {
             loaded,
             cpu_interval: options.cpu_interval,
