@@ -1,7 +1,8 @@
 //! The otelprof in-JVM agent (`libotelprof.so`).
 //!
-//! Entry points: `Agent_OnLoad` (`-agentpath:`), `Agent_OnAttach` and `JNI_OnLoad` here, and
-//! the native methods of the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
+//! Entry points: `Agent_OnLoad` (`-agentpath:`), `Agent_OnAttach` (the attach verbs
+//! start/stop/status/dump: docs/attach.md) and `JNI_OnLoad` here, and the native methods of
+//! the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
 //! signal handler and its buffers, the aggregator thread. Profile building, encoding and file
 //! writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
 //!
@@ -14,8 +15,9 @@
 //! - `engines`: wall clock, allocations, locks;
 //! - `context`: the thread-context records and the process context
 //!   (docs/context-protocol.md);
-//! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation; `sys`: every C
-//!   declaration;
+//! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation, and `jvm::hotspot`:
+//!   the kernel tid and JNIEnv of threads already running at a late start, read from
+//!   HotSpot's own structures; `sys`: every C declaration;
 //! - the export path: `aggregator` builds one profile per type (`kinds`) and period, and
 //!   writes pprof files (or a dump's own file: `dump_file`) or hands it to the OTLP exporter
 //!   that `otlp_export` sets up.
