@@ -125,3 +125,67 @@ fn the_jar_without_a_running_agent_says_so() {
     std::fs::write(&go, "").unwrap();
     jvm.wait(Duration::from_secs(60)).assert_clean_exit();
 }
+
+/// An agent started with the JVM (`-javaagent`, context tracked from the start) stopped and
+/// started again by attach: the threads keep their context records across the stop (the new
+/// session finds them in the threads' JVMTI storage), so samples after the restart still carry
+/// the spans.
+#[test]
+fn a_javaagent_agent_restarted_by_attach_keeps_span_context() {
+    for jdk in all_jdks() {
+        let go = scratch_dir("attach-spans-go").join("go");
+        let jvm = JvmRun::new(jdk.clone(), CLASS)
+            .args(&["early", go.to_str().unwrap(), "5"])
+            .agent("cpu=2ms,period=600s")
+            .javaagent()
+            .classpath(&[otel_classes(), otel_sdk_jar()])
+            .spawn();
+        jvm.wait_for_stdout("ready", Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(500));
+        let status = attach_load(&jvm, &agent_path(), "status");
+        assert_eq!(status.get("state"), Some("running"), "{}", status.text);
+        let stopped = attach_load(&jvm, &agent_path(), "stop");
+        stopped.assert_ok();
+        let first = pprof_traces(
+            &stopped
+                .all("file")
+                .iter()
+                .map(std::path::PathBuf::from)
+                .collect::<Vec<_>>(),
+            "cpu",
+        );
+        let (with_span, all) = server_samples(&first);
+        assert!(
+            all > 0.0 && with_span >= 0.9 * all,
+            "first session: {with_span} of {all} ms"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let out = scratch_dir("attach-restart");
+        attach_load(
+            &jvm,
+            &agent_path(),
+            &format!("start,cpu=1ms,out={}", out.display()),
+        )
+        .assert_ok();
+        std::fs::write(&go, "").unwrap();
+        let run = jvm.wait(Duration::from_secs(120));
+        run.assert_clean_exit();
+        let files: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".pb.gz"))
+            .collect();
+        let (with_span, all) = server_samples(&pprof_traces(&files, "cpu"));
+        println!(
+            "{}: after the restart {with_span:.0} of {all:.0} ms of the server threads' samples carry the span",
+            jdk.name
+        );
+        assert!(all > 1000.0, "too few samples after the restart: {all} ms");
+        assert!(
+            with_span >= 0.9 * all,
+            "{}: spans lost across stop and start: {with_span} of {all} ms",
+            jdk.name
+        );
+    }
+}
