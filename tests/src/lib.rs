@@ -405,7 +405,7 @@ impl JvmRun {
 
     fn command(&self, out_dir: &Path) -> Command {
         let mut cmd = Command::new(self.jdk.java());
-        cmd.current_dir(&out_dir);
+        cmd.current_dir(out_dir);
         if let Some(opts) = &self.agent_options {
             let mut opts = opts.clone();
             if self.add_out_dir {

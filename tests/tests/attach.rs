@@ -116,7 +116,7 @@ fn verbs_drive_an_agent_loaded_into_a_running_jvm() {
             "the dump goes to file= and out=: {}",
             dump.text
         );
-        let top = pprof_top(&[dump_file.clone()], "cpu", &[]);
+        let top = pprof_top(std::slice::from_ref(&dump_file), "cpu", &[]);
         assert!(
             top.cum(&format!("{CPU_SPLIT}.spin")) > 0.5 * top.total,
             "the dump holds the workers' CPU: {:?}",
