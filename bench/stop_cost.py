@@ -21,13 +21,14 @@ median / min / max of the per-round ratio to the same round's `none`.
 Wrap the run in the machine's CPU lock (`flock -x /tmp/otelprof-cpu.lock`) on a shared
 machine. Results are printed as markdown for BENCHMARKS.md.
 
-    python3 bench/stop_cost.py                       # OpenJDK 17, 5 rounds
+    python3 bench/stop_cost.py                       # OpenJDK 17, 7 rounds
     python3 bench/stop_cost.py --jdk /usr/lib/jvm/temurin-25-jdk-amd64 --rounds 7
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import statistics
 import subprocess
@@ -91,8 +92,8 @@ def one_run(jdk: Path, classes: Path, config: str, units: int, work: Path) -> fl
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jdk", default="/usr/lib/jvm/java-17-openjdk-amd64")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--units", type=int, default=1_500_000, help="requests per thread")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--units", type=int, default=8_000_000, help="requests per thread (about 3 s of timed work here)")
     args = ap.parse_args()
     jdk = Path(args.jdk)
     if not AGENT.is_file():
@@ -116,7 +117,9 @@ def main() -> None:
             for config in ratios:
                 ratios[config].append(this_round[config] / this_round["none"])
     version = subprocess.run([str(jdk / "bin" / "java"), "-version"], capture_output=True, text=True).stderr.splitlines()[0]
-    print(f"JDK: {version}; {args.rounds} rounds, {args.units} requests per thread, 2 threads\n")
+    digest = hashlib.sha256(AGENT.read_bytes()).hexdigest()[:16]
+    print(f"JDK: {version}; {args.rounds} rounds, {args.units} requests per thread, 2 threads; "
+          f"agent sha256 {digest}…\n")
     print("| configuration | median time | ratio to none: median | min | max |")
     print("|---|---|---|---|---|")
     print(f"| none | {statistics.median(times['none']):.0f} ms | 1 | | |")
