@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use jni::sys::{jobject, JNIEnv, JavaVM};
 
 use crate::agent::attach::{self, Reply, Verb};
-use crate::agent::session::{Session, StartKind, Stopped};
+use crate::agent::session::{Session, StartKind};
 use crate::agent::setup::{self, Wants};
 use crate::jvm::jvmti::delete_local_ref;
 use crate::options::Options;
@@ -143,8 +143,8 @@ unsafe fn vm_init(jni: *mut JNIEnv, thread: jobject) {
         log_error!("{e}; profiling is off");
         if let Phase::Running(s) = std::mem::replace(&mut c.phase, Phase::Idle) {
             // SAFETY: VMInit's JNIEnv.
-            let stopped = unsafe { s.stop(jni, false) };
-            c.phase = Phase::Stopped(summary_of(&stopped, None));
+            unsafe { s.stop(jni, false) };
+            c.phase = Phase::Stopped(summary_of(None));
         }
     }
 }
@@ -241,8 +241,8 @@ unsafe fn start_locked(
         }
         Err(e) => {
             // SAFETY: `env` is this thread's JNIEnv.
-            let stopped = unsafe { session.stop(env, false) };
-            c.phase = Phase::Stopped(summary_of(&stopped, None));
+            unsafe { session.stop(env, false) };
+            c.phase = Phase::Stopped(summary_of(None));
             Err(e)
         }
     }
@@ -333,7 +333,7 @@ unsafe fn carry_out(vm: *mut JavaVM, verb: Verb) -> Reply {
             let started = session.started_at;
             // SAFETY: `env` is this thread's JNIEnv.
             let stopped = unsafe { session.stop(env, false) };
-            let summary = summary_of(&stopped, Some((types, options, destinations, started)));
+            let summary = summary_of(Some((types, options, destinations, started)));
             let mut r = Reply::ok().with("state", "stopped");
             r.push("samples", summary.samples.to_string());
             for f in &stopped.flushed.files {
@@ -378,7 +378,10 @@ unsafe fn carry_out(vm: *mut JavaVM, verb: Verb) -> Reply {
     }
 }
 
-fn summary_of(stopped: &Stopped, what: Option<(String, String, String, SystemTime)>) -> Summary {
+/// What a status reply will say of the session just stopped (`what`: its types, options,
+/// destinations and start; none for a start that failed). The counters are read now, before
+/// a next session resets them.
+fn summary_of(what: Option<(String, String, String, SystemTime)>) -> Summary {
     let (types, options, destinations, started) = what.unwrap_or_else(|| {
         (
             String::new(),
@@ -387,7 +390,6 @@ fn summary_of(stopped: &Stopped, what: Option<(String, String, String, SystemTim
             SystemTime::now(),
         )
     });
-    let _ = stopped;
     Summary {
         types,
         options,
