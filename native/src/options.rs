@@ -587,4 +587,16 @@ mod tests {
         let e = Options::parse("\x1b[31m=1").unwrap_err().to_string();
         assert!(e.starts_with("unknown option '\\x1b[31m'"), "{e}");
     }
+
+    #[test]
+    fn types_and_options_in_force_are_told_back() {
+        let o = Options::parse("cpu=5ms,wall=20ms,alloc=256k,lock=1ms,out=/tmp").unwrap();
+        assert_eq!(o.types(), "cpu=5ms wall=20ms alloc=256 KiB lock=1ms");
+        let o = Options::parse("cpu=off,wall=10ms,endpoint=http://u:secret@h:4317").unwrap();
+        assert_eq!(o.types(), "wall=10ms");
+        let all = o.in_force();
+        assert!(all.starts_with("cpu=off,clock=cpu,wall=10ms,"), "{all}");
+        assert!(all.contains("period=60s") && all.contains("depth=2048"), "{all}");
+        assert!(!all.contains("secret"), "credentials shown: {all}");
+    }
 }
