@@ -596,7 +596,10 @@ mod tests {
         assert_eq!(o.types(), "wall=10ms");
         let all = o.in_force();
         assert!(all.starts_with("cpu=off,clock=cpu,wall=10ms,"), "{all}");
-        assert!(all.contains("period=60s") && all.contains("depth=2048"), "{all}");
+        assert!(
+            all.contains("period=60s") && all.contains("depth=2048"),
+            "{all}"
+        );
         assert!(!all.contains("secret"), "credentials shown: {all}");
     }
 }
