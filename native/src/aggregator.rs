@@ -7,8 +7,8 @@
 //! try-locks the buffer shards this thread swaps.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
@@ -61,32 +61,86 @@ unsafe impl Send for Config {}
 
 /// Handle to the running aggregator thread.
 pub(crate) struct Aggregator {
-    control: Arc<crate::worker::Shared>,
+    worker: crate::worker::Worker,
+    mailbox: Arc<Mailbox>,
+}
+
+/// What the owner asks of the running aggregator besides stopping, and what it answered.
+#[derive(Default)]
+struct Mailbox {
+    /// A dump asked for: end the period now, and also write it to this file (if any).
+    dump: Mutex<Option<(Option<PathBuf>, mpsc::Sender<Flushed>)>>,
+    /// What the last flush (at stop) did.
+    last: Mutex<Option<Flushed>>,
+}
+
+/// What ending a period did.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Flushed {
+    /// Files written (pprof files in `out=`, and a dump's own file).
+    pub(crate) files: Vec<PathBuf>,
+    /// Profiles queued for OTLP export.
+    pub(crate) exported: usize,
+    /// Why something was not written, one line each.
+    pub(crate) errors: Vec<String>,
 }
 
 impl Aggregator {
     pub(crate) fn start(config: Config) -> std::io::Result<Aggregator> {
-        let control = crate::worker::shared();
-        let theirs = control.clone();
-        std::thread::Builder::new()
-            .name("otelprof-aggregator".into())
-            .spawn(move || {
-                thread_registry::add_own_tid(os::gettid());
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
-                if result.is_err() {
-                    signal_handler::set_active(false);
-                    log_error!("internal error in the aggregator thread; profiling stopped");
-                }
-                crate::worker::mark_done(&theirs);
-            })?;
-        Ok(Aggregator { control })
+        let mailbox = Arc::new(Mailbox::default());
+        let theirs = mailbox.clone();
+        let worker = crate::worker::Worker::spawn("otelprof-aggregator", move |control| {
+            let tid = os::gettid();
+            thread_registry::add_own_tid(tid);
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run(config, &control, &theirs)
+            }));
+            if result.is_err() {
+                signal_handler::set_active(false);
+                log_error!("internal error in the aggregator thread; profiling stopped");
+            }
+            thread_registry::remove_own_tid(tid);
+            crate::worker::mark_done(&control);
+        })?;
+        Ok(Aggregator { worker, mailbox })
     }
 
-    /// Asks for a final drain and write, and waits for it at most `timeout`. Returns false on
-    /// timeout (the JVM must not hang at exit because of us).
-    pub(crate) fn stop(&self, timeout: Duration) -> bool {
-        crate::worker::stop_and_wait(&self.control, timeout)
+    /// Asks for a final drain and write, and waits for it at most `timeout`. Returns what the
+    /// last write did, or `None` on timeout (the JVM must not hang at exit because of us).
+    pub(crate) fn stop(&self, timeout: Duration) -> Option<Flushed> {
+        if !self.worker.stop(timeout) {
+            return None;
+        }
+        Some(
+            self.mailbox
+                .last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Ends the current period now: its profiles go where every period's go, and to `file`
+    /// too when given. Waits at most `timeout` for the aggregator to do it.
+    pub(crate) fn dump(&self, file: Option<PathBuf>, timeout: Duration) -> Result<Flushed, String> {
+        let (tx, rx) = mpsc::channel();
+        {
+            let mut slot = self.mailbox.dump.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_some() {
+                return Err("another dump is under way".to_owned());
+            }
+            *slot = Some((file, tx));
+        }
+        crate::worker::poke(&self.worker.control);
+        rx.recv_timeout(timeout).map_err(|_| {
+            self.mailbox
+                .dump
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            format!("the profile was not written within {timeout:?}")
+        })
     }
 }
 
@@ -95,7 +149,7 @@ fn unix_nanos(t: SystemTime) -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-fn run(config: Config, control: &crate::worker::Shared) {
+fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
     // SAFETY: config.vm is the live JavaVM*.
     let jni = unsafe { jvmti::attach_current_thread_as_daemon(config.vm, c"otelprof-aggregator") };
     let Some(jni) = jni else {
@@ -106,21 +160,33 @@ fn run(config: Config, control: &crate::worker::Shared) {
     let mut period = Period::new(&config, jni);
     let (lock, cv) = control;
     loop {
-        let stop = {
+        let (stop, poked) = {
             let c = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let (c, _) = match cv.wait_timeout_while(c, DRAIN_EVERY, |c| !c.stop) {
+            let (mut c, _) = match cv.wait_timeout_while(c, DRAIN_EVERY, |c| !c.stop && !c.poke) {
                 Ok(r) => r,
                 Err(p) => p.into_inner(),
             };
-            c.stop
+            (c.stop, std::mem::take(&mut c.poke))
         };
         period.drain(config.sampler);
         if stop {
-            period.flush();
+            let flushed = period.flush(None);
+            *mailbox.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(flushed);
             break;
         }
-        if period.started.elapsed() >= config.period {
-            period.flush();
+        let dump = poked
+            .then(|| {
+                mailbox
+                    .dump
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+            })
+            .flatten();
+        if let Some((file, reply)) = dump {
+            let _ = reply.send(period.flush(file.as_deref()));
+        } else if period.started.elapsed() >= config.period {
+            period.flush(None);
         }
     }
     // SAFETY: this thread attached itself above.
@@ -532,7 +598,7 @@ impl Period {
 
     fn drain(&mut self, sampler: &Sampler) {
         self.last_drain_ns = os::monotonic_ns();
-        let max_depth = sampler.max_depth;
+        let max_depth = sampler.max_depth();
         let offset = self.unix_minus_monotonic;
         let (lanes, lane_of, symbols) = (&mut self.lanes, &self.lane_of, &mut self.symbols);
         sampler.buffer.drain(|record| {
@@ -546,11 +612,15 @@ impl Period {
         });
     }
 
-    fn flush(&mut self) {
+    /// Ends the period: each profile type's profile is written to `out=` and/or queued for
+    /// export, and with `also_to` (a dump's `file=`) written there too.
+    fn flush(&mut self, also_to: Option<&Path>) -> Flushed {
         let now_unix = unix_nanos(SystemTime::now());
         // One verdict per flush, however many profile types failed alike.
         let mut failed: Option<(std::io::Error, u64)> = None;
         let mut wrote = false;
+        let mut flushed = Flushed::default();
+        let mut profiles = Vec::new();
         for lane in &mut self.lanes {
             let profile = lane.finish_profile(&self.jvmti, self.jni, self.started_unix, now_unix);
             if let Some(sink) = &mut lane.sink {
@@ -563,9 +633,13 @@ impl Period {
                             path.display(),
                             profile.samples.len()
                         );
+                        flushed.files.push(path);
                     }
                     Err(e) => {
                         stats::bump(&COUNTERS.write_errors);
+                        flushed
+                            .errors
+                            .push(format!("{}: {e}", sink.dir().display()));
                         let count = failed.as_ref().map_or(0, |(_, n)| *n) + 1;
                         failed = Some((e, count));
                     }
@@ -573,11 +647,24 @@ impl Period {
             }
             if let Some(exporter) = &self.exporter {
                 // Encodes and queues; never waits for the network.
-                if let Err(e) = exporter.submit(&profile) {
-                    if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                        log_warn!("a profile was not exported: {e}");
+                match exporter.submit(&profile) {
+                    Ok(()) => flushed.exported += 1,
+                    Err(e) => {
+                        flushed.errors.push(format!("not exported: {e}"));
+                        if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                            log_warn!("a profile was not exported: {e}");
+                        }
                     }
                 }
+            }
+            if also_to.is_some() {
+                profiles.push((lane.kind, profile));
+            }
+        }
+        if let Some(path) = also_to {
+            match crate::dump_file::write(path, &profiles) {
+                Ok(paths) => flushed.files.extend(paths),
+                Err(e) => flushed.errors.push(e),
             }
         }
         let now = Instant::now();
@@ -598,5 +685,6 @@ impl Period {
             .unwrap_or_else(|p| p.into_inner());
         // SAFETY: `self.jni` is this aggregator thread's JNIEnv.
         unsafe { names.evict_ended_before(self.last_drain_ns, self.jni) };
+        flushed
     }
 }

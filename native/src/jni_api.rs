@@ -92,6 +92,14 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
         slot.set_own_context(record);
         // SAFETY: a pool record, published on its own thread.
         unsafe { tls::publish(record) };
+        // Kept in the thread's JVMTI storage too: when profiling stops and starts again the
+        // table is rebuilt, and the thread, which goes on writing this record, is found with
+        // it (crate::sampling::running_threads).
+        if let Some(jvmti) = crate::jvm::jvmti::agent_env() {
+            // SAFETY: null names the calling (platform) thread; the value is a pool record.
+            let _ =
+                unsafe { jvmti.set_thread_local_storage(std::ptr::null_mut(), record as *const _) };
+        }
     }
     // SAFETY: `env` is this thread's JNIEnv; the record comes from the pool.
     unsafe { record_buffer(env, record) }
@@ -160,6 +168,30 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_sampleCounter0
     guard("NativeBridge.sampleCounter0", std::ptr::null_mut(), || {
         let counter = &crate::stats::COUNTERS.samples as *const std::sync::atomic::AtomicU64
             as *mut libc::c_void;
+        // SAFETY: a static that lives as long as the library (never unloaded); the buffer is
+        // only read by the shim.
+        unsafe {
+            (**env)
+                .NewDirectByteBuffer
+                .map_or(std::ptr::null_mut(), |f| f(env, counter, 8))
+        }
+    })
+}
+
+/// `ByteBuffer sessionCounter0()`: the number of profiling sessions started so far, as an
+/// 8-byte direct buffer. A thread that found the agent stopped asks for a record again once it
+/// has changed (see `ThreadRecord.stale` in the shim).
+///
+/// # Safety
+/// Called by the JVM with the calling thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_sessionCounter0(
+    env: *mut JNIEnv,
+    _cls: jclass,
+) -> jobject {
+    guard("NativeBridge.sessionCounter0", std::ptr::null_mut(), || {
+        let counter =
+            &crate::stats::SESSIONS as *const std::sync::atomic::AtomicU64 as *mut libc::c_void;
         // SAFETY: a static that lives as long as the library (never unloaded); the buffer is
         // only read by the shim.
         unsafe {
@@ -261,7 +293,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_start0(
             return new_string(env, "cannot get the JavaVM; profiling is off");
         }
         // SAFETY: `vm` and `env` come from the VM for this thread.
-        match unsafe { crate::agent::on_live_start(vm, env, &options) } {
+        match unsafe { crate::agent::control::shim_start(vm, env, &options) } {
             Ok(()) => std::ptr::null_mut(),
             Err(e) => new_string(env, &e),
         }

@@ -1,22 +1,26 @@
 //! The otelprof in-JVM agent (`libotelprof.so`).
 //!
-//! Entry points: `Agent_OnLoad` (`-agentpath:`), `Agent_OnAttach` and `JNI_OnLoad` here, and
-//! the native methods of the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
+//! Entry points: `Agent_OnLoad` (`-agentpath:`), `Agent_OnAttach` (the attach verbs
+//! start/stop/status/dump: docs/attach.md) and `JNI_OnLoad` here, and the native methods of
+//! the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
 //! signal handler and its buffers, the aggregator thread. Profile building, encoding and file
 //! writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
 //!
 //! Where things are:
-//! - `agent`: the lifecycle (load, start, stop) and the JVMTI callbacks, with `options`,
+//! - `agent`: the lifecycle (set-up once, then sessions started and stopped at VMInit,
+//!   VMDeath, from the shim or by attach verbs) and the JVMTI callbacks, with `options`,
 //!   `log`, `ffi` (no panic crosses into the JVM), `stats` (the agent's counters) and
 //!   `worker` (start and stop of the agent's own threads);
 //! - `sampling`: timers, the SIGPROF handler, the thread table, the sample buffer;
 //! - `engines`: wall clock, allocations, locks;
 //! - `context`: the thread-context records and the process context
 //!   (docs/context-protocol.md);
-//! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation; `sys`: every C
-//!   declaration;
+//! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation, and `jvm::hotspot`:
+//!   the kernel tid and JNIEnv of threads already running at a late start, read from
+//!   HotSpot's own structures; `sys`: every C declaration;
 //! - the export path: `aggregator` builds one profile per type (`kinds`) and period, and
-//!   writes pprof files or hands it to the OTLP exporter that `otlp_export` sets up.
+//!   writes pprof files (or a dump's own file: `dump_file`) or hands it to the OTLP exporter
+//!   that `otlp_export` sets up.
 //!
 //! How a sample travels: a per-thread CPU timer (`sampling::timers`) sends SIGPROF to the
 //! thread that burned the CPU; the handler (`sampling::signal_handler`) finds the thread in
@@ -36,7 +40,7 @@
 //! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
 //! -> `otlp_export`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
 //! `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`, `options`,
-//! `stats`, `worker` and `kinds` are leaves any layer may use. No module imports one
+//! `stats`, `worker`, `kinds` and `dump_file` are leaves any layer may use. No module imports one
 //! that imports it.
 
 #[macro_use]
@@ -45,6 +49,7 @@ mod log;
 mod agent;
 mod aggregator;
 mod context;
+mod dump_file;
 mod engines;
 mod ffi;
 mod jni_api;
@@ -88,26 +93,32 @@ pub unsafe extern "C" fn Agent_OnLoad(
     ffi::install_panic_hook();
     ffi::guard("Agent_OnLoad", JNI_OK, || {
         // SAFETY: `vm` comes from the JVM.
-        if let Err(e) = unsafe { agent::on_load(vm, &options_str(options)) } {
+        if let Err(e) = unsafe { agent::control::on_load(vm, &options_str(options)) } {
             log_error!("{e}");
         }
         JNI_OK
     })
 }
 
-/// Called when the agent is loaded into a running JVM (`jcmd PID JVMTI.agent_load`).
+/// Called for each load into a running JVM (`otelprof attach PID start|stop|status|dump`, or
+/// `jcmd PID JVMTI.agent_load <this library> "<verb>,..."`): carries out the verb and writes
+/// its reply (`agent::attach`). Every load of the same path reaches the same statics.
+///
+/// Always returns JNI_OK: on any other value HotSpot unloads the library, under the agent's
+/// own running threads. Errors travel in the reply and one log line.
 ///
 /// # Safety
 /// Called by the JVM with its JavaVM* and the option string.
 #[no_mangle]
 pub unsafe extern "C" fn Agent_OnAttach(
-    _vm: *mut JavaVM,
-    _options: *mut c_char,
+    vm: *mut JavaVM,
+    options: *mut c_char,
     _reserved: *mut c_void,
 ) -> jint {
     ffi::install_panic_hook();
     ffi::guard("Agent_OnAttach", JNI_OK, || {
-        log_error!("loading into a running JVM is not supported yet; start the JVM with -agentpath:libotelprof.so");
+        // SAFETY: `vm` comes from the JVM, on the attaching thread.
+        unsafe { agent::control::on_attach(vm, &options_str(options)) };
         JNI_OK
     })
 }

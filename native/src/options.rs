@@ -324,6 +324,73 @@ impl Options {
         }
         Ok(o)
     }
+
+    /// The profile types in force, e.g. `cpu=10ms wall=50ms alloc=512 KiB lock=10ms` (for
+    /// status replies and the start line).
+    pub(crate) fn types(&self) -> String {
+        let mut t = Vec::new();
+        if let Some(i) = self.cpu_interval {
+            t.push(format!("cpu={i:?}"));
+        }
+        if let Some(i) = self.wall_interval {
+            t.push(format!("wall={i:?}"));
+        }
+        if let Some(b) = self.alloc_interval {
+            t.push(format!(
+                "alloc={}",
+                otelprof_exporter::config::format_size(u64::from(b))
+            ));
+        }
+        if let Some(l) = self.lock_threshold {
+            t.push(format!("lock={l:?}"));
+        }
+        t.join(" ")
+    }
+
+    /// Every option in force, defaults included, as `key=value` pairs (credentials in an
+    /// endpoint shown as `***`).
+    pub(crate) fn in_force(&self) -> String {
+        let off = |d: Option<Duration>| d.map_or_else(|| "off".to_owned(), |d| format!("{d:?}"));
+        let on_off = |b: bool| if b { "on" } else { "off" };
+        let mut o = vec![
+            format!("cpu={}", off(self.cpu_interval)),
+            format!(
+                "clock={}",
+                match self.clock {
+                    Clock::ThreadCpu => "cpu",
+                    Clock::Itimer => "itimer",
+                }
+            ),
+            format!("wall={}", off(self.wall_interval)),
+            format!("wall_threads={}", self.wall_threads),
+            format!(
+                "alloc={}",
+                self.alloc_interval.map_or_else(
+                    || "off".to_owned(),
+                    |b| otelprof_exporter::config::format_size(u64::from(b))
+                )
+            ),
+            format!("alloc_rate={}", self.alloc_rate),
+            format!("lock={}", off(self.lock_threshold)),
+            format!("depth={}", self.max_depth),
+            format!("period={:?}", self.period),
+        ];
+        if let Some(d) = &self.out_dir {
+            o.push(format!("out={}", d.display()));
+        }
+        if let Some(e) = &self.endpoint {
+            o.push(format!(
+                "endpoint={}",
+                otelprof_exporter::config::shown_endpoint(e)
+            ));
+        }
+        if let Some(s) = &self.service {
+            o.push(format!("service={s}"));
+        }
+        o.push(format!("timestamps={}", on_off(self.timestamps)));
+        o.push(format!("thread_id={}", on_off(self.thread_id)));
+        o.join(",")
+    }
 }
 
 /// Why a duration or size was refused, without the value (the error quotes it once, cut).
@@ -519,5 +586,20 @@ mod tests {
         );
         let e = Options::parse("\x1b[31m=1").unwrap_err().to_string();
         assert!(e.starts_with("unknown option '\\x1b[31m'"), "{e}");
+    }
+
+    #[test]
+    fn types_and_options_in_force_are_told_back() {
+        let o = Options::parse("cpu=5ms,wall=20ms,alloc=256k,lock=1ms,out=/tmp").unwrap();
+        assert_eq!(o.types(), "cpu=5ms wall=20ms alloc=256 KiB lock=1ms");
+        let o = Options::parse("cpu=off,wall=10ms,endpoint=http://u:secret@h:4317").unwrap();
+        assert_eq!(o.types(), "wall=10ms");
+        let all = o.in_force();
+        assert!(all.starts_with("cpu=off,clock=cpu,wall=10ms,"), "{all}");
+        assert!(
+            all.contains("period=60s") && all.contains("depth=2048"),
+            "{all}"
+        );
+        assert!(!all.contains("secret"), "credentials shown: {all}");
     }
 }

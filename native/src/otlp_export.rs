@@ -93,14 +93,19 @@ pub(crate) unsafe fn build_resource(
 ) -> opentelemetry_sdk::Resource {
     // SAFETY: per this function's contract.
     let facts = unsafe { process_facts(jni) };
-    let mut random = [0u8; 16];
-    let _ = getrandom_fill(&mut random);
-    let instance_id = resource::uuid_v4(random);
+    // One id per process, whatever the number of profiling sessions (starts and stops by
+    // attach): the instance is the JVM.
+    static INSTANCE_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let instance_id = INSTANCE_ID.get_or_init(|| {
+        let mut random = [0u8; 16];
+        let _ = getrandom_fill(&mut random);
+        resource::uuid_v4(random)
+    });
     let (resource, bad_attributes) = resource::build_resource(&ResourceInputs {
         service_option: options.service.as_deref(),
         otel_service_name: export_env.service_name.as_deref(),
         otel_resource_attributes: export_env.resource_attributes.as_deref(),
-        instance_id: &instance_id,
+        instance_id,
         process: &facts,
     });
     if let Some(e) = bad_attributes {

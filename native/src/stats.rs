@@ -143,6 +143,11 @@ pub(crate) static COUNTERS: Counters = Counters {
     thread_scan_cpu_us: ZERO,
 };
 
+/// Profiling sessions started in this process (never reset): the Java shim reads it (through
+/// a direct buffer) to learn that profiling started again since a thread last asked for a
+/// context record.
+pub(crate) static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
 /// Adds one. Signal safety: a relaxed atomic add.
 #[inline]
 pub(crate) fn bump(c: &AtomicU64) {
@@ -159,6 +164,59 @@ pub(crate) fn walk_failed(code: i32) {
     let index = code.unsigned_abs() as usize;
     if let Some(c) = COUNTERS.walk_failed.get(index) {
         bump(c);
+    }
+}
+
+/// Sets every counter to zero: each profiling session counts from its start (a stopped agent
+/// started again reports what the new session did). Called while nothing samples.
+pub(crate) fn reset() {
+    let c = &COUNTERS;
+    let all: [&AtomicU64; 42] = [
+        &c.samples,
+        &c.weight,
+        &c.wall_samples,
+        &c.wall_visits,
+        &c.wall_signals,
+        &c.wall_stack_traces,
+        &c.wall_thinned,
+        &c.wall_thread_gone,
+        &c.wall_empty,
+        &c.alloc_samples,
+        &c.alloc_interval_changes,
+        &c.alloc_interval_max,
+        &c.lock_samples,
+        &c.lock_short,
+        &c.lock_untimed,
+        &c.stack_trace_failed,
+        &c.dropped_buffer_full,
+        &c.dropped_contended,
+        &c.dropped_kind_off,
+        &c.unknown_thread,
+        &c.walks_recovered,
+        &c.truncated,
+        &c.samples_with_span,
+        &c.context_torn,
+        &c.threads_started,
+        &c.threads_ended,
+        &c.timers_created,
+        &c.timers_deleted,
+        &c.timer_errors,
+        &c.table_full,
+        &c.profiles_written,
+        &c.write_errors,
+        &c.samples_gc,
+        &c.samples_jit,
+        &c.samples_vm,
+        &c.samples_otelprof,
+        &c.samples_native_other,
+        &c.native_threads_found,
+        &c.native_threads_ended,
+        &c.native_cpu_credited,
+        &c.thread_scans,
+        &c.thread_scan_cpu_us,
+    ];
+    for counter in all.into_iter().chain(c.walk_failed.iter()) {
+        counter.store(0, Relaxed);
     }
 }
 

@@ -392,8 +392,20 @@ impl JvmRun {
 
     pub fn run(&self) -> RunOutput {
         let out_dir = scratch_dir("run");
+        let cmd = self.command(&out_dir);
+        let (exit_code, stdout, stderr, elapsed) = run_with_timeout(cmd, self.timeout);
+        RunOutput {
+            exit_code,
+            stdout,
+            stderr,
+            out_dir,
+            elapsed,
+        }
+    }
+
+    fn command(&self, out_dir: &Path) -> Command {
         let mut cmd = Command::new(self.jdk.java());
-        cmd.current_dir(&out_dir);
+        cmd.current_dir(out_dir);
         if let Some(opts) = &self.agent_options {
             let mut opts = opts.clone();
             if self.add_out_dir {
@@ -420,15 +432,271 @@ impl JvmRun {
             .arg(&self.main_class)
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
-        let (exit_code, stdout, stderr, elapsed) = run_with_timeout(cmd, self.timeout);
-        RunOutput {
-            exit_code,
+        cmd
+    }
+}
+
+impl JvmRun {
+    /// Starts the JVM and returns at once, for tests that act on it while it runs (attach).
+    pub fn spawn(&self) -> RunningJvm {
+        let out_dir = scratch_dir("run");
+        let mut cmd = self.command(&out_dir);
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let collect = |pipe: Box<dyn Read + Send>| {
+            let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let theirs = text.clone();
+            let handle = std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(pipe);
+                let mut line = String::new();
+                while std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) > 0 {
+                    theirs.lock().unwrap().push_str(&line);
+                    line.clear();
+                }
+            });
+            (text, handle)
+        };
+        let stdout = collect(Box::new(child.stdout.take().unwrap()));
+        let stderr = collect(Box::new(child.stderr.take().unwrap()));
+        RunningJvm {
+            jdk: self.jdk.clone(),
+            pid: child.id(),
+            child: Some(child),
+            out_dir,
             stdout,
             stderr,
-            out_dir,
+            started: Instant::now(),
+        }
+    }
+}
+
+type Collected = (
+    std::sync::Arc<std::sync::Mutex<String>>,
+    std::thread::JoinHandle<()>,
+);
+
+/// A JVM started by [`JvmRun::spawn`]; killed on drop if still running.
+pub struct RunningJvm {
+    pub jdk: Jdk,
+    pub pid: u32,
+    child: Option<std::process::Child>,
+    pub out_dir: PathBuf,
+    stdout: Collected,
+    stderr: Collected,
+    started: Instant,
+}
+
+impl RunningJvm {
+    /// What the JVM printed on stdout so far.
+    pub fn stdout(&self) -> String {
+        self.stdout.0.lock().unwrap().clone()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// Waits until stdout has a line containing `needle`.
+    pub fn wait_for_stdout(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.stdout().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} on stdout within {timeout:?}:\n{}\n{}",
+                self.stdout(),
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Resident set size of the JVM now (VmRSS), in bytes.
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        kb * 1024
+    }
+
+    /// Names of the JVM's threads now (`/proc/PID/task/*/comm`).
+    pub fn thread_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
+            for t in tasks.flatten() {
+                if let Ok(n) = std::fs::read_to_string(t.path().join("comm")) {
+                    names.push(n.trim_end().to_owned());
+                }
+            }
+        }
+        names
+    }
+
+    /// Waits for the JVM to exit (killing it after `timeout`) and returns what it did.
+    pub fn wait(mut self, timeout: Duration) -> RunOutput {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let elapsed = self.started.elapsed();
+        let take = |c: &mut Collected| {
+            let handle = std::mem::replace(&mut c.1, std::thread::spawn(|| {}));
+            let _ = handle.join();
+            c.0.lock().unwrap().clone()
+        };
+        let stdout = take(&mut self.stdout);
+        let stderr = take(&mut self.stderr);
+        assert!(
+            status.is_some(),
+            "the JVM did not finish within {timeout:?} (killed).\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        RunOutput {
+            exit_code: status.and_then(|s| s.code()),
+            stdout,
+            stderr,
+            out_dir: self.out_dir.clone(),
             elapsed,
         }
     }
+}
+
+impl Drop for RunningJvm {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A reply to an attach request: `ok` or `error: ...`, then `key: value` lines.
+#[derive(Clone, Debug, Default)]
+pub struct AttachReply {
+    pub error: Option<String>,
+    pub lines: Vec<(String, String)>,
+    /// The whole text, for messages.
+    pub text: String,
+}
+
+impl AttachReply {
+    pub fn parse(text: &str) -> AttachReply {
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or("");
+        let error = match first {
+            "ok" => None,
+            other => Some(
+                other
+                    .strip_prefix("error: ")
+                    .unwrap_or_else(|| panic!("a reply starts with ok or error: {text:?}"))
+                    .to_owned(),
+            ),
+        };
+        AttachReply {
+            error,
+            lines: lines
+                .map(|l| {
+                    let (k, v) = l
+                        .split_once(": ")
+                        .unwrap_or_else(|| panic!("not a key: value line: {l:?} in {text:?}"));
+                    (k.to_owned(), v.to_owned())
+                })
+                .collect(),
+            text: text.to_owned(),
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The first value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.lines
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of `key`, in order.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.lines
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    pub fn assert_ok(&self) -> &Self {
+        assert!(self.is_ok(), "attach failed: {}", self.text);
+        self
+    }
+}
+
+/// Loads `library` into the running JVM with `args` (`VERB[,key=value...]` for
+/// libotelprof.so, the agent argument for otelprof.jar) plus `reply=<file>`, and returns the
+/// reply. The one place the tests attach: through the JDK's `jcmd PID JVMTI.agent_load` for
+/// now (the dynamic attach protocol's `load` command, as `otelprof attach` sends it), so that
+/// it can become `otelprof attach` in one place. The reply file is made as the CLI makes it:
+/// empty, mode 0600, under /tmp.
+pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let reply = PathBuf::from(format!("/tmp/otelprof-reply-{}-{n}", std::process::id()));
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::remove_file(&reply);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&reply)
+            .unwrap();
+    }
+    let full = if args.is_empty() {
+        format!("reply={}", reply.display())
+    } else {
+        format!("{args},reply={}", reply.display())
+    };
+    // jcmd's command parser reads `key=value` words as named arguments: the agent's argument
+    // string is quoted to reach the agent whole.
+    let out = Command::new(jvm.jdk.home.join("bin/jcmd"))
+        .arg(jvm.pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(library)
+        .arg(format!("\"{full}\""))
+        .output()
+        .unwrap();
+    let jcmd = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = std::fs::read_to_string(&reply).unwrap_or_default();
+    let _ = std::fs::remove_file(&reply);
+    assert!(
+        out.status.success() && jcmd.contains("return code: 0"),
+        "jcmd JVMTI.agent_load {} {full:?} failed: {jcmd} {}\nreply: {text}",
+        library.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.is_empty(),
+        "no reply to {full:?} (jcmd said: {jcmd})\nJVM stderr:\n{}",
+        jvm.stderr()
+    );
+    AttachReply::parse(&text)
 }
 
 /// Runs `cmd`, killing it if it outlives `timeout`. Returns exit code, stdout, stderr, time.

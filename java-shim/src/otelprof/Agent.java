@@ -4,6 +4,7 @@ import java.lang.instrument.Instrumentation;
 import otelprof.internal.Log;
 import otelprof.internal.NativeBridge;
 import otelprof.internal.NativeLoader;
+import otelprof.internal.ReplyFile;
 
 /**
  * {@code -javaagent:otelprof.jar=<agent options>}: loads the native agent found beside the jar
@@ -22,8 +23,45 @@ public final class Agent {
         }
     }
 
+    /**
+     * Loaded into a running JVM after the native agent was started there ({@code otelprof attach
+     * PID start} sends {@code load instrument false <jar>=reply=<file>} next): finds the native
+     * agent, installs OpenTelemetry context tracking when the OpenTelemetry API is present and
+     * its context storage can still be wrapped, and writes a reply saying what is covered and
+     * what is not (docs/attach.md). It never starts the native agent itself.
+     */
     public static void agentmain(String args, Instrumentation inst) {
-        premain(args, inst);
+        ReplyFile.Reply reply;
+        String path = null;
+        try {
+            path = ReplyFile.replyPath(args);
+            String problem = ReplyFile.argumentProblem(args);
+            reply = problem != null ? ReplyFile.Reply.error(problem) : attachContext();
+        } catch (Throwable e) {
+            reply = ReplyFile.Reply.error("internal error: " + e);
+        }
+        ReplyFile.deliver(reply, path);
+    }
+
+    private static ReplyFile.Reply attachContext() {
+        String problem = NativeLoader.load();
+        if (problem != null) {
+            return ReplyFile.Reply.error("the native agent is not loaded: " + problem);
+        }
+        if (!NativeBridge.active()) {
+            return ReplyFile.Reply.error("the native agent is not running: start it first (otelprof attach PID start)");
+        }
+        if (!otelApiPresent(ClassLoader.getSystemClassLoader())) {
+            return ReplyFile.Reply.ok()
+                    .with("context", "none: no OpenTelemetry API on the system class path")
+                    .with("note", "samples carry spans only through otelprof.ThreadContext calls"
+                            + " (an application whose OpenTelemetry is in another class loader is not followed)");
+        }
+        try {
+            return otelprof.otel.OtelIntegration.installAtAttach();
+        } catch (Throwable e) {
+            return ReplyFile.Reply.error("cannot follow OpenTelemetry context: " + e);
+        }
     }
 
     /**

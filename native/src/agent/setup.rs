@@ -1,126 +1,153 @@
-//! Setting the agent up at load (options, JVMTI capabilities, events, the SIGPROF handler),
-//! and the JVMTI callbacks. The callbacks are thin: they hand off to the thread registry, to
-//! the virtual-thread records, and to [`Agent`]'s start and stop
-//! ([`crate::agent::start_stop`]).
+//! What the agent sets up once per process, whatever profiling sessions follow: the JVMTI
+//! environment and its capabilities, the event callbacks, the sample buffer and the SIGPROF
+//! handler. A session ([`crate::agent::session`]) turns events, timers and threads on and off;
+//! none of this is ever undone (a queued signal may still reach the handler, which must find
+//! its data intact; a SIGPROF set back to its default would kill the JVM).
+//!
+//! The callbacks are thin: they hand off to the thread registry and the virtual-thread
+//! records; VMInit and VMDeath, the lifecycle's, are given by [`crate::agent::control`].
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
 
 use jni::sys::{jclass, jobject, JNIEnv, JavaVM};
 
-use crate::agent::start_stop::Agent;
 use crate::ffi::guard;
-use crate::jvm::jvmti::{self, delete_local_ref, Jvmti};
-use crate::options::Options;
-use crate::otlp_export;
+use crate::jvm::jvmti::{self, Jvmti};
 use crate::sampling::sample_buffer::SampleBuffer;
 use crate::sampling::signal_handler::{self, Sampler};
 use crate::sampling::thread_registry;
 use crate::sys::{self, capability, event, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks};
 
-static AGENT: OnceLock<Agent> = OnceLock::new();
-
 /// Sample buffer sizing: enough shards that two cores rarely collide, arenas large enough
 /// for many drain intervals of the fastest sampling we accept.
 const SHARDS: usize = 8;
 const ARENA_BYTES: usize = 512 * 1024;
+/// Frames a sample can hold unless the first session asks for more (`depth=`, default 2048):
+/// later sessions are held to what the buffer was made for.
+const MIN_FRAMES: u32 = 2048;
 
-/// Agent_OnLoad: parse options, get JVMTI, ask for events; sampling starts at VMInit.
-///
-/// # Safety
-/// `vm` is the JavaVM* the JVM passed to Agent_OnLoad.
-pub(crate) unsafe fn on_load(vm: *mut JavaVM, options: &str) -> Result<(), String> {
-    // SAFETY: per this function's contract.
-    unsafe { setup(vm, options, false) }
+/// The agent as set up in this process.
+pub(crate) struct Loaded {
+    pub(crate) vm: *mut JavaVM,
+    pub(crate) jvmti: Jvmti,
+    pub(crate) sampler: &'static Sampler,
+    /// What this JVM could grant, and what it has granted so far.
+    potential: JvmtiCapabilities,
+    granted: Mutex<JvmtiCapabilities>,
 }
 
-/// Start from the Java shim (`-javaagent:otelprof.jar`): the VM is already in its live phase,
-/// so there will be no VMInit; sampling starts now, from the calling thread.
-///
-/// # Safety
-/// `vm` is the process's JavaVM*, `env` the calling thread's JNIEnv.
-pub(crate) unsafe fn on_live_start(
-    vm: *mut JavaVM,
-    env: *mut JNIEnv,
-    options: &str,
-) -> Result<(), String> {
-    if AGENT.get().is_some() {
-        // Already loaded (e.g. also given with -agentpath): the shim just uses it.
-        return Ok(());
-    }
-    // SAFETY: per this function's contract.
-    unsafe { setup(vm, options, true)? };
-    let Some(agent) = agent() else {
-        return Ok(()); // nothing to profile
-    };
-    let mut thread: jobject = std::ptr::null_mut();
-    if let Err(e) = agent.jvmti.current_thread(&mut thread) {
-        return Err(format!("cannot identify the starting thread: {e}"));
-    }
-    // SAFETY: `env` is this thread's JNIEnv and `thread` its Thread (a local reference).
-    unsafe {
-        agent.start(env, thread);
-        delete_local_ref(env, thread);
-    }
-    Ok(())
+// SAFETY: `vm` is the process-wide JavaVM*, usable from any thread; the rest is Sync.
+unsafe impl Send for Loaded {}
+// SAFETY: as above.
+unsafe impl Sync for Loaded {}
+
+static LOADED: OnceLock<Loaded> = OnceLock::new();
+
+/// The agent, once set up.
+pub(crate) fn loaded() -> Option<&'static Loaded> {
+    LOADED.get()
 }
 
-/// Registers the calling thread if it started before the agent did (it had no ThreadStart).
-///
-/// # Safety
-/// `env` is the calling thread's JNIEnv.
-pub(crate) unsafe fn register_current_thread(env: *mut JNIEnv) {
-    let Some(agent) = agent() else { return };
-    let mut thread: jobject = std::ptr::null_mut();
-    if agent.jvmti.current_thread(&mut thread).is_ok() {
-        // SAFETY: the calling thread's JNIEnv and Thread.
-        unsafe {
-            thread_registry::on_thread_start(&agent.jvmti, env, thread, agent.registration());
-            delete_local_ref(env, thread);
+/// What the first session wants of the setup.
+pub(crate) struct Wants {
+    /// Deepest stack (the buffer holds at least this many frames per sample).
+    pub(crate) depth: u32,
+    /// Lock profiling: at OnLoad, the park hook is bound when the JDK binds `Unsafe.park`.
+    pub(crate) lock: bool,
+    /// The lifecycle's VMInit and VMDeath callbacks ([`crate::agent::control`]'s).
+    pub(crate) vm_init: VmInitFn,
+    pub(crate) vm_death: VmDeathFn,
+}
+
+/// JVMTI `VMInit(jvmtiEnv*, JNIEnv*, jthread)`.
+pub(crate) type VmInitFn = unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv, jobject);
+/// JVMTI `VMDeath(jvmtiEnv*, JNIEnv*)`.
+pub(crate) type VmDeathFn = unsafe extern "C" fn(*mut JvmtiEnv, *mut JNIEnv);
+
+impl Loaded {
+    /// Adds what allocation and lock profiling need, if this JVM can; returns whether each
+    /// can run. The other capabilities were added at setup.
+    pub(crate) fn ensure_capabilities(&self, alloc: bool, lock: bool) -> (bool, bool) {
+        let wanted = |on: bool, bit: u32, what: &str| -> bool {
+            if !on {
+                return false;
+            }
+            if self.potential.has(bit) && self.potential.has(capability::CAN_TAG_OBJECTS) {
+                return true;
+            }
+            log_warn!("this JVM cannot do {what} profiling; it stays off");
+            false
+        };
+        let alloc = wanted(
+            alloc,
+            capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
+            "allocation",
+        );
+        let lock = wanted(lock, capability::CAN_GENERATE_MONITOR_EVENTS, "lock");
+        let mut granted = self.granted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut more = JvmtiCapabilities::default();
+        for (on, bit) in [
+            (alloc, capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS),
+            (lock, capability::CAN_GENERATE_MONITOR_EVENTS),
+            (alloc || lock, capability::CAN_TAG_OBJECTS),
+        ] {
+            if on && !granted.has(bit) {
+                more = more.with(bit);
+            }
+        }
+        if more == JvmtiCapabilities::default() {
+            return (alloc, lock);
+        }
+        match self.jvmti.add_capabilities(&more) {
+            Ok(()) => {
+                for bit in [
+                    capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
+                    capability::CAN_GENERATE_MONITOR_EVENTS,
+                    capability::CAN_TAG_OBJECTS,
+                ] {
+                    if more.has(bit) {
+                        *granted = granted.with(bit);
+                    }
+                }
+                (alloc, lock)
+            }
+            Err(e) => {
+                log_warn!("cannot add JVMTI capabilities for allocation and lock profiling: {e}; they stay off");
+                (false, false)
+            }
         }
     }
+
+    /// Whether a capability was granted.
+    pub(crate) fn has(&self, bit: u32) -> bool {
+        self.granted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .has(bit)
+    }
 }
 
+/// Sets the agent up: JVMTI capabilities and callbacks, the sampler and the SIGPROF handler.
+/// Once per process; later calls return what the first one set up.
+///
 /// # Safety
-/// `vm` is the process's JavaVM*.
-unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String> {
-    let options = Options::parse(options).map_err(|e| format!("{e}; profiling is off"))?;
-    crate::log::set_level(options.log);
-    // The environment is read here, once; nothing later looks at it again.
-    let lookup = |name: &str| std::env::var(name).ok();
-    if otlp_export::sdk_disabled(&lookup) {
-        log_info!("OTEL_SDK_DISABLED=true: profiling is off");
-        return Ok(());
+/// `vm` is the process's JavaVM*; `at_onload` is true only inside Agent_OnLoad.
+pub(crate) unsafe fn load(
+    vm: *mut JavaVM,
+    at_onload: bool,
+    wants: &Wants,
+) -> Result<&'static Loaded, String> {
+    if let Some(l) = LOADED.get() {
+        return Ok(l);
     }
-    if options.cpu_interval.is_none()
-        && options.wall_interval.is_none()
-        && options.alloc_interval.is_none()
-        && options.lock_threshold.is_none()
-    {
-        log_info!("cpu=off and no wall, alloc or lock profiling: nothing to profile");
-        return Ok(());
+    if let Some(other) = signal_handler::other_copy() {
+        return Err(format!(
+            "another copy of libotelprof.so is active in this JVM ({other}); use that path"
+        ));
     }
-    if AGENT.get().is_some() {
-        return Err("the agent is loaded twice; the second copy does nothing".into());
-    }
-    let export_env =
-        otlp_export::read_env(&options, &lookup).map_err(|e| format!("{e}; profiling is off"))?;
-    // Files: where out= says; with OTLP and no out=, none (the working directory is the
-    // application's, not ours); with neither, the working directory as before.
-    let out_dir = match (&options.out_dir, &export_env.config) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(_)) => None,
-        (None, None) => Some(
-            std::env::current_dir()
-                .map_err(|e| format!("no out= given and no current directory: {e}"))?,
-        ),
-    };
-    let out_dir = out_dir.map(|d| std::fs::canonicalize(&d).unwrap_or(d));
-
     // SAFETY: per this function's contract.
     let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| format!("cannot get JVMTI: {e}"))?;
     let walk = crate::jvm::agct::find(&jvmti).map_err(|e| e.to_string())?;
-
     let potential = jvmti
         .potential_capabilities()
         .map_err(|e| format!("cannot read JVMTI capabilities: {e}"))?;
@@ -138,48 +165,18 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         // JDK 21+: virtual-thread events, so that context follows virtual threads.
         capability::CAN_SUPPORT_VIRTUAL_THREADS,
     ] {
-        if live && bit == capability::CAN_GENERATE_EARLY_VMSTART {
+        if !at_onload && bit == capability::CAN_GENERATE_EARLY_VMSTART {
             continue;
         }
         if potential.has(bit) {
             caps = caps.with(bit);
         }
     }
-    // Allocation and lock profiling: sampled allocation and monitor events, and object tags
-    // (class names of leaf frames, lock wait start times).
-    let wanted = |on: bool, bit: u32, what: &str| -> bool {
-        if !on {
-            return false;
-        }
-        if potential.has(bit) && potential.has(capability::CAN_TAG_OBJECTS) {
-            return true;
-        }
-        log_warn!("this JVM cannot do {what} profiling; it stays off");
-        false
-    };
-    let alloc = wanted(
-        options.alloc_interval.is_some(),
-        capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
-        "allocation",
-    );
-    let lock = wanted(
-        options.lock_threshold.is_some(),
-        capability::CAN_GENERATE_MONITOR_EVENTS,
-        "lock",
-    );
-    if alloc {
-        caps = caps.with(capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);
-    }
-    if lock {
-        caps = caps.with(capability::CAN_GENERATE_MONITOR_EVENTS);
-    }
-    if alloc || lock {
-        caps = caps.with(capability::CAN_TAG_OBJECTS);
-    }
     // java.util.concurrent parks: the JDK binds Unsafe.park during startup; catching that
     // binding needs the event from OnLoad on (see crate::engines::parks).
-    let park_bind =
-        lock && !live && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
+    let park_bind = wants.lock
+        && at_onload
+        && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     if park_bind {
         caps = caps.with(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     }
@@ -193,47 +190,30 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         .map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
 
     let callbacks = JvmtiEventCallbacks {
-        VMInit: Some(vm_init),
-        VMDeath: Some(vm_death),
+        VMInit: Some(wants.vm_init),
+        VMDeath: Some(wants.vm_death),
         ThreadStart: Some(thread_start),
         ThreadEnd: Some(thread_end),
         ClassLoad: Some(class_load),
         ClassPrepare: Some(class_prepare),
         CompiledMethodLoad: Some(compiled_method_load),
         VirtualThreadEnd: Some(virtual_thread_end),
-        SampledObjectAlloc: alloc.then_some(crate::engines::alloc::sampled_object_alloc as _),
-        MonitorContendedEnter: lock.then_some(crate::engines::locks::monitor_contended_enter as _),
-        MonitorContendedEntered: lock
-            .then_some(crate::engines::locks::monitor_contended_entered as _),
+        // Set always; a session enables the events it wants.
+        SampledObjectAlloc: Some(crate::engines::alloc::sampled_object_alloc as _),
+        MonitorContendedEnter: Some(crate::engines::locks::monitor_contended_enter as _),
+        MonitorContendedEntered: Some(crate::engines::locks::monitor_contended_entered as _),
         NativeMethodBind: park_bind.then_some(crate::engines::parks::native_method_bind as _),
         ..Default::default()
     };
     jvmti
         .set_event_callbacks(&callbacks)
         .map_err(|e| format!("cannot set JVMTI callbacks: {e}"))?;
-    let mut events = vec![
-        event::EVENT_VM_INIT,
-        event::EVENT_VM_DEATH,
-        event::EVENT_THREAD_START,
-        event::EVENT_THREAD_END,
-        // AsyncGetCallTrace refuses to walk (ticks_no_class_load) unless ClassLoad is enabled.
-        event::EVENT_CLASS_LOAD,
-        event::EVENT_CLASS_PREPARE,
-    ];
-    if caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
-        events.push(event::EVENT_COMPILED_METHOD_LOAD);
+    let mut events = vec![event::EVENT_VM_DEATH];
+    if at_onload {
+        events.push(event::EVENT_VM_INIT);
     }
     if park_bind {
         events.push(event::EVENT_NATIVE_METHOD_BIND);
-    }
-    if caps.has(capability::CAN_SUPPORT_VIRTUAL_THREADS)
-        && crate::sampling::virtual_threads::enable(
-            &jvmti,
-            virtual_thread_mount,
-            virtual_thread_unmount,
-        )
-    {
-        events.push(event::EVENT_VIRTUAL_THREAD_END);
     }
     for e in events {
         jvmti
@@ -241,12 +221,12 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
             .map_err(|err| format!("cannot enable JVMTI event {e}: {err}"))?;
     }
 
-    let max_depth = options.max_depth as usize;
+    let frames = wants.depth.max(MIN_FRAMES);
     let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
         table: &thread_registry::TABLE,
-        buffer: SampleBuffer::new(SHARDS, max_depth, ARENA_BYTES),
+        buffer: SampleBuffer::new(SHARDS, frames as usize, ARENA_BYTES),
         walk,
-        max_depth: options.max_depth as i32,
+        depth: std::sync::atomic::AtomicI32::new(wants.depth as i32),
     }));
     if !signal_handler::install(sampler) {
         return Err("internal error: sampler installed twice".into());
@@ -258,33 +238,59 @@ unsafe fn setup(vm: *mut JavaVM, options: &str, live: bool) -> Result<(), String
         Ok(None) => {}
         Err(e) => return Err(format!("cannot install the SIGPROF handler: {e}")),
     }
-    let agent = Agent {
-        cpu_interval: options.cpu_interval,
-        alloc,
-        lock,
+    let loaded = Loaded {
         vm,
         jvmti,
-        options,
-        out_dir,
-        export_env,
-        exporter: Mutex::new(None),
         sampler,
-        aggregator: Mutex::new(None),
-        wall: Mutex::new(None),
-        scan: Mutex::new(None),
-        started: AtomicBool::new(false),
+        potential,
+        granted: Mutex::new(caps),
     };
-    let env = agent.jvmti;
-    AGENT
-        .set(agent)
-        .map_err(|_| "the agent is loaded twice; the second copy does nothing".to_string())?;
+    let env = loaded.jvmti;
+    let loaded = match LOADED.set(loaded) {
+        Ok(()) => LOADED.get(),
+        Err(_) => None,
+    }
+    .ok_or("internal error: the agent was set up twice")?;
     // The callbacks and JNI methods that fetch the environment see it once the agent is complete.
     jvmti::publish_agent_env(env);
-    Ok(())
+    Ok(loaded)
 }
 
-fn agent() -> Option<&'static Agent> {
-    AGENT.get()
+/// Enables or disables the events a session needs besides its profile types' (thread
+/// lifecycle, class preparation for jmethodIDs, CompiledMethodLoad, virtual threads).
+pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
+    let mut events = vec![
+        event::EVENT_THREAD_START,
+        event::EVENT_THREAD_END,
+        // AsyncGetCallTrace refuses to walk (ticks_no_class_load) unless ClassLoad is enabled.
+        event::EVENT_CLASS_LOAD,
+        event::EVENT_CLASS_PREPARE,
+    ];
+    if loaded.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
+        events.push(event::EVENT_COMPILED_METHOD_LOAD);
+    }
+    let vthreads = loaded.has(capability::CAN_SUPPORT_VIRTUAL_THREADS);
+    if on && vthreads {
+        if crate::sampling::virtual_threads::enable(
+            &loaded.jvmti,
+            virtual_thread_mount,
+            virtual_thread_unmount,
+        ) {
+            events.push(event::EVENT_VIRTUAL_THREAD_END);
+        }
+    } else if !on {
+        crate::sampling::virtual_threads::disable(&loaded.jvmti);
+        if vthreads {
+            events.push(event::EVENT_VIRTUAL_THREAD_END);
+        }
+    }
+    for e in events {
+        let result = loaded.jvmti.set_event(on, e);
+        if on {
+            result.map_err(|err| format!("cannot enable JVMTI event {e}: {err}"))?;
+        }
+    }
+    Ok(())
 }
 
 unsafe extern "C" fn virtual_thread_end(
@@ -293,9 +299,9 @@ unsafe extern "C" fn virtual_thread_end(
     vthread: jobject,
 ) {
     guard("VirtualThreadEnd", (), || {
-        if let Some(a) = agent() {
+        if let Some(l) = loaded() {
             // SAFETY: the event's own arguments.
-            unsafe { crate::sampling::virtual_threads::on_end(&a.jvmti, vthread) };
+            unsafe { crate::sampling::virtual_threads::on_end(&l.jvmti, vthread) };
         }
     })
 }
@@ -307,9 +313,9 @@ unsafe extern "C" fn virtual_thread_mount(
     vthread: jobject,
 ) {
     guard("VirtualThreadMount", (), || {
-        if let Some(a) = agent() {
+        if let Some(l) = loaded() {
             // SAFETY: the event's own arguments, on the carrier.
-            unsafe { crate::sampling::virtual_threads::mount(&a.jvmti, vthread) };
+            unsafe { crate::sampling::virtual_threads::mount(&l.jvmti, vthread) };
         }
     })
 }
@@ -327,28 +333,11 @@ unsafe extern "C" fn virtual_thread_unmount(
     )
 }
 
-unsafe extern "C" fn vm_init(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, thread: jobject) {
-    guard("VMInit", (), || {
-        if let Some(a) = agent() {
-            // SAFETY: these are VMInit's own arguments.
-            unsafe { a.start(jni, thread) };
-        }
-    })
-}
-
-unsafe extern "C" fn vm_death(_jvmti: *mut JvmtiEnv, _jni: *mut JNIEnv) {
-    guard("VMDeath", (), || {
-        if let Some(a) = agent() {
-            a.stop();
-        }
-    })
-}
-
 unsafe extern "C" fn thread_start(_jvmti: *mut JvmtiEnv, jni: *mut JNIEnv, thread: jobject) {
     guard("ThreadStart", (), || {
-        if let Some(a) = agent() {
+        if let Some(l) = loaded() {
             // SAFETY: ThreadStart runs on the new thread and passes its JNIEnv and Thread.
-            unsafe { thread_registry::on_thread_start(&a.jvmti, jni, thread, a.registration()) };
+            unsafe { thread_registry::on_thread_start(&l.jvmti, jni, thread) };
         }
     })
 }
@@ -366,9 +355,9 @@ unsafe extern "C" fn class_prepare(
     class: jclass,
 ) {
     guard("ClassPrepare", (), || {
-        if let Some(a) = agent() {
+        if let Some(l) = loaded() {
             // SAFETY: `class` is the local reference JVMTI passed to this ClassPrepare callback.
-            let _ = unsafe { a.jvmti.preload_method_ids(class) };
+            let _ = unsafe { l.jvmti.preload_method_ids(class) };
         }
     })
 }

@@ -36,8 +36,13 @@ static THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
 /// State of the sampling decisions' random numbers (SplitMix64, stepped atomically).
 static RANDOM: AtomicU64 = AtomicU64::new(0x2545_F491_4F6C_DD1D);
 
+/// CLOCK_MONOTONIC time lock profiling last started: a wait timed before it began in an
+/// earlier session (its start tag outlived the stop) is not counted.
+static STARTED_NS: AtomicU64 = AtomicU64::new(0);
+
 pub(crate) fn set_threshold(t: std::time::Duration) {
     THRESHOLD_NS.store(t.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    STARTED_NS.store(monotonic_ns(), Ordering::Relaxed);
 }
 
 /// The threshold `T`, in nanoseconds.
@@ -116,6 +121,10 @@ pub(crate) unsafe extern "C" fn monitor_contended_entered(
         }
         // SAFETY: as above; 0 removes the tag.
         let _ = unsafe { jvmti.set_tag(thread, 0) };
+        if (entered_at as u64) < STARTED_NS.load(Ordering::Relaxed) {
+            // Timed by an earlier session, before a stop.
+            return;
+        }
         let Some(tid) = event_sample::wanted() else {
             return;
         };

@@ -29,7 +29,7 @@
 //! every blocker.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use jni::sys::{jboolean, jclass, jfieldID, jlong, jobject, JNIEnv, JNINativeMethod};
 
@@ -48,6 +48,15 @@ type ParkFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jboolean, jlong);
 static ORIGINAL: AtomicUsize = AtomicUsize::new(0);
 /// `java.lang.Thread.parkBlocker`'s field id (valid for the life of the class: forever).
 static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
+/// Whether parks are timed: set while a session profiles locks. The hook stays bound after
+/// a stop (rebinding a JDK native again would make HotSpot warn each time), and then only
+/// calls the original after one load of this flag.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Stops timing parks (the hook stays bound, see [`ON`]).
+pub(crate) fn turn_off() {
+    ON.store(false, Ordering::Release);
+}
 
 /// JVMTI `NativeMethodBind` (enabled from `Agent_OnLoad` when lock profiling is on): when the
 /// JDK binds `Unsafe.park` during startup, the hook is bound in its place. No warning: the
@@ -106,6 +115,7 @@ pub(crate) unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), Stri
     let field = unsafe { blocker_field(jni) }.ok_or("java.lang.Thread has no parkBlocker field")?;
     BLOCKER_FIELD.store(field as usize, Ordering::Release);
     if ORIGINAL.load(Ordering::Acquire) != 0 {
+        ON.store(true, Ordering::Release);
         return Ok(());
     }
     let original = libjvm::local_function(jvmti, "Unsafe_Park")?;
@@ -133,6 +143,7 @@ pub(crate) unsafe fn install(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<(), Stri
     if status != 0 {
         return Err(format!("RegisterNatives failed ({status})"));
     }
+    ON.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -154,7 +165,7 @@ unsafe extern "C" fn park_hook(
     }
     // SAFETY: `original` is HotSpot's Unsafe_Park, whose signature is ParkFn.
     let park = unsafe { std::mem::transmute::<usize, ParkFn>(original) };
-    if !crate::sampling::signal_handler::is_active() {
+    if !ON.load(Ordering::Acquire) || !crate::sampling::signal_handler::is_active() {
         // SAFETY: the JVM's own arguments, passed through.
         unsafe { park(env, unsafe_object, absolute, time) };
         return;

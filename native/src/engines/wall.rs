@@ -63,7 +63,6 @@
 //!     crate::sampling::thread_table::ThreadTable::hold_registrations
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
@@ -98,30 +97,28 @@ unsafe impl Send for Config {}
 
 /// Handle to the running `otelprof-wall` thread.
 pub(crate) struct WallClock {
-    control: Arc<crate::worker::Shared>,
+    worker: crate::worker::Worker,
 }
 
 impl WallClock {
     pub(crate) fn start(config: Config) -> std::io::Result<WallClock> {
-        let control = crate::worker::shared();
-        let theirs = control.clone();
-        std::thread::Builder::new()
-            .name("otelprof-wall".into())
-            .spawn(move || {
-                thread_registry::add_own_tid(gettid());
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
-                if result.is_err() {
-                    log_error!("internal error in the wall-clock thread; wall profiling stopped");
-                }
-                crate::worker::mark_done(&theirs);
-            })?;
-        Ok(WallClock { control })
+        let worker = crate::worker::Worker::spawn("otelprof-wall", move |control| {
+            let tid = gettid();
+            thread_registry::add_own_tid(tid);
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &control)));
+            if result.is_err() {
+                log_error!("internal error in the wall-clock thread; wall profiling stopped");
+            }
+            thread_registry::remove_own_tid(tid);
+            crate::worker::mark_done(&control);
+        })?;
+        Ok(WallClock { worker })
     }
 
     /// Stops the thread and waits for it at most `timeout`. Returns false on timeout.
     pub(crate) fn stop(&self, timeout: Duration) -> bool {
-        crate::worker::stop_and_wait(&self.control, timeout)
+        self.worker.stop(timeout)
     }
 }
 
@@ -207,7 +204,7 @@ struct Rotation {
 
 impl Rotation {
     fn new(jvmti: Jvmti, jni: *mut JNIEnv, max_samples: usize) -> Rotation {
-        let depth = signal_handler::installed().map_or(1, |s| s.max_depth.max(1) as usize);
+        let depth = signal_handler::installed().map_or(1, |s| s.max_depth().max(1) as usize);
         Rotation {
             jvmti,
             jni,

@@ -250,6 +250,23 @@ impl Jvmti {
         )
     }
 
+    /// Every live platform thread, as JNI local references (the caller deletes them).
+    pub(crate) fn all_threads(&self) -> Result<Vec<jobject>, JvmtiErr> {
+        let mut n: jint = 0;
+        let mut p: *mut jobject = std::ptr::null_mut();
+        check(
+            "GetAllThreads",
+            jvmti_call!(self, GetAllThreads, &mut n, &mut p),
+        )?;
+        Ok(self.take_array(p, n))
+    }
+
+    /// Posts `event` for what exists already (JVMTI GenerateEvents: CompiledMethodLoad for
+    /// the methods compiled so far).
+    pub(crate) fn generate_events(&self, event: u32) -> Result<(), JvmtiErr> {
+        check("GenerateEvents", jvmti_call!(self, GenerateEvents, event))
+    }
+
     /// All loaded classes, as JNI local references (the caller deletes them).
     pub(crate) fn loaded_classes(&self) -> Result<Vec<jclass>, JvmtiErr> {
         let mut n: jint = 0;

@@ -35,6 +35,28 @@ pub(crate) fn locate(jvmti: &Jvmti) -> Option<Loaded> {
     })
 }
 
+/// The address of `name`, a symbol libjvm exports (a function or a variable): found with
+/// `dlsym(RTLD_DEFAULT)` when libjvm was loaded globally (the `java` launcher does), else in
+/// libjvm's own handle. Null when absent.
+pub(crate) fn exported(jvmti: &Jvmti, name: &CStr) -> *mut libc::c_void {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name has no other preconditions.
+    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !sym.is_null() {
+        return sym;
+    }
+    let Some(libjvm) = locate(jvmti) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: RTLD_NOLOAD only returns a handle to an already-loaded object (libjvm itself).
+    let handle = unsafe { libc::dlopen(libjvm.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    if handle.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: valid handle and name. The handle is not closed: libjvm stays loaded for the
+    // life of the process, and closing would only drop the reference count we just took.
+    unsafe { libc::dlsym(handle, name.as_ptr()) }
+}
+
 /// The address of `name`, a function in libjvm's ELF symbol table that the dynamic linker
 /// does not export (such as HotSpot's `Unsafe_Park`). The load base is checked against a symbol
 /// the dynamic linker also knows (`AsyncGetCallTrace`), so that a file replaced on disk since

@@ -72,7 +72,7 @@ pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
         context: unsafe { crate::context::reader::read(record) },
         ..Default::default()
     };
-    let max_depth = s.max_depth;
+    let max_depth = s.max_depth();
     let result = s.buffer.write(tid as usize, header, |frames, capacity| {
         let infos = frames as *mut JvmtiFrameInfo;
         let current = std::ptr::null_mut();

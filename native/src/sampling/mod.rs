@@ -9,7 +9,8 @@
 //!   [`caller_walk`] for walks that fail at the top frame and [`wall_signal`] for the signals
 //!   of the wall-clock thread;
 //! - [`thread_table`]: how the handler finds the interrupted thread (by tid, without TLS);
-//!   [`thread_registry`] fills it at ThreadStart and ThreadEnd, [`virtual_threads`] swaps the
+//!   [`thread_registry`] fills it at ThreadStart and ThreadEnd, [`running_threads`] with the
+//!   threads already running when profiling starts late, [`virtual_threads`] swaps the
 //!   record a carrier shows on mount and unmount;
 //! - [`sample_buffer`]: where samples wait for the aggregator; [`event_sample`] writes the
 //!   samples of JVMTI callbacks into it;
@@ -23,6 +24,7 @@ pub(crate) mod event_sample;
 pub(crate) mod native_threads;
 pub(crate) mod os;
 pub(crate) mod process_threads;
+pub(crate) mod running_threads;
 pub(crate) mod sample_buffer;
 pub(crate) mod signal_handler;
 pub(crate) mod thread_registry;

@@ -92,6 +92,9 @@ pub(crate) struct NativeThreads {
     listed: Vec<i32>,
     previous: Vec<i32>,
     candidates: Vec<i32>,
+    /// Whether the next scan credits the CPU a thread used before it was found (every scan
+    /// but a late start's first: see [`crate::sampling::thread_scan::Config`]).
+    credit: bool,
 }
 
 impl NativeThreads {
@@ -109,7 +112,14 @@ impl NativeThreads {
             listed: Vec::new(),
             previous: Vec::new(),
             candidates: Vec::new(),
+            credit: true,
         }
+    }
+
+    /// Whether the next scan credits the CPU its new threads used before it found them;
+    /// later scans always do.
+    pub(crate) fn credit_next_scan(&mut self, credit: bool) {
+        self.credit = credit;
     }
 
     /// Lists the process's threads and brings the registrations up to date: new threads
@@ -187,6 +197,7 @@ impl NativeThreads {
             }
         }
         std::mem::swap(&mut self.listed, &mut self.previous);
+        self.credit = true;
         Ok(outcome)
     }
 
@@ -218,7 +229,7 @@ impl NativeThreads {
             return true;
         };
         // Read before the timer starts: the CPU the timer will not see.
-        let used = process_threads::cpu_time(tid);
+        let used = process_threads::cpu_time(tid).filter(|_| self.credit);
         match ThreadCpuTimer::start(tid, self.signo, interval) {
             Ok(timer) => {
                 stats::bump(&COUNTERS.timers_created);
@@ -318,7 +329,7 @@ mod tests {
             table: &TABLE,
             buffer: SampleBuffer::new(2, 8, 1 << 16),
             walk: never_walk,
-            max_depth: 8,
+            depth: std::sync::atomic::AtomicI32::new(8),
         }));
         let interval = Duration::from_millis(10);
         // This thread is a Java thread here: the scan leaves it alone.

@@ -171,6 +171,13 @@ impl SampleBuffer {
         }
     }
 
+    /// The most frames one record can hold (the scratch array's size).
+    pub(crate) fn max_frames(&self) -> u32 {
+        self.shards
+            .first()
+            .map_or(1, |s| u32::try_from(s.scratch.len()).unwrap_or(u32::MAX))
+    }
+
     /// Stores one sample. `walk` receives the scratch frame array (pointer and capacity), fills
     /// it, and returns the AsyncGetCallTrace result: the number of frames, or a negative code.
     ///

@@ -27,7 +27,7 @@
 //! storage, and cannot panic: indexing is denied in this module and every lookup is `get`.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
 use crate::kinds::SampleKind;
 use crate::sampling::caller_walk::walk_from_caller;
@@ -51,7 +51,28 @@ pub(crate) struct Sampler {
     pub(crate) table: &'static ThreadTable,
     pub(crate) buffer: SampleBuffer,
     pub(crate) walk: AsyncGetCallTraceFn,
-    pub(crate) max_depth: i32,
+    /// Deepest stack recorded (`depth=` of the running session, at most what the buffer was
+    /// made for: [`SampleBuffer::max_frames`]).
+    pub(crate) depth: AtomicI32,
+}
+
+impl Sampler {
+    /// Deepest stack recorded now.
+    ///
+    /// # Signal safety
+    /// One atomic load.
+    #[inline]
+    pub(crate) fn max_depth(&self) -> i32 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Sets the deepest stack recorded, within what the buffer holds; returns the depth set.
+    pub(crate) fn set_max_depth(&self, depth: u32) -> u32 {
+        let depth = depth.clamp(1, self.buffer.max_frames());
+        self.depth
+            .store(i32::try_from(depth).unwrap_or(i32::MAX), Ordering::Relaxed);
+        depth
+    }
 }
 
 static SAMPLER: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
@@ -97,6 +118,55 @@ pub(crate) fn quiesce(timeout: std::time::Duration) -> bool {
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
     true
+}
+
+/// The path of another copy of this library whose handler holds SIGPROF, if one does: a
+/// second `libotelprof.so` (loaded from another path, so with statics of its own) must not
+/// start a second sampler beside it.
+pub(crate) fn other_copy() -> Option<String> {
+    // SAFETY: a zeroed sigaction is a valid out value; a null new action only reads.
+    let current = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old) != 0 {
+            return None;
+        }
+        old.sa_sigaction
+    };
+    let ours = on_signal as *const () as usize;
+    if current == libc::SIG_DFL || current == libc::SIG_IGN || current == ours {
+        return None;
+    }
+    let file_of = |addr: usize| -> Option<std::ffi::CString> {
+        // SAFETY: all-zero Dl_info is valid; dladdr only reads the address.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0
+            || info.dli_fname.is_null()
+        {
+            return None;
+        }
+        // SAFETY: dladdr returned a NUL-terminated path of a loaded object.
+        Some(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_owned())
+    };
+    let theirs = file_of(current)?;
+    if file_of(ours).as_ref() == Some(&theirs) {
+        return None;
+    }
+    // SAFETY: RTLD_NOLOAD only finds an object already loaded; the reference it takes is
+    // dropped right after the lookup.
+    let is_otelprof = unsafe {
+        let handle = libc::dlopen(theirs.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        if handle.is_null() {
+            return None;
+        }
+        let sym = libc::dlsym(
+            handle,
+            c"Java_otelprof_internal_NativeBridge_active0".as_ptr(),
+        );
+        libc::dlclose(handle);
+        !sym.is_null()
+    };
+    is_otelprof.then(|| theirs.to_string_lossy().into_owned())
 }
 
 /// Installs [`on_signal`] for `signo`. Returns the previous handler if it was someone else's.
@@ -236,7 +306,7 @@ impl Sampler {
             context: unsafe { crate::context::reader::read(record) },
             ..Default::default()
         };
-        let max_depth = self.max_depth;
+        let max_depth = self.max_depth();
         let walk = self.walk;
         let mut walked = 0;
         let result = self.buffer.write(
@@ -431,7 +501,7 @@ mod tests {
             table,
             buffer: SampleBuffer::new(2, 64, 1 << 20),
             walk: fake_walk,
-            max_depth: 64,
+            depth: AtomicI32::new(64),
         }));
         assert!(install(sampler));
         install_handler(libc::SIGPROF).unwrap();

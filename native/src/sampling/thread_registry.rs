@@ -1,6 +1,12 @@
 //! Java thread lifecycle: register each thread for sampling at JVMTI ThreadStart (on the new
 //! thread itself), unregister it at ThreadEnd, and remember its name for labels.
 //!
+//! Registrations happen only while profiling runs ([`start_registering`] to
+//! [`stop_registering`]). When profiling stops, [`clear`] empties the table and the names: the
+//! agent then hears of no thread start or end (the events are off), so any entry kept would go
+//! stale. A later start registers the threads running then from scratch
+//! ([`crate::sampling::running_threads`]).
+//!
 //! Registration puts the thread's JNIEnv in the [`ThreadTable`] (the signal handler passes it
 //! to AsyncGetCallTrace) and, with the per-thread CPU clock, starts the thread's timer.
 //! Names are kept apart in [`ThreadNames`], which only the aggregator, these callbacks and the
@@ -22,17 +28,25 @@ use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::process_threads;
 use crate::sampling::signal_handler;
 use crate::sampling::thread_roles::ThreadRole;
-use crate::sampling::thread_table::{ThreadTable, NO_TIMER};
+use crate::sampling::thread_table::{Inserted, ThreadTable, NO_TIMER};
 use crate::sampling::timers::{random_fraction, whole_intervals, ThreadCpuTimer};
 use crate::stats::{self, COUNTERS};
 
 pub(crate) static TABLE: ThreadTable = ThreadTable::new();
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
-/// Set once profiling stops: late ThreadStarts register nothing.
-static STOPPED: AtomicBool = AtomicBool::new(false);
-/// The agent's own threads attached to the VM (aggregator, wall clock): never profiled.
+/// Set while profiling runs: ThreadStarts outside that time register nothing.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+/// The per-thread CPU timer interval of the running session in nanoseconds, 0 for none
+/// (`clock=itimer`, `cpu=off`).
+static TIMER_NS: AtomicU64 = AtomicU64::new(0);
+/// The agent's own threads attached to the VM (aggregator, wall clock): never profiled. A
+/// thread takes a slot when it starts and gives it back as it ends.
 static OWN_TIDS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
+/// Set while the threads already running at a late start are registered: ThreadEnd then notes
+/// its tid in [`ENDED_WHILE_ADDING`] (see [`crate::sampling::running_threads`]).
+static ADDING_RUNNING: AtomicBool = AtomicBool::new(false);
+static ENDED_WHILE_ADDING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
 /// Set while the thread scan runs: ThreadEnd then leaves the thread's CPU time in [`ENDED`].
 static NOTE_ENDS: AtomicBool = AtomicBool::new(false);
@@ -111,18 +125,62 @@ pub(crate) fn add_own_tid(tid: i32) {
     log_debug!("more agent threads than expected; thread {tid} may be profiled");
 }
 
+/// Gives back the slot of `tid`, one of the agent's own threads that is ending.
+pub(crate) fn remove_own_tid(tid: i32) {
+    for slot in &OWN_TIDS {
+        let _ = slot.compare_exchange(tid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
 /// Whether `tid` is one of the agent's own threads.
 pub(crate) fn is_own_tid(tid: i32) -> bool {
     tid > 0 && OWN_TIDS.iter().any(|t| t.load(Ordering::SeqCst) == tid)
 }
 
-pub(crate) fn stop() {
-    STOPPED.store(true, Ordering::SeqCst);
+/// Profiling starts: threads are registered from now on, as `how` says.
+pub(crate) fn start_registering(how: Registration) {
+    let ns = how.cpu_timer.map_or(0, |d| {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+    });
+    TIMER_NS.store(ns, Ordering::SeqCst);
+    RUNNING.store(true, Ordering::SeqCst);
 }
 
-/// Whether profiling has stopped (nothing more is registered).
-pub(crate) fn stopped() -> bool {
-    STOPPED.load(Ordering::SeqCst)
+/// Profiling stops: nothing more is registered (entries made meanwhile remove themselves).
+pub(crate) fn stop_registering() {
+    RUNNING.store(false, Ordering::SeqCst);
+}
+
+/// Whether threads are being registered (profiling runs).
+pub(crate) fn running() -> bool {
+    RUNNING.load(Ordering::SeqCst)
+}
+
+/// How threads are registered now: `None` when profiling does not run.
+pub(crate) fn registration() -> Option<Registration> {
+    if !RUNNING.load(Ordering::SeqCst) {
+        return None;
+    }
+    let ns = TIMER_NS.load(Ordering::SeqCst);
+    Some(Registration {
+        cpu_timer: (ns > 0).then(|| Duration::from_nanos(ns)),
+    })
+}
+
+/// Starts (or stops) noting the threads that end, for the registration of the threads that
+/// were already running ([`crate::sampling::running_threads`]).
+pub(crate) fn note_ends_while_adding(on: bool) {
+    let mut ended = ENDED_WHILE_ADDING.lock().unwrap_or_else(|p| p.into_inner());
+    ended.clear();
+    ADDING_RUNNING.store(on, Ordering::SeqCst);
+}
+
+/// Whether `tid` ended since [`note_ends_while_adding`] was turned on.
+pub(crate) fn ended_while_adding(tid: i32) -> bool {
+    ENDED_WHILE_ADDING
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&tid)
 }
 
 /// A new thread life's serial.
@@ -174,19 +232,17 @@ pub(crate) struct Registration {
     pub(crate) cpu_timer: Option<Duration>,
 }
 
-/// Registers the calling thread (JVMTI ThreadStart, or VMInit for the main thread).
+/// Registers the calling thread (JVMTI ThreadStart, or the thread that starts profiling).
 ///
 /// # Safety
 /// `jni` is the calling thread's JNIEnv and `thread` its java.lang.Thread, as JVMTI passes
 /// them to ThreadStart and VMInit.
-pub(crate) unsafe fn on_thread_start(
-    jvmti: &Jvmti,
-    jni: *mut JNIEnv,
-    thread: jobject,
-    how: Registration,
-) {
+pub(crate) unsafe fn on_thread_start(jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject) {
+    let Some(how) = registration() else {
+        return;
+    };
     let tid = gettid();
-    if STOPPED.load(Ordering::SeqCst) || is_own_tid(tid) {
+    if is_own_tid(tid) {
         return;
     }
     if TABLE
@@ -196,7 +252,71 @@ pub(crate) unsafe fn on_thread_start(
         // Already registered (the main thread can be seen both at ThreadStart and VMInit).
         return;
     }
+    // SAFETY: per this function's contract: the thread is the caller, `jni` its JNIEnv.
+    unsafe {
+        register_java(
+            jvmti,
+            jni,
+            thread,
+            JavaThreadIds {
+                tid,
+                env: jni,
+                record: std::ptr::null_mut(),
+            },
+            how,
+        )
+    };
+}
+
+/// What the sampler needs to know of a Java thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JavaThreadIds {
+    /// Its kernel thread id.
+    pub(crate) tid: i32,
+    /// Its JNIEnv, which AsyncGetCallTrace is given.
+    pub(crate) env: *mut JNIEnv,
+    /// Its context record, when it has one from an earlier profiling session (null if not).
+    pub(crate) record: *mut crate::context::record::ContextRecord,
+}
+
+/// Registers the Java thread `thread` (ids in `ids`) for sampling: table entry, name, and a
+/// CPU timer when `how` has one. Called on the thread itself at ThreadStart, or by the thread
+/// that starts profiling for the threads already running then. Returns its serial, or `None`
+/// if it was registered already (or could not be).
+///
+/// # Safety
+/// `jni` is the calling thread's JNIEnv and `thread` a live reference to the
+/// java.lang.Thread whose ids `ids` holds; `ids.record` is null or a pool record of that thread.
+pub(crate) unsafe fn register_java(
+    jvmti: &Jvmti,
+    jni: *mut JNIEnv,
+    thread: jobject,
+    ids: JavaThreadIds,
+    how: Registration,
+) -> Option<u64> {
+    let tid = ids.tid;
     let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
+    match TABLE.insert(tid, ids.env, serial) {
+        Ok(Inserted::New) => {}
+        Ok(Inserted::AlreadyJava) => return None,
+        Ok(Inserted::TookOver(scanned)) => {
+            // The scan had found this thread first (or it was a native thread that attached):
+            // from now on it is sampled as Java, with a timer of its own.
+            if scanned.timer != NO_TIMER {
+                delete_timer(scanned.timer);
+            }
+            mark_ended(scanned.serial);
+        }
+        Err(_) => {
+            stats::bump(&COUNTERS.table_full);
+            return None;
+        }
+    }
+    if !ids.record.is_null() {
+        if let Some(slot) = TABLE.lookup(tid).filter(|s| s.serial() == serial) {
+            slot.set_own_context(ids.record);
+        }
+    }
     // Before the live phase GetThreadInfo is not allowed; the aggregator reads the name
     // later through the global reference.
     // SAFETY: per this function's contract.
@@ -211,50 +331,43 @@ pub(crate) unsafe fn on_thread_start(
             ended_at: None,
         },
     );
-    match TABLE.insert(tid, jni, serial) {
-        Ok(None) => {}
-        Ok(Some(scanned)) => {
-            // The scan had found this thread first (or it was a native thread that attached):
-            // from now on it is sampled as Java, with a timer of its own.
-            if scanned.timer != NO_TIMER {
-                delete_timer(scanned.timer);
-            }
-            mark_ended(scanned.serial);
-        }
-        Err(_) => {
-            stats::bump(&COUNTERS.table_full);
-            return;
-        }
-    }
     stats::bump(&COUNTERS.threads_started);
-    let Some(interval) = how.cpu_timer else {
-        return;
-    };
-    match ThreadCpuTimer::start(tid, libc::SIGPROF, interval) {
-        Ok(timer) => {
-            stats::bump(&COUNTERS.timers_created);
-            if !TABLE.set_timer(tid, serial, timer) {
-                delete_timer(timer);
-                return;
+    if let Some(interval) = how.cpu_timer {
+        match ThreadCpuTimer::start(tid, libc::SIGPROF, interval) {
+            Ok(timer) => {
+                stats::bump(&COUNTERS.timers_created);
+                if !TABLE.set_timer(tid, serial, timer) {
+                    delete_timer(timer);
+                }
             }
-            if STOPPED.load(Ordering::SeqCst) {
-                // Profiling stopped while we were starting: do not leave a timer behind.
-                if let Some(t) = TABLE
-                    .remove(tid)
-                    .map(|r| r.timer)
-                    .filter(|&t| t != NO_TIMER)
-                {
-                    delete_timer(t);
+            Err(e) => {
+                stats::bump(&COUNTERS.timer_errors);
+                if !TIMER_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
+                    log_warn!(
+                        "cannot create a CPU timer for thread {tid}: {e}; such threads are not sampled (try clock=itimer)"
+                    );
                 }
             }
         }
-        Err(e) => {
-            stats::bump(&COUNTERS.timer_errors);
-            if !TIMER_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
-                log_warn!(
-                    "cannot create a CPU timer for thread {tid}: {e}; such threads are not sampled (try clock=itimer)"
-                );
+    }
+    if !RUNNING.load(Ordering::SeqCst) {
+        // Profiling stopped while we were registering, and its clean-up may have run before
+        // our entry existed: take it out again, timer and all.
+        remove_unless_other_life(tid, serial);
+        return None;
+    }
+    Some(serial)
+}
+
+/// Removes `tid`'s entry if it is still the life numbered `serial`, with its timer; the
+/// thread's record stays its own (it keeps it for a later profiling session).
+pub(crate) fn remove_unless_other_life(tid: i32, serial: u64) {
+    if TABLE.lookup(tid).is_some_and(|s| s.serial() == serial) {
+        if let Some(removed) = TABLE.remove(tid) {
+            if removed.timer != NO_TIMER {
+                delete_timer(removed.timer);
             }
+            mark_ended(removed.serial);
         }
     }
 }
@@ -282,6 +395,14 @@ pub(crate) fn credit_cpu_before_start(how: Registration) {
 /// Unregisters the calling thread (JVMTI ThreadEnd).
 pub(crate) fn on_thread_end() {
     let tid = gettid();
+    if ADDING_RUNNING.load(Ordering::SeqCst) {
+        // Before the entry goes (see running_threads): an entry the late registration makes
+        // after this point is found out by it and taken out again.
+        let mut ended = ENDED_WHILE_ADDING.lock().unwrap_or_else(|p| p.into_inner());
+        if ended.len() < MAX_ENDED {
+            ended.push(tid);
+        }
+    }
     // Before the thread leaves the table: a scan that no longer finds it there then finds its
     // CPU time here (the scan looks in this order too).
     if NOTE_ENDS.load(Ordering::SeqCst) && TABLE.lookup(tid).is_some() {
@@ -321,4 +442,30 @@ pub(crate) fn delete_all_timers() {
     for timer in TABLE.take_all_timers() {
         delete_timer(timer);
     }
+}
+
+/// Empties the table and the names once profiling has stopped (see the module docs): every
+/// entry goes (timers included, should one be left), and every name with its global
+/// reference. Context records are not given back: their threads still write them, and keep
+/// them for the next session (JVMTI thread-local storage holds them). Returns the entries
+/// removed.
+///
+/// # Safety
+/// `jni` is the calling thread's JNIEnv. Call after [`stop_registering`], once no sample is
+/// being taken and the aggregator (which reads the names) has stopped.
+pub(crate) unsafe fn clear(jni: *mut JNIEnv) -> usize {
+    let mut removed = 0;
+    for (_, timer) in TABLE.remove_all() {
+        removed += 1;
+        if timer != NO_TIMER {
+            delete_timer(timer);
+        }
+    }
+    let mut names = lock_names();
+    for info in names.map().values_mut() {
+        info.ended_at = Some(0);
+    }
+    // SAFETY: per this function's contract; every entry now counts as ended before `MAX`.
+    unsafe { names.evict_ended_before(u64::MAX, jni) };
+    removed
 }

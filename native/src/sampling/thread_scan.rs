@@ -19,14 +19,13 @@
 //! interval bounds how late that CPU is dated, not how much of it is counted.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::sampling::native_threads::NativeThreads;
 use crate::sampling::signal_handler::Sampler;
 use crate::sampling::{process_threads, thread_registry};
 use crate::stats::COUNTERS;
-use crate::worker::{self, Shared};
+use crate::worker::{self, Shared, Worker};
 
 /// Shortest time between two scans.
 const MIN_EVERY: Duration = Duration::from_millis(100);
@@ -37,7 +36,7 @@ const SCAN_COST_RATIO: u32 = 1000;
 
 /// Handle to the running `otelprof-threads` thread.
 pub(crate) struct ThreadScan {
-    control: Arc<Shared>,
+    worker: Worker,
 }
 
 /// What the scan needs.
@@ -48,30 +47,30 @@ pub(crate) struct Config {
     pub(crate) timer_interval: Option<Duration>,
     /// The signal those timers send.
     pub(crate) signo: libc::c_int,
+    /// Whether the CPU the threads of the first scan used before it is credited: yes when
+    /// profiling starts with the JVM (that CPU is its start-up), no when it starts later (that
+    /// CPU was spent before anyone asked for a profile).
+    pub(crate) credit_first_scan: bool,
 }
 
 impl ThreadScan {
     pub(crate) fn start(config: Config) -> std::io::Result<ThreadScan> {
-        let control = worker::shared();
-        let theirs = control.clone();
         // Java threads that end from now on leave their CPU time for the scan; set before
         // the first scan, so no end falls between.
         thread_registry::note_ends(true);
-        let spawned = std::thread::Builder::new()
-            .name("otelprof-threads".into())
-            .spawn(move || {
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &theirs)));
-                if result.is_err() {
-                    log_error!(
-                        "internal error in the thread scan; only Java threads are profiled from now on"
-                    );
-                }
-                thread_registry::note_ends(false);
-                worker::mark_done(&theirs);
-            });
+        let spawned = Worker::spawn("otelprof-threads", move |control| {
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &control)));
+            if result.is_err() {
+                log_error!(
+                    "internal error in the thread scan; only Java threads are profiled from now on"
+                );
+            }
+            thread_registry::note_ends(false);
+            worker::mark_done(&control);
+        });
         match spawned {
-            Ok(_) => Ok(ThreadScan { control }),
+            Ok(worker) => Ok(ThreadScan { worker }),
             Err(e) => {
                 thread_registry::note_ends(false);
                 Err(e)
@@ -81,7 +80,7 @@ impl ThreadScan {
 
     /// Stops the scan and waits at most `timeout` for it. Returns false on timeout.
     pub(crate) fn stop(&self, timeout: Duration) -> bool {
-        worker::stop_and_wait(&self.control, timeout)
+        self.worker.stop(timeout)
     }
 }
 
@@ -93,11 +92,12 @@ fn pause_after(cost: Duration) -> Duration {
 
 fn run(config: Config, control: &Shared) {
     let mut threads = NativeThreads::new(config.sampler, config.timer_interval, config.signo);
+    threads.credit_next_scan(config.credit_first_scan);
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() };
     let (lock, cv) = control;
     loop {
-        if thread_registry::stopped() {
+        if !thread_registry::running() {
             return;
         }
         let before = process_threads::cpu_time(me).unwrap_or_default();

@@ -190,6 +190,17 @@ pub(crate) struct ThreadTable {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct TableFull;
 
+/// What [`ThreadTable::insert`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Inserted {
+    /// A new entry.
+    New,
+    /// The scan's entry for the tid became this Java thread's; what it held is the caller's.
+    TookOver(Removed),
+    /// The tid was registered as a Java thread already: nothing changed.
+    AlreadyJava,
+}
+
 /// Why [`ThreadTable::insert_native`] registered nothing.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum NotInserted {
@@ -238,43 +249,47 @@ impl ThreadTable {
         None
     }
 
-    /// Registers the Java thread `tid`. Call on the thread itself (see the module docs).
+    /// Registers the Java thread `tid`: on the thread itself at ThreadStart, or on its behalf
+    /// for a thread already running when profiling starts (see the module docs).
     ///
     /// If the thread scan had registered `tid` as a thread that is not walked (it saw the
     /// thread before its ThreadStart, or the thread was a native thread that attached to the
     /// VM), the entry becomes this Java thread's and what the scan's entry held is returned:
-    /// its timer is the caller's to delete.
+    /// its timer is the caller's to delete. A tid registered as Java already is left as it is
+    /// (two registrations of one thread, e.g. ThreadStart and the late registration, race).
     pub(crate) fn insert(
         &self,
         tid: i32,
         env: *mut JNIEnv,
         serial: u64,
-    ) -> Result<Option<Removed>, TableFull> {
+    ) -> Result<Inserted, TableFull> {
         if tid <= 0 {
             return Err(TableFull);
         }
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let slot = match self.find_for_insert(tid) {
+            Slot::Registered(slot) if slot.role() == ThreadRole::Java => {
+                return Ok(Inserted::AlreadyJava)
+            }
             Slot::Registered(slot) => {
-                let taken_over = (slot.role() != ThreadRole::Java).then(|| Removed {
+                let taken_over = Removed {
                     serial: slot.serial.load(Ordering::Relaxed),
                     timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
                     own_context: std::ptr::null_mut(),
-                });
-                // Registered twice (ThreadStart after VMInit registered it), or taken over
-                // from the scan: the JNIEnv first, so a handler that still sees the old role
-                // has nothing to walk with, and one that sees the env walks it.
+                };
+                // Taken over from the scan: the JNIEnv first, so a handler that still sees
+                // the old role has nothing to walk with, and one that sees the env walks it.
                 slot.env.store(env, Ordering::Relaxed);
                 slot.serial.store(serial, Ordering::Relaxed);
                 slot.role.store(ThreadRole::Java as u8, Ordering::Relaxed);
-                return Ok(taken_over);
+                return Ok(Inserted::TookOver(taken_over));
             }
             Slot::Free(slot) => slot,
             Slot::Full => return Err(TableFull),
         };
         Self::fill(slot, env, serial, ThreadRole::Java);
         slot.tid.store(tid, Ordering::Release);
-        Ok(None)
+        Ok(Inserted::New)
     }
 
     /// Registers `tid`, a thread of this process that is not walked, on its behalf (the
@@ -422,6 +437,29 @@ impl ThreadTable {
             .collect()
     }
 
+    /// Unregisters every thread (profiling stopped: see
+    /// [`crate::sampling::thread_registry::clear`]), returning each one's tid and timer.
+    /// Context records are left to their threads.
+    pub(crate) fn remove_all(&self) -> Vec<(i32, u64)> {
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut removed = Vec::new();
+        for slot in self.slots.iter() {
+            let tid = slot.tid.load(Ordering::Relaxed);
+            if tid <= 0 {
+                continue;
+            }
+            slot.tid.store(TOMBSTONE, Ordering::Release);
+            slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
+            slot.own_context
+                .store(std::ptr::null_mut(), Ordering::Relaxed);
+            slot.env.store(std::ptr::null_mut(), Ordering::Relaxed);
+            slot.serial.store(0, Ordering::Relaxed);
+            slot.role.store(ThreadRole::Java as u8, Ordering::Relaxed);
+            removed.push((tid, slot.timer.swap(NO_TIMER, Ordering::Relaxed)));
+        }
+        removed
+    }
+
     /// Number of registered threads and of registered timers.
     pub(crate) fn occupancy(&self) -> (usize, usize) {
         let live = self
@@ -552,12 +590,15 @@ mod tests {
         // Java registration takes the entry over and hands back the scan's timer.
         assert_eq!(
             t.insert(200, env(8), 9),
-            Ok(Some(Removed {
+            Ok(Inserted::TookOver(Removed {
                 serial: 5,
                 timer: 70,
                 own_context: std::ptr::null_mut()
             }))
         );
+        // A second Java registration of the same thread changes nothing.
+        assert_eq!(t.insert(200, env(16), 10), Ok(Inserted::AlreadyJava));
+        assert_eq!(t.lookup(200).unwrap().serial(), 9);
         let slot = t.lookup(200).unwrap();
         assert_eq!(
             (slot.role(), slot.serial(), slot.env()),
@@ -584,12 +625,29 @@ mod tests {
         assert_eq!(t.remove_native(201, 11).map(|r| r.timer), Some(71));
         assert!(t.lookup(201).is_none());
         // Its tombstone serves the next thread, registered as Java.
-        assert_eq!(t.insert(201, env(16), 12), Ok(None));
+        assert_eq!(t.insert(201, env(16), 12), Ok(Inserted::New));
         assert_eq!(t.lookup(201).unwrap().role(), ThreadRole::Java);
         assert_eq!(
             t.insert_native(0, 1, ThreadRole::Gc),
             Err(NotInserted::Full)
         );
+    }
+
+    #[test]
+    fn remove_all_empties_the_table_and_hands_back_timers() {
+        static TABLE_F: ThreadTable = ThreadTable::new();
+        let t = &TABLE_F;
+        t.insert(300, env(8), 1).unwrap();
+        t.insert_native(301, 2, ThreadRole::Gc).unwrap();
+        assert!(t.set_timer(301, 2, 9));
+        let mut removed = t.remove_all();
+        removed.sort();
+        assert_eq!(removed, vec![(300, NO_TIMER), (301, 9)]);
+        assert_eq!(t.occupancy(), (0, 0));
+        assert!(t.lookup(300).is_none() && t.lookup(301).is_none());
+        // The tombstones serve the next registrations.
+        assert_eq!(t.insert(301, env(8), 3), Ok(Inserted::New));
+        assert_eq!(t.lookup(301).unwrap().role(), ThreadRole::Java);
     }
 
     #[test]

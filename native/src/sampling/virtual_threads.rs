@@ -58,6 +58,23 @@ pub(crate) fn enable(
     true
 }
 
+/// Turns the mount and unmount callbacks off (profiling stopped): mounts and unmounts cost
+/// nothing more. A virtual thread keeps its record in its JVMTI storage for the next session.
+pub(crate) fn disable(jvmti: &Jvmti) {
+    if !ENABLED.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    let Ok(events) = jvmti.extension_events() else {
+        return;
+    };
+    for (name, index) in events {
+        if name == MOUNT || name == UNMOUNT {
+            let _ = jvmti.set_event(false, index as u32);
+            let _ = jvmti.set_extension_event_callback(index, None);
+        }
+    }
+}
+
 /// Makes the calling carrier's slot and `otel_thread_ctx_v1` show `record`, or the carrier's
 /// own record when `record` is null and `own_if_null` is set.
 ///

@@ -33,6 +33,9 @@ public final class NativeBridge {
     /** The agent's sample counter (8 bytes, native order), incremented by its signal handler. */
     static native ByteBuffer sampleCounter0();
 
+    /** The agent's count of profiling sessions started (8 bytes, native order). */
+    static native ByteBuffer sessionCounter0();
+
     /** The address of a direct buffer made by the agent (0 if not direct). */
     static native long bufferAddress0(ByteBuffer buffer);
 

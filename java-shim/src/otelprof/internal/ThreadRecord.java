@@ -153,10 +153,35 @@ public final class ThreadRecord {
         }
     };
 
-    /** A record that ignores writes: the agent is not running or this thread is not sampled. */
+    /** A record that ignores writes, for good: the agent is not there (or its layout differs). */
     static final ThreadRecord NONE = new ThreadRecord(null);
 
+    private static final VarHandle SESSION_LONG =
+            MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+    /** The agent's count of profiling sessions started (8 bytes it owns), or null. */
+    private static final ByteBuffer SESSIONS = sessions();
+
+    private static ByteBuffer sessions() {
+        try {
+            return NativeBridge.linked() ? NativeBridge.sessionCounter0() : null;
+        } catch (UnsatisfiedLinkError e) {
+            return null;
+        }
+    }
+
+    /** How many profiling sessions the agent has started so far. */
+    static long session() {
+        ByteBuffer s = SESSIONS;
+        return s == null ? 0 : (long) SESSION_LONG.getOpaque(s, 0);
+    }
+
     private final ByteBuffer buffer;
+    /**
+     * For a record that ignores writes because the agent was stopped when the thread asked:
+     * the session count then, so that the thread asks again once profiling has started again
+     * (see {@link #stale}); -1 for every other record.
+     */
+    private final long askedInSession;
     /** The record's address when the Unsafe path is on, else 0. */
     private final long address;
     // What the record's bytes hold now, so that unchanged fields are not written again (a
@@ -168,8 +193,22 @@ public final class ThreadRecord {
     private int publishedFlags = -1;
 
     private ThreadRecord(ByteBuffer buffer) {
+        this(buffer, -1);
+    }
+
+    private ThreadRecord(ByteBuffer buffer, long askedInSession) {
         this.buffer = buffer;
         this.address = plainAddressOf(buffer);
+        this.askedInSession = askedInSession;
+    }
+
+    /**
+     * Whether this record stands for "the agent was stopped" and a session has started since:
+     * the thread should ask for a real record again. One load of the agent's session count,
+     * paid only by threads without a record.
+     */
+    public boolean stale() {
+        return askedInSession >= 0 && askedInSession != session();
     }
 
     /** The address of an agent-made buffer if the Unsafe path is on, else 0. */
@@ -195,8 +234,12 @@ public final class ThreadRecord {
     }
 
     private static ThreadRecord register() {
-        if (!LAYOUT_OK || !NativeBridge.active()) {
+        if (!LAYOUT_OK) {
             return NONE;
+        }
+        if (!NativeBridge.active()) {
+            // Stopped (or not started yet): ask again after the next start.
+            return SESSIONS == null ? NONE : new ThreadRecord(null, session());
         }
         ByteBuffer b = NativeBridge.registerThread();
         if (b == null || b.capacity() < RECORD_SIZE) {
@@ -208,7 +251,7 @@ public final class ThreadRecord {
     /** The calling thread's record (registers the thread on first use). */
     public static ThreadRecord current() {
         ThreadRecord r = CURRENT.get();
-        if (r == null) {
+        if (r == null || (r.buffer == null && r.stale())) {
             r = register();
             CURRENT.set(r);
         }

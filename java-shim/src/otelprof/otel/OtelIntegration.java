@@ -2,6 +2,7 @@ package otelprof.otel;
 
 import io.opentelemetry.context.ContextStorage;
 import otelprof.internal.Log;
+import otelprof.internal.ReplyFile;
 
 /**
  * Installs the context-storage wrapper. OpenTelemetry applies wrappers only if they are added
@@ -23,6 +24,33 @@ public final class OtelIntegration {
         installed = true;
         ContextStorage.addWrapper(OtelprofContextStorage::new);
         startVerifier();
+    }
+
+    /**
+     * At attach (the JVM has been running): adds the wrapper and checks at once whether it is
+     * the storage in use. OpenTelemetry applies wrappers only before its storage is first used,
+     * so this succeeds only in a JVM that has not used OpenTelemetry context yet; otherwise the
+     * reply says so. Checking initialises the storage, which here is what the caller asked for.
+     */
+    public static synchronized ReplyFile.Reply installAtAttach() {
+        boolean before = installed;
+        if (!installed) {
+            installed = true;
+            ContextStorage.addWrapper(OtelprofContextStorage::new);
+        }
+        ContextStorage storage = ContextStorage.get();
+        if (active()) {
+            return ReplyFile.Reply.ok()
+                    .with("context", before
+                            ? "OpenTelemetry (context storage wrapped since an earlier load)"
+                            : "OpenTelemetry (context storage wrapped now)")
+                    .with("note", "spans made current from now on are on the samples;"
+                            + " a thread running a scope opened before stays without a span until its next one");
+        }
+        return ReplyFile.Reply.error("OpenTelemetry's context storage ("
+                + storage.getClass().getName() + ") was already in use when otelprof was attached, and"
+                + " OpenTelemetry wraps it only before its first use: samples will not carry spans."
+                + " For span context start the JVM with -javaagent:otelprof.jar (or as an OpenTelemetry javaagent extension)");
     }
 
     /** Whether the storage in use is (or contains) our wrapper. Initialises the storage. */

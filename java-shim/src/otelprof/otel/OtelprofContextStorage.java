@@ -53,6 +53,9 @@ public final class OtelprofContextStorage implements ContextStorage {
     public Scope attach(Context toAttach) {
         PerThread state = PerThread.current();
         if (!state.enabled) {
+            state = PerThread.refreshed(state, delegate);
+        }
+        if (!state.enabled) {
             // Not sampled: the delegate keeps this thread's context (always, for a thread's
             // record never changes).
             return delegate.attach(toAttach);
@@ -216,6 +219,24 @@ public final class OtelprofContextStorage implements ContextStorage {
         private PerThread(ThreadRecord record) {
             this.record = record;
             this.enabled = record.enabled();
+        }
+
+        /**
+         * A thread that found the agent stopped gets a record once profiling has started
+         * again, but only between scopes: with nothing attached through the delegate, which
+         * kept this thread's context meanwhile, no open scope can be lost in the switch.
+         */
+        static PerThread refreshed(PerThread s, ContextStorage delegate) {
+            if (s.enabled || !s.record.stale()) {
+                return s;
+            }
+            Context now = delegate.current();
+            if (now != null && now != delegate.root()) {
+                return s;
+            }
+            PerThread fresh = new PerThread(ThreadRecord.current());
+            CURRENT.set(fresh);
+            return fresh;
         }
 
         static PerThread current() {

@@ -1,0 +1,100 @@
+//! HotSpot's `gHotSpotVMStructs`: the table of field offsets the JVM exports for its
+//! Serviceability Agent (`jhsdb`), present in every HotSpot build from JDK 6 to 25. Each entry
+//! names a type and a field and gives the field's offset; the layout of an entry is itself
+//! exported (`gHotSpotVMStructEntry*Offset`, `...ArrayStride`), so nothing about it is assumed.
+//!
+//! The table and the strings it points to are static data of libjvm: read directly.
+
+use std::ffi::{c_char, CStr};
+
+use crate::jvm::jvmti::Jvmti;
+use crate::jvm::libjvm;
+
+/// Entries read at most: the table has about 2,000 (JDK 17: 1,900; JDK 25: 2,300); a table
+/// without its terminating entry must not be read forever.
+const MAX_ENTRIES: usize = 100_000;
+
+/// The layout of one entry, and where the table is.
+struct Layout {
+    table: usize,
+    stride: usize,
+    type_name: usize,
+    field_name: usize,
+    offset: usize,
+}
+
+/// Offsets of non-static fields, looked up by type and field name.
+pub(crate) struct VmStructs {
+    layout: Layout,
+}
+
+impl VmStructs {
+    /// Finds the table in this JVM's libjvm.
+    pub(crate) fn find(jvmti: &Jvmti) -> Result<VmStructs, String> {
+        let word = |name: &CStr| -> Result<usize, String> {
+            let p = libjvm::exported(jvmti, name);
+            if p.is_null() {
+                return Err(format!(
+                    "this JVM exports no {} (not HotSpot?)",
+                    name.to_string_lossy()
+                ));
+            }
+            // SAFETY: HotSpot exports these as 64-bit variables (a pointer for the table,
+            // uint64_t for the layout), aligned, in libjvm's data, alive for the process.
+            Ok(unsafe { std::ptr::read_volatile(p as *const usize) })
+        };
+        let layout = Layout {
+            table: word(c"gHotSpotVMStructs")?,
+            stride: word(c"gHotSpotVMStructEntryArrayStride")?,
+            type_name: word(c"gHotSpotVMStructEntryTypeNameOffset")?,
+            field_name: word(c"gHotSpotVMStructEntryFieldNameOffset")?,
+            offset: word(c"gHotSpotVMStructEntryOffsetOffset")?,
+        };
+        let word_size = std::mem::size_of::<usize>();
+        let fits = |o: usize| {
+            o.checked_add(word_size)
+                .is_some_and(|end| end <= layout.stride)
+        };
+        if layout.table == 0
+            || layout.stride == 0
+            || layout.stride > 1024
+            || !fits(layout.type_name)
+            || !fits(layout.field_name)
+            || !fits(layout.offset)
+        {
+            return Err("HotSpot's VMStructs table has an unexpected layout".to_owned());
+        }
+        Ok(VmStructs { layout })
+    }
+
+    /// The offset of `type_name::field_name` (a non-static field), if the table has it.
+    pub(crate) fn field_offset(&self, type_name: &str, field_name: &str) -> Option<usize> {
+        let l = &self.layout;
+        for i in 0..MAX_ENTRIES {
+            let entry = l.table.checked_add(i.checked_mul(l.stride)?)?;
+            // SAFETY: `entry` is inside the table (entries up to the terminating one, whose
+            // type name is null, are part of it); each field read is a word inside the entry
+            // (checked in `find`), holding a pointer to a static C string or null.
+            let (ty, field) = unsafe {
+                (
+                    std::ptr::read_unaligned((entry + l.type_name) as *const *const c_char),
+                    std::ptr::read_unaligned((entry + l.field_name) as *const *const c_char),
+                )
+            };
+            if ty.is_null() {
+                return None;
+            }
+            if field.is_null() {
+                continue;
+            }
+            // SAFETY: non-null names in the table are NUL-terminated static strings.
+            let (ty, field) = unsafe { (CStr::from_ptr(ty), CStr::from_ptr(field)) };
+            if ty.to_bytes() == type_name.as_bytes() && field.to_bytes() == field_name.as_bytes() {
+                // SAFETY: as above, a word inside the entry.
+                let offset = unsafe { std::ptr::read_unaligned((entry + l.offset) as *const u64) };
+                return usize::try_from(offset).ok();
+            }
+        }
+        None
+    }
+}
