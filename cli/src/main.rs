@@ -12,6 +12,7 @@
 #[macro_use]
 mod output;
 
+mod attach;
 mod cli;
 mod commands;
 mod escape;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Cmd::Drilldown(args) => commands::drilldown::run(args),
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),
         Cmd::Demo(args) => commands::demo::command(args),
+        Cmd::Attach(args) => commands::attach::run(args),
     };
     match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,

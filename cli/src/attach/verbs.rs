@@ -1,0 +1,507 @@
+//! The verbs: `start`, `stop`, `status`, `dump` talk to the otelprof agent, `jcmd` to HotSpot.
+//!
+//! An agent verb is one `load <library> true <VERB,key=value...,reply=R>` command (`true`:
+//! the library is given by its absolute path), what `VirtualMachine.loadAgentPath` sends: HotSpot loads `libotelprof.so` (once: the same path
+//! gives the same library) and calls its `Agent_OnAttach` with those arguments. The agent
+//! writes its answer into the reply file `R`, which we created empty beforehand (as the
+//! JVM's user, mode 0600, in the JVM's /tmp) and read once the attach response arrived.
+//!
+//! The library's path must be one the JVM can open, and the same for every verb on a JVM (a
+//! different path would load a second copy with its own state). When the JVM sees our files
+//! and may read the library beside `otelprof`, that canonical path; otherwise a copy in the
+//! JVM's `/tmp/otelprof-<first 16 hex digits of its SHA-256>/` (see [`TmpDir::place`]).
+//! After a successful `start`, `otelprof.jar` (found beside the library, placed the same
+//! way) is loaded through the JVM's `instrument` agent for span context.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read as _, Seek as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::creds::{self, Switched};
+use super::error::AttachError;
+use super::listener::{humanize, Listener};
+use super::protocol::{self, ExchangeError, LoadOutcome, Response};
+use super::reply::{self, Reply, ReplyError, REPLY_LIMIT};
+use super::target::Target;
+use super::tmpdir::{TmpDir, TMP};
+use super::{options, sys};
+use crate::escape;
+
+/// Largest dump file copied out (as the store's readers allow).
+const DUMP_LIMIT: u64 = 512 << 20;
+
+/// What to do in the JVM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Start profiling with these agent options (as for `-agentpath`).
+    Start(String),
+    Stop,
+    Status,
+    /// Write the profile so far; with a path, into that file on our side.
+    Dump(Option<PathBuf>),
+    /// A HotSpot diagnostic command and its arguments, as `jcmd PID …` takes them.
+    Jcmd(String),
+}
+
+impl Verb {
+    fn name(&self) -> &'static str {
+        match self {
+            Verb::Start(_) => "start",
+            Verb::Stop => "stop",
+            Verb::Status => "status",
+            Verb::Dump(_) => "dump",
+            Verb::Jcmd(_) => "jcmd",
+        }
+    }
+}
+
+/// The agent files beside `otelprof`.
+#[derive(Clone, Debug)]
+pub struct AgentFiles {
+    /// `libotelprof.so`, canonical.
+    pub library: PathBuf,
+    /// `otelprof.jar`, canonical, when there is one.
+    pub jar: Option<PathBuf>,
+}
+
+/// What to print.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// For standard output, one line each, not yet escaped: the agent's reply, or the
+    /// command's output.
+    pub lines: Vec<String>,
+    /// For standard error (`otelprof: ` goes before each).
+    pub notes: Vec<String>,
+    /// Whether the agent (or the command) said it succeeded.
+    pub ok: bool,
+}
+
+/// Runs `verb` in JVM `pid`, waiting at most `timeout` for each answer.
+pub fn run(
+    pid: u32,
+    verb: &Verb,
+    agent: &AgentFiles,
+    timeout: Duration,
+) -> Result<Outcome, AttachError> {
+    // Options are checked before the JVM is looked at; `out=` again once we know what the
+    // JVM sees.
+    if let Verb::Start(opts) = verb {
+        options::check(opts, |v| Ok(v.to_owned())).map_err(AttachError::Usage)?;
+    }
+    let cwd = std::env::current_dir().ok();
+    let target = Target::inspect(pid, creds::own())?;
+    let verb = match verb {
+        Verb::Start(opts) => Verb::Start(
+            options::check(opts, |v| resolve_out(&target, cwd.as_deref(), v))
+                .map_err(AttachError::Usage)?,
+        ),
+        other => other.clone(),
+    };
+    let mut switched = creds::become_user(target.ids()).map_err(AttachError::io(format!(
+        "cannot act as the user of {} (uid {} gid {})",
+        target.describe(),
+        target.status.euid,
+        target.status.egid
+    )))?;
+    let tmp = TmpDir::open(&target)?;
+    let listener = Listener::reach(&target, &tmp, timeout)?;
+    let mut session = Session {
+        target: &target,
+        tmp: &tmp,
+        listener,
+        switched: &mut switched,
+        agent,
+        timeout,
+    };
+    let mut done = session.run(&verb)?;
+    // Files for our side are written as ourselves.
+    if let Some(s) = switched {
+        s.restore()
+            .map_err(AttachError::io("cannot switch back to our own user"))?;
+    }
+    done.finish(&tmp)?;
+    Ok(done.outcome)
+}
+
+/// Where `out=` points for the JVM.
+fn resolve_out(target: &Target, cwd: Option<&Path>, value: &str) -> Result<String, String> {
+    let path = Path::new(value);
+    if target.same_view {
+        let absolute = match (path.is_absolute(), cwd) {
+            (true, _) => path.to_path_buf(),
+            (false, Some(cwd)) => cwd.join(path),
+            (false, None) => return Err("cannot tell our working directory".to_owned()),
+        };
+        if !absolute.is_dir() {
+            return Err(format!("no directory {}", escape::path(&absolute)));
+        }
+        return absolute
+            .to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| "the path is not UTF-8".to_owned());
+    }
+    if !path.is_absolute() {
+        return Err(format!(
+            "{} sees other files than otelprof (another mount namespace or root), so a \
+             relative directory is ambiguous: give the directory's absolute path inside the \
+             JVM's file system",
+            target.describe()
+        ));
+    }
+    match sys::open_in_root(target.root(), path, libc::O_PATH | libc::O_DIRECTORY, 0) {
+        Ok(_) => Ok(value.to_owned()),
+        Err(e) => Err(format!(
+            "no directory {value} in the file system of {} ({e})",
+            target.describe()
+        )),
+    }
+}
+
+struct Session<'a> {
+    target: &'a Target,
+    tmp: &'a TmpDir,
+    listener: Listener<'a>,
+    switched: &'a mut Option<Switched>,
+    agent: &'a AgentFiles,
+    timeout: Duration,
+}
+
+/// A verb's outcome, and what is left to do on our side once we are ourselves again.
+struct Done {
+    outcome: Outcome,
+    /// `dump -o`: the dump file's bytes, and where they go.
+    save: Option<(Vec<u8>, PathBuf, std::ffi::OsString)>,
+}
+
+impl Done {
+    fn finish(&mut self, tmp: &TmpDir) -> Result<(), AttachError> {
+        let Some((bytes, dest, temp)) = self.save.take() else {
+            return Ok(());
+        };
+        std::fs::write(&dest, &bytes).map_err(AttachError::io(format!(
+            "cannot write {}",
+            escape::path(&dest)
+        )))?;
+        if let Err(e) = tmp.remove(&temp) {
+            self.outcome.notes.push(format!(
+                "cannot remove {}: {e}",
+                escape::path(&Path::new(TMP).join(&temp))
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What one `load` gave.
+struct Loaded {
+    response: Response,
+    reply: Result<Reply, ReplyError>,
+}
+
+impl Session<'_> {
+    fn run(&mut self, verb: &Verb) -> Result<Done, AttachError> {
+        let mut done = Done {
+            outcome: Outcome::default(),
+            save: None,
+        };
+        let args = match verb {
+            Verb::Jcmd(command) => {
+                let response = self.exchange("jcmd", &[command], verb.name())?;
+                done.outcome.lines = response.text.lines().map(str::to_owned).collect();
+                if response.truncated {
+                    done.outcome.notes.push(format!(
+                        "output cut after {} bytes",
+                        protocol::RESPONSE_LIMIT
+                    ));
+                }
+                done.outcome.ok = response.status == 0;
+                return Ok(done);
+            }
+            Verb::Start(opts) if opts.is_empty() => "start".to_owned(),
+            Verb::Start(opts) => format!("start,{opts}"),
+            Verb::Stop => "stop".to_owned(),
+            Verb::Status => "status".to_owned(),
+            Verb::Dump(_) => "dump".to_owned(),
+        };
+        let library = self.library_path()?;
+        let mut dump_temp = None;
+        let args = match verb {
+            Verb::Dump(Some(dest)) => {
+                let ext = extension(dest);
+                let name = format!(
+                    "otelprof-dump-{}-{:016x}{ext}",
+                    std::process::id(),
+                    sys::random_u64().map_err(AttachError::io("cannot draw a random name"))?
+                );
+                let path = format!("{TMP}/{name}");
+                dump_temp = Some((name, path.clone()));
+                format!("{args},file={path}")
+            }
+            _ => args,
+        };
+        let library = utf8(&library)?;
+        let loaded = self.load(
+            library,
+            |reply| format!("{args},reply={reply}"),
+            verb.name(),
+        )?;
+        let reply = self.agent_reply(loaded, Path::new(library))?;
+        done.outcome.ok = reply.ok;
+        done.outcome.lines = reply.lines.clone();
+        if let (Verb::Dump(Some(dest)), Some((name, path)), true) = (verb, &dump_temp, reply.ok) {
+            done.save = Some(self.take_dump(&mut done.outcome, dest, name, path, &reply)?);
+        }
+        if matches!(verb, Verb::Start(_)) && reply.ok {
+            self.span_context(&mut done.outcome);
+        }
+        Ok(done)
+    }
+
+    /// Sends one command; `what` names it in messages.
+    fn exchange(&self, command: &str, args: &[&str], what: &str) -> Result<Response, AttachError> {
+        let stream = self.listener.connect(self.timeout)?;
+        let who = self.target.describe();
+        protocol::exchange(stream, command, args, self.timeout).map_err(|e| match e {
+            ExchangeError::Timeout => AttachError::NoAnswer(format!(
+                "{who} did not answer `{what}` within {} (it may still carry it out; see \
+                 --timeout)",
+                humanize(self.timeout)
+            )),
+            ExchangeError::Request(e) => AttachError::Usage(format!("cannot send `{what}`: {e}")),
+            ExchangeError::Response(e) => AttachError::Peer(format!(
+                "{who}: {e} (HotSpot answers only its own user and group, or root)"
+            )),
+            ExchangeError::Io(e) => AttachError::io(format!("talking to {who}"))(e),
+        })
+    }
+
+    /// `load <library> <true|false> <options>`, where `options` is made from the path of a reply
+    /// file created for it, and read back afterwards.
+    fn load(
+        &mut self,
+        library: &str,
+        options: impl FnOnce(&str) -> String,
+        what: &str,
+    ) -> Result<Loaded, AttachError> {
+        let (reply_name, mut reply_file) = self
+            .tmp
+            .create_private(&format!("otelprof-reply-{}-", std::process::id()), "")
+            .map_err(AttachError::io(format!(
+                "cannot create a reply file in /tmp of {}",
+                self.target.describe()
+            )))?;
+        let options = options(&format!("{TMP}/{}", reply_name.to_string_lossy()));
+        // `true`: the library is a path. With `false` HotSpot takes it for a library name
+        // and looks for `lib<name>.so` among the JDK's own libraries (which is how
+        // `instrument` is found).
+        let absolute = if library.starts_with('/') {
+            "true"
+        } else {
+            "false"
+        };
+        let result = self.exchange("load", &[library, absolute, &options], what);
+        // The reply is read from the descriptor we made it with: what the agent wrote
+        // through its path, whatever happened to the name since.
+        let mut bytes = Vec::new();
+        let read = reply_file
+            .rewind()
+            .and_then(|()| (&mut reply_file).take(REPLY_LIMIT).read_to_end(&mut bytes));
+        let _ = self.tmp.remove(&reply_name);
+        let response = result?;
+        read.map_err(AttachError::io("cannot read the agent's reply"))?;
+        Ok(Loaded {
+            response,
+            reply: reply::parse(&bytes),
+        })
+    }
+
+    /// The agent's reply to a `load` of `library`, or why there is none.
+    fn agent_reply(&self, loaded: Loaded, library: &Path) -> Result<Reply, AttachError> {
+        let who = self.target.describe();
+        let shown = escape::path(library);
+        match (protocol::load_outcome(&loaded.response), loaded.reply) {
+            (LoadOutcome::NotRun(text), _) => Err(AttachError::Unattachable(format!(
+                "{who} did not load {shown}: {}",
+                text.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+            ))),
+            (LoadOutcome::Returned(_), Ok(reply)) => Ok(reply),
+            (LoadOutcome::Returned(code), Err(ReplyError::Empty)) => {
+                Err(AttachError::Peer(format!(
+                    "{who} loaded {shown} (return code {code}), but the agent wrote no \
+                     reply: that library is older than this otelprof, or not otelprof's"
+                )))
+            }
+            (LoadOutcome::Returned(_), Err(e)) => Err(AttachError::Peer(format!("{who}: {e}"))),
+        }
+    }
+
+    /// The path of `libotelprof.so` the JVM is to load.
+    fn library_path(&mut self) -> Result<PathBuf, AttachError> {
+        self.agent_file_path(&self.agent.library.clone(), "libotelprof.so")
+    }
+
+    fn agent_file_path(&mut self, ours: &Path, file: &str) -> Result<PathBuf, AttachError> {
+        // The JVM's user may open ours: we act as that user, so try.
+        if self.target.same_view && File::open(ours).is_ok() {
+            return Ok(ours.to_path_buf());
+        }
+        let content = creds::as_own(self.switched, || std::fs::read(ours))
+            .and_then(|read| read)
+            .map_err(AttachError::io(format!(
+                "cannot read {}",
+                escape::path(ours)
+            )))?;
+        let digest = ring::digest::digest(&ring::digest::SHA256, &content);
+        let hex: String = digest.as_ref()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        self.tmp
+            .place(&format!("otelprof-{hex}"), file, &content)
+            .map_err(|why| {
+                AttachError::Unattachable(format!(
+                    "cannot place {file} where {} can open it: {why}",
+                    self.target.describe()
+                ))
+            })
+    }
+
+    /// After `start`: loads `otelprof.jar` with the instrument agent for span context. Its
+    /// failure is a note: profiling runs all the same.
+    fn span_context(&mut self, outcome: &mut Outcome) {
+        let Some(jar) = self.agent.jar.clone() else {
+            return;
+        };
+        let result = self.agent_file_path(&jar, "otelprof.jar").and_then(|jar| {
+            let text = utf8(&jar)?;
+            if text.contains('=') {
+                return Err(AttachError::Usage(format!(
+                    "the path {} holds '=', which the instrument agent cannot take",
+                    escape::path(&jar)
+                )));
+            }
+            // The instrument agent takes `<jar>=<agentmain's argument>`.
+            let loaded = self.load(
+                "instrument",
+                |reply| format!("{text}=reply={reply}"),
+                "start (span context)",
+            )?;
+            Ok((jar, loaded))
+        });
+        let (jar, loaded) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                outcome.notes.push(format!("span context not started: {e}"));
+                return;
+            }
+        };
+        let who = self.target.describe();
+        match (protocol::load_outcome(&loaded.response), loaded.reply) {
+            (LoadOutcome::Returned(0), Ok(reply)) => {
+                if reply.ok {
+                    outcome.lines.extend(reply.lines.iter().skip(1).cloned());
+                } else {
+                    outcome.notes.push(format!(
+                        "span context not started: {}",
+                        reply.lines.join("; ")
+                    ));
+                }
+            }
+            (LoadOutcome::Returned(0), Err(e)) => outcome.notes.push(format!(
+                "span context: {} loaded, but {e} (a jar older than this otelprof?)",
+                escape::path(&jar)
+            )),
+            (LoadOutcome::Returned(code), _) => outcome.notes.push(format!(
+                "span context not started: {who} could not start {} ({})",
+                escape::path(&jar),
+                instrument_code(code)
+            )),
+            (LoadOutcome::NotRun(text), _) => outcome.notes.push(format!(
+                "span context not started: {who} did not load {}: {}",
+                escape::path(&jar),
+                text.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+            )),
+        }
+    }
+
+    /// After `dump` with `-o`: reads the file the agent wrote at the name we chose (never
+    /// another: the reply is the JVM's to write), for [`Done::finish`] to save.
+    fn take_dump(
+        &mut self,
+        outcome: &mut Outcome,
+        dest: &Path,
+        name: &str,
+        path: &str,
+        reply: &Reply,
+    ) -> Result<(Vec<u8>, PathBuf, std::ffi::OsString), AttachError> {
+        let bytes = self
+            .tmp
+            .read_ours(OsStr::new(name), DUMP_LIMIT)
+            .map_err(|why| AttachError::Peer(format!("the agent's dump: {why}")))?;
+        if !reply.values("file").any(|f| f == path) {
+            outcome
+                .notes
+                .push(format!("the agent did not list {path} in its reply"));
+        }
+        let shown = escape::path(dest).into_owned();
+        for line in &mut outcome.lines {
+            if line.strip_prefix("file:").map(str::trim) == Some(path) {
+                *line = format!("file: {shown}");
+            }
+        }
+        Ok((bytes, dest.to_path_buf(), name.into()))
+    }
+}
+
+/// `path` as text: the attach protocol carries C strings, and we send UTF-8.
+fn utf8(path: &Path) -> Result<&str, AttachError> {
+    path.to_str()
+        .ok_or_else(|| AttachError::Usage(format!("the path {} is not UTF-8", escape::path(path))))
+}
+
+/// The extension of `dest` (`.pb.gz` of `cpu.pb.gz`), to tell the agent the format.
+fn extension(dest: &Path) -> String {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match name.trim_start_matches('.').find('.') {
+        Some(i) => {
+            let ext = &name.trim_start_matches('.')[i..];
+            if ext
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-')
+            {
+                ext.to_owned()
+            } else {
+                String::new()
+            }
+        }
+        None => String::new(),
+    }
+}
+
+/// What the JVM's instrument agent means by its return codes (JPLIS).
+fn instrument_code(code: i32) -> String {
+    match code {
+        100 => "the jar is not a valid agent jar".to_owned(),
+        101 => "the jar cannot be added to the class path".to_owned(),
+        102 => "its agentmain threw".to_owned(),
+        other => format!("return code {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions_come_from_the_file_name_only() {
+        assert_eq!(extension(Path::new("/x.y/cpu.pb.gz")), ".pb.gz");
+        assert_eq!(extension(Path::new("profile")), "");
+        assert_eq!(extension(Path::new(".hidden.pb")), ".pb");
+        assert_eq!(extension(Path::new("a.b c")), "");
+    }
+}
