@@ -21,6 +21,8 @@ use crate::escape;
 
 pub struct TmpDir {
     fd: OwnedFd,
+    /// The directory's path as the JVM sees it, for messages.
+    path: PathBuf,
     /// The owner files must have to be trusted: the JVM's user.
     owner: u32,
 }
@@ -53,6 +55,7 @@ impl TmpDir {
         )))?;
         Ok(TmpDir {
             fd,
+            path: PathBuf::from(TMP),
             owner: target.status.euid,
         })
     }
@@ -80,7 +83,7 @@ impl TmpDir {
     /// Checks that `meta` (of `/tmp/<name>`) is the JVM user's and of kind `mode`
     /// (`S_IFREG`, …), writable by nobody else.
     pub fn check_ours(&self, name: &OsStr, meta: &Metadata, mode: u32) -> Result<(), String> {
-        let shown = escape::path(&Path::new(TMP).join(name)).into_owned();
+        let shown = escape::path(&self.path.join(name)).into_owned();
         if meta.mode() & libc::S_IFMT != mode {
             return Err(format!("{shown} is {}", kind(meta)));
         }
@@ -123,20 +126,37 @@ impl TmpDir {
         }
     }
 
-    /// Reads `/tmp/<name>`, which must be a regular file of the JVM's user, at most `limit`
-    /// bytes (more is an error).
-    pub fn read_ours(&self, name: &OsStr, limit: u64) -> Result<Vec<u8>, String> {
-        let shown = escape::path(&Path::new(TMP).join(name)).into_owned();
-        let fd = sys::open_at(self.fd(), name, libc::O_RDONLY | libc::O_NONBLOCK, 0)
+    /// Opens `/tmp/<name>` with `flags` if it is of kind `mode` (`S_IFREG`, `S_IFDIR`), the
+    /// JVM user's and writable by nobody else: looked at first without opening it (a FIFO or
+    /// a device is never opened), then opened without following a link and checked to be
+    /// the file looked at.
+    fn open_checked(&self, name: &OsStr, mode: u32, flags: libc::c_int) -> Result<File, String> {
+        let shown = escape::path(&self.path.join(name)).into_owned();
+        let looked = self
+            .look(name)
+            .map_err(|e| format!("cannot look at {shown}: {e}"))?
+            .ok_or_else(|| format!("{shown} does not exist"))?;
+        self.check_ours(name, &looked, mode)?;
+        let file = sys::open_at(self.fd(), name, flags | libc::O_NONBLOCK, 0)
+            .map(File::from)
             .map_err(|e| format!("cannot open {shown}: {e}"))?;
-        let mut file = File::from(fd);
         let meta = file
             .metadata()
             .map_err(|e| format!("cannot stat {shown}: {e}"))?;
-        self.check_ours(name, &meta, libc::S_IFREG)?;
+        if (meta.dev(), meta.ino()) != (looked.dev(), looked.ino()) {
+            return Err(format!("{shown} was replaced while being opened"));
+        }
+        self.check_ours(name, &meta, mode)?;
+        Ok(file)
+    }
+
+    /// Reads `/tmp/<name>`, which must be a regular file of the JVM's user, at most `limit`
+    /// bytes (more is an error).
+    pub fn read_ours(&self, name: &OsStr, limit: u64) -> Result<Vec<u8>, String> {
+        let shown = escape::path(&self.path.join(name)).into_owned();
+        let file = self.open_checked(name, libc::S_IFREG, libc::O_RDONLY)?;
         let mut bytes = Vec::new();
-        (&mut file)
-            .take(limit.saturating_add(1))
+        file.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| format!("cannot read {shown}: {e}"))?;
         if bytes.len() as u64 > limit {
@@ -161,19 +181,17 @@ impl TmpDir {
     pub fn place(&self, dir: &str, file: &str, content: &[u8]) -> Result<PathBuf, String> {
         let dir_name = OsStr::new(dir);
         let file_name = OsStr::new(file);
-        let shown_dir = format!("{TMP}/{dir}");
+        let shown_dir = escape::path(&self.path.join(dir)).into_owned();
         match sys::mkdir_at(self.fd(), dir_name, 0o700) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(format!("cannot create {shown_dir}: {e}")),
         }
-        let dir_fd = sys::open_at(self.fd(), dir_name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-            .map_err(|e| format!("cannot open {shown_dir}: {e}"))?;
-        let dir_file = File::from(dir_fd);
+        let dir_file =
+            self.open_checked(dir_name, libc::S_IFDIR, libc::O_RDONLY | libc::O_DIRECTORY)?;
         let meta = dir_file
             .metadata()
             .map_err(|e| format!("cannot stat {shown_dir}: {e}"))?;
-        self.check_ours(dir_name, &meta, libc::S_IFDIR)?;
         if meta.mode() & 0o777 != 0o755 {
             dir_file
                 .set_permissions(std::fs::Permissions::from_mode(0o755))
@@ -181,25 +199,19 @@ impl TmpDir {
         }
         let sub = TmpDir {
             fd: OwnedFd::from(dir_file),
+            path: self.path.join(dir),
             owner: self.owner,
         };
-        let path = Path::new(TMP).join(dir).join(file);
+        let path = self.path.join(dir).join(file);
         let shown = escape::path(&path).into_owned();
-        match sub.read_ours(file_name, content.len() as u64) {
-            Ok(existing) if existing == content => return Ok(path),
-            Ok(_) => {
-                return Err(format!(
-                    "{shown} exists with other content (remove it if nothing uses it)"
-                ))
-            }
-            Err(_) if sub.look(file_name).ok().flatten().is_none() => {}
-            Err(e) => {
-                return Err(if e.contains("larger than") {
-                    format!("{shown} exists with other content (remove it if nothing uses it)")
-                } else {
-                    e
-                })
-            }
+        let other = || format!("{shown} exists with other content (remove it if nothing uses it)");
+        if sub.look(file_name).ok().flatten().is_some() {
+            return match sub.read_ours(file_name, content.len() as u64) {
+                Ok(existing) if existing == content => Ok(path),
+                Ok(_) => Err(other()),
+                Err(e) if e.contains("larger than") => Err(other()),
+                Err(e) => Err(e),
+            };
         }
         // Written under a private name, then renamed into place: a JVM never maps half a
         // library, and two attaches at once both end up with the same file.

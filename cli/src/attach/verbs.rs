@@ -82,7 +82,7 @@ pub struct Outcome {
 pub fn run(
     pid: u32,
     verb: &Verb,
-    agent: &AgentFiles,
+    agent: Option<&AgentFiles>,
     timeout: Duration,
 ) -> Result<Outcome, AttachError> {
     // Options are checked before the JVM is looked at; `out=` again once we know what the
@@ -164,7 +164,7 @@ struct Session<'a> {
     tmp: &'a TmpDir,
     listener: Listener<'a>,
     switched: &'a mut Option<Switched>,
-    agent: &'a AgentFiles,
+    agent: Option<&'a AgentFiles>,
     timeout: Duration,
 }
 
@@ -339,7 +339,11 @@ impl Session<'_> {
 
     /// The path of `libotelprof.so` the JVM is to load.
     fn library_path(&mut self) -> Result<PathBuf, AttachError> {
-        self.agent_file_path(&self.agent.library.clone(), "libotelprof.so")
+        let library = self
+            .agent
+            .map(|a| a.library.clone())
+            .ok_or_else(|| AttachError::Usage("no agent library given".to_owned()))?;
+        self.agent_file_path(&library, "libotelprof.so")
     }
 
     fn agent_file_path(&mut self, ours: &Path, file: &str) -> Result<PathBuf, AttachError> {
@@ -371,7 +375,7 @@ impl Session<'_> {
     /// After `start`: loads `otelprof.jar` with the instrument agent for span context. Its
     /// failure is a note: profiling runs all the same.
     fn span_context(&mut self, outcome: &mut Outcome) {
-        let Some(jar) = self.agent.jar.clone() else {
+        let Some(jar) = self.agent.and_then(|a| a.jar.clone()) else {
             return;
         };
         let result = self.agent_file_path(&jar, "otelprof.jar").and_then(|jar| {

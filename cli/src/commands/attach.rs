@@ -20,8 +20,12 @@ pub fn run(args: &AttachArgs) -> anyhow::Result<ExitCode> {
         AttachVerb::Dump { output } => Verb::Dump(output.clone()),
         AttachVerb::Jcmd { command } => Verb::Jcmd(command.join(" ")),
     };
-    let agent = agent_files()?;
-    let outcome = attach::run(args.pid, &verb, &agent, args.timeout)?;
+    // A diagnostic command needs no agent.
+    let agent = match verb {
+        Verb::Jcmd(_) => None,
+        _ => Some(agent_files()?),
+    };
+    let outcome = attach::run(args.pid, &verb, agent.as_ref(), args.timeout)?;
     for line in &outcome.lines {
         outln!("{}", escape::escape(line))?;
     }
