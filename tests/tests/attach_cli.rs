@@ -12,99 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use otelprof_tests::attach::*;
 use otelprof_tests::live::LiveJvm;
-use otelprof_tests::{all_jdks, classes, cli_path, jdk17, jdk25, scratch_dir, Jdk};
-
-const MAIN: &str = "otelprof.tests.AttachTarget";
-
-/// Runs `otelprof ARGS` (or `program ARGS`): exit code, stdout, stderr.
-fn run(program: &Path, args: &[&str]) -> (i32, String, String) {
-    run_as(&[], program, args)
-}
-
-/// Runs `program ARGS` behind `prefix` (e.g. `setpriv …`).
-fn run_as(prefix: &[&str], program: &Path, args: &[&str]) -> (i32, String, String) {
-    let mut cmd = match prefix.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(program);
-            c
-        }
-        None => Command::new(program),
-    };
-    let out = cmd.args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn attach(pid: u32, args: &[&str]) -> (i32, String, String) {
-    let mut all = vec!["attach".to_owned(), pid.to_string()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    run(&cli_path(), &all)
-}
-
-/// A refusal: exit 1, nothing on stdout, exactly one `otelprof:` line on stderr holding
-/// `expected`.
-#[track_caller]
-fn assert_refused(result: &(i32, String, String), expected: &str) {
-    let (code, stdout, stderr) = result;
-    assert_eq!(*code, 1, "exit code\nstdout: {stdout}\nstderr: {stderr}");
-    assert_eq!(stdout, "", "stdout\nstderr: {stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line on stderr: {stderr}");
-    assert!(lines[0].starts_with("otelprof: "), "{stderr}");
-    assert!(lines[0].contains(expected), "{expected:?} not in {stderr}");
-}
-
-/// `jcmd VM.version` answered by the JVM of `jdk`.
-#[track_caller]
-fn assert_version(result: &(i32, String, String), jdk: &Jdk) {
-    let (code, stdout, stderr) = result;
-    assert_eq!(*code, 0, "stdout: {stdout}\nstderr: {stderr}");
-    assert!(
-        stdout.contains(&format!("JDK {}.", jdk.feature())),
-        "{}: {stdout}",
-        jdk.name
-    );
-    assert_eq!(stderr, "");
-}
-
-/// Names in `dir` starting with `prefix`.
-fn names(dir: &Path, prefix: &str) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(prefix))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// No attach trigger and no reply file left in the JVM's working directory or /tmp.
-#[track_caller]
-fn assert_no_leftovers(jvm: &LiveJvm, cwd: &Path) {
-    for dir in [cwd.to_path_buf(), jvm.root().join("tmp")] {
-        for prefix in [".attach_pid", "otelprof-reply-", "otelprof-dump-"] {
-            let left = names(&dir, prefix);
-            assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
-        }
-    }
-}
-
-fn java(jdk: &Jdk, cwd: &Path, flags: &[&str]) -> Command {
-    let mut cmd = Command::new(jdk.java());
-    cmd.current_dir(cwd)
-        .args(flags)
-        .arg("-cp")
-        .arg(classes())
-        .arg(MAIN);
-    cmd
-}
+use otelprof_tests::{all_jdks, classes, cli_path, jdk17, jdk25, scratch_dir};
 
 #[test]
 fn attach_starts_the_listener_then_reuses_it_on_jdk17_and_jdk25() {
@@ -145,20 +55,7 @@ fn attach_reaches_a_jvm_in_its_own_mount_and_pid_namespace() {
     for jdk in all_jdks() {
         let cwd = scratch_dir("attach-ns");
         // A private /tmp: the JVM's socket and files are not in ours.
-        let mut cmd = Command::new("unshare");
-        cmd.current_dir(&cwd)
-            .args(["--mount", "--pid", "--fork", "--mount-proc", "--kill-child"])
-            .args([
-                "sh",
-                "-c",
-                r#"mount -t tmpfs tmpfs /tmp && exec "$@""#,
-                "sh",
-            ])
-            .arg(jdk.java())
-            .arg("-cp")
-            .arg(classes())
-            .arg(MAIN);
-        let jvm = LiveJvm::start(cmd);
+        let jvm = LiveJvm::start(java_in_namespaces(&jdk, &cwd, &[], classes()));
         assert_eq!(jvm.own_pid, 1, "the JVM should be pid 1 of its namespace");
         assert_ne!(jvm.pid, 1);
 
@@ -185,70 +82,10 @@ fn attach_reaches_a_jvm_in_its_own_mount_and_pid_namespace() {
     }
 }
 
-/// A directory under /tmp that every user may read, with AttachTarget's class, this
-/// `otelprof` and the agent beside it (hard links, or copies): what a JVM and an `otelprof`
-/// running as nobody can reach wherever the repository is checked out. Removed on drop.
-struct Staged(PathBuf);
-
-impl Staged {
-    fn new() -> Staged {
-        let dir = PathBuf::from(format!("/tmp/otelprof-attach-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let class_dir = dir.join("classes/otelprof/tests");
-        std::fs::create_dir_all(&class_dir).unwrap();
-        std::fs::copy(
-            classes().join("otelprof/tests/AttachTarget.class"),
-            class_dir.join("AttachTarget.class"),
-        )
-        .unwrap();
-        let release = cli_path().parent().unwrap().to_path_buf();
-        for file in ["otelprof", "libotelprof.so", "otelprof.jar"] {
-            let from = release.join(file);
-            if std::fs::hard_link(&from, dir.join(file)).is_err() {
-                std::fs::copy(&from, dir.join(file)).unwrap();
-            }
-        }
-        let mut stack = vec![dir.clone()];
-        while let Some(d) = stack.pop() {
-            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                if e.path().is_dir() {
-                    stack.push(e.path());
-                }
-            }
-        }
-        Staged(dir)
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-const AS_NOBODY: [&str; 4] = [
-    "setpriv",
-    "--reuid=nobody",
-    "--regid=nogroup",
-    "--clear-groups",
-];
-
-fn nobody_ids() -> (u32, u32) {
-    let out = Command::new("setpriv")
-        .args(&AS_NOBODY[1..])
-        .args(["sh", "-c", "id -u; id -g"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut ids = text.lines().map(|l| l.trim().parse::<u32>().unwrap());
-    (ids.next().unwrap(), ids.next().unwrap())
-}
-
 #[test]
 fn root_attaches_to_another_users_jvm_and_a_user_only_to_its_own() {
     assert_eq!(euid(), 0, "this test runs as root (scripts/test.sh does)");
-    let staged = Staged::new();
+    let staged = Staged::create();
     let (nobody, nogroup) = nobody_ids();
     for jdk in all_jdks() {
         // The JVM's working directory is / (not writable by nobody): the trigger goes to /tmp.
@@ -298,15 +135,6 @@ fn root_attaches_to_another_users_jvm_and_a_user_only_to_its_own() {
     assert!(!Path::new(&format!("/tmp/.java_pid{pid}")).exists());
     assert_no_leftovers(&jvm, &cwd);
     assert!(jvm.alive());
-}
-
-fn euid() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap()
 }
 
 #[test]
@@ -573,34 +401,6 @@ fn a_library_the_jvm_cannot_load_is_reported_with_the_jvms_words() {
     );
 }
 
-/// The first 16 hex digits of the SHA-256 of `path` (the name of otelprof's copies).
-fn short_sha256(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()[..16].to_owned()
-}
-
-/// Whether the JVM has `path` mapped (it loaded that library).
-fn maps_hold(pid: u32, path: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .unwrap()
-        .lines()
-        .any(|l| l.ends_with(path))
-}
-
-/// The library paths of `libotelprof.so` copies the JVM has mapped.
-fn mapped_agents(pid: u32) -> Vec<String> {
-    let mut paths: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|p| p.ends_with("/libotelprof.so"))
-        .map(str::to_owned)
-        .collect();
-    paths.dedup();
-    paths
-}
-
 /// Where the JVM cannot open our library, otelprof copies it into the JVM's /tmp as the
 /// JVM's user, loads it from there, and reuses the copy. What the agent then answers is the
 /// agent's business (tests/tests/attach_agent.rs); here: which file the JVM mapped.
@@ -612,20 +412,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
 
     // Another mount namespace: the copy goes into its private /tmp.
     let cwd = scratch_dir("attach-copy-ns");
-    let mut cmd = Command::new("unshare");
-    cmd.current_dir(&cwd)
-        .args(["--mount", "--pid", "--fork", "--mount-proc", "--kill-child"])
-        .args([
-            "sh",
-            "-c",
-            r#"mount -t tmpfs tmpfs /tmp && exec "$@""#,
-            "sh",
-        ])
-        .arg(jdk25().java())
-        .arg("-cp")
-        .arg(classes())
-        .arg(MAIN);
-    let jvm = LiveJvm::start(cmd);
+    let jvm = LiveJvm::start(java_in_namespaces(&jdk25(), &cwd, &[], classes()));
     for _ in 0..2 {
         let _ = attach(jvm.pid, &["status"]);
         assert_eq!(mapped_agents(jvm.pid), vec![copy.clone()]);
@@ -644,7 +431,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     drop(jvm);
 
     // The same file system, but the JVM's user cannot enter the directory of ours.
-    let staged = Staged::new();
+    let staged = Staged::create();
     let private = staged.0.join("private");
     std::fs::create_dir(&private).unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -679,20 +466,7 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     let hash = short_sha256(&library);
     let (nobody, _) = nobody_ids();
     let cwd = scratch_dir("attach-planted");
-    let mut cmd = Command::new("unshare");
-    cmd.current_dir(&cwd)
-        .args(["--mount", "--pid", "--fork", "--mount-proc", "--kill-child"])
-        .args([
-            "sh",
-            "-c",
-            r#"mount -t tmpfs tmpfs /tmp && exec "$@""#,
-            "sh",
-        ])
-        .arg(jdk17().java())
-        .arg("-cp")
-        .arg(classes())
-        .arg(MAIN);
-    let jvm = LiveJvm::start(cmd);
+    let jvm = LiveJvm::start(java_in_namespaces(&jdk17(), &cwd, &[], classes()));
     let tmp = jvm.root().join("tmp");
     let dir = tmp.join(format!("otelprof-{hash}"));
 

@@ -13,7 +13,7 @@
 //! After a successful `start`, `otelprof.jar` (found beside the library, placed the same
 //! way) is loaded through the JVM's `instrument` agent for span context.
 
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read as _, Seek as _};
 use std::path::{Path, PathBuf};
@@ -171,24 +171,24 @@ struct Session<'a> {
 /// A verb's outcome, and what is left to do on our side once we are ourselves again.
 struct Done {
     outcome: Outcome,
-    /// `dump -o`: the dump file's bytes, and where they go.
-    save: Option<(Vec<u8>, PathBuf, std::ffi::OsString)>,
+    /// `dump -o`: the bytes of each file the agent wrote, where they go, and the name to
+    /// remove from the JVM's /tmp.
+    save: Vec<(Vec<u8>, PathBuf, OsString)>,
 }
 
 impl Done {
     fn finish(&mut self, tmp: &TmpDir) -> Result<(), AttachError> {
-        let Some((bytes, dest, temp)) = self.save.take() else {
-            return Ok(());
-        };
-        std::fs::write(&dest, &bytes).map_err(AttachError::io(format!(
-            "cannot write {}",
-            escape::path(&dest)
-        )))?;
-        if let Err(e) = tmp.remove(&temp) {
-            self.outcome.notes.push(format!(
-                "cannot remove {}: {e}",
-                escape::path(&Path::new(TMP).join(&temp))
-            ));
+        for (bytes, dest, temp) in std::mem::take(&mut self.save) {
+            std::fs::write(&dest, &bytes).map_err(AttachError::io(format!(
+                "cannot write {}",
+                escape::path(&dest)
+            )))?;
+            if let Err(e) = tmp.remove(&temp) {
+                self.outcome.notes.push(format!(
+                    "cannot remove {}: {e}",
+                    escape::path(&Path::new(TMP).join(&temp))
+                ));
+            }
         }
         Ok(())
     }
@@ -204,7 +204,7 @@ impl Session<'_> {
     fn run(&mut self, verb: &Verb) -> Result<Done, AttachError> {
         let mut done = Done {
             outcome: Outcome::default(),
-            save: None,
+            save: Vec::new(),
         };
         let args = match verb {
             Verb::Jcmd(command) => {
@@ -226,7 +226,7 @@ impl Session<'_> {
             Verb::Dump(_) => "dump".to_owned(),
         };
         let library = self.library_path()?;
-        let mut dump_temp = None;
+        let mut dump_temp: Option<(String, String)> = None;
         let args = match verb {
             Verb::Dump(Some(dest)) => {
                 let ext = extension(dest);
@@ -250,11 +250,29 @@ impl Session<'_> {
         let reply = self.agent_reply(loaded, Path::new(library))?;
         done.outcome.ok = reply.ok;
         done.outcome.lines = reply.lines.clone();
-        if let (Verb::Dump(Some(dest)), Some((name, path)), true) = (verb, &dump_temp, reply.ok) {
-            done.save = Some(self.take_dump(&mut done.outcome, dest, name, path, &reply)?);
+        if let (Verb::Dump(Some(dest)), Some((_, asked)), true) = (verb, &dump_temp, reply.ok) {
+            done.save = self.take_dump(&mut done.outcome, dest, asked)?;
         }
         if matches!(verb, Verb::Start(_)) && reply.ok {
             self.span_context(&mut done.outcome);
+        }
+        // Paths in the reply are the JVM's; say where they are from here when that differs.
+        let ours: Vec<String> = done
+            .save
+            .iter()
+            .map(|(_, dest, _)| format!("file: {}", escape::path(dest)))
+            .collect();
+        let theirs = done
+            .outcome
+            .lines
+            .iter()
+            .any(|l| l.starts_with("file: /") && !ours.contains(l));
+        if theirs && !self.target.same_view {
+            done.outcome.notes.push(format!(
+                "the files named are in the file system of {}: from here, under /proc/{}/root",
+                self.target.describe(),
+                self.target.pid
+            ));
         }
         Ok(done)
     }
@@ -430,33 +448,64 @@ impl Session<'_> {
         }
     }
 
-    /// After `dump` with `-o`: reads the file the agent wrote at the name we chose (never
-    /// another: the reply is the JVM's to write), for [`Done::finish`] to save.
+    /// After `dump` with `-o`: reads the files the agent wrote at the name we asked for (or
+    /// its variants for several profile types; never another name: the reply is the JVM's
+    /// to write), for [`Done::finish`] to save, and shows their new names in the reply.
     fn take_dump(
         &mut self,
         outcome: &mut Outcome,
         dest: &Path,
-        name: &str,
-        path: &str,
-        reply: &Reply,
-    ) -> Result<(Vec<u8>, PathBuf, std::ffi::OsString), AttachError> {
-        let bytes = self
-            .tmp
-            .read_ours(OsStr::new(name), DUMP_LIMIT)
-            .map_err(|why| AttachError::Peer(format!("the agent's dump: {why}")))?;
-        if !reply.values("file").any(|f| f == path) {
-            outcome
-                .notes
-                .push(format!("the agent did not list {path} in its reply"));
-        }
-        let shown = escape::path(dest).into_owned();
+        asked: &str,
+    ) -> Result<Vec<(Vec<u8>, PathBuf, OsString)>, AttachError> {
+        let ext = extension(dest);
+        let mut save = Vec::new();
         for line in &mut outcome.lines {
-            if line.strip_prefix("file:").map(str::trim) == Some(path) {
-                *line = format!("file: {shown}");
-            }
+            let Some(reported) = line.strip_prefix("file:").map(str::trim) else {
+                continue;
+            };
+            let Some(to) = dump_destination(reported, asked, &ext, dest) else {
+                continue;
+            };
+            let name = OsString::from(reported.trim_start_matches(TMP).trim_start_matches('/'));
+            let bytes = self
+                .tmp
+                .read_ours(&name, DUMP_LIMIT)
+                .map_err(|why| AttachError::Peer(format!("the agent's dump: {why}")))?;
+            *line = format!("file: {}", escape::path(&to));
+            save.push((bytes, to, name));
         }
-        Ok((bytes, dest.to_path_buf(), name.into()))
+        if save.is_empty() {
+            outcome.ok = false;
+            outcome.notes.push(format!(
+                "the agent wrote no file at {asked}: nothing to copy"
+            ));
+        }
+        Ok(save)
     }
+}
+
+/// Where a file the agent reports for `dump,file=<asked>` goes when `-o dest` was given:
+/// `asked` itself goes to `dest`; the agent's variant of it for one of several profile types
+/// (`<stem>-<type><ext>`, or `<asked>-<type>`) to the same variant of `dest`. Any other path
+/// is not ours to move: `None`.
+fn dump_destination(reported: &str, asked: &str, ext: &str, dest: &Path) -> Option<PathBuf> {
+    if reported == asked {
+        return Some(dest.to_path_buf());
+    }
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let dest_text = dest.to_str()?;
+    let asked_stem = asked.strip_suffix(ext)?;
+    let dest_stem = dest_text.strip_suffix(ext)?;
+    if let Some(kind) = reported
+        .strip_prefix(asked_stem)
+        .and_then(|r| r.strip_prefix('-'))
+        .and_then(|r| r.strip_suffix(ext))
+        .filter(|k| word(k))
+    {
+        return Some(PathBuf::from(format!("{dest_stem}-{kind}{ext}")));
+    }
+    let kind = reported.strip_prefix(asked)?.strip_prefix('-')?;
+    word(kind).then(|| PathBuf::from(format!("{dest_text}-{kind}")))
 }
 
 /// `path` as text: the attach protocol carries C strings, and we send UTF-8.
@@ -500,6 +549,33 @@ fn instrument_code(code: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dump_files_go_to_the_names_asked_for_and_no_others() {
+        let asked = "/tmp/otelprof-dump-7-00ff.pb.gz";
+        let dest = Path::new("out/now.pb.gz");
+        let to = |r: &str| dump_destination(r, asked, ".pb.gz", dest);
+        assert_eq!(to(asked), Some(PathBuf::from("out/now.pb.gz")));
+        assert_eq!(
+            to("/tmp/otelprof-dump-7-00ff-wall.pb.gz"),
+            Some(PathBuf::from("out/now-wall.pb.gz"))
+        );
+        for other in [
+            "/etc/shadow",
+            "/tmp/otelprof-dump-7-00ff.pb.gz.tmp-1",
+            "/tmp/otelprof-dump-7-00ff-../x.pb.gz",
+            "/tmp/otelprof-dump-7-00ff-.pb.gz",
+            "/tmp/otelprof-dump-7-00f.pb.gz",
+        ] {
+            assert_eq!(to(other), None, "{other}");
+        }
+        // No extension: the agent appends the type.
+        let asked = "/tmp/otelprof-dump-7-00ff";
+        assert_eq!(
+            dump_destination("/tmp/otelprof-dump-7-00ff-cpu", asked, "", Path::new("p")),
+            Some(PathBuf::from("p-cpu"))
+        );
+    }
 
     #[test]
     fn extensions_come_from_the_file_name_only() {
