@@ -73,10 +73,12 @@ like `jcmd PID JVMTI.agent_load`. The agent prints its reply; the exit status is
 
 Needs: the JVM's own user (HotSpot checks uid and gid), or root, which acts as the JVM's user.
 Works across containers: the JVM is reached through /proc/PID (its pid namespace, its /tmp,
-its user namespace); when it sees other files than otelprof, the library is copied into its
-/tmp/otelprof-<hash>/ and out= must be an absolute path inside the JVM's file system. Not
-attachable: JVMs run with -XX:+DisableAttachMechanism, or with -Xrs (they do not handle the
-SIGQUIT that starts the attach listener; otelprof then sends nothing).";
+its user namespace); when it sees other files than otelprof, or cannot read ours, the library
+is copied into its /tmp/otelprof-<hash>/; out= is then an absolute path inside the JVM's file
+system. Refused, with nothing sent: a process that is not a HotSpot JVM, another user's JVM
+(unless root), a JVM run with -XX:+DisableAttachMechanism, and a JVM whose attach listener
+is down and would not survive the SIGQUIT that starts it (-Xrs: its listener runs from
+start-up, so this is only when its socket was deleted).";
 
 #[derive(Debug, clap::Args)]
 pub struct AttachArgs {

@@ -251,6 +251,7 @@ fn agent_options_are_checked_before_the_jvm_is_touched() {
     let cwd = scratch_dir("attach-options");
     let jvm = LiveJvm::start(java(&jdk17(), &cwd, &[]));
     let socket = PathBuf::from(format!("/tmp/.java_pid{}", jvm.pid));
+    let long_service = format!("service={}", "s".repeat(1000));
     for (options, expected) in [
         ("cpu=1us", "agent option \"cpu=1us\": the shortest is 100us"),
         (
@@ -267,6 +268,10 @@ fn agent_options_are_checked_before_the_jvm_is_touched() {
         ),
         ("cpu=1ms,cpu=2ms", "agent option \"cpu\" is given twice"),
         ("wall=\x1b[2J", "agent option \"wall=\\x1b[2J\""),
+        (
+            &long_service,
+            "the agent options are too long: HotSpot passes at most 1024 bytes",
+        ),
     ] {
         assert_refused(&attach(jvm.pid, &["start", options]), expected);
     }

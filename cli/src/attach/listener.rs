@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::error::AttachError;
 use super::sys;
 use super::target::Target;
-use super::tmpdir::TmpDir;
+use super::tmpdir::{TmpDir, Trust};
 
 /// First pause between looks for the socket; each look waits a little longer.
 const POLL_START: Duration = Duration::from_millis(20);
@@ -141,9 +141,9 @@ impl<'a> Listener<'a> {
                 ))(e)))
             }
         };
-        if let Err(why) = self
-            .tmp
-            .check_ours(&self.socket_name, &meta, libc::S_IFSOCK)
+        if let Err(why) =
+            self.tmp
+                .check_ours(&self.socket_name, &meta, libc::S_IFSOCK, Trust::Strict)
         {
             return Err(Miss::Refused(AttachError::Peer(format!(
                 "not connecting to {what}: {why}"

@@ -19,6 +19,16 @@ use super::sys;
 use super::target::Target;
 use crate::escape;
 
+/// How much a file found must be trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trust {
+    /// What the JVM will run, or what we connect to: the JVM user's and writable by nobody
+    /// else (another user could swap what it holds).
+    Strict,
+    /// Bytes we only copy out (a profile): the JVM user's, whatever its umask made the mode.
+    Data,
+}
+
 pub struct TmpDir {
     fd: OwnedFd,
     /// The directory's path as the JVM sees it, for messages.
@@ -81,8 +91,14 @@ impl TmpDir {
     }
 
     /// Checks that `meta` (of `/tmp/<name>`) is the JVM user's and of kind `mode`
-    /// (`S_IFREG`, …), writable by nobody else.
-    pub fn check_ours(&self, name: &OsStr, meta: &Metadata, mode: u32) -> Result<(), String> {
+    /// (`S_IFREG`, …), and with [`Trust::Strict`] writable by nobody else.
+    pub fn check_ours(
+        &self,
+        name: &OsStr,
+        meta: &Metadata,
+        mode: u32,
+        trust: Trust,
+    ) -> Result<(), String> {
         let shown = escape::path(&self.path.join(name)).into_owned();
         if meta.mode() & libc::S_IFMT != mode {
             return Err(format!("{shown} is {}", kind(meta)));
@@ -94,7 +110,7 @@ impl TmpDir {
                 self.owner
             ));
         }
-        if meta.mode() & 0o022 != 0 {
+        if trust == Trust::Strict && meta.mode() & 0o022 != 0 {
             return Err(format!(
                 "{shown} is writable by others (mode {:o})",
                 meta.mode() & 0o7777
@@ -130,13 +146,19 @@ impl TmpDir {
     /// JVM user's and writable by nobody else: looked at first without opening it (a FIFO or
     /// a device is never opened), then opened without following a link and checked to be
     /// the file looked at.
-    fn open_checked(&self, name: &OsStr, mode: u32, flags: libc::c_int) -> Result<File, String> {
+    fn open_checked(
+        &self,
+        name: &OsStr,
+        mode: u32,
+        trust: Trust,
+        flags: libc::c_int,
+    ) -> Result<File, String> {
         let shown = escape::path(&self.path.join(name)).into_owned();
         let looked = self
             .look(name)
             .map_err(|e| format!("cannot look at {shown}: {e}"))?
             .ok_or_else(|| format!("{shown} does not exist"))?;
-        self.check_ours(name, &looked, mode)?;
+        self.check_ours(name, &looked, mode, trust)?;
         let file = sys::open_at(self.fd(), name, flags | libc::O_NONBLOCK, 0)
             .map(File::from)
             .map_err(|e| format!("cannot open {shown}: {e}"))?;
@@ -146,15 +168,15 @@ impl TmpDir {
         if (meta.dev(), meta.ino()) != (looked.dev(), looked.ino()) {
             return Err(format!("{shown} was replaced while being opened"));
         }
-        self.check_ours(name, &meta, mode)?;
+        self.check_ours(name, &meta, mode, trust)?;
         Ok(file)
     }
 
     /// Reads `/tmp/<name>`, which must be a regular file of the JVM's user, at most `limit`
     /// bytes (more is an error).
-    pub fn read_ours(&self, name: &OsStr, limit: u64) -> Result<Vec<u8>, String> {
+    pub fn read_ours(&self, name: &OsStr, limit: u64, trust: Trust) -> Result<Vec<u8>, String> {
         let shown = escape::path(&self.path.join(name)).into_owned();
-        let file = self.open_checked(name, libc::S_IFREG, libc::O_RDONLY)?;
+        let file = self.open_checked(name, libc::S_IFREG, trust, libc::O_RDONLY)?;
         let mut bytes = Vec::new();
         file.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
@@ -187,8 +209,12 @@ impl TmpDir {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(format!("cannot create {shown_dir}: {e}")),
         }
-        let dir_file =
-            self.open_checked(dir_name, libc::S_IFDIR, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let dir_file = self.open_checked(
+            dir_name,
+            libc::S_IFDIR,
+            Trust::Strict,
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        )?;
         let meta = dir_file
             .metadata()
             .map_err(|e| format!("cannot stat {shown_dir}: {e}"))?;
@@ -206,7 +232,7 @@ impl TmpDir {
         let shown = escape::path(&path).into_owned();
         let other = || format!("{shown} exists with other content (remove it if nothing uses it)");
         if sub.look(file_name).ok().flatten().is_some() {
-            return match sub.read_ours(file_name, content.len() as u64) {
+            return match sub.read_ours(file_name, content.len() as u64, Trust::Strict) {
                 Ok(existing) if existing == content => Ok(path),
                 Ok(_) => Err(other()),
                 Err(e) if e.contains("larger than") => Err(other()),
@@ -230,7 +256,7 @@ impl TmpDir {
                 let _ = sub.remove(&tmp_name);
                 if e.kind() == io::ErrorKind::AlreadyExists {
                     // Another attach placed it meanwhile: check what it placed.
-                    match sub.read_ours(file_name, content.len() as u64) {
+                    match sub.read_ours(file_name, content.len() as u64, Trust::Strict) {
                         Ok(existing) if existing == content => Ok(path),
                         _ => Err(format!("{shown} exists with other content")),
                     }

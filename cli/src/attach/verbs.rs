@@ -25,7 +25,7 @@ use super::listener::{humanize, Listener};
 use super::protocol::{self, ExchangeError, LoadOutcome, Response};
 use super::reply::{self, Reply, ReplyError, REPLY_LIMIT};
 use super::target::Target;
-use super::tmpdir::{TmpDir, TMP};
+use super::tmpdir::{TmpDir, Trust, TMP};
 use super::{options, sys};
 use crate::escape;
 
@@ -99,6 +99,19 @@ pub fn run(
         ),
         other => other.clone(),
     };
+    if let Verb::Start(opts) = &verb {
+        // HotSpot drops a request with a longer argument without a word: say it here,
+        // before the JVM is woken.
+        let arg = format!("start,{opts},reply={TMP}/{}", reply_prefix());
+        if arg.len() + 16 > protocol::ARG_MAX {
+            return Err(AttachError::Usage(format!(
+                "the agent options are too long: HotSpot passes at most {} bytes to an agent, \
+                 {} of which otelprof needs",
+                protocol::ARG_MAX,
+                arg.len() + 16 - opts.len()
+            )));
+        }
+    }
     let mut switched = creds::become_user(target.ids()).map_err(AttachError::io(format!(
         "cannot act as the user of {} (uid {} gid {})",
         target.describe(),
@@ -123,6 +136,11 @@ pub fn run(
     }
     done.finish(&tmp)?;
     Ok(done.outcome)
+}
+
+/// The name of a reply file up to its 16 random hex digits.
+fn reply_prefix() -> String {
+    format!("otelprof-reply-{}-", std::process::id())
 }
 
 /// Where `out=` points for the JVM.
@@ -303,13 +321,13 @@ impl Session<'_> {
         options: impl FnOnce(&str) -> String,
         what: &str,
     ) -> Result<Loaded, AttachError> {
-        let (reply_name, mut reply_file) = self
-            .tmp
-            .create_private(&format!("otelprof-reply-{}-", std::process::id()), "")
-            .map_err(AttachError::io(format!(
-                "cannot create a reply file in /tmp of {}",
-                self.target.describe()
-            )))?;
+        let (reply_name, mut reply_file) =
+            self.tmp
+                .create_private(&reply_prefix(), "")
+                .map_err(AttachError::io(format!(
+                    "cannot create a reply file in /tmp of {}",
+                    self.target.describe()
+                )))?;
         let options = options(&format!("{TMP}/{}", reply_name.to_string_lossy()));
         // `true`: the library is a path. With `false` HotSpot takes it for a library name
         // and looks for `lib<name>.so` among the JDK's own libraries (which is how
@@ -469,7 +487,7 @@ impl Session<'_> {
             let name = OsString::from(reported.trim_start_matches(TMP).trim_start_matches('/'));
             let bytes = self
                 .tmp
-                .read_ours(&name, DUMP_LIMIT)
+                .read_ours(&name, DUMP_LIMIT, Trust::Data)
                 .map_err(|why| AttachError::Peer(format!("the agent's dump: {why}")))?;
             *line = format!("file: {}", escape::path(&to));
             save.push((bytes, to, name));
