@@ -115,13 +115,27 @@ impl LiveJvm {
 
 impl Drop for LiveJvm {
     fn drop(&mut self) {
+        // SIGTERM first: the JVM's shutdown removes its attach socket. -Xrs JVMs die of it
+        // without that, so whatever is left of ours is removed below.
         // SAFETY: kill has no memory-safety preconditions; the pid is the JVM we started
         // (or already gone, which kill reports).
+        unsafe {
+            libc::kill(self.pid as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
         unsafe {
             libc::kill(self.pid as i32, libc::SIGKILL);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if self.own_pid == self.pid {
+            // Our pid namespace, so (in these tests) our /tmp.
+            let _ = std::fs::remove_file(format!("/tmp/.java_pid{}", self.pid));
+        }
     }
 }
 

@@ -540,3 +540,33 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     assert_no_leftovers(&jvm, &cwd);
     assert!(jvm.alive());
 }
+
+/// What a JVM prints goes to a terminal escaped, and a closed pipe ends the command quietly.
+#[test]
+fn the_jvms_words_are_shown_escaped_and_a_closed_pipe_is_quiet() {
+    let cwd = scratch_dir("attach-output");
+    let mut cmd = java(&jdk17(), &cwd, &[]);
+    cmd.args(["120", "evil\\e]0;pwned\\e\\\\\\e[2J"]);
+    let jvm = LiveJvm::start(cmd);
+    let (code, stdout, stderr) = attach(jvm.pid, &["jcmd", "Thread.print"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"evil\\x1b]0;pwned"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "a raw ESC reached the terminal");
+
+    // `otelprof attach PID jcmd Thread.print | head -1`: 141, as cat or grep would end.
+    let mut child = Command::new(cli_path())
+        .args(["attach", &jvm.pid.to_string(), "jcmd", "Thread.print"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(jvm.alive());
+}
