@@ -570,3 +570,49 @@ fn the_jvms_words_are_shown_escaped_and_a_closed_pipe_is_quiet() {
     );
     assert!(jvm.alive());
 }
+
+/// A rootless container: the JVM is root in its own user namespace and nobody outside it.
+/// HotSpot compares the peer's ids as its namespace sees them, so host root (not mapped
+/// there) must take the JVM's host ids, which map to its root.
+#[test]
+fn attach_reaches_a_jvm_that_is_root_in_its_own_user_namespace() {
+    let staged = Staged::create();
+    let (nobody, _) = nobody_ids();
+    let mut cmd = Command::new(AS_NOBODY[0]);
+    cmd.current_dir("/")
+        .args(&AS_NOBODY[1..])
+        .args(["unshare", "--user", "--map-root-user"])
+        .args(["--mount", "--pid", "--fork", "--mount-proc", "--kill-child"])
+        .args([
+            "sh",
+            "-c",
+            r#"mount -t tmpfs tmpfs /tmp && exec "$@""#,
+            "sh",
+        ])
+        .arg(jdk25().java())
+        .arg("-cp")
+        .arg(staged.0.join("classes"))
+        .arg(MAIN);
+    let jvm = LiveJvm::start(cmd);
+    let uid_map = std::fs::read_to_string(format!("/proc/{}/uid_map", jvm.pid)).unwrap();
+    assert_eq!(
+        uid_map.split_whitespace().collect::<Vec<_>>(),
+        ["0", &nobody.to_string(), "1"],
+        "the JVM should be root inside, nobody outside"
+    );
+    assert_version(&attach(jvm.pid, &["jcmd", "VM.version"]), &jdk25());
+    let socket = std::fs::metadata(jvm.root().join("tmp/.java_pid1")).unwrap();
+    assert_eq!(socket.uid(), nobody);
+    // Its owner outside the namespace, without root, too.
+    let pid = jvm.pid.to_string();
+    assert_version(
+        &run_as(
+            &AS_NOBODY,
+            &staged.0.join("otelprof"),
+            &["attach", &pid, "jcmd", "VM.version"],
+        ),
+        &jdk25(),
+    );
+    assert_no_leftovers(&jvm, Path::new("/"));
+    assert!(jvm.alive());
+}
