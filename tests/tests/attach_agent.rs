@@ -164,3 +164,54 @@ fn verbs_reach_another_users_jvm_in_its_own_namespaces() {
     assert_no_leftovers(&jvm, &jvm_cwd);
     assert!(jvm.alive());
 }
+
+/// A JVM started with `-agentpath` (or `-javaagent`) is driven through the library it
+/// loaded, whichever `otelprof` asks: another path would be a second copy of the agent.
+#[test]
+fn an_agent_loaded_at_start_is_reached_through_its_own_path() {
+    let jdk = otelprof_tests::jdk17();
+    let loaded = otelprof_tests::agent_path();
+    let jvm_cwd = scratch_dir("attach-agent-early");
+    let jvm = LiveJvm::start(java(
+        &jdk,
+        &jvm_cwd,
+        &[&format!(
+            "-agentpath:{}=cpu=5ms,out={}",
+            loaded.display(),
+            jvm_cwd.display()
+        )],
+    ));
+    // Another otelprof, with its own copy of the library beside it.
+    let other = scratch_dir("attach-agent-other");
+    for file in ["otelprof", "libotelprof.so"] {
+        std::fs::copy(cli_path().with_file_name(file), other.join(file)).unwrap();
+    }
+    let pid = jvm.pid.to_string();
+    let (code, stdout, stderr) = run(&other.join("otelprof"), &["attach", &pid, "status"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.lines().any(|l| l == "state: running"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == format!("library: {}", loaded.display())),
+        "{stdout}"
+    );
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "otelprof: process {pid} (\"java\") has otelprof's agent loaded from {}: talking \
+             to that one",
+            loaded.display()
+        )
+    );
+    let (code, stdout, _) = run(&other.join("otelprof"), &["attach", &pid, "stop"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.lines().any(|l| l == "state: stopped"), "{stdout}");
+    // Only the library it started with is mapped.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(
+        !maps.contains(&other.display().to_string()),
+        "a second copy was loaded"
+    );
+    assert!(jvm.alive());
+}

@@ -77,6 +77,9 @@ pub struct Maps {
     /// Path of the mapped performance-data file (`/tmp/hsperfdata_<user>/<pid>`), if the JVM
     /// shares one (`-XX:-UsePerfData` and `-XX:+PerfDisableSharedMem` turn it off).
     pub perfdata: Option<String>,
+    /// Path of an otelprof agent the JVM has loaded already (`-agentpath`, `-javaagent`, an
+    /// earlier attach), even if the file was replaced since: the one path that reaches it.
+    pub agent: Option<String>,
 }
 
 /// Scans `/proc/PID/maps` for `libjvm.so` and the `hsperfdata` file.
@@ -87,10 +90,20 @@ pub fn scan_maps(text: &str) -> Maps {
         let Some(path) = nth_field_rest(line, 5) else {
             continue;
         };
-        if path.ends_with(" (deleted)") || !path.starts_with('/') {
+        if !path.starts_with('/') {
+            continue;
+        }
+        if let Some(loaded) = path.strip_suffix(" (deleted)") {
+            // A library rebuilt since it was loaded: the loader still knows it by this name.
+            if maps.agent.is_none() && loaded.ends_with("/libotelprof.so") {
+                maps.agent = Some(loaded.to_owned());
+            }
             continue;
         }
         let file = path.rsplit('/').next().unwrap_or(path);
+        if maps.agent.is_none() && file == "libotelprof.so" {
+            maps.agent = Some(path.to_owned());
+        }
         if maps.libjvm.is_none() && file == "libjvm.so" {
             maps.libjvm = Some(path.to_owned());
         }

@@ -243,7 +243,7 @@ impl Session<'_> {
             Verb::Status => "status".to_owned(),
             Verb::Dump(_) => "dump".to_owned(),
         };
-        let library = self.library_path()?;
+        let library = self.library_path(&mut done.outcome.notes)?;
         let mut dump_temp: Option<(String, String)> = None;
         let args = match verb {
             Verb::Dump(Some(dest)) => {
@@ -374,11 +374,29 @@ impl Session<'_> {
     }
 
     /// The path of `libotelprof.so` the JVM is to load.
-    fn library_path(&mut self) -> Result<PathBuf, AttachError> {
+    fn library_path(&mut self, notes: &mut Vec<String>) -> Result<PathBuf, AttachError> {
         let library = self
             .agent
             .map(|a| a.library.clone())
             .ok_or_else(|| AttachError::Usage("no agent library given".to_owned()))?;
+        // An agent the JVM has already (`-agentpath`, `-javaagent`, an earlier attach by
+        // another otelprof) is reached only by the path it was loaded from: another path
+        // would be another copy, which the agent refuses to start.
+        if let Some(loaded) = self.target.maps.agent.clone() {
+            let loaded = PathBuf::from(loaded);
+            let ours = (self.target.same_view && loaded == library)
+                || (is_a_copy(&loaded)
+                    && loaded.parent()
+                        == Some(&Path::new(TMP).join(copy_dir_name(&self.read_own(&library)?))));
+            if !ours {
+                notes.push(format!(
+                    "{} has otelprof's agent loaded from {}: talking to that one",
+                    self.target.describe(),
+                    escape::path(&loaded)
+                ));
+            }
+            return Ok(loaded);
+        }
         self.agent_file_path(&library, "libotelprof.so")
     }
 
@@ -387,25 +405,25 @@ impl Session<'_> {
         if self.target.same_view && File::open(ours).is_ok() {
             return Ok(ours.to_path_buf());
         }
-        let content = creds::as_own(self.switched, || std::fs::read(ours))
-            .and_then(|read| read)
-            .map_err(AttachError::io(format!(
-                "cannot read {}",
-                escape::path(ours)
-            )))?;
-        let digest = ring::digest::digest(&ring::digest::SHA256, &content);
-        let hex: String = digest.as_ref()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let content = self.read_own(ours)?;
         self.tmp
-            .place(&format!("otelprof-{hex}"), file, &content)
+            .place(&copy_dir_name(&content), file, &content)
             .map_err(|why| {
                 AttachError::Unattachable(format!(
                     "cannot place {file} where {} can open it: {why}",
                     self.target.describe()
                 ))
             })
+    }
+
+    /// Reads `path` as ourselves (the JVM's user may not read it).
+    fn read_own(&mut self, path: &Path) -> Result<Vec<u8>, AttachError> {
+        creds::as_own(self.switched, || std::fs::read(path))
+            .and_then(|read| read)
+            .map_err(AttachError::io(format!(
+                "cannot read {}",
+                escape::path(path)
+            )))
     }
 
     /// After `start`: loads `otelprof.jar` with the instrument agent for span context. Its
@@ -526,6 +544,29 @@ fn dump_destination(reported: &str, asked: &str, ext: &str, dest: &Path) -> Opti
     word(kind).then(|| PathBuf::from(format!("{dest_text}-{kind}")))
 }
 
+/// `otelprof-<first 16 hex digits of the SHA-256 of content>`: where a copy goes.
+fn copy_dir_name(content: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, content);
+    let hex: String = digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("otelprof-{hex}")
+}
+
+/// Whether `path` is a copy otelprof placed in a JVM's /tmp (`/tmp/otelprof-<16 hex>/…`).
+fn is_a_copy(path: &Path) -> bool {
+    let mut parts = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    parts.next().as_deref() == Some("/")
+        && parts.next().as_deref() == Some("tmp")
+        && parts.next().is_some_and(|d| {
+            d.strip_prefix("otelprof-")
+                .is_some_and(|h| h.len() == 16 && h.chars().all(|c| c.is_ascii_hexdigit()))
+        })
+}
+
 /// `path` as text: the attach protocol carries C strings, and we send UTF-8.
 fn utf8(path: &Path) -> Result<&str, AttachError> {
     path.to_str()
@@ -593,6 +634,23 @@ mod tests {
             dump_destination("/tmp/otelprof-dump-7-00ff-cpu", asked, "", Path::new("p")),
             Some(PathBuf::from("p-cpu"))
         );
+    }
+
+    #[test]
+    fn copies_are_named_after_their_content() {
+        // SHA-256("abc") = ba7816bf8f01cfea…
+        assert_eq!(copy_dir_name(b"abc"), "otelprof-ba7816bf8f01cfea");
+        assert!(is_a_copy(Path::new(
+            "/tmp/otelprof-ba7816bf8f01cfea/libotelprof.so"
+        )));
+        for other in [
+            "/opt/otelprof/libotelprof.so",
+            "/tmp/otelprof-xyz/libotelprof.so",
+            "/var/tmp/otelprof-ba7816bf8f01cfea/libotelprof.so",
+            "tmp/otelprof-ba7816bf8f01cfea/libotelprof.so",
+        ] {
+            assert!(!is_a_copy(Path::new(other)), "{other}");
+        }
     }
 
     #[test]
