@@ -616,3 +616,35 @@ fn attach_reaches_a_jvm_that_is_root_in_its_own_user_namespace() {
     assert_no_leftovers(&jvm, Path::new("/"));
     assert!(jvm.alive());
 }
+
+/// A JVM that stops answering mid-command (here: stopped with SIGSTOP once its listener is
+/// up) costs `--timeout`, one line, and nothing else: it carries on when it is continued.
+#[test]
+fn a_jvm_that_does_not_answer_costs_the_timeout_and_one_line() {
+    let cwd = scratch_dir("attach-hung");
+    let jvm = LiveJvm::start(java(&jdk17(), &cwd, &[]));
+    assert_version(&attach(jvm.pid, &["jcmd", "VM.version"]), &jdk17());
+    // SAFETY: kill has no memory-safety preconditions; the pid is the JVM just started.
+    unsafe { libc::kill(jvm.pid as i32, libc::SIGSTOP) };
+    let started = std::time::Instant::now();
+    let result = attach(jvm.pid, &["--timeout", "1500ms", "jcmd", "VM.version"]);
+    let waited = started.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(jvm.pid as i32, libc::SIGCONT) };
+    assert_refused(
+        &result,
+        &format!(
+            "process {} (\"java\") did not answer `jcmd` within 1.5s (it may still carry it \
+             out; see --timeout)",
+            jvm.pid
+        ),
+    );
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+    // Continued, it answers again.
+    assert_version(&attach(jvm.pid, &["jcmd", "VM.version"]), &jdk17());
+    assert_no_leftovers(&jvm, &cwd);
+    assert!(jvm.alive());
+}
