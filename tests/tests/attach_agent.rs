@@ -64,10 +64,19 @@ fn start_status_dump_stop_and_start_again_on_jdk17_and_jdk25() {
         std::fs::create_dir(here.join("profiles")).unwrap();
         let here = std::fs::canonicalize(here).unwrap();
 
-        assert_ok(
-            &attach_in(&here, jvm.pid, &["status"]),
-            "state: not started",
+        // Without the agent, status, stop and dump load nothing.
+        assert_ok(&attach_in(&here, jvm.pid, &["status"]), "state: not loaded");
+        let stop = attach_in(&here, jvm.pid, &["stop"]);
+        assert_eq!(stop.0, 1, "{stop:?}");
+        assert_eq!(
+            stop.1,
+            "error: not running (no otelprof agent in this JVM)\n"
         );
+        assert!(
+            mapped_agents(jvm.pid).is_empty(),
+            "loaded by status or stop"
+        );
+
         let started = attach_in(&here, jvm.pid, &["start", "cpu=5ms,out=profiles"]);
         assert_ok(&started, "state: running");
         assert_ok(&started, "options: cpu=5ms,");

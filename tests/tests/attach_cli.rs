@@ -388,7 +388,7 @@ fn a_library_the_jvm_cannot_load_is_reported_with_the_jvms_words() {
         let pid = jvm.pid.to_string();
         let lib = std::fs::canonicalize(dir.join("libotelprof.so")).unwrap();
         assert_refused(
-            &run(&dir.join("otelprof"), &["attach", &pid, "status"]),
+            &run(&dir.join("otelprof"), &["attach", &pid, "start"]),
             &format!(
                 "process {pid} (\"java\") did not load {}: {} was not loaded.",
                 lib.display(),
@@ -419,7 +419,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     let cwd = scratch_dir("attach-copy-ns");
     let jvm = LiveJvm::start(java_in_namespaces(&jdk25(), &cwd, &[], classes()));
     for _ in 0..2 {
-        let _ = attach(jvm.pid, &["status"]);
+        let _ = attach(jvm.pid, &["start"]);
         assert_eq!(mapped_agents(jvm.pid), vec![copy.clone()]);
     }
     let placed = jvm.root().join(copy.trim_start_matches('/'));
@@ -453,7 +453,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
         .arg(MAIN);
     let jvm = LiveJvm::start(cmd);
     let pid = jvm.pid.to_string();
-    let _ = run(&private.join("otelprof"), &["attach", &pid, "status"]);
+    let _ = run(&private.join("otelprof"), &["attach", &pid, "start"]);
     assert_eq!(mapped_agents(jvm.pid), vec![copy.clone()]);
     let (nobody, _) = nobody_ids();
     assert_eq!(std::fs::metadata(&copy).unwrap().uid(), nobody);
@@ -502,7 +502,7 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     std::fs::create_dir(&dir).unwrap();
     std::os::unix::fs::chown(&dir, Some(nobody), None).unwrap();
     assert_refused(
-        &attach(jvm.pid, &["status"]),
+        &attach(jvm.pid, &["start"]),
         &format!(
             "cannot place libotelprof.so where process {} (\"java\") can open it: \
              /tmp/otelprof-{hash} belongs to uid {nobody}, not to the JVM's user (uid 0)",
@@ -515,7 +515,7 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     let bait = scratch_dir("attach-bait");
     std::os::unix::fs::symlink(&bait, &dir).unwrap();
     assert_refused(
-        &attach(jvm.pid, &["status"]),
+        &attach(jvm.pid, &["start"]),
         &format!("/tmp/otelprof-{hash} is a symbolic link"),
     );
     std::fs::remove_file(&dir).unwrap();
@@ -531,7 +531,7 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     )
     .unwrap();
     assert_refused(
-        &attach(jvm.pid, &["status"]),
+        &attach(jvm.pid, &["start"]),
         &format!("/tmp/otelprof-{hash}/libotelprof.so exists with other content"),
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -1,17 +1,20 @@
 //! The verbs: `start`, `stop`, `status`, `dump` talk to the otelprof agent, `jcmd` to HotSpot.
 //!
 //! An agent verb is one `load <library> true <VERB,key=value...,reply=R>` command (`true`:
-//! the library is given by its absolute path), what `VirtualMachine.loadAgentPath` sends: HotSpot loads `libotelprof.so` (once: the same path
-//! gives the same library) and calls its `Agent_OnAttach` with those arguments. The agent
-//! writes its answer into the reply file `R`, which we created empty beforehand (as the
-//! JVM's user, mode 0600, in the JVM's /tmp) and read once the attach response arrived.
+//! the library is given by its absolute path), what `VirtualMachine.loadAgentPath` sends:
+//! HotSpot loads `libotelprof.so` (once: the same path gives the same library) and calls its
+//! `Agent_OnAttach` with those arguments. The agent writes its answer into the reply file
+//! `R`, which we created empty beforehand (as the JVM's user, mode 0600, in the JVM's /tmp)
+//! and read once the attach response arrived.
 //!
 //! The library's path must be one the JVM can open, and the same for every verb on a JVM (a
-//! different path would load a second copy with its own state). When the JVM sees our files
-//! and may read the library beside `otelprof`, that canonical path; otherwise a copy in the
-//! JVM's `/tmp/otelprof-<first 16 hex digits of its SHA-256>/` (see [`TmpDir::place`]).
-//! After a successful `start`, `otelprof.jar` (found beside the library, placed the same
-//! way) is loaded through the JVM's `instrument` agent for span context.
+//! different path would load a second copy with its own state). A JVM that has the agent
+//! already is reached through the path its maps show; otherwise, when the JVM sees our files
+//! and may read the library beside `otelprof`, that canonical path; else a copy in the JVM's
+//! `/tmp/otelprof-<first 16 hex digits of its SHA-256>/` (see [`TmpDir::place`]). After a
+//! successful `start`, `otelprof.jar` (found beside the library; copied the same way, into a
+//! directory named after its own hash) is loaded through the JVM's `instrument` agent for
+//! span context (its `agentmain` finds the running agent whatever the jar's directory).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -235,6 +238,12 @@ impl Session<'_> {
                     ));
                 }
                 done.outcome.ok = response.status == 0;
+                return Ok(done);
+            }
+            // Asking an agent that is not there would load it, and a loaded agent stays for
+            // the JVM's life (its JVMTI environment, its signal handler): only `start` loads.
+            Verb::Stop | Verb::Status | Verb::Dump(_) if self.target.maps.agent.is_none() => {
+                done.outcome = not_loaded(verb, self.target.pid);
                 return Ok(done);
             }
             Verb::Start(opts) if opts.is_empty() => "start".to_owned(),
@@ -542,6 +551,24 @@ fn dump_destination(reported: &str, asked: &str, ext: &str, dest: &Path) -> Opti
     }
     let kind = reported.strip_prefix(asked)?.strip_prefix('-')?;
     word(kind).then(|| PathBuf::from(format!("{dest_text}-{kind}")))
+}
+
+/// The answer to `verb` for a JVM without the agent, in the agent's format.
+fn not_loaded(verb: &Verb, pid: u32) -> Outcome {
+    let lines = match verb {
+        Verb::Status => vec![
+            "ok".to_owned(),
+            "state: not loaded".to_owned(),
+            format!("pid: {pid}"),
+            "note: no otelprof agent in this JVM (`start` loads it)".to_owned(),
+        ],
+        _ => vec!["error: not running (no otelprof agent in this JVM)".to_owned()],
+    };
+    Outcome {
+        ok: matches!(verb, Verb::Status),
+        lines,
+        notes: Vec::new(),
+    }
 }
 
 /// `otelprof-<first 16 hex digits of the SHA-256 of content>`: where a copy goes.
