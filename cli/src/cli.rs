@@ -66,10 +66,11 @@ Examples:
   otelprof attach 1234 stop
   otelprof attach 1234 jcmd VM.version
 
-Speaks HotSpot's attach protocol itself (no JDK tools needed) to JDK 11 to 25 JVMs: loads
-libotelprof.so from beside this otelprof (and otelprof.jar, for span context, after start),
-like `jcmd PID JVMTI.agent_load`. The agent prints its reply; the exit status is 0 for `ok`,
-1 for `error:` or when the JVM cannot be attached to.
+Speaks HotSpot's attach protocol itself (no JDK tools needed) to JDK 11 to 25 JVMs. `start`
+loads libotelprof.so from beside this otelprof (and otelprof.jar, for span context), like
+`jcmd PID JVMTI.agent_load`; later verbs reach the same library (or the one the JVM was
+started with); stop, status and dump never load it. The agent's reply is printed; the exit
+status is 0 for `ok`, 1 for `error:` or when the JVM cannot be attached to.
 
 Needs: the JVM's own user (HotSpot checks uid and gid), or root, which acts as the JVM's user.
 Works across containers: the JVM is reached through /proc/PID (its pid namespace, its /tmp,
