@@ -34,6 +34,7 @@ pub fn run_as(prefix: &[&str], program: &Path, args: &[&str]) -> (i32, String, S
     )
 }
 
+/// Runs `otelprof attach PID ARGS` (the `otelprof` of `target/release`).
 pub fn attach(pid: u32, args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["attach".to_owned(), pid.to_string()];
     all.extend(args.iter().map(|s| s.to_string()));
@@ -165,6 +166,7 @@ pub fn nobody_ids() -> (u32, u32) {
     (ids.next().unwrap(), ids.next().unwrap())
 }
 
+/// This test process's effective uid.
 pub fn euid() -> u32 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap()
