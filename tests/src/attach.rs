@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::live::LiveJvm;
 use crate::{classes, cli_path, Jdk};
@@ -18,6 +18,20 @@ pub fn run(program: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// Runs `program ARGS` behind `prefix` (e.g. `setpriv …`).
 pub fn run_as(prefix: &[&str], program: &Path, args: &[&str]) -> (i32, String, String) {
+    run_in(None, prefix, program, args)
+}
+
+/// Pids of the `otelprof` processes this test process ran: the files they may have left
+/// carry them in their names (other tests on the machine make files like them).
+static CLI_PIDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs `program ARGS` behind `prefix`, in `cwd` when given: exit code, stdout, stderr.
+pub fn run_in(
+    cwd: Option<&Path>,
+    prefix: &[&str],
+    program: &Path,
+    args: &[&str],
+) -> (i32, String, String) {
     let mut cmd = match prefix.split_first() {
         Some((first, rest)) => {
             let mut c = Command::new(first);
@@ -26,7 +40,19 @@ pub fn run_as(prefix: &[&str], program: &Path, args: &[&str]) -> (i32, String, S
         }
         None => Command::new(program),
     };
-    let out = cmd.args(args).output().unwrap();
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let child = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `setpriv` and `sh -c exec` keep the pid.
+    CLI_PIDS.lock().unwrap().push(child.id());
+    let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -80,14 +106,22 @@ pub fn names(dir: &Path, prefix: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// No attach trigger and no reply file left in the JVM's working directory or /tmp.
+/// No attach trigger for this JVM, and no reply or dump file of an `otelprof` this test
+/// process ran, left in the JVM's working directory or /tmp (which other tests share).
 #[track_caller]
 pub fn assert_no_leftovers(jvm: &LiveJvm, cwd: &Path) {
+    let pids = CLI_PIDS.lock().unwrap().clone();
+    let ours = |name: &str| {
+        name == format!(".attach_pid{}", jvm.own_pid)
+            || ["otelprof-reply-", "otelprof-dump-"].iter().any(|prefix| {
+                name.strip_prefix(prefix)
+                    .and_then(|rest| rest.split('-').next()?.parse::<u32>().ok())
+                    .is_some_and(|pid| pids.contains(&pid))
+            })
+    };
     for dir in [cwd.to_path_buf(), jvm.root().join("tmp")] {
-        for prefix in [".attach_pid", "otelprof-reply-", "otelprof-dump-"] {
-            let left = names(&dir, prefix);
-            assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
-        }
+        let left: Vec<String> = names(&dir, "").into_iter().filter(|n| ours(n)).collect();
+        assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
     }
 }
 
@@ -143,6 +177,15 @@ impl Staged {
 }
 
 impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A directory removed when dropped (also when the test fails).
+pub struct RemovedOnDrop(pub PathBuf);
+
+impl Drop for RemovedOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }

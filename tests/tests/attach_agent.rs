@@ -5,7 +5,6 @@
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use otelprof_tests::attach::*;
@@ -14,18 +13,10 @@ use otelprof_tests::{all_jdks, cli_path, jdk25, pprof_top, scratch_dir};
 
 /// `otelprof attach PID ARGS` run in `cwd`.
 fn attach_in(cwd: &Path, pid: u32, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(cli_path())
-        .current_dir(cwd)
-        .arg("attach")
-        .arg(pid.to_string())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["attach".to_owned(), pid.to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    run_in(Some(cwd), &[], &cli_path(), &all)
 }
 
 /// An `ok` reply holding `line`.

@@ -431,7 +431,13 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
         std::fs::read(&placed).unwrap(),
         std::fs::read(&library).unwrap()
     );
-    assert!(!Path::new(&copy).exists(), "the copy landed in our /tmp");
+    // On the JVM's private /tmp, not on ours.
+    let host_tmp = std::fs::metadata("/tmp").unwrap();
+    assert_ne!(
+        dir_meta.dev(),
+        host_tmp.dev(),
+        "the copy landed in our /tmp"
+    );
     assert_no_leftovers(&jvm, &cwd);
     drop(jvm);
 
@@ -443,7 +449,8 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     for file in ["otelprof", "libotelprof.so"] {
         std::fs::copy(staged.0.join(file), private.join(file)).unwrap();
     }
-    let _ = std::fs::remove_dir_all(format!("/tmp/otelprof-{hash}"));
+    let host_copy = RemovedOnDrop(PathBuf::from(format!("/tmp/otelprof-{hash}")));
+    let _ = std::fs::remove_dir_all(&host_copy.0);
     let mut cmd = Command::new(AS_NOBODY[0]);
     cmd.current_dir("/")
         .args(&AS_NOBODY[1..])
@@ -460,7 +467,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     assert!(maps_hold(jvm.pid, &copy));
     assert_no_leftovers(&jvm, Path::new("/"));
     drop(jvm);
-    let _ = std::fs::remove_dir_all(format!("/tmp/otelprof-{hash}"));
+    drop(host_copy);
 }
 
 /// What is found in the JVM's /tmp is checked, never trusted: a copy's directory of another
