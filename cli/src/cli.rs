@@ -56,6 +56,88 @@ pub enum Cmd {
     Diff(DiffArgs),
     /// Profile an example service as version 1 and 2 and show what otelprof answers
     Demo(DemoArgs),
+    /// Load and control the agent in a running JVM: start, stop, status, dump
+    #[command(
+        override_usage = "otelprof attach [--timeout DURATION] <PID> <start [OPTIONS]|stop|status|dump [-o FILE]|jcmd COMMAND...>",
+        after_help = ATTACH_HELP
+    )]
+    Attach(AttachArgs),
+}
+
+const ATTACH_HELP: &str = "\
+Examples:
+  otelprof attach 1234 start cpu=10ms,wall=50ms,out=/var/tmp/profiles
+  otelprof attach 1234 status
+  otelprof attach 1234 dump -o now.pb.gz
+  otelprof attach 1234 stop
+  otelprof attach 1234 jcmd VM.version
+
+Speaks HotSpot's attach protocol itself (no JDK tools needed) to JDK 11 to 25 JVMs. `start`
+loads libotelprof.so from beside this otelprof (and otelprof.jar, for span context), like
+`jcmd PID JVMTI.agent_load`; later verbs reach the same library (or the one the JVM was
+started with); stop, status and dump never load it. The agent's reply is printed; the exit
+status is 0 for `ok`, 1 for `error:` or when the JVM cannot be attached to.
+
+Needs: the JVM's own user (HotSpot checks uid and gid), or root, which acts as the JVM's user.
+Works across containers: the JVM is reached through /proc/PID (its pid namespace, its /tmp,
+its user namespace); when it sees other files than otelprof, or cannot read ours, the library
+is copied into its /tmp/otelprof-<hash>/; out= is then an absolute path inside the JVM's file
+system. Refused, with nothing sent: a process that is not a HotSpot JVM, another user's JVM
+(unless root), a JVM run with -XX:+DisableAttachMechanism, and a JVM whose attach listener
+is down and would not survive the SIGQUIT that starts it (-Xrs: its listener runs from
+start-up, so this is only when its socket was deleted).";
+
+#[derive(Debug, clap::Args)]
+pub struct AttachArgs {
+    /// Process id of the JVM, as seen from here (the host's pid of a containerised JVM)
+    #[arg(value_name = "PID", value_parser = parse_pid)]
+    pub pid: u32,
+    /// How long to wait for each answer of the JVM (its attach listener, then each command)
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, global = true)]
+    pub timeout: Duration,
+    #[command(subcommand)]
+    pub verb: AttachVerb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AttachVerb {
+    /// Load the agent (once) and start profiling; OPTIONS as for -agentpath, e.g.
+    /// cpu=10ms,wall=50ms,out=/var/tmp/profiles (a relative out= is made absolute here)
+    Start {
+        /// Agent options, `key=value` pairs joined by commas (see the README's table)
+        #[arg(value_name = "OPTIONS", default_value = "")]
+        options: String,
+    },
+    /// Stop profiling: the agent's threads and timers end, the last profile is written
+    Stop,
+    /// Whether profiling runs, since when, with which options
+    Status,
+    /// Write the profile so far (where the agent writes, or to -o FILE here)
+    Dump {
+        /// Copy the profile to this file on this side (it is written in the JVM's /tmp
+        /// first, then moved)
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Run a HotSpot diagnostic command, as `jcmd PID COMMAND...` would (e.g. VM.version,
+    /// Thread.print, VM.system_properties)
+    Jcmd {
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "COMMAND"
+        )]
+        command: Vec<String>,
+    },
+}
+
+fn parse_pid(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(0) => Err("0 is not a process id".to_owned()),
+        Ok(pid) if i32::try_from(pid).is_ok() => Ok(pid),
+        _ => Err(format!("{text:?} is not a process id")),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,10 +1,11 @@
-//! `otelprof`: run a JVM with the profiler, receive OTLP profiles, and answer questions from
-//! them: where the CPU goes (`top`, `flame`), where one slow span spent its time
-//! (`drilldown`), what changed between two releases (`diff`). `demo` shows all of it.
+//! `otelprof`: run a JVM with the profiler (or attach it to a running one), receive OTLP
+//! profiles, and answer questions from them: where the CPU goes (`top`, `flame`), where one
+//! slow span spent its time (`drilldown`), what changed between two releases (`diff`).
+//! `demo` shows all of it.
 //!
 //! [`cli`] declares the commands and their flags, [`commands`] runs them (one module each),
 //! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers, [`ui`] is
-//! `serve`'s web UI over the same answers. Everything
+//! `serve`'s web UI over the same answers, [`attach`] HotSpot's attach protocol. Everything
 //! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
 //! outside through [`escape`] (no terminal escape injection).
 
@@ -12,6 +13,7 @@
 #[macro_use]
 mod output;
 
+mod attach;
 mod cli;
 mod commands;
 mod escape;
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Cmd::Drilldown(args) => commands::drilldown::run(args),
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),
         Cmd::Demo(args) => commands::demo::command(args),
+        Cmd::Attach(args) => commands::attach::run(args),
     };
     match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,

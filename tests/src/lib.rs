@@ -10,6 +10,8 @@
 //! Debian `golang-go`, OpenJDK 17 and Temurin 25. A missing prerequisite fails the test with a
 //! message saying what to install; nothing is skipped.
 
+pub mod attach;
+pub mod live;
 pub mod receive;
 
 use std::collections::BTreeMap;

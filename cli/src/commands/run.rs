@@ -22,7 +22,7 @@ pub const AGENT_FILE: &str = "libotelprof.so";
 pub const DEFAULT_OUT: &str = "otelprof-profiles";
 const JAVA_TOOL_OPTIONS: &str = "JAVA_TOOL_OPTIONS";
 /// The Java shim, built beside the agent library.
-const JAR: &str = "otelprof.jar";
+pub const JAR: &str = "otelprof.jar";
 
 fn clock_option(clock: Clock) -> &'static str {
     match clock {
