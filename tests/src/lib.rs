@@ -652,9 +652,9 @@ impl AttachReply {
 
 /// Loads `library` into the running JVM with `args` (`VERB[,key=value...]` for
 /// libotelprof.so, the agent argument for otelprof.jar) plus `reply=<file>`, and returns the
-/// reply. The one place the tests attach: through the JDK's `jcmd PID JVMTI.agent_load` for
-/// now (the dynamic attach protocol's `load` command, as `otelprof attach` sends it), so that
-/// it can become `otelprof attach` in one place. The reply file is made as the CLI makes it:
+/// reply: the `JVMTI.agent_load` diagnostic command (the dynamic attach protocol's `load`, as
+/// `otelprof attach start|stop|…` sends it, but with any library path and argument a test
+/// needs), sent by `otelprof attach PID jcmd`. The reply file is made as the CLI makes it:
 /// empty, mode 0600, under /tmp.
 pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -675,10 +675,13 @@ pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply 
     } else {
         format!("{args},reply={}", reply.display())
     };
-    // jcmd's command parser reads `key=value` words as named arguments: the agent's argument
-    // string is quoted to reach the agent whole.
-    let out = Command::new(jvm.jdk.home.join("bin/jcmd"))
+    // Through otelprof's own attach client (`otelprof attach PID jcmd`, no JDK tool), which
+    // sends the diagnostic command as jcmd does. Its parser reads `key=value` words as named
+    // arguments: the agent's argument string is quoted to reach the agent whole.
+    let out = Command::new(cli_path())
+        .arg("attach")
         .arg(jvm.pid.to_string())
+        .arg("jcmd")
         .arg("JVMTI.agent_load")
         .arg(library)
         .arg(format!("\"{full}\""))
@@ -689,7 +692,7 @@ pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply 
     let _ = std::fs::remove_file(&reply);
     assert!(
         out.status.success() && jcmd.contains("return code: 0"),
-        "jcmd JVMTI.agent_load {} {full:?} failed: {jcmd} {}\nreply: {text}",
+        "otelprof attach jcmd JVMTI.agent_load {} {full:?} failed: {jcmd} {}\nreply: {text}",
         library.display(),
         String::from_utf8_lossy(&out.stderr)
     );
