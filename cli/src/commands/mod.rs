@@ -1,6 +1,7 @@
 //! One module per command: each turns its parsed arguments into a question for the store's
 //! query engine (or the agent, or the receiver) and prints the answer.
 
+pub mod capture;
 pub mod demo;
 pub mod diff;
 pub mod drilldown;
