@@ -16,7 +16,9 @@
 //! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation; `sys`: every C
 //!   declaration;
 //! - the export path: `aggregator` builds one profile per type (`kinds`) and period, and
-//!   writes pprof files or hands it to the OTLP exporter that `otlp_export` sets up.
+//!   writes pprof files or hands it to the OTLP exporter that `otlp_export` sets up;
+//! - `remote`: the OpAMP client's view of the agent (identity, health, what a server may
+//!   change), when `opamp=` is given.
 //!
 //! How a sample travels: a per-thread CPU timer (`sampling::timers`) sends SIGPROF to the
 //! thread that burned the CPU; the handler (`sampling::signal_handler`) finds the thread in
@@ -34,7 +36,7 @@
 //! `sampling::event_sample`, naming the leaf class with `jvm::class_names`.
 //!
 //! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
-//! -> `otlp_export`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
+//! -> `otlp_export`, `remote`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
 //! `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`, `options`,
 //! `stats`, `worker` and `kinds` are leaves any layer may use. No module imports one
 //! that imports it.
@@ -52,6 +54,7 @@ mod jvm;
 mod kinds;
 mod options;
 mod otlp_export;
+mod remote;
 mod sampling;
 mod stats;
 mod sys;

@@ -4,11 +4,14 @@
 //! through the JSON API, and answers them; then the server is attacked with what a hostile
 //! client might send (wrong token, oversized, malformed, wrong method or type).
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+mod opamp_support;
+
+use std::io::Read as _;
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use opamp_support::{http, wait_for};
 use otelprof_profile::opamp::proto::{ServerErrorResponseType, ServerToAgent};
 use otelprof_tests::{cli_path, free_port, python, repo_root, run_with_timeout, scratch_dir};
 use prost::Message as _;
@@ -26,70 +29,6 @@ impl Drop for Killed {
     }
 }
 
-/// One HTTP/1.1 request on its own connection: status and body.
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    // A refused body may be left unread: the server may close before taking it all.
-    let _ = s.write_all(body);
-    let mut r = BufReader::new(s);
-    let mut status = String::new();
-    r.read_line(&mut status).unwrap();
-    let code: u16 = status.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut length = None;
-    let mut chunked = false;
-    loop {
-        let mut line = String::new();
-        r.read_line(&mut line).unwrap();
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            length = Some(v.trim().parse::<usize>().unwrap());
-        }
-        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
-            chunked = true;
-        }
-    }
-    let mut out = Vec::new();
-    if chunked {
-        loop {
-            let mut size = String::new();
-            r.read_line(&mut size).unwrap();
-            let n = usize::from_str_radix(size.trim(), 16).unwrap();
-            let mut chunk = vec![0; n + 2];
-            r.read_exact(&mut chunk).unwrap();
-            if n == 0 {
-                break;
-            }
-            out.extend_from_slice(&chunk[..n]);
-        }
-    } else if let Some(n) = length {
-        out.resize(n, 0);
-        r.read_exact(&mut out).unwrap();
-    } else {
-        r.read_to_end(&mut out).unwrap();
-    }
-    (code, out)
-}
-
 const BEARER: &str = "Bearer s3cret-opamp";
 
 fn agents(port: u16) -> Value {
@@ -102,17 +41,6 @@ fn agents(port: u16) -> Value {
     );
     assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
     serde_json::from_slice(&body).unwrap()
-}
-
-fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < within,
-            "{what} did not happen within {within:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn capture(ui: u16, args: &[&str]) -> (Option<i32>, String, String) {

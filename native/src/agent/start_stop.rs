@@ -87,6 +87,8 @@ impl Agent {
         if let Err(e) = crate::context::process_context::publish(&payload) {
             log_debug!("cannot publish the OpenTelemetry process context: {e}");
         }
+        // The OpAMP client, started last, describes the agent with the same resource.
+        let opamp_resource = self.export_env.opamp.as_ref().map(|_| resource.clone());
         // The exporter's CPU-utilisation metric converts CPU intervals to time.
         let cpu_interval = self.cpu_interval.unwrap_or(Duration::from_millis(10));
         let exporter =
@@ -222,6 +224,45 @@ impl Agent {
             self.destinations(),
             self.options.period,
         );
+        if let Some(resource) = opamp_resource {
+            let mut random = [0u8; 16];
+            let _ = otlp_export::getrandom_fill(&mut random);
+            let running = self.running_for_remote();
+            crate::remote::start(
+                self.export_env.opamp.as_ref(),
+                &resource,
+                &self.options,
+                running,
+                random,
+            );
+        }
+    }
+
+    /// What runs, for the OpAMP client's reports (read once, here on the starting thread:
+    /// the client's thread never calls JVMTI).
+    fn running_for_remote(&self) -> crate::remote::Running {
+        let potential = self.jvmti.potential_capabilities().ok();
+        let can = |bit: u32| {
+            potential.is_some_and(|p| p.has(bit) && p.has(crate::sys::capability::CAN_TAG_OBJECTS))
+        };
+        crate::remote::Running {
+            cpu: self.cpu_interval,
+            wall: self.options.wall_interval,
+            alloc: if self.alloc {
+                Ok(self.options.alloc_interval)
+            } else if can(crate::sys::capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
+                Ok(None)
+            } else {
+                Err("this JVM cannot post sampled allocation events")
+            },
+            lock: if self.lock {
+                Ok(self.options.lock_threshold)
+            } else if can(crate::sys::capability::CAN_GENERATE_MONITOR_EVENTS) {
+                Ok(None)
+            } else {
+                Err("this JVM cannot post monitor events")
+            },
+        }
     }
 
     /// The profile types to build, with their pprof periods (see `aggregator::Config`).
@@ -247,7 +288,9 @@ impl Agent {
         if !signal_handler::is_active() && self.aggregator.lock().map_or(true, |a| a.is_none()) {
             return;
         }
-        // The thread scan first: it creates timers, which must all be gone at the end.
+        // The OpAMP client first: its goodbye tells the server the agent is going (bounded).
+        crate::remote::stop();
+        // The thread scan next: it creates timers, which must all be gone at the end.
         let scan = self.scan.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(s) = scan {
             if !s.stop(Duration::from_secs(1)) {
