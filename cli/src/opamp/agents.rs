@@ -672,4 +672,20 @@ mod tests {
         let uid: [u8; 16] = (0..16).collect::<Vec<u8>>().try_into().unwrap();
         assert_eq!(uid_text(&uid), "00010203-0405-0607-0809-0a0b0c0d0e0f");
     }
+
+    proptest::proptest! {
+        /// Whatever bytes an agent sends, the table answers and stays within its bounds.
+        #[test]
+        fn any_message_is_answered_without_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            use prost::Message as _;
+            let agents = Agents::default();
+            if let Ok(m) = AgentToServer::decode(&bytes[..]) {
+                let answer = agents.exchange(m, NOW);
+                proptest::prop_assert!(answer.error_response.is_some() || answer.instance_uid.len() == 16);
+                for a in agents.list() {
+                    proptest::prop_assert!(a.identifying.len() <= MAX_ATTRIBUTES);
+                }
+            }
+        }
+    }
 }

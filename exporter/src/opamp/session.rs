@@ -546,4 +546,19 @@ mod tests {
         assert!(o.error.unwrap().contains("busy\\u{1b}[2J"));
         assert!(s.next_message(NOW).agent_description.is_some());
     }
+
+    proptest::proptest! {
+        /// Whatever a server answers, the session acts or refuses, and never panics.
+        #[test]
+        fn any_answer_is_handled_without_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            use prost::Message as _;
+            let (mut s, r) = session();
+            s.next_message(NOW);
+            if let Ok(answer) = ServerToAgent::decode(&bytes[..]) {
+                s.handle(answer, NOW);
+                let _ = s.next_message(NOW);
+            }
+            proptest::prop_assert!(r.captures.lock().unwrap().len() <= 1);
+        }
+    }
 }

@@ -277,3 +277,35 @@ mod tests {
         assert!(Status::parse("state=done").is_err());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::opamp::settings::Settings;
+    use proptest::prelude::*;
+
+    /// Text a peer may send: the grammar's own characters, often, and anything else.
+    fn peer_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z=,0-9.\\-_ ]{0,80}",
+            "(id=[a-z0-9]{1,5},)?((cpu|wall|alloc|lock|seconds|out)=[0-9]{1,4}(ms|s|k|m|us)?,){0,5}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn readers_of_peer_text_never_panic_and_round_trip(text in peer_text()) {
+            if let Ok(c) = Capture::parse(&text) {
+                prop_assert!(c.duration.as_secs() >= 1 && c.duration.as_secs() <= MAX_SECONDS);
+                prop_assert_eq!(Capture::parse(&c.text()).unwrap(), c);
+            }
+            if let Ok(s) = Settings::parse(&text) {
+                prop_assert_eq!(Settings::parse(&s.text()).unwrap(), s);
+            }
+            if let Ok(s) = Status::parse(&text) {
+                prop_assert_eq!(Status::parse(&s.text()).unwrap(), s);
+            }
+        }
+    }
+}
