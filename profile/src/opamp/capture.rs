@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use super::engines::{forbidden, items, shown, Engines, Refused};
+use super::engines::{items, refuse_key, shown, Engines, Refused};
 
 /// The custom capability (OpAMP `CustomCapabilities`) of captures.
 pub const CAPABILITY: &str = "io.opentelemetry.otelprof.capture";
@@ -89,17 +89,6 @@ impl Capture {
             self.engines.text(),
             self.duration.as_secs()
         )
-    }
-}
-
-/// The refusal of a key that is not a capture's.
-pub(super) fn refuse_key(k: &str) -> Refused {
-    match forbidden(k) {
-        Some(why) => Refused::new(format!("{} is refused: {why}", shown(k))),
-        None => Refused::new(format!(
-            "unknown key {}: only profiling settings are accepted (cpu, wall, alloc, lock)",
-            shown(k)
-        )),
     }
 }
 

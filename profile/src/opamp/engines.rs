@@ -144,6 +144,17 @@ pub fn forbidden(key: &str) -> Option<&'static str> {
     })
 }
 
+/// The refusal of a key that is neither an engine nor a capture's own.
+pub fn refuse_key(k: &str) -> Refused {
+    match forbidden(k) {
+        Some(why) => Refused::new(format!("{} is refused: {why}", shown(k))),
+        None => Refused::new(format!(
+            "unknown key {}: only profiling settings are accepted (cpu, wall, alloc, lock)",
+            shown(k)
+        )),
+    }
+}
+
 /// `20ms`, `1s`, `250us`: the shortest exact form in the duration grammar.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();

@@ -3,8 +3,7 @@
 //! text is the agent options' grammar: `wall=50ms,alloc=off`. A key named overrides the
 //! agent's local option; `off` turns the type off; a key not named keeps the local option.
 
-use super::capture::refuse_key;
-use super::engines::{self, items, Refused, MIN_CPU, MIN_LOCK, MIN_WALL};
+use super::engines::{self, items, refuse_key, Refused, MIN_CPU, MIN_LOCK, MIN_WALL};
 use std::time::Duration;
 
 /// The name of the remote (and effective) config file that holds the settings.
