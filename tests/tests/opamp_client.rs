@@ -245,3 +245,116 @@ fn decode_b64(s: &str) -> Vec<u8> {
     }
     out
 }
+
+#[test]
+fn a_hostile_server_gets_refusals_and_log_lines_not_a_crash() {
+    let port = free_port();
+    let mut server = Killed(
+        Command::new(python())
+            .arg(repo_root().join("tests/python/opamp_hostile_server.py"))
+            .arg(port.to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log: Logger = {
+        let lines = lines.clone();
+        Arc::new(move |_: LogLevel, line: &str| lines.lock().unwrap().push(line.to_owned()))
+    };
+    let recorder = Arc::new(Recorder::default());
+    let config = OpampConfig {
+        endpoint: format!("http://127.0.0.1:{port}/v1/opamp"),
+        headers: vec![],
+        interval: Duration::from_millis(100),
+        certificate: None,
+    };
+    let out = BufReader::new(server.0.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in out.lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    // Wait for the server's port before starting, so that unreachability is not in the log.
+    wait_for_port(port);
+    let client = OpampClient::start(
+        config,
+        [7; 16],
+        AgentDescription::default(),
+        recorder.clone(),
+        log,
+    )
+    .unwrap();
+    let mut records = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    while !records
+        .iter()
+        .any(|r: &Value| r["status"] == "id=good,state=done")
+    {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        records.push(
+            rx.recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no done for the good capture: {records:#?}")),
+        );
+    }
+    client.stop(Duration::from_secs(2));
+    let lines = lines.lock().unwrap().clone();
+    let said = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(said("over 1 MiB"), 1, "{lines:?}");
+    assert_eq!(said("not a ServerToAgent message"), 1, "{lines:?}");
+    assert_eq!(said("HTTP 500"), 1, "{lines:?}");
+    assert_eq!(
+        said("your message is bad \\u{1b}[31m"),
+        1,
+        "escaped: {lines:?}"
+    );
+    assert_eq!(said("cannot reach"), 0, "{lines:?}");
+    let statuses: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["status"].as_str())
+        .collect();
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s.starts_with("id=huge,state=refused,reason=the capture is")),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s.starts_with("id=path,state=refused,reason=out is refused")),
+        "{statuses:?}"
+    );
+    let config_errors: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["config_error"].as_str())
+        .filter(|e| !e.is_empty())
+        .collect();
+    assert!(
+        config_errors.iter().any(|e| e.contains("not otelprof's")),
+        "{config_errors:?}"
+    );
+    assert!(
+        config_errors.iter().any(|e| e.contains("not UTF-8")),
+        "{config_errors:?}"
+    );
+    // Only the good capture reached the agent; no settings did.
+    assert_eq!(
+        recorder.captures.lock().unwrap().clone(),
+        ["id=good,wall=20ms,seconds=1"]
+    );
+    assert!(recorder.settings.lock().unwrap().is_empty());
+}
+
+fn wait_for_port(port: u16) {
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

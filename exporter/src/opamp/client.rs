@@ -73,6 +73,13 @@ async fn exchange(
                 "no answer within {EXCHANGE_TIMEOUT:?}"
             )))
         }
+        // The answer came but could not be read whole: over the size bound, or cut.
+        Ok(Err(ExportError::Transport(e))) if e.starts_with("reading the response") => {
+            return Err(Failed::Refused(
+                format!("the answer was over 1 MiB or broken off ({e})"),
+                None,
+            ))
+        }
         Ok(Err(ExportError::Unreachable(e) | ExportError::Transport(e))) => {
             return Err(Failed::Unreachable(e))
         }
