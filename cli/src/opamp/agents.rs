@@ -137,6 +137,9 @@ struct Inner {
     agents: HashMap<[u8; 16], Agent>,
     /// Makes capture ids and assigned uids unique within this server's life.
     counter: u64,
+    /// When silent agents were last forgotten: at most once a second, not on every poll of
+    /// every agent.
+    last_sweep: i64,
 }
 
 fn cut(s: &str, n: usize) -> String {
@@ -233,9 +236,13 @@ impl Agents {
         };
         let mut inner = self.lock();
         let age_out = i64::try_from(AGE_OUT.as_nanos()).unwrap_or(i64::MAX);
-        inner
-            .agents
-            .retain(|_, a| now.saturating_sub(a.last_seen) < age_out);
+        if now.saturating_sub(inner.last_sweep) >= 1_000_000_000 || inner.agents.len() >= MAX_AGENTS
+        {
+            inner.last_sweep = now;
+            inner
+                .agents
+                .retain(|_, a| now.saturating_sub(a.last_seen) < age_out);
+        }
         let mut identification = None;
         if message.flags & agent_to_server_flags::REQUEST_INSTANCE_UID != 0 {
             inner.counter += 1;
