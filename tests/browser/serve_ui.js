@@ -205,6 +205,11 @@ async function main() {
     await shot(page, "instances.png");
     await page.waitForFunction(() => document.querySelector("#agents-table td.latest").getAttribute("data-state") === "done", null, { timeout: 20000 });
 
+    step("continuous settings for the agent: applied, and the row says so");
+    await page.fill("input[name=settings]", "wall=50ms");
+    await agentRow.locator("button.settings").click();
+    await page.waitForFunction(() => /asked: wall=50ms, applied\)/.test(document.querySelector("#agents-table tbody tr").textContent), null, { timeout: 20000 });
+
     step("a capture out of bounds is refused with the reason, nothing queued");
     await page.fill("input[name=capture-wall]", "1ms");
     await agentRow.locator("button.capture").click();

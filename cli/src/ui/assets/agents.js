@@ -1,7 +1,8 @@
 // otelprof serve: the agents connected over OpAMP, in the Instances view. Lists what each
 // agent reported (GET /api/agents) and starts a capture on one with one click (POST
-// /api/agents/capture with the types and duration of the form above the table); the capture's
-// state follows in its row. Everything is a button or a form field: keyboard-usable.
+// /api/agents/capture with the types and duration of the form above the table), or sends it
+// the form's continuous settings (POST /api/agents/settings); the capture's state and the
+// settings' fate follow in its row. Everything is a button or a form field: keyboard-usable.
 (function () {
   "use strict";
   var TOKEN_KEY = "otelprof-token";
@@ -46,6 +47,8 @@
       inputs[k] = el("input", { name: "capture-" + k, value: defaults[k] || "", placeholder: k === "seconds" ? "60" : k === "alloc" ? "256k" : "10ms", size: "7" });
       form.appendChild(el("label", {}, [k === "seconds" ? "seconds" : k + " interval", inputs[k]]));
     });
+    var settingsInput = el("input", { name: "settings", placeholder: "wall=50ms,alloc=off", size: "28" });
+    form.appendChild(el("label", {}, ["continuous settings (empty: the agent's own)", settingsInput]));
     form.addEventListener("submit", function (ev) { ev.preventDefault(); });
     var bounds = el("p", { class: "meta" });
     var status = el("p", { id: "capture-status", class: "meta", role: "status", "aria-live": "polite" });
@@ -70,6 +73,18 @@
       }).then(function () { button.disabled = false; });
     }
 
+    function applySettings(agent, button) {
+      button.disabled = true;
+      call("POST", "/api/agents/settings", { instance: agent.instance_uid, settings: settingsInput.value.trim() }).then(function (r) {
+        status.textContent = "settings queued for " + r.instance_uid + "; the agent takes them at its next poll";
+        status.removeAttribute("data-capture");
+        refresh();
+      }, function (e) {
+        status.textContent = "refused: " + e.message;
+        status.removeAttribute("data-capture");
+      }).then(function () { button.disabled = false; });
+    }
+
     function render(d) {
       var m = d.bounds.min;
       bounds.textContent = "bounds: at most " + d.bounds.max_seconds + " s; intervals of at least cpu " + m.cpu + ", wall " + m.wall + ", alloc " + m.alloc + ", lock " + m.lock;
@@ -81,7 +96,7 @@
       var t = el("table", { id: "agents-table" });
       var head = el("tr");
       ["service", "service.instance.id", "host", "pid", "runtime", "health", "settings in force", "last seen", "capture", "latest capture"].forEach(function (h, i) {
-        head.appendChild(el("th", { scope: "col", class: i === 0 || i === 1 || i === 6 || i === 9 ? "name" : "", text: h }));
+        head.appendChild(el("th", { scope: "col", class: i === 6 || i === 9 ? "name" : "", text: h }));
       });
       t.appendChild(el("thead", {}, [head]));
       var body = el("tbody");
@@ -89,21 +104,27 @@
         var attr = function (k) { return a.identifying[k] || a.non_identifying[k] || "-"; };
         var health = a.health ? (a.health.healthy ? "healthy" : "unhealthy") + (a.health.status ? ": " + a.health.status : "") + (a.health.last_error ? " (" + a.health.last_error + ")" : "") : "-";
         var settings = Object.keys(a.effective_config).map(function (k) { return a.effective_config[k]; }).join("; ") || "-";
-        if (a.remote_config && a.remote_config.status === "failed") settings += " (refused " + (a.desired_settings || "") + ": " + a.remote_config.error + ")";
+        if (a.desired_settings !== null) {
+          var rc = a.remote_config || { status: "sent", error: "" };
+          settings += " (asked: " + (a.desired_settings || "the agent's own") + ", " + rc.status + (rc.error ? ": " + rc.error : "") + ")";
+        }
         var button = el("button", { type: "button", class: "capture", "data-instance": a.instance_uid, text: "Start capture" });
         if (!a.accepts_captures) { button.disabled = true; button.title = "this agent does not accept captures"; }
         button.addEventListener("click", function () { start(a, button); });
+        var apply = el("button", { type: "button", class: "settings", "data-instance": a.instance_uid, text: "Apply settings" });
+        if (!a.accepts_settings) { apply.disabled = true; apply.title = "this agent does not accept remote configuration"; }
+        apply.addEventListener("click", function () { applySettings(a, apply); });
         var latest = a.captures[0];
         var row = el("tr", { "data-instance": a.instance_uid }, [
-          el("td", { class: "name", text: attr("service.name") }),
-          el("td", { class: "name", text: attr("service.instance.id"), title: "instance uid " + a.instance_uid }),
+          el("td", { text: attr("service.name") }),
+          el("td", { text: attr("service.instance.id"), title: "instance uid " + a.instance_uid }),
           el("td", { text: attr("host.name") }),
           el("td", { text: attr("process.pid") }),
           el("td", { text: ((a.non_identifying["process.runtime.name"] || "") + " " + (a.non_identifying["process.runtime.version"] || "")).trim() || "-" }),
           el("td", { text: health }),
           el("td", { class: "name", text: settings }),
           el("td", { text: ago(a.last_seen, d.now) }),
-          el("td", {}, [button]),
+          el("td", {}, [button, " ", apply]),
           el("td", { class: "name latest", "data-state": latest ? latest.state : "", "data-capture": latest ? latest.id : "", text: captureText(latest) })
         ]);
         body.appendChild(row);
@@ -117,10 +138,11 @@
       if (!box.isConnected && timer !== null) { clearInterval(timer); return; }
       // Keep the focus on the button that had it: a keyboard user's place survives a refresh.
       var focused = document.activeElement && document.activeElement.getAttribute("data-instance");
+      var focusedClass = focused ? document.activeElement.className : "";
       call("GET", "/api/agents").then(function (d) {
         render(d);
         if (focused) {
-          var b = list.querySelector('button[data-instance="' + focused + '"]');
+          var b = list.querySelector("button." + focusedClass + '[data-instance="' + focused + '"]');
           if (b) b.focus();
         }
       }, function (e) {
