@@ -76,7 +76,7 @@ pub struct CaptureArgs {
     /// How long the capture lasts, 1 to 600
     #[arg(long, value_name = "N")]
     pub seconds: u64,
-    /// The otelprof serve to ask (its UI's URL)
+    /// The otelprof serve to ask (its UI's URL, http:// or https://)
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:4040")]
     pub server: String,
     /// The token serve was started with
@@ -87,6 +87,10 @@ pub struct CaptureArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// PEM certificates to trust for an https:// --server (serve's own certificate, or its CA),
+    /// besides the Mozilla roots
+    #[arg(long, value_name = "PEM")]
+    pub cacert: Option<PathBuf>,
     /// Wait until the capture is over, not only until the agent started it
     #[arg(long)]
     pub wait: bool,

@@ -5,12 +5,15 @@ by hand. Used by tests/tests/opamp_server.rs.
 
   opamp_agent.py URL INSTANCE_ID SECONDS [TOKEN]
 
+(with OPAMP_CA=PEM in the environment, an https:// URL is trusted through that certificate)
+
 Prints one JSON line per thing the server sent (connected, capture, remote_config, error) and
 answers: a capture with state=running then, once its seconds are over, state=done (a capture
 asking for lock is refused, to test refusals); a remote config with RemoteConfigStatus
 APPLIED. Polls every 0.2 s for SECONDS, then sends AgentDisconnect.
 """
 import json
+import os
 import sys
 import time
 
@@ -34,6 +37,7 @@ def main():
         timeout_millis=5000,
         agent_identifying_attributes={"service.name": "python-shop", "service.instance.id": instance_id},
         agent_non_identifying_attributes={"host.name": "test-host", "process.pid": 4242},
+        tls_certificate=os.environ.get("OPAMP_CA", True),
     )
     client.update_effective_config({"otelprof": "cpu=10ms"}, "text/plain")
     first = opamp_pb2.AgentToServer()

@@ -327,3 +327,94 @@ fn serve_manages_an_agent_that_is_not_ours() {
         "nothing malformed was listed"
     );
 }
+
+/// With TLS, agents and `otelprof capture` reach serve through its certificate; a capture
+/// client that does not trust it is refused by TLS, not by a silent fallback.
+#[test]
+fn captures_over_tls() {
+    let dir = scratch_dir("opamp-tls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost"])
+        // Not a CA: rustls (the capture command's TLS) refuses a CA certificate as a server's.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args([
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl (Debian openssl) makes the test certificate");
+    assert!(status.success());
+    let (http_port, ui) = (free_port(), free_port());
+    let _serve = Killed(
+        Command::new(cli_path())
+            .args(["serve", "--quiet", "--store"])
+            .arg(dir.join("store"))
+            .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
+            .args(["--ui", &format!("127.0.0.1:{ui}")])
+            .arg("--tls-cert")
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("serve listening", Duration::from_secs(20), || {
+        TcpStream::connect(("127.0.0.1", ui)).is_ok()
+    });
+    let _agent = Killed(
+        Command::new(python())
+            .arg(repo_root().join("tests/python/opamp_agent.py"))
+            .arg(format!("https://localhost:{ui}/v1/opamp"))
+            .args(["i-tls", "30"])
+            .env("OPAMP_CA", &cert)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let server = format!("https://localhost:{ui}");
+    let capture = |extra: &[&str]| {
+        let mut cmd = Command::new(cli_path());
+        cmd.args(["capture", "--server", &server])
+            .args([
+                "--instance",
+                "i-tls",
+                "--wall",
+                "20ms",
+                "--seconds",
+                "1",
+                "--wait",
+            ])
+            .args(extra);
+        let (code, out, err, _) = run_with_timeout(cmd, Duration::from_secs(60));
+        (code, out, err)
+    };
+    let (code, _, err) = capture(&[]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("TLS with localhost") && err.contains("--cacert"),
+        "{err}"
+    );
+    let cacert = cert.to_str().unwrap();
+    // Until the agent (Python's requests, trusting the same certificate) has connected, serve
+    // knows no such instance.
+    let started = std::time::Instant::now();
+    let (code, out, err) = loop {
+        let (code, out, err) = capture(&["--cacert", cacert]);
+        if !err.contains("no connected agent") || started.elapsed() > Duration::from_secs(20) {
+            break (code, out, err);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.lines().last().unwrap().ends_with(": done"), "{out}");
+}

@@ -24,37 +24,124 @@ const POLL: Duration = Duration::from_millis(500);
 /// Largest answer read from the server.
 const MAX_ANSWER: usize = 16 << 20;
 
-/// `host:port` and the path prefix of an `http://` server URL.
-fn server_address(url: &str) -> anyhow::Result<(String, String)> {
-    let Some(rest) = url.strip_prefix("http://") else {
-        bail!(
-            "--server {}: give an http:// URL of otelprof serve's UI, e.g. http://127.0.0.1:4040 \
-             (https is not spoken by this command yet: reach a TLS serve through an SSH tunnel)",
+/// Where the server is: `host:port`, the host alone (the TLS server name), the path prefix,
+/// and whether it speaks TLS.
+#[derive(Debug, PartialEq, Eq)]
+struct Server {
+    authority: String,
+    host: String,
+    prefix: String,
+    tls: bool,
+}
+
+fn server_address(url: &str) -> anyhow::Result<Server> {
+    let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(r), _) => (r, false),
+        (_, Some(r)) => (r, true),
+        _ => bail!(
+            "--server {}: give the http:// or https:// URL of otelprof serve's UI, e.g. \
+             http://127.0.0.1:4040",
             escape::quote(url)
-        );
+        ),
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
         None => (rest, ""),
     };
-    if authority.is_empty() {
-        bail!("--server {}: no host", escape::quote(url));
+    if authority.is_empty() || authority.contains('@') {
+        bail!(
+            "--server {}: no host (or credentials in the URL: use --token)",
+            escape::quote(url)
+        );
     }
-    let authority = if authority.contains(':') && !authority.ends_with(']') {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+            if p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() {
+                (h.to_owned(), p.to_owned())
+            } else {
+                (authority.to_owned(), String::new())
+            }
+        }
+        _ => (authority.to_owned(), String::new()),
     };
-    Ok((authority, path.to_owned()))
+    let port = if port.is_empty() {
+        (if tls { "443" } else { "80" }).to_owned()
+    } else {
+        port
+    };
+    Ok(Server {
+        authority: format!("{host}:{port}"),
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+        prefix: path.to_owned(),
+        tls,
+    })
+}
+
+/// Any byte stream a request can go over: TCP, or TLS over TCP.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+/// The TLS client of an https:// server: Mozilla's roots, and `--cacert`'s.
+fn tls_connector(cacert: Option<&std::path::Path>) -> anyhow::Result<tokio_rustls::TlsConnector> {
+    use rustls_pki_types::pem::PemObject as _;
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = cacert {
+        let certs = rustls_pki_types::CertificateDer::pem_file_iter(path)
+            .with_context(|| format!("cannot read --cacert {}", path.display()))?;
+        for cert in certs {
+            let cert =
+                cert.with_context(|| format!("{} is not PEM certificates", path.display()))?;
+            roots
+                .add(cert)
+                .with_context(|| format!("a certificate of {} is not usable", path.display()))?;
+        }
+    }
+    let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = tokio_rustls::rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS setup")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(
+        config,
+    )))
 }
 
 struct Client {
-    authority: String,
-    prefix: String,
+    server: Server,
+    tls: Option<tokio_rustls::TlsConnector>,
     token: Option<String>,
 }
 
 impl Client {
+    async fn connect(&self) -> anyhow::Result<Box<dyn Io>> {
+        let authority = &self.server.authority;
+        let tcp = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::net::TcpStream::connect(authority),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("connecting to {authority} timed out"))?
+        .with_context(|| format!("cannot connect to otelprof serve at {authority}"))?;
+        let Some(tls) = &self.tls else {
+            return Ok(Box::new(tcp));
+        };
+        let name = rustls_pki_types::ServerName::try_from(self.server.host.clone())
+            .with_context(|| format!("{} is not a TLS server name", self.server.host))?;
+        let stream = tokio::time::timeout(Duration::from_secs(10), tls.connect(name, tcp))
+            .await
+            .map_err(|_| anyhow::anyhow!("the TLS handshake with {authority} timed out"))?
+            .with_context(|| {
+                format!("TLS with {authority} failed (give --cacert PEM for a private certificate)")
+            })?;
+        Ok(Box::new(stream))
+    }
+
     /// One request on its own connection: `(status, JSON)`.
     async fn call(
         &self,
@@ -62,20 +149,14 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> anyhow::Result<(u16, Value)> {
-        let stream = tokio::time::timeout(
-            Duration::from_secs(10),
-            tokio::net::TcpStream::connect(&self.authority),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("connecting to {} timed out", self.authority))?
-        .with_context(|| format!("cannot connect to otelprof serve at {}", self.authority))?;
+        let stream = self.connect().await?;
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(connection);
         let mut request = http::Request::builder()
             .method(method)
-            .uri(format!("{}{path}", self.prefix))
-            .header(http::header::HOST, &self.authority);
+            .uri(format!("{}{path}", self.server.prefix))
+            .header(http::header::HOST, &self.server.authority);
         if let Some(t) = &self.token {
             request = request.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
         }
@@ -101,7 +182,7 @@ impl Client {
         let value = serde_json::from_slice(&body).with_context(|| {
             format!(
                 "the answer of {path} is not JSON (is {} otelprof serve?)",
-                self.authority
+                self.server.authority
             )
         })?;
         Ok((status, value))
@@ -140,10 +221,15 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
             args.seconds
         );
     }
-    let (authority, prefix) = server_address(&args.server)?;
+    let server = server_address(&args.server)?;
+    let tls = if server.tls {
+        Some(tls_connector(args.cacert.as_deref())?)
+    } else {
+        None
+    };
     let client = Client {
-        authority,
-        prefix,
+        server,
+        tls,
         token: args.token.clone(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -248,18 +334,38 @@ mod tests {
 
     #[test]
     fn server_urls() {
+        let s = server_address("http://127.0.0.1:4040").unwrap();
         assert_eq!(
-            server_address("http://127.0.0.1:4040").unwrap(),
-            ("127.0.0.1:4040".into(), String::new())
+            (
+                s.authority.as_str(),
+                s.host.as_str(),
+                s.prefix.as_str(),
+                s.tls
+            ),
+            ("127.0.0.1:4040", "127.0.0.1", "", false)
         );
+        let s = server_address("https://profiles.example/otelprof/").unwrap();
         assert_eq!(
-            server_address("http://localhost/otelprof/").unwrap(),
-            ("localhost:80".into(), "/otelprof".into())
+            (
+                s.authority.as_str(),
+                s.host.as_str(),
+                s.prefix.as_str(),
+                s.tls
+            ),
+            (
+                "profiles.example:443",
+                "profiles.example",
+                "/otelprof",
+                true
+            )
         );
-        assert!(server_address("https://x:4040")
-            .unwrap_err()
-            .to_string()
-            .contains("https"));
+        let s = server_address("http://[::1]:4040").unwrap();
+        assert_eq!(
+            (s.authority.as_str(), s.host.as_str()),
+            ("[::1]:4040", "::1")
+        );
         assert!(server_address("127.0.0.1:4040").is_err());
+        assert!(server_address("http://user:pw@h:1").is_err());
+        assert!(server_address("ftp://h").is_err());
     }
 }
