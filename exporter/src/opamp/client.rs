@@ -134,13 +134,19 @@ impl OpampClient {
         log: Logger,
     ) -> Result<OpampClient, StartError> {
         let (stop, stopped) = watch::channel(false);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        // The caller (the agent, at VMInit) does not wait for the thread to set up its runtime
+        // and TLS roots: a failure there is the thread's one log line.
         let thread = std::thread::Builder::new()
             .name("otelprof-opamp".into())
             .spawn(move || {
                 let log2 = log.clone();
                 let run = std::panic::AssertUnwindSafe(move || {
-                    run(config, uid, description, control, log, stopped, ready_tx)
+                    if let Err(e) = run(config, uid, description, control, log.clone(), stopped) {
+                        log(
+                            LogLevel::Warn,
+                            &format!("cannot start the OpAMP client: {e}; remote control is off"),
+                        );
+                    }
                 });
                 if std::panic::catch_unwind(run).is_err() {
                     log2(
@@ -150,16 +156,10 @@ impl OpampClient {
                 }
             })
             .map_err(StartError::Thread)?;
-        match ready_rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ok(())) => Ok(OpampClient {
-                stop,
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(StartError::Runtime(std::io::Error::other(
-                "the OpAMP client thread did not start",
-            ))),
-        }
+        Ok(OpampClient {
+            stop,
+            thread: Some(thread),
+        })
     }
 
     /// Says goodbye to the server (within `bound`) and ends the thread.
@@ -190,27 +190,13 @@ fn run(
     control: Arc<dyn Control>,
     log: Logger,
     mut stopped: watch::Receiver<bool>,
-    ready: std::sync::mpsc::Sender<Result<(), StartError>>,
-) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+) -> Result<(), StartError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = ready.send(Err(StartError::Runtime(e)));
-            return;
-        }
-    };
+        .map_err(StartError::Runtime)?;
     runtime.block_on(async move {
-        let http = match HttpClient::with(config.certificate.as_deref(), EXCHANGE_TIMEOUT) {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return;
-            }
-        };
-        let _ = ready.send(Ok(()));
+        let http = HttpClient::with(config.certificate.as_deref(), EXCHANGE_TIMEOUT)?;
         let endpoint = shown_endpoint(&config.endpoint);
         let mut session = Session::new(uid, description, control, now_nanos());
         let mut backoff = config.interval;
@@ -285,5 +271,6 @@ fn run(
             exchange(&http, &config, session.uid(), &bye),
         )
         .await;
-    });
+        Ok(())
+    })
 }
