@@ -155,6 +155,40 @@ fn shown_options(o: &Options) -> String {
     )
 }
 
+/// What runs, for the client's reports: read once, on the starting thread (the client's
+/// thread never calls JVMTI). `alloc` and `lock` say whether those engines were set up.
+pub(crate) fn engaged(
+    jvmti: &crate::jvm::jvmti::Jvmti,
+    cpu: Option<Duration>,
+    alloc: bool,
+    lock: bool,
+    options: &Options,
+) -> Running {
+    use crate::sys::capability::{
+        CAN_GENERATE_MONITOR_EVENTS, CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS, CAN_TAG_OBJECTS,
+    };
+    let potential = jvmti.potential_capabilities().ok();
+    let can = |bit: u32| potential.is_some_and(|p| p.has(bit) && p.has(CAN_TAG_OBJECTS));
+    Running {
+        cpu,
+        wall: options.wall_interval,
+        alloc: if alloc {
+            Ok(options.alloc_interval)
+        } else if can(CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
+            Ok(None)
+        } else {
+            Err("this JVM cannot post sampled allocation events")
+        },
+        lock: if lock {
+            Ok(options.lock_threshold)
+        } else if can(CAN_GENERATE_MONITOR_EVENTS) {
+            Ok(None)
+        } else {
+            Err("this JVM cannot post monitor events")
+        },
+    }
+}
+
 /// Starts the OpAMP client when one is configured. Called once the agent is profiling, with
 /// the resource its profiles carry; a failure is one log line and the agent goes on.
 pub(crate) fn start(
@@ -162,9 +196,10 @@ pub(crate) fn start(
     resource: &opentelemetry_sdk::Resource,
     options: &Options,
     running: Running,
-    random: [u8; 16],
 ) {
     let Some(config) = config else { return };
+    let mut random = [0u8; 16];
+    let _ = crate::otlp_export::getrandom_fill(&mut random);
     let instance = resource
         .get(&opentelemetry::Key::from_static_str("service.instance.id"))
         .map(|v| v.to_string());

@@ -225,43 +225,18 @@ impl Agent {
             self.options.period,
         );
         if let Some(resource) = opamp_resource {
-            let mut random = [0u8; 16];
-            let _ = otlp_export::getrandom_fill(&mut random);
-            let running = self.running_for_remote();
             crate::remote::start(
                 self.export_env.opamp.as_ref(),
                 &resource,
                 &self.options,
-                running,
-                random,
+                crate::remote::engaged(
+                    &self.jvmti,
+                    self.cpu_interval,
+                    self.alloc,
+                    self.lock,
+                    &self.options,
+                ),
             );
-        }
-    }
-
-    /// What runs, for the OpAMP client's reports (read once, here on the starting thread:
-    /// the client's thread never calls JVMTI).
-    fn running_for_remote(&self) -> crate::remote::Running {
-        let potential = self.jvmti.potential_capabilities().ok();
-        let can = |bit: u32| {
-            potential.is_some_and(|p| p.has(bit) && p.has(crate::sys::capability::CAN_TAG_OBJECTS))
-        };
-        crate::remote::Running {
-            cpu: self.cpu_interval,
-            wall: self.options.wall_interval,
-            alloc: if self.alloc {
-                Ok(self.options.alloc_interval)
-            } else if can(crate::sys::capability::CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
-                Ok(None)
-            } else {
-                Err("this JVM cannot post sampled allocation events")
-            },
-            lock: if self.lock {
-                Ok(self.options.lock_threshold)
-            } else if can(crate::sys::capability::CAN_GENERATE_MONITOR_EVENTS) {
-                Ok(None)
-            } else {
-                Err("this JVM cannot post monitor events")
-            },
         }
     }
 
