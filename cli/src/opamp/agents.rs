@@ -24,7 +24,7 @@ use otelprof_profile::opamp::proto::{
 use otelprof_profile::opamp::settings::{self, Settings};
 
 /// An agent that has not polled for this long is forgotten (its captures with it). Agents
-/// poll every 10 s by default; the spec's default is 30 s.
+/// poll every 5 s by default (otelprof's) or 30 s (the spec's).
 pub const AGE_OUT: Duration = Duration::from_secs(300);
 /// Agents one server tracks.
 pub const MAX_AGENTS: usize = 10_000;
