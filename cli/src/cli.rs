@@ -62,6 +62,9 @@ pub enum Cmd {
         after_help = ATTACH_HELP
     )]
     Attach(AttachArgs),
+    /// Start a capture on an agent connected to `otelprof serve` over OpAMP: extra profile
+    /// types for a bounded time, e.g. `--instance ID --wall 20ms --alloc 256k --seconds 60`
+    Capture(CaptureArgs),
 }
 
 const ATTACH_HELP: &str = "\
@@ -138,6 +141,50 @@ fn parse_pid(text: &str) -> Result<u32, String> {
         Ok(pid) if i32::try_from(pid).is_ok() => Ok(pid),
         _ => Err(format!("{text:?} is not a process id")),
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
+    /// The agent: its OpAMP instance uid or its service.instance.id (the Instances view
+    /// shows both)
+    #[arg(long, value_name = "ID")]
+    pub instance: String,
+    /// CPU sampling interval (at least 1ms)
+    #[arg(long, value_name = "DURATION")]
+    pub cpu: Option<String>,
+    /// Wall-clock sampling interval (at least 5ms)
+    #[arg(long, value_name = "DURATION")]
+    pub wall: Option<String>,
+    /// Mean bytes between allocation samples (at least 16k)
+    #[arg(long, value_name = "SIZE")]
+    pub alloc: Option<String>,
+    /// Lock waits at least this long are all recorded (at least 1ms)
+    #[arg(long, value_name = "DURATION")]
+    pub lock: Option<String>,
+    /// How long the capture lasts, 1 to 600
+    #[arg(long, value_name = "N")]
+    pub seconds: u64,
+    /// The otelprof serve to ask (its UI's URL, http:// or https://)
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:4040")]
+    pub server: String,
+    /// The token serve was started with
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "OTELPROF_RECEIVE_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// PEM certificates to trust for an https:// --server (serve's own certificate, or its CA),
+    /// besides the Mozilla roots
+    #[arg(long, value_name = "PEM")]
+    pub cacert: Option<PathBuf>,
+    /// Wait until the capture is over, not only until the agent started it
+    #[arg(long)]
+    pub wait: bool,
+    /// Longest wait for the agent's answer (it reads the server when it polls)
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub timeout: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

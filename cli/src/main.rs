@@ -18,6 +18,7 @@ mod cli;
 mod commands;
 mod escape;
 mod flame;
+mod opamp;
 mod receiver;
 mod signals;
 mod table;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),
         Cmd::Demo(args) => commands::demo::command(args),
         Cmd::Attach(args) => commands::attach::run(args),
+        Cmd::Capture(args) => commands::capture::run(args).map(ExitCode::from),
     };
     match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,

@@ -130,6 +130,8 @@ pub enum ConfigError {
     BadHeaders { var: &'static str, entry: usize },
     #[error("{what} \"{}\" is not an http:// or https:// URL", echo(.value))]
     BadEndpoint { what: &'static str, value: String },
+    #[error("{var}=\"{}\": expected a duration of 100ms to 1h, e.g. 5s", echo(.value))]
+    BadInterval { var: &'static str, value: String },
 }
 
 /// How much of a value an error message shows (characters).
@@ -364,7 +366,7 @@ fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
 /// `OTEL_EXPORTER_OTLP_HEADERS`
 /// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#specifying-headers-via-environment-variables>).
 /// A malformed entry is an error naming its position (from 1), not its text.
-fn parse_key_values(raw: &str) -> Result<Vec<(String, String)>, usize> {
+pub(crate) fn parse_key_values(raw: &str) -> Result<Vec<(String, String)>, usize> {
     let mut out = Vec::new();
     let entries = raw.split(',').map(str::trim).filter(|e| !e.is_empty());
     for (i, entry) in entries.enumerate() {

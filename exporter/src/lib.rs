@@ -14,7 +14,9 @@
 //!   channel they share with the metrics exporter, and `Sent`, the (leaf) answer both return;
 //! - `self_metrics` (the agent's own OTLP metrics);
 //! - `export_thread` (the thread that drains the queue), then `otlp_exporter` (the handle
-//!   the agent holds).
+//!   the agent holds);
+//! - [`opamp`]: the OpAMP client (remote control by `otelprof serve`), over `config`,
+//!   `logger` and the transport's HTTP client.
 //!
 //! The modules are private; what the agent uses is re-exported here.
 
@@ -27,6 +29,8 @@ mod export_counters;
 mod export_thread;
 mod failure_log;
 mod logger;
+/// Public: the agent implements its `Control` and reads its configuration.
+pub mod opamp;
 mod otlp_exporter;
 mod pprof_file_sink;
 mod profile_ids;

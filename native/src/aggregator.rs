@@ -54,7 +54,13 @@ pub(crate) struct Config {
     pub(crate) out_dir: Option<PathBuf>,
     /// OTLP export, when an endpoint is configured.
     pub(crate) exporter: Option<Arc<OtlpExporter>>,
+    /// The OpAMP capture the profiles are made for: every sample gets its id as the label
+    /// [`CAPTURE_LABEL`].
+    pub(crate) capture: Option<String>,
 }
+
+/// The sample label naming the OpAMP capture a profile was made for.
+pub(crate) const CAPTURE_LABEL: &str = otelprof_profile::opamp::capture::ATTRIBUTE;
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
@@ -221,6 +227,8 @@ struct Lane {
     period_value: i64,
     sink: Option<PprofFileSink>,
     builder: ProfileBuilder,
+    /// The capture's id, when the session is one ([`Config::capture`]).
+    capture: Option<String>,
     /// (jmethodID, bci) -> location, valid for this builder only.
     frames: HashMap<(usize, i32), LocationId>,
     pseudo: HashMap<i32, LocationId>,
@@ -301,10 +309,16 @@ pub(crate) fn pseudo_frame_name(code: i32) -> &'static str {
 }
 
 impl Lane {
-    fn new(kind: SampleKind, period_value: i64, out_dir: Option<&PathBuf>) -> Lane {
+    fn new(
+        kind: SampleKind,
+        period_value: i64,
+        out_dir: Option<&PathBuf>,
+        capture: Option<String>,
+    ) -> Lane {
         Lane {
             kind,
             period_value,
+            capture,
             sink: out_dir.map(|d| PprofFileSink::new(d.clone(), std::process::id())),
             builder: new_builder(kind, period_value),
             frames: HashMap::new(),
@@ -546,6 +560,9 @@ impl Lane {
                 let state = ThreadState::from_u8(key.state).name();
                 labels.push(self.builder.str_label("thread_state", state));
             }
+            if let Some(id) = &self.capture {
+                labels.push(self.builder.str_label(CAPTURE_LABEL, id));
+            }
             let values = self.values(&acc);
             self.builder
                 .add_linked_sample(&key.stack, &labels, link, &values, &acc.timestamps);
@@ -571,7 +588,12 @@ impl Period {
             if let Some(slot) = lane_of.get_mut(kind.index()) {
                 if slot.is_none() {
                     *slot = Some(lanes.len());
-                    lanes.push(Lane::new(kind, period_value, config.out_dir.as_ref()));
+                    lanes.push(Lane::new(
+                        kind,
+                        period_value,
+                        config.out_dir.as_ref(),
+                        config.capture.clone(),
+                    ));
                 }
             }
         }

@@ -20,7 +20,9 @@
 //!   HotSpot's own structures; `sys`: every C declaration;
 //! - the export path: `aggregator` builds one profile per type (`kinds`) and period, and
 //!   writes pprof files (or a dump's own file: `dump_file`) or hands it to the OTLP exporter
-//!   that `otlp_export` sets up.
+//!   that `otlp_export` sets up;
+//! - `remote`: the OpAMP client's view of the agent (identity, health, what a server may
+//!   change), when `opamp=` is given.
 //!
 //! How a sample travels: a per-thread CPU timer (`sampling::timers`) sends SIGPROF to the
 //! thread that burned the CPU; the handler (`sampling::signal_handler`) finds the thread in
@@ -38,7 +40,7 @@
 //! `sampling::event_sample`, naming the leaf class with `jvm::class_names`.
 //!
 //! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
-//! -> `otlp_export`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
+//! -> `otlp_export`, `remote`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
 //! `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`, `options`,
 //! `stats`, `worker`, `kinds` and `dump_file` are leaves any layer may use. No module imports one
 //! that imports it.
@@ -57,6 +59,7 @@ mod jvm;
 mod kinds;
 mod options;
 mod otlp_export;
+mod remote;
 mod sampling;
 mod stats;
 mod sys;

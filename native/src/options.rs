@@ -72,6 +72,14 @@ pub(crate) struct Options {
     /// proportion to their length (`lock=`; 0 records every contended wait). `None` when
     /// off (the default).
     pub(crate) lock_threshold: Option<Duration>,
+    /// OpAMP server to be managed by (`opamp=`, full URL); wins over
+    /// `OTELPROF_OPAMP_ENDPOINT`.
+    pub(crate) opamp: Option<String>,
+    /// How often the OpAMP client polls (`opamp_interval=`).
+    pub(crate) opamp_interval: Option<Duration>,
+    /// The id of the OpAMP capture this session runs for (never an option: set by the
+    /// agent when a server starts a capture); its profiles' samples carry it.
+    pub(crate) capture_id: Option<String>,
 }
 
 impl Default for Options {
@@ -94,6 +102,9 @@ impl Default for Options {
             alloc_interval: None,
             alloc_rate: DEFAULT_ALLOC_RATE,
             lock_threshold: None,
+            opamp: None,
+            opamp_interval: None,
+            capture_id: None,
         }
     }
 }
@@ -102,7 +113,7 @@ impl Default for Options {
 pub(crate) enum OptionError {
     #[error(
         "unknown option '{}' (known: cpu, wall, wall_threads, alloc, alloc_rate, lock, clock, depth, out, \
-         period, log, endpoint, protocol, service, timestamps, thread_id, queue)", echo(.0)
+         period, log, endpoint, protocol, service, timestamps, thread_id, queue, opamp, opamp_interval)", echo(.0)
     )]
     UnknownKey(String),
     #[error("option '{key}' needs a value, as in {key}={example}")]
@@ -319,6 +330,26 @@ impl Options {
                     }
                     o.queue_bytes = n;
                 }
+                "opamp" => {
+                    need("http://127.0.0.1:4040/v1/opamp")?;
+                    let rest = value
+                        .strip_prefix("http://")
+                        .or_else(|| value.strip_prefix("https://"));
+                    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
+                        return Err(bad("expected an http:// or https:// URL"));
+                    }
+                    o.opamp = Some(value.to_owned());
+                }
+                "opamp_interval" => {
+                    need("5s")?;
+                    let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
+                    let range = otelprof_exporter::opamp::config::MIN_INTERVAL
+                        ..=otelprof_exporter::opamp::config::MAX_INTERVAL;
+                    if !range.contains(&d) {
+                        return Err(bad("expected 100ms to 1h"));
+                    }
+                    o.opamp_interval = Some(d);
+                }
                 _ => return Err(OptionError::UnknownKey(key.to_owned())),
             }
         }
@@ -441,6 +472,9 @@ mod tests {
         assert_eq!(o.queue_bytes, 1 << 20);
         assert!(!o.thread_id);
         assert!(Options::parse("thread_id=on").unwrap().thread_id);
+        let o = Options::parse("opamp=http://127.0.0.1:4040/v1/opamp,opamp_interval=2s").unwrap();
+        assert_eq!(o.opamp.as_deref(), Some("http://127.0.0.1:4040/v1/opamp"));
+        assert_eq!(o.opamp_interval, Some(Duration::from_secs(2)));
         let o = Options::parse("protocol=http/protobuf,timestamps=off,queue=65536").unwrap();
         assert_eq!(o.protocol, Some(Protocol::HttpProtobuf));
         assert!(!o.timestamps);
@@ -526,6 +560,9 @@ mod tests {
             ("queue=1k", "queue=1k"),
             ("queue=12q", "queue=12q"),
             ("service", "needs a value"),
+            ("opamp=127.0.0.1:4040", "opamp=127.0.0.1:4040"),
+            ("opamp_interval=10ms", "opamp_interval=10ms"),
+            ("opamp_interval=5", "opamp_interval=5"),
         ] {
             let e = Options::parse(opts).unwrap_err().to_string();
             assert!(e.contains(mention), "{opts}: {e}");

@@ -34,6 +34,8 @@ pub(crate) struct ExportEnv {
     pub(crate) service_name: Option<String>,
     pub(crate) resource_attributes: Option<String>,
     pub(crate) metric_interval: Option<Duration>,
+    /// The OpAMP server to be managed by (`opamp=`, `OTELPROF_OPAMP_*`); `None`: not managed.
+    pub(crate) opamp: Option<otelprof_exporter::opamp::OpampConfig>,
 }
 
 /// `OTEL_SDK_DISABLED=true` (case-insensitive, as the OTel spec says for booleans).
@@ -73,11 +75,18 @@ pub(crate) fn read_env(
         ),
         None => None,
     };
+    let opamp = otelprof_exporter::opamp::OpampConfig::resolve(
+        lookup,
+        options.opamp.as_deref(),
+        options.opamp_interval,
+    )
+    .map_err(|e| e.to_string())?;
     Ok(ExportEnv {
         config,
         service_name: lookup(env::SERVICE_NAME),
         resource_attributes: lookup(env::RESOURCE_ATTRIBUTES),
         metric_interval,
+        opamp,
     })
 }
 
@@ -147,7 +156,7 @@ pub(crate) fn start(
 }
 
 /// Random bytes from the kernel (`getrandom(2)`); the caller copes with failure.
-fn getrandom_fill(buf: &mut [u8]) -> bool {
+pub(crate) fn getrandom_fill(buf: &mut [u8]) -> bool {
     // SAFETY: `buf` is a valid writable buffer of `buf.len()` bytes.
     let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
     if n == buf.len() as isize {

@@ -13,6 +13,7 @@ const { chromium } = require("playwright-core");
 const BASE = need("OTELPROF_UI");
 const REGRESSED = need("OTELPROF_REGRESSED");
 const SHOTS = need("OTELPROF_SCREENSHOTS");
+const OPAMP_INSTANCE = need("OTELPROF_OPAMP_INSTANCE");
 const VIEWPORT = { width: 1400, height: 900 };
 
 function need(name) {
@@ -180,8 +181,45 @@ async function main() {
     assert.ok((await jvms.count()) >= 2, `instances: ${await jvms.count()}`);
     const text = await page.locator("#instances-table").textContent();
     assert.ok(text.includes("1.0") && text.includes("2.0"), text);
+
+    step("Instances: the OpAMP agent is listed; a capture starts from the keyboard and runs");
+    const agentRow = page.locator("#agents-table tbody tr").filter({ hasText: OPAMP_INSTANCE });
+    await agentRow.waitFor();
+    assert.match(await agentRow.textContent(), /python-shop/);
+    assert.match(await agentRow.textContent(), /healthy: profiling cpu/);
+    await page.fill("input[name=capture-wall]", "25ms");
+    await page.fill("input[name=capture-seconds]", "3");
+    await page.locator("input[name=capture-seconds]").focus();
+    tabs = 0;
+    while (!(await page.evaluate(() => document.activeElement.matches("#agents-table button.capture")))) {
+      assert.ok(++tabs < 20, "Tab never reached the capture button");
+      await page.keyboard.press("Tab");
+    }
+    await page.keyboard.press("Enter");
+    const queued = page.locator("#capture-status[data-capture]");
+    await queued.waitFor();
+    const captureId = await queued.getAttribute("data-capture");
+    const latest = agentRow.locator("td.latest");
+    await page.waitForFunction((id) => {
+      const c = document.querySelector("#agents-table td.latest");
+      return c && c.getAttribute("data-capture") === id && c.getAttribute("data-state") === "running";
+    }, captureId, { timeout: 20000 });
+    assert.match(await latest.textContent(), /wall=25ms, 3 s\): running until/);
     await shot(page, "instances.png");
-    noErrors(page);
+    await page.waitForFunction(() => document.querySelector("#agents-table td.latest").getAttribute("data-state") === "done", null, { timeout: 20000 });
+
+    step("continuous settings for the agent: applied, and the row says so");
+    await page.fill("input[name=settings]", "wall=50ms");
+    await agentRow.locator("button.settings").click();
+    await page.waitForFunction(() => /asked: wall=50ms, applied\)/.test(document.querySelector("#agents-table tbody tr").textContent), null, { timeout: 20000 });
+
+    step("a capture out of bounds is refused with the reason, nothing queued");
+    await page.fill("input[name=capture-wall]", "1ms");
+    await agentRow.locator("button.capture").click();
+    await page.waitForFunction(() => /^refused: .*5ms/.test(document.querySelector("#capture-status").textContent));
+    // The refusal is the API's 400 (which Chromium also logs), expected here and nowhere else.
+    const expected = [/^400 .*\/api\/agents\/capture$/, /^console: Failed to load resource: .* 400 \(Bad Request\)$/];
+    assert.deepEqual(page.errors.filter((e) => !expected.some((r) => r.test(e))), [], "the page reported errors");
   } finally {
     await browser.close();
   }

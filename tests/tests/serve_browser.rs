@@ -7,7 +7,9 @@
 //! The script opens every view, drags a time range, searches a frame, opens a trace from the
 //! keyboard, compares the versions and follows shared URLs; it takes a screenshot of each view,
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
-//! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was.
+//! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
+//! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
+//! starts a capture on it from the keyboard.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -15,10 +17,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use otelprof_tests::{
-    cli_path, free_port, otelprof, release_dir, repo_root, run_with_timeout, scratch_dir,
+    cli_path, free_port, otelprof, python, release_dir, repo_root, run_with_timeout, scratch_dir,
 };
 
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
+/// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
+const OPAMP_INSTANCE: &str = "i-browser";
 const SCREENS: [&str; 5] = [
     "explore.png",
     "traces.png",
@@ -112,6 +116,19 @@ fn every_view_works_in_chromium() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
+    // An agent connected over OpAMP for the Instances view (PyPI opentelemetry-opamp-client,
+    // answering captures as tests/python/opamp_agent.py says), polling until killed.
+    let _opamp_agent = Serve(
+        Command::new(python())
+            .arg(repo_root().join("tests/python/opamp_agent.py"))
+            .arg(format!("http://127.0.0.1:{ui}/v1/opamp"))
+            .args([OPAMP_INSTANCE, "600"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
     let screenshots = if std::env::var_os("OTELPROF_UPDATE_SCREENSHOTS").is_some() {
         repo_root().join("docs/screenshots")
     } else {
@@ -140,6 +157,7 @@ fn every_view_works_in_chromium() {
         .env("OTELPROF_UI", format!("http://127.0.0.1:{ui}"))
         .env("OTELPROF_REGRESSED", REGRESSED)
         .env("OTELPROF_FIRST_TRACE", &first_trace)
+        .env("OTELPROF_OPAMP_INSTANCE", OPAMP_INSTANCE)
         .env("OTELPROF_SCREENSHOTS", &screenshots);
     let (code, stdout, stderr, _) = run_with_timeout(node, Duration::from_secs(240));
     println!("{stdout}{stderr}");

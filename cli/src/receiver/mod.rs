@@ -44,6 +44,7 @@ use tokio::sync::watch;
 use accept::{accept_loop, Listener};
 pub use connection::ResponseBody;
 use connection_limit::{ConnectionCounters, ConnectionLimit};
+pub use http_headers::{content_coding, is_protobuf, Coding};
 use ingest::Counters;
 pub use ingest::{token_matches, Ingest};
 pub use limits::Limits;

@@ -41,12 +41,15 @@ const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const FLAME: &str = include_str!("assets/flame.js");
 const STYLE: &str = include_str!("assets/app.css");
+const AGENTS: &str = include_str!("assets/agents.js");
 
 /// What every request of the UI needs.
 pub struct State {
     store: PathBuf,
     token: Option<String>,
     queries: Semaphore,
+    /// The OpAMP server's agents (`crate::opamp`), served on this listener.
+    agents: Arc<crate::opamp::Agents>,
 }
 
 impl State {
@@ -55,6 +58,7 @@ impl State {
             store,
             token,
             queries: Semaphore::new(CONCURRENT_QUERIES),
+            agents: Arc::default(),
         })
     }
 }
@@ -124,6 +128,29 @@ fn is_page(path: &str) -> bool {
 }
 
 async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+    if crate::opamp::serves(request.uri().path()) {
+        // OpAMP and the agents' API: POST too, under the same host and token rules.
+        let path = request.uri().path().to_owned();
+        let authorization = request.headers().get(header::AUTHORIZATION);
+        if state.token.is_none() && !loopback_host(&request) {
+            return crate::opamp::refuse(
+                &path,
+                StatusCode::FORBIDDEN,
+                "loopback host names only without --token",
+            );
+        }
+        if !token_matches(
+            state.token.as_deref(),
+            authorization.map(HeaderValue::as_bytes),
+        ) {
+            return crate::opamp::refuse(
+                &path,
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong token: send the header Authorization: Bearer <token>",
+            );
+        }
+        return crate::opamp::handle(state.agents.clone(), request).await;
+    }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return error(StatusCode::METHOD_NOT_ALLOWED, "the UI answers GET only");
     }
@@ -149,6 +176,13 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Respo
                 StatusCode::OK,
                 "text/javascript; charset=utf-8",
                 FLAME.into(),
+            )
+        }
+        "/agents.js" => {
+            return response(
+                StatusCode::OK,
+                "text/javascript; charset=utf-8",
+                AGENTS.into(),
             )
         }
         "/app.css" => return response(StatusCode::OK, "text/css; charset=utf-8", STYLE.into()),

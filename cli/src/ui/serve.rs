@@ -65,6 +65,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         if let Some(a) = running.extra {
             // Not through stderr alone: scripts (and the browser tests) read the URL.
+            errln!(
+                "  OpAMP {scheme}://{a}{}  (agent: opamp={scheme}://{a}{})",
+                crate::opamp::PATH,
+                crate::opamp::PATH
+            );
             outln!("otelprof serve: UI on {scheme}://{a}/  (Ctrl-C stops)")?;
             crate::output::flush_stdout()?;
         }

@@ -29,15 +29,25 @@ pub(crate) struct HttpClient {
 impl HttpClient {
     /// Must run inside the exporter's tokio runtime.
     pub(crate) fn new(config: &OtlpConfig) -> Result<HttpClient, StartError> {
+        HttpClient::with(config.certificate.as_deref(), config.timeout)
+    }
+
+    /// A client trusting `certificate` too, connecting within `timeout` (at most
+    /// [`CONNECT_TIMEOUT`]). Must run inside a tokio runtime.
+    pub(crate) fn with(
+        certificate: Option<&std::path::Path>,
+        timeout: std::time::Duration,
+    ) -> Result<HttpClient, StartError> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         // The system's store adds corporate CAs; a machine without one still has Mozilla's.
         for cert in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(cert);
         }
-        if let Some(path) = &config.certificate {
+        if let Some(path) = certificate {
             use rustls_pki_types::pem::PemObject;
-            let certs = rustls_pki_types::CertificateDer::pem_file_iter(path).map_err(|e| {
+            let path = path.to_path_buf();
+            let certs = rustls_pki_types::CertificateDer::pem_file_iter(&path).map_err(|e| {
                 StartError::Certificate {
                     path: path.clone(),
                     source: std::io::Error::other(e.to_string()),
@@ -65,7 +75,7 @@ impl HttpClient {
         // latter spends the request's retry budget.
         let mut http = HttpConnector::new();
         http.enforce_http(false);
-        http.set_connect_timeout(Some(config.timeout.min(CONNECT_TIMEOUT)));
+        http.set_connect_timeout(Some(timeout.min(CONNECT_TIMEOUT)));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()

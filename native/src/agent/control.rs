@@ -10,9 +10,21 @@
 //! or from an attach `start`; a stop from an attach `stop` or VMDeath. Every transition holds
 //! one lock, so two attaches, or an attach and VMDeath, never interleave; JVMTI callbacks never
 //! take it. VMDeath waits for it a bounded time: a JVM's exit never hangs on the agent.
+//!
+//! An OpAMP server (`opamp=`, [`crate::remote`]) changes a running session the same way, on
+//! the client's thread attached to the JVM: continuous settings restart it with the user's
+//! options overridden ([`Managed::settings`]); a capture restarts it with extra engines and
+//! the capture's id on its profiles, and restarts it again as it was when the capture's
+//! time is up ([`Managed::capture`]). A restart writes the session's last profile first, as
+//! a stop does. A start by the user (attach, shim, `-agentpath`) keeps the server's
+//! settings over its options.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+use otelprof_exporter::opamp::{AgentStatus, Control as RemoteControl};
+use otelprof_profile::opamp::capture::Capture;
+use otelprof_profile::opamp::settings::{Change, Settings};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
 
@@ -47,11 +59,29 @@ struct Control {
     phase: Phase,
     /// Set at Agent_OnLoad when the session waits for VMInit.
     awaiting_vm_init: bool,
+    /// The options of the last start by the user (before an OpAMP server's settings).
+    local: Option<Options>,
+    /// The continuous settings an OpAMP server gave, applied over `local`.
+    remote: Settings,
+    /// The capture running: its id and the number of the restart that began it (its end
+    /// restarts the session only if no other restart came between).
+    capture: Option<(String, u64)>,
+    /// Restarts made for an OpAMP server so far.
+    restarts: u64,
 }
 
 static CONTROL: Mutex<Control> = Mutex::new(Control {
     phase: Phase::Idle,
     awaiting_vm_init: false,
+    local: None,
+    remote: Settings {
+        cpu: Change::Keep,
+        wall: Change::Keep,
+        alloc: Change::Keep,
+        lock: Change::Keep,
+    },
+    capture: None,
+    restarts: 0,
 });
 
 fn lock() -> std::sync::MutexGuard<'static, Control> {
@@ -103,9 +133,11 @@ pub(crate) unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> 
     };
     // SAFETY: per this function's contract.
     let loaded = unsafe { setup::load(vm, true, &wants) }?;
+    crate::remote::set_control(Arc::new(Managed));
+    let mut c = lock();
+    c.local = Some(options.clone());
     let session =
         Session::prepare(loaded, options).map_err(|e| format!("{e}; profiling is off"))?;
-    let mut c = lock();
     c.phase = Phase::Running(Box::new(session));
     c.awaiting_vm_init = true;
     Ok(())
@@ -139,18 +171,23 @@ unsafe fn vm_init(jni: *mut JNIEnv, thread: jobject) {
         return;
     };
     // SAFETY: per this function's contract.
-    if let Err(e) = unsafe { session.start(jni, thread, StartKind::VmInit) } {
-        log_error!("{e}; profiling is off");
-        if let Phase::Running(s) = std::mem::replace(&mut c.phase, Phase::Idle) {
-            // SAFETY: VMInit's JNIEnv.
-            unsafe { s.stop(jni, false) };
-            c.phase = Phase::Stopped(summary_of(None));
+    match unsafe { session.start(jni, thread, StartKind::VmInit) } {
+        Ok(()) => crate::remote::update(Some(session.remote_view()), None),
+        Err(e) => {
+            log_error!("{e}; profiling is off");
+            if let Phase::Running(s) = std::mem::replace(&mut c.phase, Phase::Idle) {
+                // SAFETY: VMInit's JNIEnv.
+                unsafe { s.stop(jni, false) };
+                c.phase = Phase::Stopped(summary_of(None));
+            }
         }
     }
 }
 
 /// VMDeath: the last profile is written or sent, and nothing starts again.
 fn vm_death(jni: *mut JNIEnv) {
+    // The OpAMP client first: its goodbye tells the server the agent is going (bounded).
+    crate::remote::stop();
     // Bounded: an attach holding the lock (a start or a stop, seconds at most) is waited for,
     // but a JVM's exit never hangs on the agent.
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -201,6 +238,8 @@ pub(crate) unsafe fn shim_start(
         Err(e) => return Err(format!("{e}; profiling is off")),
     };
     let mut c = lock();
+    c.local = Some(options.clone());
+    let options = with_settings(options, &c.remote);
     // SAFETY: per this function's contract.
     unsafe { start_locked(&mut c, vm, env, options, StartKind::Shim) }
 }
@@ -225,6 +264,7 @@ unsafe fn start_locked(
     };
     // SAFETY: per this function's contract.
     let loaded = unsafe { setup::load(vm, false, &wants) }?;
+    crate::remote::set_control(Arc::new(Managed));
     let mut thread: jobject = std::ptr::null_mut();
     if let Err(e) = loaded.jvmti.current_thread(&mut thread) {
         return Err(format!("cannot identify the starting thread: {e}"));
@@ -236,6 +276,10 @@ unsafe fn start_locked(
     unsafe { delete_local_ref(env, thread) };
     match started {
         Ok(()) => {
+            crate::remote::update(
+                Some(session.remote_view()),
+                session.options.capture_id.clone(),
+            );
             c.phase = Phase::Running(Box::new(session));
             Ok(())
         }
@@ -243,6 +287,7 @@ unsafe fn start_locked(
             // SAFETY: `env` is this thread's JNIEnv.
             unsafe { session.stop(env, false) };
             c.phase = Phase::Stopped(summary_of(None));
+            crate::remote::update(None, None);
             Err(e)
         }
     }
@@ -306,6 +351,9 @@ unsafe fn carry_out(vm: *mut JavaVM, verb: Verb) -> Reply {
             let Some(env) = jni_env(vm) else {
                 return Reply::error("cannot get this thread's JNIEnv");
             };
+            c.local = Some(options.clone());
+            c.capture = None;
+            let options = with_settings(options, &c.remote);
             // SAFETY: per this function's contract; `env` is this thread's.
             match unsafe { start_locked(&mut c, vm, env, options, StartKind::Late) } {
                 Ok(()) => {
@@ -346,6 +394,8 @@ unsafe fn carry_out(vm: *mut JavaVM, verb: Verb) -> Reply {
                 r.push("note", p.clone());
             }
             c.phase = Phase::Stopped(summary);
+            c.capture = None;
+            crate::remote::update(None, None);
             r
         }
         Verb::Dump { file } => {
@@ -474,4 +524,256 @@ fn jni_env(vm: *mut JavaVM) -> Option<*mut JNIEnv> {
             .map_or(-1, |f| f(vm, &mut env, jni::sys::JNI_VERSION_1_8))
     };
     (rc == jni::sys::JNI_OK && !env.is_null()).then_some(env as *mut JNIEnv)
+}
+
+/// The user's options with an OpAMP server's continuous settings over them.
+fn with_settings(mut o: Options, s: &Settings) -> Options {
+    fn apply<T, U>(to: &mut Option<T>, change: &Change<U>, map: impl Fn(&U) -> T) {
+        match change {
+            Change::Keep => {}
+            Change::Off => *to = None,
+            Change::To(v) => *to = Some(map(v)),
+        }
+    }
+    apply(&mut o.cpu_interval, &s.cpu, |d| *d);
+    apply(&mut o.wall_interval, &s.wall, |d| *d);
+    apply(&mut o.alloc_interval, &s.alloc, |b| {
+        u32::try_from(*b).unwrap_or(u32::MAX)
+    });
+    apply(&mut o.lock_threshold, &s.lock, |d| *d);
+    o
+}
+
+/// `o` with a capture's engines added (an interval it names replaces the session's) and its
+/// id on the profiles.
+fn with_capture(mut o: Options, capture: &Capture) -> Options {
+    let e = &capture.engines;
+    o.cpu_interval = e.cpu.or(o.cpu_interval);
+    o.wall_interval = e.wall.or(o.wall_interval);
+    o.alloc_interval = e
+        .alloc
+        .map(|b| u32::try_from(b).unwrap_or(u32::MAX))
+        .or(o.alloc_interval);
+    o.lock_threshold = e.lock.or(o.lock_threshold);
+    o.capture_id = Some(capture.id.clone());
+    o
+}
+
+/// The lifecycle as an OpAMP server's requests reach it, on the client's thread.
+struct Managed;
+
+impl RemoteControl for Managed {
+    fn capture(&self, capture: &Capture) -> Result<(), String> {
+        on_jvm_thread(|vm, env| {
+            // SAFETY: `env` is this (attached) thread's JNIEnv.
+            unsafe { start_capture(vm, env, capture) }
+        })
+    }
+
+    fn settings(&self, settings: &Settings) -> Result<(), String> {
+        on_jvm_thread(|vm, env| {
+            // SAFETY: `env` is this (attached) thread's JNIEnv.
+            unsafe { apply_settings(vm, env, settings) }
+        })
+    }
+
+    fn status(&self) -> AgentStatus {
+        crate::remote::status()
+    }
+}
+
+/// Runs `f` with the calling thread (the OpAMP client's, or a capture's end) attached to the
+/// JVM as a daemon, marked as one of the agent's own threads (never profiled), and detached
+/// again.
+fn on_jvm_thread(
+    f: impl FnOnce(*mut JavaVM, *mut JNIEnv) -> Result<(), String>,
+) -> Result<(), String> {
+    let Some(loaded) = setup::loaded() else {
+        return Err("the agent is not set up in this JVM".to_owned());
+    };
+    let vm = loaded.vm;
+    let tid = crate::sampling::os::gettid();
+    crate::sampling::thread_registry::add_own_tid(tid);
+    // SAFETY: `vm` is the live JavaVM*; a JVM that is exiting refuses the attach.
+    let env = unsafe { crate::jvm::jvmti::attach_current_thread_as_daemon(vm, c"otelprof-opamp") };
+    let result = match env {
+        Some(env) => {
+            let r = f(vm, env);
+            // SAFETY: attached just above, on this thread.
+            unsafe { crate::jvm::jvmti::detach_current_thread(vm) };
+            r
+        }
+        None => Err("cannot attach to the JVM (is it exiting?)".to_owned()),
+    };
+    crate::sampling::thread_registry::remove_own_tid(tid);
+    result
+}
+
+/// Why a server's request cannot change the session now, if it cannot.
+fn not_running(c: &Control) -> Option<String> {
+    match &c.phase {
+        Phase::Running(_) => None,
+        Phase::Dead => Some("the JVM is shutting down".to_owned()),
+        Phase::Idle | Phase::Stopped(_) => Some(
+            "profiling is stopped in this JVM (`otelprof attach PID start` starts it again)"
+                .to_owned(),
+        ),
+    }
+}
+
+/// Starts a session with `options` in place of the running one (the lock held): the
+/// running session's last profile is written, as at a stop; if the new one cannot start,
+/// the previous options run again.
+///
+/// # Safety
+/// `env` is the calling (attached) thread's JNIEnv.
+unsafe fn restart_locked(
+    c: &mut Control,
+    vm: *mut JavaVM,
+    env: *mut JNIEnv,
+    options: Options,
+) -> Result<(), String> {
+    let Phase::Running(session) = std::mem::replace(&mut c.phase, Phase::Idle) else {
+        return Err("profiling is stopped in this JVM".to_owned());
+    };
+    let previous = session.options.clone();
+    // SAFETY: per this function's contract.
+    unsafe { session.stop(env, false) };
+    c.restarts += 1;
+    // SAFETY: per this function's contract.
+    match unsafe { start_locked(c, vm, env, options, StartKind::Late) } {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // SAFETY: as above.
+            let back = unsafe { start_locked(c, vm, env, previous, StartKind::Late) };
+            Err(match back {
+                Ok(()) => format!("{e}; the previous settings run again"),
+                Err(again) => format!("{e}; the previous settings did not start again: {again}"),
+            })
+        }
+    }
+}
+
+fn nothing_to_profile(o: &Options) -> bool {
+    o.cpu_interval.is_none()
+        && o.wall_interval.is_none()
+        && o.alloc_interval.is_none()
+        && o.lock_threshold.is_none()
+}
+
+/// Continuous settings from an OpAMP server: the session restarts with the user's options
+/// overridden (during a capture, when it ends).
+///
+/// # Safety
+/// `env` is the calling (attached) thread's JNIEnv.
+unsafe fn apply_settings(
+    vm: *mut JavaVM,
+    env: *mut JNIEnv,
+    settings: &Settings,
+) -> Result<(), String> {
+    let mut c = lock();
+    if let Some(why) = not_running(&c) {
+        return Err(why);
+    }
+    let local = c.local.clone().unwrap_or_default();
+    let options = with_settings(local, settings);
+    if nothing_to_profile(&options) {
+        return Err("these settings turn every profile type off; at least one must run".into());
+    }
+    let before = std::mem::replace(&mut c.remote, *settings);
+    if c.capture.is_some() {
+        return Ok(());
+    }
+    // SAFETY: per this function's contract.
+    let restarted = unsafe { restart_locked(&mut c, vm, env, options) };
+    if restarted.is_err() {
+        c.remote = before;
+    }
+    restarted
+}
+
+/// A capture from an OpAMP server: the session restarts with the capture's engines and id,
+/// and restarts as it was when the capture's time is up.
+///
+/// # Safety
+/// `env` is the calling (attached) thread's JNIEnv.
+unsafe fn start_capture(
+    vm: *mut JavaVM,
+    env: *mut JNIEnv,
+    capture: &Capture,
+) -> Result<(), String> {
+    let mut c = lock();
+    if let Some(why) = not_running(&c) {
+        return Err(why);
+    }
+    if let Some((id, _)) = &c.capture {
+        return Err(format!("capture {id} is running; one capture at a time"));
+    }
+    let local = c.local.clone().unwrap_or_default();
+    let options = with_capture(with_settings(local, &c.remote), capture);
+    // SAFETY: per this function's contract.
+    unsafe { restart_locked(&mut c, vm, env, options) }?;
+    let generation = c.restarts;
+    c.capture = Some((capture.id.clone(), generation));
+    let duration = capture.duration;
+    let ender = std::thread::Builder::new()
+        .name("otelprof-capture".to_owned())
+        .spawn(move || {
+            std::thread::sleep(duration);
+            if let Err(e) = on_jvm_thread(|vm, env| {
+                // SAFETY: `env` is this (attached) thread's JNIEnv.
+                unsafe { end_capture(vm, env, generation) }
+            }) {
+                log_warn!("the end of a capture: {e}");
+            }
+        });
+    if let Err(e) = ender {
+        // Nothing would end it: back to the settings before it, now.
+        // SAFETY: per this function's contract.
+        unsafe { end_capture_locked(&mut c, vm, env, generation) }?;
+        return Err(format!("cannot time the capture: {e}"));
+    }
+    log_info!(
+        "capture {} started: {} for {}s",
+        capture.id,
+        capture.engines.text(),
+        duration.as_secs()
+    );
+    Ok(())
+}
+
+/// The end of the capture begun by restart `generation`: the session restarts with the
+/// user's options and the server's settings, unless it was stopped or restarted since.
+///
+/// # Safety
+/// `env` is the calling (attached) thread's JNIEnv.
+unsafe fn end_capture(vm: *mut JavaVM, env: *mut JNIEnv, generation: u64) -> Result<(), String> {
+    let mut c = lock();
+    // SAFETY: per this function's contract.
+    unsafe { end_capture_locked(&mut c, vm, env, generation) }
+}
+
+/// # Safety
+/// As for [`end_capture`], the lock held.
+unsafe fn end_capture_locked(
+    c: &mut Control,
+    vm: *mut JavaVM,
+    env: *mut JNIEnv,
+    generation: u64,
+) -> Result<(), String> {
+    let Some((id, g)) = c.capture.clone() else {
+        return Ok(());
+    };
+    if g != generation {
+        return Ok(());
+    }
+    c.capture = None;
+    if not_running(c).is_some() {
+        return Ok(());
+    }
+    let local = c.local.clone().unwrap_or_default();
+    let options = with_settings(local, &c.remote);
+    log_info!("capture {id} is over; profiling as before it");
+    // SAFETY: per this function's contract.
+    unsafe { restart_locked(c, vm, env, options) }
 }

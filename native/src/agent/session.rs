@@ -210,6 +210,11 @@ impl Session {
         if let Err(e) = crate::context::process_context::publish(&payload) {
             log_debug!("cannot publish the OpenTelemetry process context: {e}");
         }
+        // The OpAMP client, started with the first session that names a server, describes the
+        // agent with the same resource.
+        if let Some(config) = &self.export_env.opamp {
+            crate::remote::ensure_started(config, &resource, &self.options);
+        }
         // The exporter's CPU-utilisation metric converts CPU intervals to time.
         let cpu_interval = self.cpu_interval.unwrap_or(Duration::from_millis(10));
         self.exporter =
@@ -222,6 +227,7 @@ impl Session {
             period: self.options.period,
             out_dir: self.out_dir.clone(),
             exporter: self.exporter.clone(),
+            capture: self.options.capture_id.clone(),
         })
         .map_err(|e| format!("cannot start the aggregator thread: {e}"))?;
         self.aggregator = Some(aggregator);
@@ -325,6 +331,17 @@ impl Session {
             self.options.period,
         );
         Ok(())
+    }
+
+    /// What the session runs, as an OpAMP server is told ([`crate::remote::Running`]).
+    pub(crate) fn remote_view(&self) -> crate::remote::Running {
+        crate::remote::engaged(
+            &self.loaded.jvmti,
+            self.cpu_interval,
+            self.alloc,
+            self.lock,
+            &self.options,
+        )
     }
 
     /// The profile types to build, with their pprof periods (see `aggregator::Config`).

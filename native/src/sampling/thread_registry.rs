@@ -42,7 +42,7 @@ static RUNNING: AtomicBool = AtomicBool::new(false);
 static TIMER_NS: AtomicU64 = AtomicU64::new(0);
 /// The agent's own threads attached to the VM (aggregator, wall clock): never profiled. A
 /// thread takes a slot when it starts and gives it back as it ends.
-static OWN_TIDS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
+static OWN_TIDS: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
 /// Set while the threads already running at a late start are registered: ThreadEnd then notes
 /// its tid in [`ENDED_WHILE_ADDING`] (see [`crate::sampling::running_threads`]).
 static ADDING_RUNNING: AtomicBool = AtomicBool::new(false);

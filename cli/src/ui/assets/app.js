@@ -378,6 +378,9 @@
 
   function instances() {
     var box = el("div"); main.appendChild(box);
+    // Agents connected over OpAMP (agents.js), above the JVMs the store heard from.
+    var agents = el("div", { id: "agents" }); box.appendChild(agents); window.OtelprofAgents.mount(agents);
+    box.appendChild(el("h2", { text: "JVMs that sent profiles" }));
     api("instances").then(function (d) {
       var rows = d.instances.map(function (i) {
         var a = i.attributes;

@@ -1,0 +1,117 @@
+//! Continuous settings: which profile types the agent runs all the time and how often they
+//! sample, as a server changes them. They travel as the remote config file [`FILE`], whose
+//! text is the agent options' grammar: `wall=50ms,alloc=off`. A key named overrides the
+//! agent's local option; `off` turns the type off; a key not named keeps the local option.
+
+use super::engines::{self, items, refuse_key, Refused, MIN_CPU, MIN_LOCK, MIN_WALL};
+use std::time::Duration;
+
+/// The name of the remote (and effective) config file that holds the settings.
+pub const FILE: &str = "otelprof";
+/// Its content type: text in the agent options' grammar.
+pub const CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+/// Longest settings text accepted.
+pub const MAX_TEXT: usize = 1024;
+
+/// One setting as a server gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Change<T> {
+    /// Not named: the local option stands.
+    #[default]
+    Keep,
+    Off,
+    To(T),
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub cpu: Change<Duration>,
+    pub wall: Change<Duration>,
+    pub alloc: Change<u64>,
+    pub lock: Change<Duration>,
+}
+
+impl Settings {
+    /// Reads and checks settings: only `cpu`, `wall`, `alloc` and `lock`, each `off` or
+    /// within the bounds of [`engines`].
+    pub fn parse(text: &str) -> Result<Settings, Refused> {
+        if text.len() > MAX_TEXT {
+            return Err(Refused::new(format!(
+                "the settings are {} bytes long; at most {MAX_TEXT} are read",
+                text.len()
+            )));
+        }
+        let mut s = Settings::default();
+        for (k, v) in items(text)? {
+            let off = v == "off";
+            match k {
+                "cpu" if off => s.cpu = Change::Off,
+                "cpu" => s.cpu = Change::To(engines::interval(k, v, MIN_CPU)?),
+                "wall" if off => s.wall = Change::Off,
+                "wall" => s.wall = Change::To(engines::interval(k, v, MIN_WALL)?),
+                "alloc" if off => s.alloc = Change::Off,
+                "alloc" => s.alloc = Change::To(engines::alloc(v)?),
+                "lock" if off => s.lock = Change::Off,
+                "lock" => s.lock = Change::To(engines::interval(k, v, MIN_LOCK)?),
+                _ => return Err(refuse_key(k)),
+            }
+        }
+        Ok(s)
+    }
+
+    /// The keys that change something, in the order of [`engines::TYPES`]; empty when every
+    /// key is the local option's.
+    pub fn text(&self) -> String {
+        fn one<T>(key: &str, c: &Change<T>, show: impl Fn(&T) -> String) -> Option<String> {
+            match c {
+                Change::Keep => None,
+                Change::Off => Some(format!("{key}=off")),
+                Change::To(v) => Some(format!("{key}={}", show(v))),
+            }
+        }
+        let d = |d: &Duration| engines::format_duration(*d);
+        [
+            one("cpu", &self.cpu, d),
+            one("wall", &self.wall, d),
+            one("alloc", &self.alloc, |b| engines::format_size(*b)),
+            one("lock", &self.lock, d),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_back_as_written() {
+        let s = Settings::parse("wall=50ms, alloc=off,lock=10ms").unwrap();
+        assert_eq!(s.cpu, Change::Keep);
+        assert_eq!(s.wall, Change::To(Duration::from_millis(50)));
+        assert_eq!(s.alloc, Change::Off);
+        assert_eq!(s.text(), "wall=50ms,alloc=off,lock=10ms");
+        assert_eq!(Settings::parse(&s.text()).unwrap(), s);
+        assert_eq!(Settings::parse("").unwrap(), Settings::default());
+        assert_eq!(Settings::default().text(), "");
+    }
+
+    #[test]
+    fn only_profiling_keys_within_bounds() {
+        for (text, says) in [
+            ("out=/tmp", "path"),
+            ("endpoint=http://evil:4318", "where the agent sends data"),
+            ("period=1s", "unknown key period"),
+            ("cpu=10us", "1ms"),
+            ("alloc=1", "16k"),
+            ("wall=on", "not a duration"),
+            ("cpu=10ms,cpu=off", "twice"),
+        ] {
+            let r = Settings::parse(text).unwrap_err().0;
+            assert!(r.contains(says), "{text}: {r}");
+        }
+    }
+}
