@@ -107,23 +107,31 @@ fn checked_options(text: &str) -> Result<Option<Options>, String> {
     Ok(Some(options))
 }
 
+/// The options of a start with the JVM (`-agentpath`, `-javaagent`): `None`, said in one
+/// line, when there is nothing to profile or the SDK is disabled; `Err` when they are wrong.
+fn options_at_start(text: &str) -> Result<Option<Options>, String> {
+    match checked_options(text) {
+        Ok(Some(o)) => Ok(Some(o)),
+        Ok(None) => {
+            log_info!("cpu=off and no wall, alloc or lock profiling: nothing to profile");
+            Ok(None)
+        }
+        Err(e) if e.starts_with("OTEL_SDK_DISABLED") => {
+            log_info!("{e}");
+            Ok(None)
+        }
+        Err(e) => Err(format!("{e}; profiling is off")),
+    }
+}
+
 /// Agent_OnLoad: parse options, set up JVMTI, register threads from now on; sampling starts
 /// at VMInit.
 ///
 /// # Safety
 /// `vm` is the JavaVM* the JVM passed to Agent_OnLoad.
 pub(crate) unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
-    let options = match checked_options(text) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            log_info!("cpu=off and no wall, alloc or lock profiling: nothing to profile");
-            return Ok(());
-        }
-        Err(e) if e.starts_with("OTEL_SDK_DISABLED") => {
-            log_info!("{e}");
-            return Ok(());
-        }
-        Err(e) => return Err(format!("{e}; profiling is off")),
+    let Some(options) = options_at_start(text)? else {
+        return Ok(());
     };
     let wants = Wants {
         depth: options.max_depth,
@@ -225,17 +233,8 @@ pub(crate) unsafe fn shim_start(
     if setup::loaded().is_some() {
         return Ok(());
     }
-    let options = match checked_options(text) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            log_info!("cpu=off and no wall, alloc or lock profiling: nothing to profile");
-            return Ok(());
-        }
-        Err(e) if e.starts_with("OTEL_SDK_DISABLED") => {
-            log_info!("{e}");
-            return Ok(());
-        }
-        Err(e) => return Err(format!("{e}; profiling is off")),
+    let Some(options) = options_at_start(text)? else {
+        return Ok(());
     };
     let mut c = lock();
     c.local = Some(options.clone());

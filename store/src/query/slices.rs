@@ -58,17 +58,11 @@ impl SliceSpec {
     /// that a store's hourly rollups can answer the hours in between
     /// ([`SliceSpec::whole_hours`]).
     fn bounds(&self) -> Vec<(i64, i64)> {
-        let n = self.slices;
-        let from = self
-            .selector
-            .from
-            .map_or(self.window.0, |f| f.max(self.window.0));
-        let to = self
-            .selector
-            .to
-            .map_or(self.window.1, |t| t.min(self.window.1));
+        let (from, to) = self.range();
         let span = i128::from(to) - i128::from(from);
-        let n = i128::try_from(n).unwrap_or(1).clamp(1, span.max(1));
+        let n = i128::try_from(self.slices)
+            .unwrap_or(1)
+            .clamp(1, span.max(1));
         let hour = i128::from(HOUR);
         let snap = span >= n * hour;
         let at = |k: i128| {
@@ -83,8 +77,8 @@ impl SliceSpec {
         (0..n).map(|k| (at(k), at(k + 1))).collect()
     }
 
-    /// Whether the slices are whole hours between their ends ([`SliceSpec::bounds`]).
-    pub fn whole_hours(&self) -> bool {
+    /// The window, narrowed to the selector's time range.
+    fn range(&self) -> (i64, i64) {
         let from = self
             .selector
             .from
@@ -93,6 +87,12 @@ impl SliceSpec {
             .selector
             .to
             .map_or(self.window.1, |t| t.min(self.window.1));
+        (from, to)
+    }
+
+    /// Whether the slices are whole hours between their ends ([`SliceSpec::bounds`]).
+    pub fn whole_hours(&self) -> bool {
+        let (from, to) = self.range();
         let n = i128::try_from(self.slices).unwrap_or(1).max(1);
         i128::from(to) - i128::from(from) >= n * i128::from(HOUR)
     }
