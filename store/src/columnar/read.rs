@@ -62,6 +62,9 @@ pub struct ColumnarSource {
     series: bool,
     /// Whether a compacted hour is answered from its spans ([`ColumnarSource::use_spans`]).
     spans: bool,
+    /// Whether samples need their trace links ([`ColumnarSource::use_rollups`]): when not,
+    /// the trace and span columns are not read.
+    links: bool,
     /// Partitions answered from a rollup or a series, over every scan so far.
     derived_reads: AtomicUsize,
 }
@@ -87,6 +90,7 @@ impl ColumnarSource {
             rollups: false,
             series: false,
             spans: false,
+            links: true,
             derived_reads: AtomicUsize::new(0),
         })
     }
@@ -148,6 +152,13 @@ impl ColumnarSource {
     /// rollup's profiles, one per resource and type an hour.
     pub fn use_rollups(mut self, spans: bool, by: Option<&str>) -> ColumnarSource {
         self.rollups = !spans && !self.needs_rows(by);
+        // Nor do their sample rows need each sample's trace link, unless a selection names a
+        // trace or span: the trace and span columns are not read.
+        self.links = spans
+            || self
+                .selections
+                .iter()
+                .any(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
         self
     }
 
@@ -281,7 +292,7 @@ impl ColumnarSource {
                     }
                     _ => (live.samples, None),
                 };
-                plan_partition(p, failed, pick, window, tasks);
+                plan_partition(p, failed, pick, window, self.links, tasks);
             },
         );
         let mut failures = Vec::new();
@@ -596,6 +607,8 @@ struct Task {
     base: Arc<DictionaryBuilder>,
     /// For a rollup: how many profiles each of its profiles adds up, by id.
     stands_for: Option<Arc<FxHashMap<i64, String>>>,
+    /// Whether the samples' trace links are read ([`ColumnarSource::use_rollups`]).
+    links: bool,
 }
 
 /// Plans the reading of one partition: reads its stacks, and pushes a task per row group of
@@ -606,6 +619,7 @@ fn plan_partition(
     failed: &mut Vec<(PathBuf, FileError)>,
     pick: impl Fn(LiveFiles) -> (Vec<PathBuf>, Option<Arc<FxHashMap<i64, String>>>),
     window: (Option<i64>, Option<i64>),
+    links: bool,
     tasks: &mut Vec<Task>,
 ) {
     let live = live_files(&p.dir, failed);
@@ -636,6 +650,7 @@ fn plan_partition(
                 stacks: stacks.clone(),
                 base: base.clone(),
                 stands_for: stands_for.clone(),
+                links,
             })),
             Err(e) => failed.push((path, FileError::Columnar(e))),
         }
@@ -686,7 +701,7 @@ fn read_group(task: &Task, mut visit: impl FnMut(&Decoded)) -> Result<usize, Col
     let reader = open(&task.path)?;
     let rg = reader.get_row_group(task.group)?;
     let mut b = (*task.base).clone();
-    let mut pending = group_profiles(rg.as_ref(), &mut b, &task.stacks)?;
+    let mut pending = group_profiles(rg.as_ref(), &mut b, &task.stacks, task.links)?;
     if let Some(counts) = &task.stands_for {
         for p in &mut pending {
             if let Some(n) = counts.get(&p.id) {
@@ -1077,7 +1092,7 @@ fn read_samples(
     let mut pending: Vec<Pending> = Vec::new();
     for g in 0..reader.num_row_groups() {
         let rg = reader.get_row_group(g)?;
-        let mut more = group_profiles(rg.as_ref(), &mut b, stacks)?;
+        let mut more = group_profiles(rg.as_ref(), &mut b, stacks, true)?;
         // A profile is written within one row group; rows of one id in two groups (a file
         // written elsewhere) still make one profile.
         if let (Some(last), Some(first)) = (pending.last_mut(), more.first_mut()) {
@@ -1164,6 +1179,7 @@ fn group_profiles(
     rg: &dyn RowGroupReader,
     b: &mut DictionaryBuilder,
     stacks: &FxHashMap<i64, Vec<Frame>>,
+    links: bool,
 ) -> Result<Vec<Pending>, ColumnarFileError> {
     let rows = row_count(rg)?;
     let profile = required_i64(rg, sc::PROFILE, rows)?;
@@ -1197,8 +1213,17 @@ fn group_profiles(
     if list_offsets(&avals, rows, sc::ATTR_VALUE)? != attrs_at {
         return Err(ColumnarFileError::BadLevels(sc::ATTR_VALUE.to_owned()));
     }
-    let (trace, trace_at) = optional_text(rg, sc::TRACE_ID, rows)?;
-    let (span, span_at) = optional_text(rg, sc::SPAN_ID, rows)?;
+    // Without links (a question that needs none), the two columns are not even read.
+    let (trace, trace_at) = if links {
+        optional_text(rg, sc::TRACE_ID, rows)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let (span, span_at) = if links {
+        optional_text(rg, sc::SPAN_ID, rows)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let stack = required_i64(rg, sc::STACK_ID, rows)?;
     let ts = read_column!(rg, sc::TIMESTAMPS, rows, Int64ColumnReader);
     let ts_at = list_offsets(&ts, rows, sc::TIMESTAMPS)?;
