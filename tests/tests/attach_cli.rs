@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use otelprof_tests::attach::*;
 use otelprof_tests::live::LiveJvm;
-use otelprof_tests::{all_jdks, classes, cli_path, jdk17, jdk25, scratch_dir};
+use otelprof_tests::{all_jdks, cli_path, jdk17, jdk25, scratch_dir};
 
 #[test]
 fn attach_starts_the_listener_then_reuses_it_on_jdk17_and_jdk25() {
@@ -52,10 +52,17 @@ fn attach_starts_the_listener_then_reuses_it_on_jdk17_and_jdk25() {
 
 #[test]
 fn attach_reaches_a_jvm_in_its_own_mount_and_pid_namespace() {
+    // The JVM's class from /var/tmp: its private /tmp hides ours, where a checkout may be.
+    let classes_dir = Staged::create();
     for jdk in all_jdks() {
         let cwd = scratch_dir("attach-ns");
         // A private /tmp: the JVM's socket and files are not in ours.
-        let jvm = LiveJvm::start(java_in_namespaces(&jdk, &cwd, &[], classes()));
+        let jvm = LiveJvm::start(java_in_namespaces(
+            &jdk,
+            &cwd,
+            &[],
+            &classes_dir.0.join("classes"),
+        ));
         assert_eq!(jvm.own_pid, 1, "the JVM should be pid 1 of its namespace");
         assert_ne!(jvm.pid, 1);
 
@@ -416,8 +423,16 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     let copy = format!("/tmp/otelprof-{hash}/libotelprof.so");
 
     // Another mount namespace: the copy goes into its private /tmp.
+    // The JVM's class from /var/tmp: its private /tmp hides ours, where a checkout may be.
+    let staged = Staged::create();
+    let classes_dir = &staged;
     let cwd = scratch_dir("attach-copy-ns");
-    let jvm = LiveJvm::start(java_in_namespaces(&jdk25(), &cwd, &[], classes()));
+    let jvm = LiveJvm::start(java_in_namespaces(
+        &jdk25(),
+        &cwd,
+        &[],
+        &classes_dir.0.join("classes"),
+    ));
     for _ in 0..2 {
         let _ = attach(jvm.pid, &["start"]);
         assert_eq!(mapped_agents(jvm.pid), vec![copy.clone()]);
@@ -442,7 +457,6 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     drop(jvm);
 
     // The same file system, but the JVM's user cannot enter the directory of ours.
-    let staged = Staged::create();
     let private = staged.0.join("private");
     std::fs::create_dir(&private).unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -477,8 +491,15 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     let library = otelprof_tests::agent_path();
     let hash = short_sha256(&library);
     let (nobody, _) = nobody_ids();
+    // The JVM's class from /var/tmp: its private /tmp hides ours, where a checkout may be.
+    let classes_dir = Staged::create();
     let cwd = scratch_dir("attach-planted");
-    let jvm = LiveJvm::start(java_in_namespaces(&jdk17(), &cwd, &[], classes()));
+    let jvm = LiveJvm::start(java_in_namespaces(
+        &jdk17(),
+        &cwd,
+        &[],
+        &classes_dir.0.join("classes"),
+    ));
     let tmp = jvm.root().join("tmp");
     let dir = tmp.join(format!("otelprof-{hash}"));
 
