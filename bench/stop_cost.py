@@ -5,8 +5,7 @@ after `stop` the application must run at its no-agent speed).
 
 Each round runs the three configurations once, in a freshly shuffled order, each in a JVM of
 its own (bench/workloads/AfterStop.java): the JVM warms up, then the agent is loaded into it
-through the attach mechanism (`jcmd PID JVMTI.agent_load`, the `load` command `otelprof
-attach` sends):
+with `otelprof attach PID start|stop` (HotSpot's attach protocol, spoken by otelprof):
 
 - `none`: nothing is loaded (and `none-again`, the same: the A/A control that shows the
   noise floor of the run);
@@ -38,23 +37,21 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+CLI = REPO / "target" / "release" / "otelprof"
 AGENT = REPO / "target" / "release" / "libotelprof.so"
 CONFIGS = ["none", "none-again", "running", "stopped"]
 START = "start,cpu=10ms,wall=50ms,alloc=512k,lock=10ms,period=600s,out={out}"
 
 
 def attach(jdk: Path, pid: int, args: str, reply: Path) -> str:
-    reply.write_text("")
-    reply.chmod(0o600)
-    full = f"{args},reply={reply}"
-    out = subprocess.run(
-        [str(jdk / "bin" / "jcmd"), str(pid), "JVMTI.agent_load", str(AGENT), f'"{full}"'],
-        capture_output=True, text=True, timeout=60,
-    )
-    text = reply.read_text()
-    if out.returncode != 0 or not text.startswith("ok"):
-        raise SystemExit(f"attach {args!r} failed: {out.stdout}{out.stderr}\nreply: {text}")
-    return text
+    """`otelprof attach PID VERB [OPTIONS]` (HotSpot's attach protocol, spoken by otelprof);
+    `args` is `start,OPTIONS` or `stop`. Its printed reply is returned."""
+    verb, _, options = args.partition(",")
+    cmd = [str(CLI), "attach", str(pid), verb] + ([options] if options else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 or not out.stdout.startswith("ok"):
+        raise SystemExit(f"otelprof attach {args!r} failed: {out.stdout}{out.stderr}")
+    return out.stdout
 
 
 def one_run(jdk: Path, classes: Path, config: str, units: int, work: Path) -> float:
