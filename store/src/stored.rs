@@ -121,6 +121,17 @@ impl StoreSource {
         self
     }
 
+    /// Answers the covered slots of compacted hours from their slot rollups, never whole
+    /// hours ([`ColumnarSource::use_slots`]): for merges cut in slices of a slot or more.
+    pub fn use_slots(mut self) -> StoreSource {
+        self.columnar = self
+            .columnar
+            .into_iter()
+            .map(ColumnarSource::use_slots)
+            .collect();
+        self
+    }
+
     /// Answers compacted hours from their series ([`ColumnarSource::use_series`]): for
     /// answers that need no stack, trace link or timestamp finer than ten seconds.
     pub fn use_series(mut self, by: Option<&str>) -> StoreSource {

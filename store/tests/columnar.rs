@@ -12,7 +12,7 @@ use otelprof_profile::otlp::{EncodeOptions, ProfileId};
 use otelprof_store::columnar::{compact, retain, ColumnarSource, ColumnarWriter};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::select::Measure;
-use otelprof_store::{Merged, ProfileType, Selector, Source};
+use otelprof_store::{Merged, ProfileType, Selector, Source, StoreSource};
 
 fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
     let mut v = v.to_vec();
@@ -431,6 +431,26 @@ fn rollup_cases() -> Vec<RollupCase> {
             false,
             true,
         ),
+        // Whole slots of hour 12 (6 minutes each; the profile before 12:06 ends before it):
+        // answered from the slot rollup alone.
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:06:00Z,to=2025-01-31T12:42:00Z",
+            Some("span_name"),
+            Measure::Amount,
+            false,
+            true,
+        ),
+        // A cut inside the profile of 12:10 (inside timestamped samples): its slot from the
+        // rows, the other slots from the slot rollup.
+        (
+            ProfileType::Cpu,
+            "from=2025-01-31T12:10:30Z,to=2025-01-31T12:48:00Z",
+            None,
+            Measure::Count,
+            false,
+            true,
+        ),
         // Needs what the rollup drops: a time cut inside samples' timestamps (hour 12 from
         // its rows, hour 13 from its rollup), a trace, per-span statistics.
         (
@@ -519,6 +539,7 @@ fn compacted_hours_answer_from_rollups_as_from_sample_rows() {
                 "rollup-1738333800000000000",
                 "samples-compacted",
                 "series-1738333800000000000",
+                "slots-1738333800000000000",
                 "spans-1738333800000000000",
                 "stacks-compacted"
             ]
@@ -852,5 +873,68 @@ fn compacted_hours_answer_the_list_of_traces_from_spans() {
     // Per-thread names are not in spans: such a question reads the rows.
     let (_, derived) = merge(&(ProfileType::Cpu, "thread.name=exec-1"), true);
     assert_eq!(derived, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A diff's noise estimate of a 1 h side cuts it in slices of whole 6-minute slots (here 8 of
+/// the hour's 51 minutes of profiles): on a compacted hour they come from its slot rollup and
+/// add up as the sample rows' do.
+#[test]
+fn slices_of_whole_slots_come_from_the_slot_rollup() {
+    use otelprof_store::query::slices::{merge_slices, SliceSpec};
+    let dir = scratch("slots");
+    build_store(&dir);
+    let sel = selector("from=2025-01-31T12:00:00Z,to=2025-01-31T13:00:00Z,service.name=shop");
+    let side = |source: &StoreSource| {
+        let (m, _) = query::merge(source, Spec::new(Some(ProfileType::Cpu), &sel)).unwrap();
+        SliceSpec {
+            ty: ProfileType::Cpu,
+            measure: Measure::Amount,
+            lines: false,
+            selector: sel.clone(),
+            window: m.window.unwrap(),
+            slices: 8,
+        }
+    };
+    let open = || {
+        StoreSource::open(std::slice::from_ref(&dir), Box::new(|_, _| {}))
+            .unwrap()
+            .narrow_to(&sel)
+    };
+    let totals = |source: &StoreSource| -> Vec<i64> {
+        let spec = side(source);
+        assert!(spec.whole_slots() && !spec.whole_hours());
+        let sliced = merge_slices(source, std::slice::from_ref(&spec)).unwrap();
+        sliced.slices[0]
+            .iter()
+            .map(|m| (m.total() * 1000.0).round() as i64)
+            .collect()
+    };
+    let rows = totals(&open());
+    assert!(rows.iter().filter(|t| **t > 0).count() >= 5, "{rows:?}");
+    compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    assert_eq!(totals(&open()), rows, "compacted, rows");
+    let slots = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .narrow_to(&sel)
+        .use_slots();
+    let spec = {
+        let (m, _) = query::merge(&slots, Spec::new(Some(ProfileType::Cpu), &sel)).unwrap();
+        SliceSpec {
+            ty: ProfileType::Cpu,
+            measure: Measure::Amount,
+            lines: false,
+            selector: sel.clone(),
+            window: m.window.unwrap(),
+            slices: 8,
+        }
+    };
+    let sliced = merge_slices(&slots, std::slice::from_ref(&spec)).unwrap();
+    let from_slots: Vec<i64> = sliced.slices[0]
+        .iter()
+        .map(|m| (m.total() * 1000.0).round() as i64)
+        .collect();
+    assert_eq!(from_slots, rows, "from the slot rollup");
+    assert!(slots.derived_reads() > 0, "the slot rollup answered");
     let _ = std::fs::remove_dir_all(&dir);
 }

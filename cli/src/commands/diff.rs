@@ -105,10 +105,16 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
             slices: slices::slices_for(m.total_count()),
         };
         let sides = [side(&base, &base_sel), side(&head, &head_sel)];
-        // Slices of whole hours are sums of hours, which rollups answer; shorter ones need
-        // the sample rows (and their timestamps).
+        // Slices of whole hours are sums of hours, which hourly rollups answer; of whole
+        // slots (6 minutes), sums of slots, which slot rollups answer; shorter ones need the
+        // sample rows (and their timestamps).
         let sliced = if sides.iter().all(SliceSpec::whole_hours) {
             slices::merge_slices(&source, &sides)?
+        } else if sides.iter().all(SliceSpec::whole_slots) {
+            let slots = super::open_source(&args.paths)?
+                .narrow_to_any(&both)
+                .use_slots();
+            slices::merge_slices(&slots, &sides)?
         } else {
             let rows = super::open_source(&args.paths)?.narrow_to_any(&both);
             slices::merge_slices(&rows, &sides)?

@@ -21,8 +21,8 @@ use rustc_hash::FxHashMap;
 
 use super::read::{
     files_in, list_partitions, live_files, read_detailed, LiveFiles, COMPACTED_SAMPLES,
-    COMPACTED_STACKS, META_DERIVED, META_PROFILES, META_REPLACES, META_ROLLUP_OF, META_WINDOW,
-    ROLLUP, SERIES, SPANS,
+    COMPACTED_STACKS, META_DERIVED, META_PROFILES, META_REPLACES, META_ROLLUP_OF, META_SLOTS,
+    META_WINDOW, ROLLUP, SERIES, SLOTS_FILE, SPANS,
 };
 use super::schema::{self, DERIVED_VERSION, DROPPED_LABELS, HOUR, SERIES_TICK};
 use super::write::{write_stacks, Meta, SamplesFile};
@@ -32,7 +32,7 @@ use crate::select::{Measure, ProfileType};
 
 /// The steps of [`compact_partition`] that change the partition, in order; a crash between
 /// any two leaves the partition readable with nothing counted twice (a test stops after each).
-pub const STEPS: usize = 6;
+pub const STEPS: usize = 7;
 
 /// Compacts every hour partition of `store` that closed at least `grace` ns before `now`
 /// (no profile starts in it any more: the agents' period plus their export retry window) and
@@ -88,6 +88,7 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     let rollups: Vec<PathBuf> = files_in(dir, ROLLUP);
     let series: Vec<PathBuf> = files_in(dir, SERIES);
     let spans: Vec<PathBuf> = files_in(dir, SPANS);
+    let slots: Vec<PathBuf> = files_in(dir, SLOTS_FILE);
     let compacted = live.samples.len() == 1
         && live
             .samples
@@ -98,16 +99,23 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     let derived = live.rollup.is_some()
         && live.series.is_some()
         && live.spans.is_some()
+        && live.slots.is_some()
         && rollups.len() == 1
         && series.len() == 1
-        && spans.len() == 1;
+        && spans.len() == 1
+        && slots.len() == 1;
     if live.samples.is_empty() || (compacted && derived) {
         return Ok(false);
     }
     if compacted {
         // Compacted before this version of the rollup, series and spans: only they are
         // written.
-        let olds = rollups.into_iter().chain(series).chain(spans).collect();
+        let olds = rollups
+            .into_iter()
+            .chain(series)
+            .chain(spans)
+            .chain(slots)
+            .collect();
         return add_derived(root, dir, &live, now, olds);
     }
     let (_, stacks, profiles) =
@@ -120,6 +128,7 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     let rollup_name = format!("{ROLLUP}{stem}.parquet");
     let series_name = format!("{SERIES}{stem}.parquet");
     let spans_name = format!("{SPANS}{stem}.parquet");
+    let slots_name = format!("{SLOTS_FILE}{stem}.parquet");
 
     // The samples, profile after profile (a profile's rows stay together: the reader rebuilds
     // a profile from consecutive rows), ordered by type and time.
@@ -151,6 +160,8 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     write_series(&series_tmp, &rolled, &samples_name, false)?;
     let spans_tmp = tmp.join(&spans_name);
     write_series(&spans_tmp, &rolled, &samples_name, true)?;
+    let slots_tmp = tmp.join(&slots_name);
+    write_slots(&slots_tmp, &rolled, &samples_name)?;
 
     let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
     all.sort_by_key(|(id, _)| *id);
@@ -189,6 +200,10 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     if !next() {
         return Ok(true);
     }
+    publish(&slots_tmp, &slots_name)?;
+    if !next() {
+        return Ok(true);
+    }
     publish(&samples_tmp, &samples_name)?;
     if !next() {
         return Ok(true);
@@ -201,6 +216,7 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
         .chain(rollups)
         .chain(series)
         .chain(spans)
+        .chain(slots)
         .filter(|p| {
             let n = name(p);
             ![
@@ -209,6 +225,7 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
                 &rollup_name,
                 &series_name,
                 &spans_name,
+                &slots_name,
             ]
             .contains(&&n)
         });
@@ -257,10 +274,12 @@ fn add_derived(
     let rollup_name = format!("{ROLLUP}{stem}.parquet");
     let series_name = format!("{SERIES}{stem}.parquet");
     let spans_name = format!("{SPANS}{stem}.parquet");
+    let slots_name = format!("{SLOTS_FILE}{stem}.parquet");
     write_rollup(&tmp.join(&rollup_name), &profiles, &of)?;
     write_series(&tmp.join(&series_name), &profiles, &of, false)?;
     write_series(&tmp.join(&spans_name), &profiles, &of, true)?;
-    for name in [&rollup_name, &series_name, &spans_name] {
+    write_slots(&tmp.join(&slots_name), &profiles, &of)?;
+    for name in [&rollup_name, &series_name, &spans_name, &slots_name] {
         let to = dir.join(name);
         std::fs::rename(tmp.join(name), &to).map_err(Error::io("move into", &to))?;
     }
@@ -269,6 +288,7 @@ fn add_derived(
         dir.join(&rollup_name),
         dir.join(&series_name),
         dir.join(&spans_name),
+        dir.join(&slots_name),
     ];
     for old in olds.iter().filter(|p| !new.contains(p)) {
         std::fs::remove_file(old).map_err(Error::io("remove", old))?;
@@ -280,7 +300,7 @@ fn add_derived(
 /// Writes the rollup ([`roll_up`]) of `profiles` (relabelled), the profiles of compacted
 /// samples file `of`.
 fn write_rollup(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
-    let (rolled, counts, window) = roll_up(profiles);
+    let (rolled, counts, window) = roll_up(profiles, false);
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -297,6 +317,47 @@ fn write_rollup(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error
         Meta::new(META_WINDOW.to_owned(), format!("{} {}", window.0, window.1)),
         Meta::new(META_DERIVED.to_owned(), DERIVED_VERSION.to_owned()),
         Meta::new(META_PROFILES.to_owned(), stands_for.join("\n")),
+    ];
+    write_tmp(path, |f| {
+        let mut out = SamplesFile::new(f, meta)?;
+        let mut seen = FxHashMap::default();
+        for (n, d) in rolled.iter().enumerate() {
+            out.add_profile(id(n), &d.resource, &d.profile, &mut seen)?;
+        }
+        out.finish()
+    })
+}
+
+/// Writes the slot rollup of `profiles` (relabelled), the profiles of compacted samples file
+/// `of`: [`roll_up`] by slot, each profile's slot, window and counts in the footer
+/// ([`META_SLOTS`]), so that a reader picks the slots a question covers before reading.
+fn write_slots(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
+    let (rolled, counts, _) = roll_up(profiles, true);
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let id = |n: usize| schema::stack_id([(name.as_str(), "", n as i64)]);
+    let lines: Vec<String> = rolled
+        .iter()
+        .zip(&counts)
+        .enumerate()
+        .map(|(n, (d, (all, with_samples)))| {
+            let p = &d.profile;
+            let end = p.time_nanos.saturating_add(p.duration_nanos.max(0));
+            format!(
+                "{} {} {} {end} {all} {with_samples}",
+                id(n),
+                schema::slot_of(p.time_nanos),
+                p.time_nanos
+            )
+        })
+        .collect();
+    let meta = vec![
+        Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned()),
+        Meta::new(META_DERIVED.to_owned(), DERIVED_VERSION.to_owned()),
+        Meta::new(META_SLOTS.to_owned(), lines.join("\n")),
     ];
     write_tmp(path, |f| {
         let mut out = SamplesFile::new(f, meta)?;
@@ -580,19 +641,27 @@ fn series(profiles: &[Decoded], links: bool) -> Vec<Decoded> {
     out
 }
 
-/// What a rollup profile is keyed by: resource, and the header of its type.
-type ProfileKey = (Vec<(String, String)>, Vec<(u32, u32)>, (u32, u32), i64);
+/// What a rollup profile is keyed by: resource, the header of its type, and (in a slot
+/// rollup) the slot of the profiles' starts.
+type ProfileKey = (
+    Vec<(String, String)>,
+    Vec<(u32, u32)>,
+    (u32, u32),
+    i64,
+    Option<usize>,
+);
 /// What a rollup sample is keyed by within its profile: labels and stack.
 type SampleKey = (Vec<(u32, u32)>, u32, usize);
 
 /// How many profiles a rollup profile adds up: all, and those with samples.
 type StandsFor = (usize, usize);
 
-/// The profiles of one file (one dictionary) added up per resource and type header, their
-/// samples per (labels, stack); trace links and timestamps dropped. Each rollup profile spans
+/// The profiles of one file (one dictionary) added up per resource and type header (and with
+/// `by_slot` per [`schema::SLOT`] of their starts), their samples per (labels, stack); trace
+/// links and timestamps dropped. Each rollup profile spans
 /// its profiles' window; the second value is how many profiles each adds up (all, and those
 /// with samples), the third the window of all of them.
-fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, Vec<StandsFor>, (i64, i64)) {
+fn roll_up(profiles: &[Decoded], by_slot: bool) -> (Vec<Decoded>, Vec<StandsFor>, (i64, i64)) {
     struct Acc<'a> {
         first: &'a Decoded,
         start: i64,
@@ -617,6 +686,7 @@ fn roll_up(profiles: &[Decoded]) -> (Vec<Decoded>, Vec<StandsFor>, (i64, i64)) {
             p.sample_types.iter().map(|v| (v.ty.0, v.unit.0)).collect(),
             (p.period_type.ty.0, p.period_type.unit.0),
             p.period,
+            by_slot.then(|| schema::slot_of(p.time_nanos)),
         );
         let g = *by_key.entry(key).or_insert_with(|| {
             groups.push(Acc {

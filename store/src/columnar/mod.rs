@@ -86,6 +86,13 @@
 //! tick boundaries, otherwise within a tick. Used on the rollup's condition (the hour's only
 //! samples file is the one it was made from).
 //!
+//! The hour's **slot rollup** (`slots-*`) is its rollup cut in ten 6-minute slots (by each
+//! profile's start): one profile per resource, type and slot, each slot profile's window and
+//! counts in the footer. A question whose time range cuts an hour is answered from the slot
+//! profiles it covers whole (or leaves whole), and from the sample rows of the other slots'
+//! profiles only; slices of whole slots (a diff's noise estimate of a 1 h side) come from it
+//! alone ([`ColumnarSource::use_slots`]).
+//!
 //! The hour's **spans** (`spans-*`) are its series with the trace links kept: a linked
 //! sample's row is its span's (per attribute set), its timestamps reduced to the first and
 //! the last. They answer per-span statistics without stacks, the list of traces, with any
@@ -108,8 +115,9 @@
 //!
 //! - **1 h window**: the row groups of one or two hour partitions per service.
 //! - **Whole hours**: with [`ColumnarSource::use_rollups`], every compacted hour wholly inside
-//!   the window and with no trace or span condition is answered from its rollup, only the edge
-//!   hours from samples.
+//!   the window and with no trace or span condition is answered from its rollup; the edge
+//!   hours from their slot rollups for the slots inside the window, and from sample rows for
+//!   the slot the window's edge cuts.
 //! - **No stacks needed** (timeline, pickers, instances): with [`ColumnarSource::use_series`],
 //!   every compacted hour from its series, whatever the window.
 //! - **Spans without stacks** (the list of traces): with [`ColumnarSource::use_spans`], every

@@ -62,6 +62,9 @@ pub struct ColumnarSource {
     series: bool,
     /// Whether a compacted hour is answered from its spans ([`ColumnarSource::use_spans`]).
     spans: bool,
+    /// Whether a covered hour may be answered from its hourly rollup (not with
+    /// [`ColumnarSource::use_slots`]).
+    hourly: bool,
     /// Whether samples need their trace links ([`ColumnarSource::use_rollups`]): when not,
     /// the trace and span columns are not read.
     links: bool,
@@ -91,6 +94,7 @@ impl ColumnarSource {
             series: false,
             spans: false,
             links: true,
+            hourly: true,
             derived_reads: AtomicUsize::new(0),
         })
     }
@@ -162,6 +166,17 @@ impl ColumnarSource {
         self
     }
 
+    /// Answers from now on the slots of compacted hours that the selections cover whole
+    /// from their slot rollups ([`super::compact`]), never whole hours from their hourly
+    /// rollups: for merges cut in slices of a slot or more, whose profiles must fall in their
+    /// own slices (a diff's noise estimate of a 1 h side). Otherwise as
+    /// [`ColumnarSource::use_rollups`] without spans or grouping.
+    pub fn use_slots(self) -> ColumnarSource {
+        let mut s = self.use_rollups(false, None);
+        s.hourly = false;
+        s
+    }
+
     /// Answers from now on every compacted hour from its series ([`super::compact`]): each
     /// profile with its resource, type, times and sample attributes, but without stacks
     /// (only a thread role's), trace links, or timestamps finer than
@@ -199,6 +214,43 @@ impl ColumnarSource {
                     || s.to.is_some_and(|to| start >= to);
                 inside || outside
             })
+    }
+
+    /// What answers a compacted hour that its hourly rollup does not cover: its slot
+    /// rollup for the slots whose every profile the selections cover whole (or leave
+    /// whole: [`ColumnarSource::rollup_covers`]), its sample rows for the others (and their
+    /// profiles only).
+    fn plan_slots(&self, slots: Slots, samples: Vec<PathBuf>) -> Vec<FilePlan> {
+        let mut covered = [true; schema::SLOTS];
+        for p in &slots.profiles {
+            if !self.rollup_covers(p.start, p.end) {
+                if let Some(c) = covered.get_mut(p.slot) {
+                    *c = false;
+                }
+            }
+        }
+        let counts: FxHashMap<i64, String> = slots
+            .profiles
+            .iter()
+            .filter(|p| covered.get(p.slot).copied().unwrap_or(false))
+            .map(|p| (p.id, p.counts.clone()))
+            .collect();
+        if counts.is_empty() {
+            return samples.into_iter().map(FilePlan::rows).collect();
+        }
+        self.derived_reads.fetch_add(1, Ordering::Relaxed);
+        let skip = Arc::new(covered);
+        let mut plans = vec![FilePlan {
+            path: slots.path,
+            stands_for: Some(Arc::new(counts)),
+            skip_slots: None,
+        }];
+        plans.extend(samples.into_iter().map(|path| FilePlan {
+            path,
+            stands_for: None,
+            skip_slots: Some(skip.clone()),
+        }));
+        plans
     }
 
     /// The partitions the current selection can touch.
@@ -276,21 +328,30 @@ impl ColumnarSource {
                         ..
                     } if self.series => {
                         self.derived_reads.fetch_add(1, Ordering::Relaxed);
-                        (vec![series], None)
+                        vec![FilePlan::rows(series)]
                     }
                     LiveFiles {
                         spans: Some(spans), ..
                     } if self.spans => {
                         self.derived_reads.fetch_add(1, Ordering::Relaxed);
-                        (vec![spans], None)
+                        vec![FilePlan::rows(spans)]
                     }
                     LiveFiles {
                         rollup: Some(r), ..
-                    } if self.rollup_covers(r.start, r.end) => {
+                    } if self.hourly && self.rollup_covers(r.start, r.end) => {
                         self.derived_reads.fetch_add(1, Ordering::Relaxed);
-                        (vec![r.path], Some(r.stands_for))
+                        vec![FilePlan {
+                            path: r.path,
+                            stands_for: Some(r.stands_for),
+                            skip_slots: None,
+                        }]
                     }
-                    _ => (live.samples, None),
+                    LiveFiles {
+                        slots: Some(slots),
+                        samples,
+                        ..
+                    } if self.rollups => self.plan_slots(slots, samples),
+                    _ => live.samples.into_iter().map(FilePlan::rows).collect(),
                 };
                 plan_partition(p, failed, pick, window, self.links, tasks);
             },
@@ -436,10 +497,29 @@ pub(crate) struct LiveFiles {
     pub series: Option<PathBuf>,
     /// The spans of the partition's samples (a series that keeps trace links), likewise.
     pub spans: Option<PathBuf>,
+    /// The slot rollup of the partition's samples, likewise.
+    pub slots: Option<Slots>,
 }
 
 /// A partition's rollup: its file, the window of its profiles (Unix ns), and how many
 /// profiles each of its profiles adds up (by profile id; [`META_PROFILES`]).
+/// A partition's slot rollup ([`super::compact`]): its file and its profiles.
+pub(crate) struct Slots {
+    pub path: PathBuf,
+    pub profiles: Vec<SlotProfile>,
+}
+
+/// One profile of a slot rollup: the profiles of one resource and type that start in one
+/// slot, added up.
+pub(crate) struct SlotProfile {
+    pub id: i64,
+    pub slot: usize,
+    pub start: i64,
+    pub end: i64,
+    /// How many profiles it adds up, `all with_samples` ([`crate::merge::STANDS_FOR`]).
+    pub counts: String,
+}
+
 pub(crate) struct Rollup {
     pub path: PathBuf,
     pub start: i64,
@@ -466,6 +546,10 @@ pub(crate) const COMPACTED_STACKS: &str = "stacks-compacted-";
 pub(crate) const ROLLUP: &str = "rollup-";
 pub(crate) const SERIES: &str = "series-";
 pub(crate) const SPANS: &str = "spans-";
+pub(crate) const SLOTS_FILE: &str = "slots-";
+/// Key of a slot rollup's footer: each of its profiles, `id slot start end all with_samples`
+/// a line (times Unix ns; the counts as [`META_PROFILES`] has them).
+pub(crate) const META_SLOTS: &str = "otelprof.slots";
 
 /// The key-value metadata of a Parquet file's footer.
 fn footer(path: &Path) -> Result<Vec<(String, String)>, ColumnarFileError> {
@@ -549,7 +633,7 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
     let stacks = keep(stacks);
     let samples = keep(samples);
     let mut rollup = None;
-    let (mut series, mut spans) = (None, None);
+    let (mut series, mut spans, mut slots) = (None, None, None);
     if let [only] = samples.as_slice() {
         let only = name_of(only);
         let made_of_only = |prefix| {
@@ -561,6 +645,26 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
         };
         series = made_of_only(SERIES);
         spans = made_of_only(SPANS);
+        slots = made_of_only(SLOTS_FILE).and_then(|path| {
+            let kv = footer(&path).ok()?;
+            let profiles = meta(&kv, META_SLOTS)?
+                .lines()
+                .map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    let [id, slot, start, end, all, with] = f.as_slice() else {
+                        return None;
+                    };
+                    Some(SlotProfile {
+                        id: id.parse().ok()?,
+                        slot: slot.parse::<usize>().ok().filter(|s| *s < schema::SLOTS)?,
+                        start: start.parse().ok()?,
+                        end: end.parse().ok()?,
+                        counts: format!("{all} {with}"),
+                    })
+                })
+                .collect::<Option<Vec<SlotProfile>>>()?;
+            Some(Slots { path, profiles })
+        });
         for path in files_in(dir, ROLLUP) {
             let Ok(kv) = footer(&path) else { continue };
             if meta(&kv, META_ROLLUP_OF) != Some(only.as_str()) || !current(&kv) {
@@ -594,6 +698,7 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
         rollup,
         series,
         spans,
+        slots,
     }
 }
 
@@ -609,6 +714,28 @@ struct Task {
     stands_for: Option<Arc<FxHashMap<i64, String>>>,
     /// Whether the samples' trace links are read ([`ColumnarSource::use_rollups`]).
     links: bool,
+    /// Profiles that start in these slots are answered by the slot rollup: skipped here.
+    skip_slots: Option<Arc<[bool; schema::SLOTS]>>,
+}
+
+/// One file a partition's question reads, and what of it.
+struct FilePlan {
+    path: PathBuf,
+    /// For a rollup: how many profiles each of its profiles adds up, by id; a profile that
+    /// is not in it is not read (a slot rollup's slots that rows answer).
+    stands_for: Option<Arc<FxHashMap<i64, String>>>,
+    /// Profiles that start in these slots are skipped (a slot rollup answers them).
+    skip_slots: Option<Arc<[bool; schema::SLOTS]>>,
+}
+
+impl FilePlan {
+    fn rows(path: PathBuf) -> FilePlan {
+        FilePlan {
+            path,
+            stands_for: None,
+            skip_slots: None,
+        }
+    }
 }
 
 /// Plans the reading of one partition: reads its stacks, and pushes a task per row group of
@@ -617,7 +744,7 @@ struct Task {
 fn plan_partition(
     p: &Partition,
     failed: &mut Vec<(PathBuf, FileError)>,
-    pick: impl Fn(LiveFiles) -> (Vec<PathBuf>, Option<Arc<FxHashMap<i64, String>>>),
+    pick: impl Fn(LiveFiles) -> Vec<FilePlan>,
     window: (Option<i64>, Option<i64>),
     links: bool,
     tasks: &mut Vec<Task>,
@@ -641,18 +768,18 @@ fn plan_partition(
         base.stack(id, &stacks);
     }
     let (stacks, base) = (Arc::new(stacks), Arc::new(base));
-    let (files, stands_for) = pick(live);
-    for path in files {
-        match guarded(|| groups_in_window(&path, window)) {
+    for plan in pick(live) {
+        match guarded(|| groups_in_window(&plan.path, window, plan.skip_slots.as_deref())) {
             Ok(groups) => tasks.extend(groups.into_iter().map(|group| Task {
-                path: path.clone(),
+                path: plan.path.clone(),
                 group,
                 stacks: stacks.clone(),
                 base: base.clone(),
-                stands_for: stands_for.clone(),
+                stands_for: plan.stands_for.clone(),
                 links,
+                skip_slots: plan.skip_slots.clone(),
             })),
-            Err(e) => failed.push((path, FileError::Columnar(e))),
+            Err(e) => failed.push((plan.path, FileError::Columnar(e))),
         }
     }
 }
@@ -663,6 +790,7 @@ fn plan_partition(
 fn groups_in_window(
     path: &Path,
     (from, to): (Option<i64>, Option<i64>),
+    skip_slots: Option<&[bool; schema::SLOTS]>,
 ) -> Result<Vec<usize>, ColumnarFileError> {
     let reader = open(path)?;
     let meta = reader.metadata();
@@ -684,7 +812,15 @@ fn groups_in_window(
             (Some((first, last)), Some((_, longest))) => {
                 let ends_before = from.is_some_and(|f| last.saturating_add(longest.max(0)) < f);
                 let starts_after = to.is_some_and(|t| first >= t);
-                !ends_before && !starts_after
+                // Every profile of the group starts in a slot the slot rollup answers (the
+                // group lies within its hour: a partition holds the profiles that start in it).
+                let answered = skip_slots.is_some_and(|skip| {
+                    last.saturating_sub(first) < HOUR
+                        && (schema::slot_of(first)..=schema::slot_of(last))
+                            .all(|k| skip.get(k).copied().unwrap_or(false))
+                        && schema::slot_of(first) <= schema::slot_of(last)
+                });
+                !ends_before && !starts_after && !answered
             }
             _ => true,
         };
@@ -702,7 +838,11 @@ fn read_group(task: &Task, mut visit: impl FnMut(&Decoded)) -> Result<usize, Col
     let rg = reader.get_row_group(task.group)?;
     let mut b = (*task.base).clone();
     let mut pending = group_profiles(rg.as_ref(), &mut b, &task.stacks, task.links)?;
+    if let Some(skip) = &task.skip_slots {
+        pending.retain(|p| !skip.get(schema::slot_of(p.time)).copied().unwrap_or(false));
+    }
     if let Some(counts) = &task.stands_for {
+        pending.retain(|p| counts.contains_key(&p.id));
         for p in &mut pending {
             if let Some(n) = counts.get(&p.id) {
                 let note = format!("{}{n}", crate::merge::STANDS_FOR);

@@ -16,7 +16,20 @@ pub const DROPPED_LABELS: [&str; 5] = [
 
 /// The version of what rollups, series and spans keep, in their footers (`otelprof.derived`): files
 /// of another version are not used, and compaction writes them again.
-pub(crate) const DERIVED_VERSION: &str = "3";
+pub(crate) const DERIVED_VERSION: &str = "4";
+
+/// The slots (ns) an hour's slot rollup adds its profiles up by: ten an hour, the slices a
+/// diff cuts an hour into, so that they answer a diff's noise estimate of a 1 h side.
+pub const SLOT: i64 = HOUR / SLOTS as i64;
+/// Slots an hour.
+pub const SLOTS: usize = 10;
+
+/// The slot of a profile that starts at `time` in its hour partition (`0..SLOTS`).
+pub fn slot_of(time: i64) -> usize {
+    usize::try_from(time.rem_euclid(HOUR) / SLOT)
+        .unwrap_or(0)
+        .min(SLOTS - 1)
+}
 
 /// The ticks (ns) a series sorts sample timestamps into: views it answers
 /// share a time cut exactly down to this grain.

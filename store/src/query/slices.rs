@@ -11,7 +11,7 @@
 //! signal that counted several as copies of its own timestamp, so equal timestamps of one
 //! sample are one signal.
 
-use crate::columnar::schema::HOUR;
+use crate::columnar::schema::{HOUR, SLOT};
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
 use crate::reader::{Decoded, Profiles};
@@ -63,14 +63,16 @@ impl SliceSpec {
         let n = i128::try_from(self.slices)
             .unwrap_or(1)
             .clamp(1, span.max(1));
-        let hour = i128::from(HOUR);
-        let snap = span >= n * hour;
+        // Whole hours when the parts are an hour or more, whole slots when a slot or more.
+        let grain = [HOUR, SLOT]
+            .into_iter()
+            .map(i128::from)
+            .find(|g| span >= n * g);
         let at = |k: i128| {
             let t = i128::from(from) + span * k / n;
-            let t = if snap && k > 0 && k < n {
-                (t + hour / 2).div_euclid(hour) * hour
-            } else {
-                t
+            let t = match grain {
+                Some(g) if k > 0 && k < n => (t + g / 2).div_euclid(g) * g,
+                _ => t,
             };
             i64::try_from(t).unwrap_or(to)
         };
@@ -92,9 +94,18 @@ impl SliceSpec {
 
     /// Whether the slices are whole hours between their ends ([`SliceSpec::bounds`]).
     pub fn whole_hours(&self) -> bool {
+        self.at_least(HOUR)
+    }
+
+    /// Whether the slices are whole slots between their ends ([`SliceSpec::bounds`]).
+    pub fn whole_slots(&self) -> bool {
+        self.at_least(SLOT)
+    }
+
+    fn at_least(&self, grain: i64) -> bool {
         let (from, to) = self.range();
         let n = i128::try_from(self.slices).unwrap_or(1).max(1);
-        i128::from(to) - i128::from(from) >= n * i128::from(HOUR)
+        i128::from(to) - i128::from(from) >= n * i128::from(grain)
     }
 }
 
