@@ -117,10 +117,20 @@ def measure(serve, runs):
                 dt, body = serve.get(endpoint, params)
                 json.loads(body)
                 times.append(dt)
-            rows[(label, name)] = statistics.median(times)
+            rows[(label, name)] = (statistics.median(times), times[0])
     for name in ("instances", "values"):
-        rows[("store", name)] = statistics.median(serve.get(name, {})[0] for _ in range(runs))
+        times = [serve.get(name, {})[0] for _ in range(runs)]
+        rows[("store", name)] = (statistics.median(times), times[0])
     return rows
+
+
+def rss_mib(pid):
+    """The resident memory of process `pid` (MiB), from /proc."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def main():
@@ -138,11 +148,15 @@ def main():
         ready = s.wait_ready()
         first_answer, _ = s.get("top", {"from": HOUR[0], "to": HOUR[1]})
         new = measure(s, a.runs)
+        rss = rss_mib(s.proc.pid)
         s.stop()
         print(f"store: {dir_bytes(a.converted):,} bytes")
         print(f"cold start: UI ready {ready:.2f} s, first 1 h top {first_answer:.2f} s")
-        for key, t in new.items():
-            print(f"| {key[0]} | {key[1]} | {t:.3f} |")
+        print(f"serve's resident memory after the views: {rss:.0f} MiB")
+        print("| window | view | median (s) | first of the runs (s) |")
+        print("|---|---|---|---|")
+        for key, (t, first) in new.items():
+            print(f"| {key[0]} | {key[1]} | {t:.3f} | {first:.3f} |")
         return
 
     shutil.rmtree(a.work, ignore_errors=True)
@@ -194,10 +208,10 @@ def main():
     print(f"cold start ({cold}): UI ready {ready:.2f} s, first 1 h top {first_answer:.2f} s")
     print("\n| window | view | this build (s) |" + (" baseline (s) | ratio |" if base else ""))
     print("|---|---|---|" + ("---|---|" if base else ""))
-    for key, t in new.items():
+    for key, (t, _) in new.items():
         line = f"| {key[0]} | {key[1]} | {t:.3f} |"
         if base:
-            b = base[key]
+            b = base[key][0]
             line += f" {b:.3f} | {t / b:.3f} |"
         print(line)
 

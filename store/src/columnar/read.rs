@@ -738,6 +738,71 @@ impl FilePlan {
     }
 }
 
+/// A partition's stacks, read, and interned into the dictionary its row groups start from.
+type PartitionStacks = (Arc<FxHashMap<i64, Vec<Frame>>>, Arc<DictionaryBuilder>);
+
+/// The stacks of the partitions read last, by their stacks files (path, length and time of
+/// change): a process that answers many questions (`serve`) reads and interns an hour's
+/// stacks once, not once per question. Files are never changed in place (compaction writes
+/// new ones), so a file's key names its content. Bounded by [`STACKS_CACHED`] partitions,
+/// the least recently used dropped.
+static STACKS_CACHE: Mutex<Vec<(StacksKey, PartitionStacks)>> = Mutex::new(Vec::new());
+/// What names a partition's stacks: each stacks file's path, length and time of change.
+type StacksKey = Vec<(PathBuf, u64, std::time::SystemTime)>;
+/// Partitions whose stacks [`STACKS_CACHE`] keeps (a day of one service, and more).
+const STACKS_CACHED: usize = 48;
+
+/// The stacks of the partition whose stacks files are `files`: from [`STACKS_CACHE`], or
+/// read (unreadable files pushed to `failed`, and nothing of them cached).
+fn partition_stacks(files: &[PathBuf], failed: &mut Vec<(PathBuf, FileError)>) -> PartitionStacks {
+    let key: Option<StacksKey> = files
+        .iter()
+        .map(|path| {
+            let m = std::fs::metadata(path).ok()?;
+            Some((path.clone(), m.len(), m.modified().ok()?))
+        })
+        .collect();
+    if let (Some(key), Ok(mut cache)) = (&key, STACKS_CACHE.lock()) {
+        if let Some(i) = cache.iter().position(|(k, _)| k == key) {
+            let hit = cache.remove(i);
+            let stacks = hit.1.clone();
+            cache.push(hit);
+            return stacks;
+        }
+    }
+    let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
+    let mut complete = true;
+    for path in files {
+        match guarded(|| read_stacks(path)) {
+            Ok(found) => {
+                for (id, frames) in found {
+                    stacks.entry(id).or_insert(frames);
+                }
+            }
+            Err(e) => {
+                complete = false;
+                failed.push((path.clone(), FileError::Columnar(e)));
+            }
+        }
+    }
+    let mut base = DictionaryBuilder::default();
+    let mut ids: Vec<i64> = stacks.keys().copied().collect();
+    ids.sort_unstable();
+    for id in ids {
+        base.stack(id, &stacks);
+    }
+    // Every stored stack is in `base` now: the frames as read are not needed any more (a
+    // row's stack id that is not in `base` has no stored stack, and is the empty stack).
+    let read: PartitionStacks = (Arc::new(FxHashMap::default()), Arc::new(base));
+    if let (Some(key), true, Ok(mut cache)) = (key, complete, STACKS_CACHE.lock()) {
+        if cache.len() >= STACKS_CACHED {
+            cache.remove(0);
+        }
+        cache.push((key, read.clone()));
+    }
+    read
+}
+
 /// Plans the reading of one partition: reads its stacks, and pushes a task per row group of
 /// its samples files (or of its rollup, when `rollup_covers` its window) that may hold a
 /// profile overlapping `window`; failures are pushed to `failed`.
@@ -750,24 +815,7 @@ fn plan_partition(
     tasks: &mut Vec<Task>,
 ) {
     let live = live_files(&p.dir, failed);
-    let mut stacks: FxHashMap<i64, Vec<Frame>> = FxHashMap::default();
-    for path in &live.stacks {
-        match guarded(|| read_stacks(path)) {
-            Ok(found) => {
-                for (id, frames) in found {
-                    stacks.entry(id).or_insert(frames);
-                }
-            }
-            Err(e) => failed.push((path.clone(), FileError::Columnar(e))),
-        }
-    }
-    let mut base = DictionaryBuilder::default();
-    let mut ids: Vec<i64> = stacks.keys().copied().collect();
-    ids.sort_unstable();
-    for id in ids {
-        base.stack(id, &stacks);
-    }
-    let (stacks, base) = (Arc::new(stacks), Arc::new(base));
+    let (stacks, base) = partition_stacks(&live.stacks, failed);
     for plan in pick(live) {
         match guarded(|| groups_in_window(&plan.path, window, plan.skip_slots.as_deref())) {
             Ok(groups) => tasks.extend(groups.into_iter().map(|group| Task {
