@@ -19,6 +19,7 @@
 pub mod columnar;
 mod error;
 pub mod layout;
+pub mod linked;
 pub mod maintain;
 pub mod merge;
 mod parallel;

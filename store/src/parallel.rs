@@ -3,6 +3,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// How many threads [`for_each`] runs at most: the cores.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 /// Runs `work` on every item, on as many threads as there are cores (and no more than items):
 /// each thread takes the next item in turn and folds it into its own state, made by `init`.
 /// Returns the threads' states, for the caller to combine; a thread that panicked leaves none.
@@ -12,9 +17,7 @@ pub(crate) fn for_each<T: Sync, S: Send>(
     work: impl Fn(&mut S, &T) + Sync,
 ) -> Vec<S> {
     let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(items.len().max(1));
+    let workers = cores().min(items.len().max(1));
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {

@@ -367,32 +367,56 @@ impl Selector {
         sample: &Sample,
         conditions: &[Condition],
     ) -> f64 {
-        for c in conditions {
-            let found = sample_value(profile, sample, &c.key).map(SampleText::to_text);
-            if !c.holds(found.as_deref()) {
-                return 0.0;
-            }
+        if !self.labels_hold(profile, sample, conditions) {
+            return 0.0;
         }
+        self.link_share(sample.link, &sample.timestamps)
+    }
+
+    /// Whether `sample`'s labels meet `conditions` (those [`Selector::profile_verdict`] left
+    /// to the samples): the part of [`Selector::sample_share`] that samples with the same
+    /// labels share.
+    pub fn labels_hold(
+        &self,
+        profile: &Profile,
+        sample: &Sample,
+        conditions: &[Condition],
+    ) -> bool {
+        conditions.iter().all(|c| {
+            let found = sample_value(profile, sample, &c.key).map(SampleText::to_text);
+            c.holds(found.as_deref())
+        })
+    }
+
+    /// The rest of [`Selector::sample_share`], for a sample with trace link `link` and
+    /// `timestamps`: 0 when it is not in the trace or spans asked for, else the share of its
+    /// timestamps in the time window (1 without timestamps).
+    pub fn link_share(&self, link: Option<Link>, timestamps: &[i64]) -> f64 {
         if let Some(trace) = self.trace_id {
-            if sample.link.map(|l| l.trace_id) != Some(trace) {
+            if link.map(|l| l.trace_id) != Some(trace) {
                 return 0.0;
             }
         }
         if !self.span_ids.is_empty() {
-            match sample.link {
+            match link {
                 Some(l) if self.span_ids.contains(&l.span_id) => {}
                 _ => return 0.0,
             }
         }
-        if (self.from.is_some() || self.to.is_some()) && !sample.timestamps.is_empty() {
-            let inside = sample
-                .timestamps
+        if (self.from.is_some() || self.to.is_some()) && !timestamps.is_empty() {
+            let inside = timestamps
                 .iter()
                 .filter(|&&t| self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|e| t < e))
                 .count();
-            return inside as f64 / sample.timestamps.len() as f64;
+            return inside as f64 / timestamps.len() as f64;
         }
         1.0
+    }
+
+    /// Whether a sample's trace link decides its share ([`Selector::link_share`]): a trace
+    /// or span is asked for.
+    pub fn names_links(&self) -> bool {
+        self.trace_id.is_some() || !self.span_ids.is_empty()
     }
 }
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::columnar::ColumnarSource;
 use crate::error::{Error, FileError};
 use crate::layout::Signal;
+use crate::linked::{rows_of, LinkedRow};
 use crate::reader::{discover, Decoded, Profiles, SkipReporter, Source};
 use crate::select::Selector;
 
@@ -202,15 +203,22 @@ fn not_converted(root: &Path, until: i64, report: &Arc<SkipReporter>) -> Vec<Pat
 }
 
 impl StoreSource {
-    /// Reads like [`Profiles::scan`], a group at a time: the profiles of each hour the
-    /// columnar stores hold (by start, every service; oldest first), then those read from
-    /// files (`None`). `done` gets each group's states before the next group is read, so a
-    /// question over a day can keep what it needs of one hour at a time. Fails only when
-    /// nothing at all could be read.
-    pub fn scan_by_hour<S: Send>(
+    /// Whether some of the profiles are read from files rather than a columnar store.
+    pub fn reads_files(&self) -> bool {
+        self.files.is_some()
+    }
+
+    /// Reads like [`Profiles::scan`], a group at a time, each profile with its linked
+    /// samples apart ([`crate::linked`]): the profiles of each hour the columnar stores hold
+    /// (by start, every service; oldest first), then those read from files (`None`). `done`
+    /// gets each group's states before the next group is read, so a question over a day can
+    /// keep what it needs of one hour at a time. `links_apart`: the selection names a trace
+    /// or span ([`Selector::names_links`]). Fails only when nothing at all could be read.
+    pub fn scan_linked_by_hour<S: Send>(
         &self,
+        links_apart: bool,
         init: impl Fn() -> S + Sync,
-        visit: impl Fn(&mut S, &Decoded) + Sync,
+        visit: impl Fn(&mut S, &Decoded, &[LinkedRow]) + Sync,
         mut done: impl FnMut(Option<i64>, Vec<S>),
     ) -> Result<(), Error> {
         let mut hours: Vec<i64> = self.columnar.iter().flat_map(|c| c.hours()).collect();
@@ -230,13 +238,16 @@ impl StoreSource {
         for hour in hours {
             let mut states = Vec::new();
             for c in &self.columnar {
-                take(c.scan_hour(hour, &init, &visit), &mut states);
+                take(
+                    c.scan_hour_linked(hour, links_apart, &init, &visit),
+                    &mut states,
+                );
             }
             done(Some(hour), states);
         }
         if let Some(f) = &self.files {
             let mut states = Vec::new();
-            take(f.scan(&init, &visit), &mut states);
+            take(f.scan(&init, |s, d| visit(s, d, &rows_of(d))), &mut states);
             done(None, states);
         }
         match first_error {

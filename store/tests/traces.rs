@@ -37,12 +37,27 @@ fn profile(service: u64, minute: i64, rng: &mut SplitMix64, long: &[u64]) -> Pro
         b.str_label("span_name", "GET /a"),
         b.str_label("span_name", "GET /b"),
     ];
+    let start = T0 + minute * MINUTE;
     for t in 0..40u64 {
         let n = 1 + rng.below(30) as i64;
         let trace = (service << 48) | ((minute as u64) << 16) | t;
         let ep = endpoints[(t % 2) as usize];
-        b.add_linked_sample(&[loc], &[ep], link(trace, t + 1), &[n, n * 10_000_000], &[]);
+        // Some with timestamps, which a time window can cut.
+        let stamps: Vec<i64> = match t % 4 {
+            0 => vec![start + 10 * SECOND, start + 40 * SECOND],
+            1 => vec![start + 50 * SECOND],
+            _ => Vec::new(),
+        };
+        b.add_linked_sample(
+            &[loc],
+            &[ep],
+            link(trace, t + 1),
+            &[n, n * 10_000_000],
+            &stamps,
+        );
     }
+    // Samples in no trace count in the totals only.
+    b.add_sample(&[loc], &[], &[3, 30_000_000]);
     for (k, &trace) in long.iter().enumerate() {
         b.add_linked_sample(
             &[loc],
@@ -63,8 +78,10 @@ fn profile(service: u64, minute: i64, rng: &mut SplitMix64, long: &[u64]) -> Pro
             &[],
         );
     }
-    b.build(T0 + minute * MINUTE, MINUTE)
+    b.build(start, MINUTE)
 }
+
+const SECOND: i64 = 1_000_000_000;
 
 fn resource(service: u64) -> opentelemetry_sdk::Resource {
     opentelemetry_sdk::Resource::builder_empty()
@@ -95,7 +112,10 @@ fn build(dir: &std::path::Path) {
                 &p,
                 &resource(service),
                 otelprof_profile::otlp::ProfileId::from_random([(minute as u8) | 1; 16]),
-                &otelprof_profile::otlp::EncodeOptions::default(),
+                &otelprof_profile::otlp::EncodeOptions {
+                    timestamps: true,
+                    ..Default::default()
+                },
             )
             .unwrap();
             let decoded = otelprof_profile::otlp::decode(&bytes).unwrap();
@@ -104,9 +124,12 @@ fn build(dir: &std::path::Path) {
     }
 }
 
+/// A trace as compared: id, time, spans, window.
+type Row = (String, i64, usize, (i64, i64));
+
 /// Every trace added up from one merge of all spans: (trace, value, spans, window), most
-/// time first.
-fn brute_force(source: &StoreSource, sel: &Selector) -> Vec<(String, i64, usize, (i64, i64))> {
+/// time first; and the merge's total.
+fn brute_force(source: &StoreSource, sel: &Selector) -> (Vec<Row>, f64) {
     let (m, _) = query::merge(source, Spec::new(Some(ProfileType::Cpu), sel).spans()).unwrap();
     let mut by: BTreeMap<String, (f64, usize, (i64, i64))> = BTreeMap::new();
     for (l, s) in &m.spans {
@@ -123,7 +146,7 @@ fn brute_force(source: &StoreSource, sel: &Selector) -> Vec<(String, i64, usize,
         .map(|(t, (v, n, w))| (t, v.round() as i64, n, w))
         .collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    rows
+    (rows, m.total())
 }
 
 #[test]
@@ -131,7 +154,22 @@ fn the_list_of_traces_is_every_trace_added_up() {
     let dir = scratch("traces");
     build(&dir);
     let check = |what: &str, spans: bool| {
-        for terms in ["", "service.name=svc1", "span_name=GET /b"] {
+        // A window that cuts minutes (and so samples with timestamps), and a trace.
+        let cut = format!(
+            "from={},to={}",
+            (T0 + 30 * MINUTE + 30 * SECOND) / SECOND,
+            (T0 + 89 * MINUTE + 45 * SECOND) / SECOND
+        );
+        let trace = format!("trace_id={:032x}", 0xd157_0000u64);
+        let endpoint_cut = format!("span_name=GET /a,{cut}");
+        for terms in [
+            "",
+            "service.name=svc1",
+            "span_name=GET /b",
+            &cut,
+            &trace,
+            &endpoint_cut,
+        ] {
             let mut sel = Selector::default();
             sel.add_terms(terms, T0).unwrap();
             let open = || {
@@ -144,7 +182,7 @@ fn the_list_of_traces_is_every_trace_added_up() {
                     s
                 }
             };
-            let all = brute_force(&open(), &sel);
+            let (all, total) = brute_force(&open(), &sel);
             for limit in [1, 3, 10] {
                 let t =
                     top_traces(&open(), Spec::new(Some(ProfileType::Cpu), &sel), limit).unwrap();
@@ -164,6 +202,11 @@ fn the_list_of_traces_is_every_trace_added_up() {
                 assert_eq!(got, want, "{what}, {terms:?}, limit {limit}");
                 assert_eq!(t.total, all.len(), "{what}, {terms:?}, limit {limit}");
                 assert!(t.merged.total() > 0.0);
+                assert!(
+                    (t.merged.total() - total).abs() < 1e-6 * total,
+                    "{what}, {terms:?}: total {} against {total}",
+                    t.merged.total()
+                );
             }
         }
         // The long traces and the one across the hour are the first three of the store; the

@@ -383,7 +383,11 @@ fn write_series(path: &Path, profiles: &[Decoded], of: &str, links: bool) -> Res
             Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned()),
             Meta::new(META_DERIVED.to_owned(), DERIVED_VERSION.to_owned()),
         ];
-        let mut out = SamplesFile::new(f, meta)?;
+        let mut out = if links {
+            SamplesFile::spans(f, meta)?
+        } else {
+            SamplesFile::new(f, meta)?
+        };
         let mut seen = FxHashMap::default();
         for (n, d) in series.iter().enumerate() {
             let id = schema::stack_id([(name.as_str(), "", n as i64)]);

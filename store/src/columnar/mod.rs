@@ -159,6 +159,7 @@
 
 pub mod commit;
 pub mod compact;
+mod linked;
 pub mod read;
 pub mod retention;
 pub mod schema;

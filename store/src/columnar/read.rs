@@ -26,6 +26,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::schema::{self, sample_col as sc, stack_col, Frame, HOUR};
 use crate::error::{ColumnarFileError, Error, FileError};
+use crate::linked::{rows_of, LinkedRow};
 use crate::parallel;
 use crate::reader::{Decoded, Profiles, SkipReporter};
 use crate::select::{Op, Selector};
@@ -287,28 +288,55 @@ impl ColumnarSource {
         hours
     }
 
-    /// [`ColumnarSource::scan`] of the selected partitions of one `hour` (every service):
-    /// the profiles that start in it.
-    pub fn scan_hour<S: Send>(
-        &self,
-        hour: i64,
-        init: impl Fn() -> S + Sync,
-        visit: impl Fn(&mut S, &Decoded) + Sync,
-    ) -> Result<Vec<S>, Error> {
-        let partitions = self
-            .selected()
-            .into_iter()
-            .filter(|p| p.hour == hour)
-            .collect();
-        self.scan_partitions(partitions, init, visit)
-    }
-
     fn scan_partitions<S: Send>(
         &self,
         partitions: Vec<&Partition>,
         init: impl Fn() -> S + Sync,
         visit: impl Fn(&mut S, &Decoded) + Sync,
     ) -> Result<Vec<S>, Error> {
+        let empty = partitions.is_empty();
+        let (tasks, failures) = self.plan(partitions, true);
+        self.run(&tasks, failures, empty, init, |state, task| {
+            read_group(task, |d| visit(state, d))
+        })
+    }
+
+    /// [`ColumnarSource::scan`] of the selected partitions of one `hour` (every service: the
+    /// profiles that start in it), for the list of traces: each profile with its linked
+    /// samples apart ([`crate::linked`]). Rows are read without a sample each where the
+    /// totals allow ([`super::linked`]); `links_apart`: the selection names a trace or span.
+    pub fn scan_hour_linked<S: Send>(
+        &self,
+        hour: i64,
+        links_apart: bool,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded, &[LinkedRow]) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        let partitions: Vec<&Partition> = self
+            .selected()
+            .into_iter()
+            .filter(|p| p.hour == hour)
+            .collect();
+        let empty = partitions.is_empty();
+        // The traces need no frames: the stacks are not read.
+        let (tasks, failures) = self.plan(partitions, false);
+        self.run(&tasks, failures, empty, init, |state, task| {
+            if task.stands_for.is_none() && task.skip_slots.is_none() {
+                super::linked::read_linked_group(task, links_apart, |d, rows| visit(state, d, rows))
+            } else {
+                read_group(task, |d| visit(state, d, &rows_of(d)))
+            }
+        })
+    }
+
+    /// The row groups `partitions` answer from, read on all cores ([`ColumnarSource::scan`]'s
+    /// first pass), and the files that failed; without `stacks`, no stacks file is read (every
+    /// sample's stack is empty).
+    fn plan(
+        &self,
+        partitions: Vec<&Partition>,
+        stacks: bool,
+    ) -> (Vec<Task>, Vec<(PathBuf, FileError)>) {
         // The union of the selections' time ranges (unbounded without a selection).
         let mut window = (None, None);
         if let Some(first) = self.selections.first() {
@@ -353,7 +381,7 @@ impl ColumnarSource {
                     } if self.rollups => self.plan_slots(slots, samples),
                     _ => live.samples.into_iter().map(FilePlan::rows).collect(),
                 };
-                plan_partition(p, failed, pick, window, self.links, tasks);
+                plan_partition(p, failed, pick, window, self.links, stacks, tasks);
             },
         );
         let mut failures = Vec::new();
@@ -362,12 +390,24 @@ impl ColumnarSource {
             tasks.extend(t);
             failures.extend(f);
         }
+        (tasks, failures)
+    }
+
+    /// Runs `read` on every task on all cores, each worker with its own state (made by
+    /// `init`); reports the failed files (`failures` too) once each. Fails when nothing was
+    /// there to read (`empty`: no partition).
+    fn run<S: Send>(
+        &self,
+        tasks: &[Task],
+        mut failures: Vec<(PathBuf, FileError)>,
+        empty: bool,
+        init: impl Fn() -> S + Sync,
+        read: impl Fn(&mut S, &Task) -> Result<usize, ColumnarFileError> + Sync,
+    ) -> Result<Vec<S>, Error> {
         let workers = parallel::for_each(
-            &tasks,
+            tasks,
             || (init(), Vec::new(), 0usize),
-            |(state, failed, profiles), task: &Task| match guarded(|| {
-                read_group(task, |d| visit(state, d))
-            }) {
+            |(state, failed, profiles), task: &Task| match guarded(|| read(state, task)) {
                 Ok(n) => *profiles += n,
                 Err(e) => failed.push((task.path.clone(), FileError::Columnar(e))),
             },
@@ -390,7 +430,7 @@ impl ColumnarSource {
                 }
             }
         }
-        if profiles == 0 && partitions.is_empty() {
+        if profiles == 0 && empty {
             return Err(Error::NothingReadable);
         }
         Ok(states)
@@ -703,13 +743,13 @@ pub(crate) fn live_files(dir: &Path, failed: &mut Vec<(PathBuf, FileError)>) -> 
 }
 
 /// One row group of one samples file to read, with its partition's stacks.
-struct Task {
-    path: PathBuf,
-    group: usize,
-    stacks: Arc<FxHashMap<i64, Vec<Frame>>>,
+pub(super) struct Task {
+    pub(super) path: PathBuf,
+    pub(super) group: usize,
+    pub(super) stacks: Arc<FxHashMap<i64, Vec<Frame>>>,
     /// The partition's stacks, functions and strings already interned: each row group
     /// starts from a copy instead of interning every frame again.
-    base: Arc<DictionaryBuilder>,
+    pub(super) base: Arc<DictionaryBuilder>,
     /// For a rollup: how many profiles each of its profiles adds up, by id.
     stands_for: Option<Arc<FxHashMap<i64, String>>>,
     /// Whether the samples' trace links are read ([`ColumnarSource::use_rollups`]).
@@ -803,8 +843,8 @@ fn partition_stacks(files: &[PathBuf], failed: &mut Vec<(PathBuf, FileError)>) -
     read
 }
 
-/// Plans the reading of one partition: reads its stacks, and pushes a task per row group of
-/// its samples files (or of its rollup, when `rollup_covers` its window) that may hold a
+/// Plans the reading of one partition: reads its stacks (`with_stacks`), and pushes a task
+/// per row group of its samples files (or of its rollup, when `rollup_covers` its window) that may hold a
 /// profile overlapping `window`; failures are pushed to `failed`.
 fn plan_partition(
     p: &Partition,
@@ -812,10 +852,15 @@ fn plan_partition(
     pick: impl Fn(LiveFiles) -> Vec<FilePlan>,
     window: (Option<i64>, Option<i64>),
     links: bool,
+    with_stacks: bool,
     tasks: &mut Vec<Task>,
 ) {
     let live = live_files(&p.dir, failed);
-    let (stacks, base) = partition_stacks(&live.stacks, failed);
+    let (stacks, base) = if with_stacks {
+        partition_stacks(&live.stacks, failed)
+    } else {
+        Default::default()
+    };
     for plan in pick(live) {
         match guarded(|| groups_in_window(&plan.path, window, plan.skip_slots.as_deref())) {
             Ok(groups) => tasks.extend(groups.into_iter().map(|group| Task {
@@ -938,7 +983,7 @@ fn guarded<T>(read: impl FnOnce() -> Result<T, ColumnarFileError>) -> Result<T, 
         .unwrap_or(Err(ColumnarFileError::Malformed))
 }
 
-fn open(path: &Path) -> Result<SerializedFileReader<File>, ColumnarFileError> {
+pub(super) fn open(path: &Path) -> Result<SerializedFileReader<File>, ColumnarFileError> {
     let file = File::open(path).map_err(ColumnarFileError::Read)?;
     let meta = file.metadata().map_err(ColumnarFileError::Read)?;
     if !meta.is_file() {
@@ -951,8 +996,8 @@ fn open(path: &Path) -> Result<SerializedFileReader<File>, ColumnarFileError> {
 }
 
 /// One leaf column of a row group: values, and definition and repetition levels.
-struct Column<T> {
-    values: Vec<T>,
+pub(super) struct Column<T> {
+    pub(super) values: Vec<T>,
     def: Vec<i16>,
     rep: Vec<i16>,
 }
@@ -1019,6 +1064,17 @@ fn optional_text(
     rows: usize,
 ) -> Result<(Vec<ByteArray>, Vec<Option<usize>>), ColumnarFileError> {
     let col = read_column!(rg, path, rows, ByteArrayColumnReader);
+    let index = optional_index(&col.def, col.values.len(), rows, path)?;
+    Ok((col.values, index))
+}
+
+/// An optional top-level `i64` column: per row, the index of its value or `None`.
+fn optional_i64(
+    rg: &dyn RowGroupReader,
+    path: &str,
+    rows: usize,
+) -> Result<(Vec<i64>, Vec<Option<usize>>), ColumnarFileError> {
+    let col = read_column!(rg, path, rows, Int64ColumnReader);
     let index = optional_index(&col.def, col.values.len(), rows, path)?;
     Ok((col.values, index))
 }
@@ -1140,8 +1196,8 @@ fn row_count(rg: &dyn RowGroupReader) -> Result<usize, ColumnarFileError> {
 
 /// The tables of the profiles of one samples file, shared by them (as an OTLP request's).
 #[derive(Clone, Default)]
-struct DictionaryBuilder {
-    dictionary: Dictionary,
+pub(super) struct DictionaryBuilder {
+    pub(super) dictionary: Dictionary,
     strings: FxHashMap<String, StrId>,
     functions: FxHashMap<(StrId, StrId), FunctionId>,
     locations: FxHashMap<(FunctionId, i64), LocationId>,
@@ -1150,7 +1206,7 @@ struct DictionaryBuilder {
 }
 
 impl DictionaryBuilder {
-    fn intern(&mut self, s: &str) -> StrId {
+    pub(super) fn intern(&mut self, s: &str) -> StrId {
         if s.is_empty() {
             return StrId(0);
         }
@@ -1163,7 +1219,7 @@ impl DictionaryBuilder {
         id
     }
 
-    fn stack(&mut self, id: i64, stacks: &FxHashMap<i64, Vec<Frame>>) -> StackId {
+    pub(super) fn stack(&mut self, id: i64, stacks: &FxHashMap<i64, Vec<Frame>>) -> StackId {
         if let Some(&s) = self.stacks.get(&id) {
             return s;
         }
@@ -1240,20 +1296,20 @@ pub(crate) fn read_samples_file(
 }
 
 /// A profile being rebuilt from its rows: its header, resource and samples (dictionary ids).
-struct Pending {
-    id: i64,
-    resource: Vec<KeyValue>,
-    sample_types: Vec<ValueType>,
-    period_type: ValueType,
-    period: i64,
-    time: i64,
-    duration: i64,
-    samples: Vec<Sample>,
-    comments: Vec<StrId>,
+pub(super) struct Pending {
+    pub(super) id: i64,
+    pub(super) resource: Vec<KeyValue>,
+    pub(super) sample_types: Vec<ValueType>,
+    pub(super) period_type: ValueType,
+    pub(super) period: i64,
+    pub(super) time: i64,
+    pub(super) duration: i64,
+    pub(super) samples: Vec<Sample>,
+    pub(super) comments: Vec<StrId>,
 }
 
 impl Pending {
-    fn into_decoded(self, dictionary: &Arc<Dictionary>) -> Decoded {
+    pub(super) fn into_decoded(self, dictionary: &Arc<Dictionary>) -> Decoded {
         Decoded {
             resource: self.resource,
             profile: Profile {
@@ -1342,10 +1398,10 @@ macro_rules! required_runs {
 /// find its id without hashing or checking the text again (a column written without a
 /// dictionary misses and is interned by text, with the same result).
 #[derive(Default)]
-struct Interned(FxHashMap<(usize, usize), StrId>);
+pub(super) struct Interned(FxHashMap<(usize, usize), StrId>);
 
 impl Interned {
-    fn get(
+    pub(super) fn get(
         &mut self,
         bytes: &ByteArray,
         b: &mut DictionaryBuilder,
@@ -1361,6 +1417,254 @@ impl Interned {
     }
 }
 
+/// The trace links of a row group's rows: per row, the index of its link's values or `None`.
+enum Links {
+    /// Not asked for.
+    NotRead,
+    /// Hex text ([`schema::SAMPLES`]).
+    Text {
+        trace: Vec<ByteArray>,
+        trace_at: Vec<Option<usize>>,
+        span: Vec<ByteArray>,
+        span_at: Vec<Option<usize>>,
+    },
+    /// Integers ([`schema::SPANS`]).
+    Bits {
+        hi: Vec<i64>,
+        lo: Vec<i64>,
+        span: Vec<i64>,
+        at: Vec<Option<usize>>,
+    },
+}
+
+/// The columns of one row group, read: a profile's header columns once per profile (a run
+/// of rows with its id), the others once per row.
+pub(super) struct GroupColumns {
+    pub(super) rows: usize,
+    profile: Vec<i64>,
+    /// Rows of each profile, in order.
+    pub(super) runs: Vec<usize>,
+    time: Vec<i64>,
+    duration: Vec<i64>,
+    period: Vec<i64>,
+    sample_types: Vec<ByteArray>,
+    period_type: Vec<ByteArray>,
+    rkeys: Column<ByteArray>,
+    rvals: Column<ByteArray>,
+    resource_at: Vec<usize>,
+    pub(super) values: Column<i64>,
+    values_at: Vec<usize>,
+    pub(super) akeys: Column<ByteArray>,
+    pub(super) avals: Column<ByteArray>,
+    attrs_at: Vec<usize>,
+    links: Links,
+    pub(super) stack: Vec<i64>,
+    pub(super) ts: Column<i64>,
+    ts_at: Vec<usize>,
+}
+
+impl GroupColumns {
+    /// Reads row group `rg`; without `links` (a question that needs none), the trace and span
+    /// columns are not even read.
+    pub(super) fn read(
+        rg: &dyn RowGroupReader,
+        links: bool,
+    ) -> Result<GroupColumns, ColumnarFileError> {
+        let rows = row_count(rg)?;
+        let profile = required_i64(rg, sc::PROFILE, rows)?;
+        // Runs of rows of one profile: its header is read once.
+        let mut runs: Vec<usize> = Vec::new();
+        for (r, id) in profile.iter().enumerate() {
+            if r == 0 || profile.get(r - 1) != Some(id) {
+                runs.push(0);
+            }
+            if let Some(n) = runs.last_mut() {
+                *n += 1;
+            }
+        }
+        let n = runs.len();
+        let time = required_runs!(rg, sc::TIME, &runs, Int64ColumnReader);
+        let duration = required_runs!(rg, sc::DURATION, &runs, Int64ColumnReader);
+        let period = required_runs!(rg, sc::PERIOD, &runs, Int64ColumnReader);
+        let sample_types = required_runs!(rg, sc::SAMPLE_TYPES, &runs, ByteArrayColumnReader);
+        let period_type = required_runs!(rg, sc::PERIOD_TYPE, &runs, ByteArrayColumnReader);
+        let rkeys = read_runs!(rg, sc::RESOURCE_KEY, &runs, ByteArrayColumnReader);
+        let rvals = read_runs!(rg, sc::RESOURCE_VALUE, &runs, ByteArrayColumnReader);
+        let resource_at = list_offsets(&rkeys, n, sc::RESOURCE_KEY)?;
+        if list_offsets(&rvals, n, sc::RESOURCE_VALUE)? != resource_at {
+            return Err(ColumnarFileError::BadLevels(sc::RESOURCE_VALUE.to_owned()));
+        }
+        let values = read_column!(rg, sc::VALUES, rows, Int64ColumnReader);
+        let values_at = list_offsets(&values, rows, sc::VALUES)?;
+        let akeys = read_column!(rg, sc::ATTR_KEY, rows, ByteArrayColumnReader);
+        let avals = read_column!(rg, sc::ATTR_VALUE, rows, ByteArrayColumnReader);
+        let attrs_at = list_offsets(&akeys, rows, sc::ATTR_KEY)?;
+        if list_offsets(&avals, rows, sc::ATTR_VALUE)? != attrs_at {
+            return Err(ColumnarFileError::BadLevels(sc::ATTR_VALUE.to_owned()));
+        }
+        let links = if !links {
+            Links::NotRead
+        } else if column_index(rg, sc::TRACE_LO).is_ok() {
+            let (hi, at) = optional_i64(rg, sc::TRACE_HI, rows)?;
+            let (lo, lo_at) = optional_i64(rg, sc::TRACE_LO, rows)?;
+            let (span, span_at) = optional_i64(rg, sc::SPAN_BITS, rows)?;
+            if lo_at != at || span_at != at {
+                return Err(ColumnarFileError::BadLevels(sc::SPAN_BITS.to_owned()));
+            }
+            Links::Bits { hi, lo, span, at }
+        } else {
+            let (trace, trace_at) = optional_text(rg, sc::TRACE_ID, rows)?;
+            let (span, span_at) = optional_text(rg, sc::SPAN_ID, rows)?;
+            Links::Text {
+                trace,
+                trace_at,
+                span,
+                span_at,
+            }
+        };
+        let stack = required_i64(rg, sc::STACK_ID, rows)?;
+        let ts = read_column!(rg, sc::TIMESTAMPS, rows, Int64ColumnReader);
+        let ts_at = list_offsets(&ts, rows, sc::TIMESTAMPS)?;
+        Ok(GroupColumns {
+            rows,
+            profile,
+            runs,
+            time,
+            duration,
+            period,
+            sample_types,
+            period_type,
+            rkeys,
+            rvals,
+            resource_at,
+            values,
+            values_at,
+            akeys,
+            avals,
+            attrs_at,
+            links,
+            stack,
+            ts,
+            ts_at,
+        })
+    }
+
+    fn range(offsets: &[usize], r: usize) -> std::ops::Range<usize> {
+        let a = offsets.get(r).copied().unwrap_or(0);
+        a..offsets.get(r + 1).copied().unwrap_or(a)
+    }
+
+    /// The profile id of row `r`.
+    pub(super) fn id(&self, r: usize) -> i64 {
+        self.profile.get(r).copied().unwrap_or(0)
+    }
+
+    /// The header of the profile of run `run` (its first row `r`), without samples; its
+    /// strings interned in `b`.
+    pub(super) fn header(
+        &self,
+        run: usize,
+        r: usize,
+        b: &mut DictionaryBuilder,
+    ) -> Result<Pending, ColumnarFileError> {
+        let mut resource = Vec::new();
+        for v in Self::range(&self.resource_at, run) {
+            if let (Some(k), Some(val)) = (self.rkeys.values.get(v), self.rvals.values.get(v)) {
+                resource.push(KeyValue::new(text(k)?.to_owned(), text(val)?.to_owned()));
+            }
+        }
+        let sample_types = match self.sample_types.get(run) {
+            Some(t) => parse_types(text(t)?, b),
+            None => Vec::new(),
+        };
+        let period_type = match self.period_type.get(run) {
+            Some(t) => parse_types(text(t)?, b).pop().unwrap_or_default(),
+            None => ValueType::default(),
+        };
+        Ok(Pending {
+            id: self.id(r),
+            resource,
+            sample_types,
+            period_type,
+            period: self.period.get(run).copied().unwrap_or(0),
+            time: self.time.get(run).copied().unwrap_or(0),
+            duration: self.duration.get(run).copied().unwrap_or(0),
+            samples: Vec::new(),
+            comments: Vec::new(),
+        })
+    }
+
+    /// Whether row `r` is the one standing for a profile without samples ([`super::write`]).
+    pub(super) fn is_placeholder(&self, r: usize) -> bool {
+        self.values_at.get(r) == self.values_at.get(r + 1) && self.stack.get(r) == Some(&0)
+    }
+
+    /// Row `r`'s attributes, as `(key, value)` values of [`GroupColumns::akeys`] and
+    /// [`GroupColumns::avals`].
+    pub(super) fn attrs(&self, r: usize) -> impl Iterator<Item = (&ByteArray, &ByteArray)> {
+        Self::range(&self.attrs_at, r)
+            .filter_map(|v| Some((self.akeys.values.get(v)?, self.avals.values.get(v)?)))
+    }
+
+    /// Row `r`'s attributes as labels, their strings interned.
+    fn labels(
+        &self,
+        r: usize,
+        strings: &mut Interned,
+        b: &mut DictionaryBuilder,
+    ) -> Result<Vec<Label>, ColumnarFileError> {
+        let mut labels = Vec::with_capacity(Self::range(&self.attrs_at, r).len());
+        for (k, val) in self.attrs(r) {
+            labels.push(Label {
+                key: strings.get(k, b)?,
+                value: LabelValue::Str(strings.get(val, b)?),
+            });
+        }
+        Ok(labels)
+    }
+
+    /// Row `r`'s trace link, when it has one (and the columns were read).
+    pub(super) fn link(&self, r: usize) -> Option<Link> {
+        fn bytes<'a>(col: &'a [ByteArray], at: &[Option<usize>], r: usize) -> Option<&'a [u8]> {
+            let i = at.get(r).copied().flatten()?;
+            col.get(i).map(ByteArray::data)
+        }
+        match &self.links {
+            Links::NotRead => None,
+            Links::Text {
+                trace,
+                trace_at,
+                span,
+                span_at,
+            } => Link::from_hex_bytes(bytes(trace, trace_at, r)?, bytes(span, span_at, r)?),
+            Links::Bits { hi, lo, span, at } => {
+                let i = at.get(r).copied().flatten()?;
+                Some(schema::link_of_bits(
+                    *hi.get(i)?,
+                    *lo.get(i)?,
+                    *span.get(i)?,
+                ))
+            }
+        }
+    }
+
+    /// Row `r`'s values, one per sample type.
+    pub(super) fn row_values(&self, r: usize) -> &[i64] {
+        self.values
+            .values
+            .get(Self::range(&self.values_at, r))
+            .unwrap_or(&[])
+    }
+
+    /// Row `r`'s sample timestamps.
+    pub(super) fn row_timestamps(&self, r: usize) -> &[i64] {
+        self.ts
+            .values
+            .get(Self::range(&self.ts_at, r))
+            .unwrap_or(&[])
+    }
+}
+
 /// The profiles of one row group, their strings, functions, locations and stacks added to
 /// `b`.
 fn group_profiles(
@@ -1369,125 +1673,26 @@ fn group_profiles(
     stacks: &FxHashMap<i64, Vec<Frame>>,
     links: bool,
 ) -> Result<Vec<Pending>, ColumnarFileError> {
-    let rows = row_count(rg)?;
-    let profile = required_i64(rg, sc::PROFILE, rows)?;
-    // Runs of rows of one profile: its header is read once.
-    let mut runs: Vec<usize> = Vec::new();
-    for (r, id) in profile.iter().enumerate() {
-        if r == 0 || profile.get(r - 1) != Some(id) {
-            runs.push(0);
-        }
-        if let Some(n) = runs.last_mut() {
-            *n += 1;
-        }
-    }
-    let n = runs.len();
-    let time = required_runs!(rg, sc::TIME, &runs, Int64ColumnReader);
-    let duration = required_runs!(rg, sc::DURATION, &runs, Int64ColumnReader);
-    let period = required_runs!(rg, sc::PERIOD, &runs, Int64ColumnReader);
-    let sample_types = required_runs!(rg, sc::SAMPLE_TYPES, &runs, ByteArrayColumnReader);
-    let period_type = required_runs!(rg, sc::PERIOD_TYPE, &runs, ByteArrayColumnReader);
-    let rkeys = read_runs!(rg, sc::RESOURCE_KEY, &runs, ByteArrayColumnReader);
-    let rvals = read_runs!(rg, sc::RESOURCE_VALUE, &runs, ByteArrayColumnReader);
-    let resource_at = list_offsets(&rkeys, n, sc::RESOURCE_KEY)?;
-    if list_offsets(&rvals, n, sc::RESOURCE_VALUE)? != resource_at {
-        return Err(ColumnarFileError::BadLevels(sc::RESOURCE_VALUE.to_owned()));
-    }
-    let values = read_column!(rg, sc::VALUES, rows, Int64ColumnReader);
-    let values_at = list_offsets(&values, rows, sc::VALUES)?;
-    let akeys = read_column!(rg, sc::ATTR_KEY, rows, ByteArrayColumnReader);
-    let avals = read_column!(rg, sc::ATTR_VALUE, rows, ByteArrayColumnReader);
-    let attrs_at = list_offsets(&akeys, rows, sc::ATTR_KEY)?;
-    if list_offsets(&avals, rows, sc::ATTR_VALUE)? != attrs_at {
-        return Err(ColumnarFileError::BadLevels(sc::ATTR_VALUE.to_owned()));
-    }
-    // Without links (a question that needs none), the two columns are not even read.
-    let (trace, trace_at) = if links {
-        optional_text(rg, sc::TRACE_ID, rows)?
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let (span, span_at) = if links {
-        optional_text(rg, sc::SPAN_ID, rows)?
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let stack = required_i64(rg, sc::STACK_ID, rows)?;
-    let ts = read_column!(rg, sc::TIMESTAMPS, rows, Int64ColumnReader);
-    let ts_at = list_offsets(&ts, rows, sc::TIMESTAMPS)?;
-
-    let range = |offsets: &[usize], r: usize| -> std::ops::Range<usize> {
-        let a = offsets.get(r).copied().unwrap_or(0);
-        a..offsets.get(r + 1).copied().unwrap_or(a)
-    };
+    let cols = GroupColumns::read(rg, links)?;
     let mut strings = Interned::default();
-    let mut pending: Vec<Pending> = Vec::with_capacity(n);
+    let mut pending: Vec<Pending> = Vec::with_capacity(cols.runs.len());
     let mut run = 0;
-    for r in 0..rows {
-        let id = profile.get(r).copied().unwrap_or(0);
-        if r > 0 && profile.get(r - 1) != Some(&id) {
+    for r in 0..cols.rows {
+        if r > 0 && cols.id(r - 1) != cols.id(r) {
             run += 1;
         }
         if pending.len() == run {
-            let mut resource = Vec::new();
-            for v in range(&resource_at, run) {
-                if let (Some(k), Some(val)) = (rkeys.values.get(v), rvals.values.get(v)) {
-                    resource.push(KeyValue::new(text(k)?.to_owned(), text(val)?.to_owned()));
-                }
-            }
-            let sample_types = match sample_types.get(run) {
-                Some(t) => parse_types(text(t)?, b),
-                None => Vec::new(),
-            };
-            let period_type = match period_type.get(run) {
-                Some(t) => parse_types(text(t)?, b).pop().unwrap_or_default(),
-                None => ValueType::default(),
-            };
-            pending.push(Pending {
-                id,
-                resource,
-                sample_types,
-                period_type,
-                period: period.get(run).copied().unwrap_or(0),
-                time: time.get(run).copied().unwrap_or(0),
-                duration: duration.get(run).copied().unwrap_or(0),
-                samples: Vec::new(),
-                comments: Vec::new(),
-            });
+            pending.push(cols.header(run, r, b)?);
         }
-        // The row standing for a profile without samples ([`super::write`]).
-        if values_at.get(r) == values_at.get(r + 1) && stack.get(r) == Some(&0) {
+        if cols.is_placeholder(r) {
             continue;
         }
-        let attrs = range(&attrs_at, r);
-        let mut labels = Vec::with_capacity(attrs.len());
-        for v in attrs {
-            if let (Some(k), Some(val)) = (akeys.values.get(v), avals.values.get(v)) {
-                labels.push(Label {
-                    key: strings.get(k, b)?,
-                    value: LabelValue::Str(strings.get(val, b)?),
-                });
-            }
-        }
-        fn hex<'a>(col: &'a [ByteArray], at: &[Option<usize>], r: usize) -> Option<&'a str> {
-            let i = at.get(r).copied().flatten()?;
-            col.get(i).and_then(|b| b.as_utf8().ok())
-        }
-        let link = match (hex(&trace, &trace_at, r), hex(&span, &span_at, r)) {
-            (Some(t), Some(s)) => Link::from_hex(t, s),
-            _ => None,
-        };
-        let stack = b.stack(stack.get(r).copied().unwrap_or(0), stacks);
         let sample = Sample {
-            stack,
-            values: values
-                .values
-                .get(range(&values_at, r))
-                .unwrap_or(&[])
-                .to_vec(),
-            labels,
-            link,
-            timestamps: ts.values.get(range(&ts_at, r)).unwrap_or(&[]).to_vec(),
+            stack: b.stack(cols.stack.get(r).copied().unwrap_or(0), stacks),
+            values: cols.row_values(r).to_vec(),
+            labels: cols.labels(r, &mut strings, b)?,
+            link: cols.link(r),
+            timestamps: cols.row_timestamps(r).to_vec(),
         };
         if let Some(p) = pending.last_mut() {
             p.samples.push(sample);

@@ -16,7 +16,7 @@ pub const DROPPED_LABELS: [&str; 5] = [
 
 /// The version of what rollups, series and spans keep, in their footers (`otelprof.derived`): files
 /// of another version are not used, and compaction writes them again.
-pub(crate) const DERIVED_VERSION: &str = "4";
+pub(crate) const DERIVED_VERSION: &str = "5";
 
 /// The slots (ns) an hour's slot rollup adds its profiles up by: ten an hour, the slices a
 /// diff cuts an hour into, so that they answer a diff's noise estimate of a 1 h side.
@@ -62,7 +62,39 @@ message otelprof_sample {
   required group timestamps (LIST) { repeated group list { required int64 element; } }
 }";
 
-/// Leaf columns of [`SAMPLES`], in schema order.
+/// The hour's spans ([`super::compact`]): [`SAMPLES`] with the trace link as three integers
+/// (the trace id's high and low 8 bytes and the span id, big-endian, as signed), which a
+/// reader decodes an order of magnitude faster than hex text; `trace_id` and `span_id` are
+/// null.
+pub const SPANS: &str = "
+message otelprof_span {
+  required int64 profile;
+  required int64 time_unix_nano;
+  required int64 duration_nano;
+  required binary type (STRING);
+  required binary sample_types (STRING);
+  required binary period_type (STRING);
+  required int64 period;
+  optional int64 value;
+  optional int64 count;
+  required group values (LIST) { repeated group list { required int64 element; } }
+  required group resource (MAP) {
+    repeated group key_value { required binary key (STRING); required binary value (STRING); }
+  }
+  required group attributes (MAP) {
+    repeated group key_value { required binary key (STRING); required binary value (STRING); }
+  }
+  optional binary span_name (STRING);
+  optional binary trace_id (STRING);
+  optional binary span_id (STRING);
+  required int64 stack_id;
+  required group timestamps (LIST) { repeated group list { required int64 element; } }
+  optional int64 trace_hi;
+  optional int64 trace_lo;
+  optional int64 span_bits;
+}";
+
+/// Leaf columns of [`SAMPLES`] (and [`SPANS`]), in schema order.
 pub mod sample_col {
     pub const PROFILE: &str = "profile";
     pub const TIME: &str = "time_unix_nano";
@@ -83,6 +115,43 @@ pub mod sample_col {
     pub const SPAN_ID: &str = "span_id";
     pub const STACK_ID: &str = "stack_id";
     pub const TIMESTAMPS: &str = "timestamps.list.element";
+    /// [`super::SPANS`] only.
+    pub const TRACE_HI: &str = "trace_hi";
+    pub const TRACE_LO: &str = "trace_lo";
+    pub const SPAN_BITS: &str = "span_bits";
+}
+
+/// A trace link as [`SPANS`] stores it: trace id high and low, span id.
+pub fn link_bits(l: &otelprof_profile::Link) -> (i64, i64, i64) {
+    let mut hi = [0u8; 8];
+    let mut lo = [0u8; 8];
+    for (i, b) in l.trace_id.iter().enumerate() {
+        match (hi.get_mut(i), lo.get_mut(i.wrapping_sub(8))) {
+            (Some(h), _) => *h = *b,
+            (None, Some(o)) => *o = *b,
+            (None, None) => {}
+        }
+    }
+    (
+        i64::from_be_bytes(hi),
+        i64::from_be_bytes(lo),
+        i64::from_be_bytes(l.span_id),
+    )
+}
+
+/// The trace link [`link_bits`] stored.
+pub fn link_of_bits(hi: i64, lo: i64, span: i64) -> otelprof_profile::Link {
+    let mut trace_id = [0u8; 16];
+    for (t, b) in trace_id
+        .iter_mut()
+        .zip(hi.to_be_bytes().into_iter().chain(lo.to_be_bytes()))
+    {
+        *t = b;
+    }
+    otelprof_profile::Link {
+        trace_id,
+        span_id: span.to_be_bytes(),
+    }
 }
 
 /// One row per distinct stack of a partition; lists leaf first.
@@ -206,6 +275,22 @@ pub const HOUR: i64 = HOUR_NANOS;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_round_trip_as_integers() {
+        let l = otelprof_profile::Link::from_hex(
+            "80f7651916cd43dd8448eb211c80319c",
+            "ffad6b7169203331",
+        )
+        .unwrap();
+        let (hi, lo, span) = link_bits(&l);
+        assert_eq!(
+            hi,
+            i64::from_be_bytes([0x80, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd])
+        );
+        assert!(span < 0);
+        assert_eq!(link_of_bits(hi, lo, span), l);
+    }
 
     #[test]
     fn partition_names_round_trip_and_stay_one_path_component() {

@@ -331,6 +331,8 @@ pub(super) struct SampleRows {
     span_id: (Vec<ByteArray>, Vec<i16>),
     stack_id: Vec<i64>,
     timestamps: (Vec<i64>, Levels),
+    /// With [`schema::SPANS`]: the links as integers ([`schema::link_bits`]), and no text.
+    link_bits: Option<[(Vec<i64>, Vec<i16>); 3]>,
 }
 
 fn optional<T>(column: &mut (Vec<T>, Vec<i16>), value: Option<T>) {
@@ -344,6 +346,14 @@ fn optional<T>(column: &mut (Vec<T>, Vec<i16>), value: Option<T>) {
 }
 
 impl SampleRows {
+    /// Rows of the [`schema::SPANS`] table.
+    fn spans() -> SampleRows {
+        SampleRows {
+            link_bits: Some(Default::default()),
+            ..SampleRows::default()
+        }
+    }
+
     pub(super) fn add_profile(
         &mut self,
         id: i64,
@@ -419,18 +429,27 @@ impl SampleRows {
             }
             self.attributes.2.list(sample.labels.len());
             optional(&mut self.span_name, span_name);
-            optional(
-                &mut self.trace_id,
-                sample
-                    .link
-                    .map(|l| ByteArray::from(l.trace_id_hex().into_bytes())),
-            );
-            optional(
-                &mut self.span_id,
-                sample
-                    .link
-                    .map(|l| ByteArray::from(l.span_id_hex().into_bytes())),
-            );
+            if let Some([hi, lo, span]) = &mut self.link_bits {
+                let bits = sample.link.as_ref().map(schema::link_bits);
+                optional(hi, bits.map(|b| b.0));
+                optional(lo, bits.map(|b| b.1));
+                optional(span, bits.map(|b| b.2));
+                optional(&mut self.trace_id, None);
+                optional(&mut self.span_id, None);
+            } else {
+                optional(
+                    &mut self.trace_id,
+                    sample
+                        .link
+                        .map(|l| ByteArray::from(l.trace_id_hex().into_bytes())),
+                );
+                optional(
+                    &mut self.span_id,
+                    sample
+                        .link
+                        .map(|l| ByteArray::from(l.span_id_hex().into_bytes())),
+                );
+            }
             if profile.samples.is_empty() {
                 self.stack_id.push(0);
                 self.timestamps.1.list(0);
@@ -501,9 +520,17 @@ impl SampleRows {
                 15 => bytes(&mut col, &self.trace_id.0, Some(&self.trace_id.1), None)?,
                 16 => bytes(&mut col, &self.span_id.0, Some(&self.span_id.1), None)?,
                 17 => i64s(&mut col, &self.stack_id, None, None)?,
-                _ => {
+                18 => {
                     let (v, l) = &self.timestamps;
                     i64s(&mut col, v, Some(&l.def), Some(&l.rep))?
+                }
+                n => {
+                    let Some((v, def)) = self.link_bits.as_ref().and_then(|b| b.get(n - 19)) else {
+                        return Err(parquet::errors::ParquetError::General(format!(
+                            "no values for column {n}"
+                        )));
+                    };
+                    i64s(&mut col, v, Some(def), None)?
                 }
             }
             col.close()?;
@@ -524,6 +551,8 @@ pub(super) const ROW_GROUP_ROWS: usize = 65_536;
 pub(super) struct SamplesFile {
     writer: SerializedFileWriter<File>,
     rows: SampleRows,
+    /// The links as integers ([`schema::SPANS`]).
+    spans: bool,
 }
 
 impl SamplesFile {
@@ -534,6 +563,19 @@ impl SamplesFile {
         Ok(SamplesFile {
             writer: table_writer(file, schema::SAMPLES, meta)?,
             rows: SampleRows::default(),
+            spans: false,
+        })
+    }
+
+    /// A file of the [`schema::SPANS`] table.
+    pub(super) fn spans(
+        file: File,
+        meta: Vec<Meta>,
+    ) -> Result<SamplesFile, parquet::errors::ParquetError> {
+        Ok(SamplesFile {
+            writer: table_writer(file, schema::SPANS, meta)?,
+            rows: SampleRows::spans(),
+            spans: true,
         })
     }
 
@@ -548,7 +590,11 @@ impl SamplesFile {
         self.rows.add_profile(id, resource, profile, stacks);
         if self.rows.len() >= ROW_GROUP_ROWS {
             self.rows.write_group(&mut self.writer)?;
-            self.rows = SampleRows::default();
+            self.rows = if self.spans {
+                SampleRows::spans()
+            } else {
+                SampleRows::default()
+            };
         }
         Ok(())
     }

@@ -1,0 +1,162 @@
+//! Reading a row group for the list of traces without making a sample of each row: a
+//! profile's rows are added up per attribute set and stack into a few samples (what its
+//! totals need), and each linked row is handed on as a [`LinkedRow`] that borrows the
+//! columns. On an hour of spans that is a dozen samples a profile instead of four hundred,
+//! and no allocation per row.
+//!
+//! The totals are those of the rows, exactly, because only rows whose share the selection
+//! decides by their labels alone are added up: a row with timestamps (a time window may cut
+//! it), a linked row when the selection names a trace or span, and every row of a profile
+//! whose type counts its observations by sample rows (no count value) stay samples of their
+//! own ([`crate::Merger::add`] gives such a sample one observation).
+
+use std::sync::Arc;
+
+use otelprof_profile::model::{Label, LabelValue, Link, Sample, StrId};
+use parquet::file::reader::FileReader;
+use rustc_hash::FxHashMap;
+
+use super::read::{open, DictionaryBuilder, GroupColumns, Interned, Pending, Task};
+use crate::error::ColumnarFileError;
+use crate::linked::LinkedRow;
+use crate::reader::Decoded;
+
+/// Reads `task`'s row group and hands each profile to `visit` with its linked rows;
+/// `links_apart`: the selection names a trace or span. Returns how many profiles.
+pub(super) fn read_linked_group(
+    task: &Task,
+    links_apart: bool,
+    mut visit: impl FnMut(&Decoded, &[LinkedRow]),
+) -> Result<usize, ColumnarFileError> {
+    let reader = open(&task.path)?;
+    let rg = reader.get_row_group(task.group)?;
+    let mut b = (*task.base).clone();
+    let cols = GroupColumns::read(rg.as_ref(), true)?;
+    let mut strings = Interned::default();
+    // Attribute sets, by their interned (key, value) pairs.
+    let mut sets: FxHashMap<Vec<(StrId, StrId)>, u32> = FxHashMap::default();
+    let mut set = Vec::new();
+    let mut pending: Vec<Pending> = Vec::with_capacity(cols.runs.len());
+    // Per profile, its linked rows: (sample of its labels, row).
+    let mut linked: Vec<Vec<(usize, usize, Link)>> = Vec::with_capacity(cols.runs.len());
+    // The current profile's samples by (attribute set, stack id), and by attribute set
+    // alone (the sample whose labels its linked rows share).
+    let mut summed: FxHashMap<(u32, i64), usize> = FxHashMap::default();
+    let mut labelled: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut whole = true;
+    let mut run = 0;
+    for r in 0..cols.rows {
+        if r > 0 && cols.id(r - 1) != cols.id(r) {
+            run += 1;
+        }
+        if pending.len() == run {
+            let p = cols.header(run, r, &mut b)?;
+            whole = counts_observations(&p, &b);
+            pending.push(p);
+            linked.push(Vec::new());
+            summed.clear();
+            labelled.clear();
+        }
+        let (Some(p), Some(rows)) = (pending.last_mut(), linked.last_mut()) else {
+            continue;
+        };
+        if cols.is_placeholder(r) {
+            continue;
+        }
+        set.clear();
+        for (k, v) in cols.attrs(r) {
+            set.push((strings.get(k, &mut b)?, strings.get(v, &mut b)?));
+        }
+        let next = u32::try_from(sets.len()).unwrap_or(u32::MAX);
+        let id = match sets.get(set.as_slice()) {
+            Some(&id) => id,
+            None => {
+                sets.insert(set.clone(), next);
+                next
+            }
+        };
+        let stack_id = cols.stack.get(r).copied().unwrap_or(0);
+        let link = cols.link(r);
+        let values = cols.row_values(r);
+        let timestamps = cols.row_timestamps(r);
+        let labels = || -> Vec<Label> {
+            set.iter()
+                .map(|&(key, value)| Label {
+                    key,
+                    value: LabelValue::Str(value),
+                })
+                .collect()
+        };
+        let apart = !whole || !timestamps.is_empty() || (links_apart && link.is_some());
+        let at = if apart {
+            p.samples.push(Sample {
+                stack: b.stack(stack_id, &task.stacks),
+                values: values.to_vec(),
+                labels: labels(),
+                link,
+                timestamps: timestamps.to_vec(),
+            });
+            p.samples.len() - 1
+        } else {
+            let at = *summed.entry((id, stack_id)).or_insert_with(|| {
+                p.samples.push(Sample {
+                    stack: b.stack(stack_id, &task.stacks),
+                    values: vec![0; values.len()],
+                    labels: labels(),
+                    link: None,
+                    timestamps: Vec::new(),
+                });
+                p.samples.len() - 1
+            });
+            if let Some(s) = p.samples.get_mut(at) {
+                if s.values.len() < values.len() {
+                    s.values.resize(values.len(), 0);
+                }
+                for (sum, v) in s.values.iter_mut().zip(values) {
+                    *sum = sum.saturating_add(*v);
+                }
+            }
+            at
+        };
+        if let Some(link) = link {
+            let sample = *labelled.entry(id).or_insert(at);
+            rows.push((sample, r, link));
+        }
+    }
+    let dictionary = Arc::new(b.dictionary);
+    let n = pending.len();
+    let mut out = Vec::new();
+    for (p, rows) in pending.into_iter().zip(linked) {
+        out.clear();
+        out.extend(rows.into_iter().map(|(sample, r, link)| LinkedRow {
+            sample,
+            link,
+            values: cols.row_values(r),
+            timestamps: cols.row_timestamps(r),
+        }));
+        visit(&p.into_decoded(&dictionary), &out);
+    }
+    Ok(n)
+}
+
+/// Whether every profile type `p` can be read as has its observations in a value of their
+/// own (samples, objects, contentions), so that adding rows up keeps their count: only
+/// sample types the engine knows, each amount with its count beside it
+/// ([`crate::ProfileType::value_index`]).
+fn counts_observations(p: &Pending, b: &DictionaryBuilder) -> bool {
+    let name = |id: StrId| {
+        b.dictionary
+            .strings
+            .get(id.0 as usize)
+            .map_or("", String::as_str)
+    };
+    let names: Vec<&str> = p.sample_types.iter().map(|t| name(t.ty)).collect();
+    let has = |n: &str| names.contains(&n);
+    names.iter().all(|&n| match n {
+        "samples" | "alloc_objects" | "contentions" => true,
+        "cpu" | "wall" => has("samples"),
+        "alloc_space" => has("alloc_objects"),
+        "delay" => has("contentions"),
+        _ => false,
+    }) && !names.is_empty()
+}
