@@ -597,9 +597,35 @@ impl Merger {
         }
     }
 
+    /// Whether nothing was added yet: no profile looked at, nothing merged.
+    fn holds_nothing(&self) -> bool {
+        let m = &self.merged;
+        m.stacks.is_empty()
+            && m.frames.is_empty()
+            && m.groups.is_empty()
+            && m.unit.is_empty()
+            && m.profiles_seen == 0
+            && m.profiles_used == 0
+            && m.other_type == 0
+            && m.window.is_none()
+            && m.spans.is_empty()
+            && m.instances.is_empty()
+    }
+
     /// Adds what another merger (of the same type and selection, e.g. on another thread)
     /// collected.
     pub fn absorb(&mut self, other: Merger) {
+        if self.holds_nothing() {
+            // Nothing to add to (a worker's first, a slice's empty half): take the other's
+            // tables whole instead of interning each frame and stack again.
+            self.merged = other.merged;
+            self.frame_index = other.frame_index;
+            self.group_index = other.group_index;
+            self.stack_index = other.stack_index;
+            self.instance_index = other.instance_index;
+            self.cache = DictionaryCache::default();
+            return;
+        }
         let o = other.merged;
         if self.merged.unit.is_empty() {
             self.merged.sample_type = o.sample_type.clone();
