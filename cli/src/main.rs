@@ -9,6 +9,12 @@
 //! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
 //! outside through [`escape`] (no terminal escape injection).
 
+/// The store's readers allocate and free a row group's columns per task and an hour's
+/// traces per hour: mimalloc keeps that memory for the next one where glibc's malloc gives it
+/// back to the kernel and faults it in again (BENCHMARKS.md, the store at fleet scale).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 // First: the other modules use its macros.
 #[macro_use]
 mod output;
