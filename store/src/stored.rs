@@ -123,13 +123,10 @@ impl StoreSource {
     }
 
     /// Answers the covered slots of compacted hours from their slot rollups, never whole
-    /// hours ([`ColumnarSource::use_slots`]): for merges cut in slices of a slot or more.
-    pub fn use_slots(mut self) -> StoreSource {
-        self.columnar = self
-            .columnar
-            .into_iter()
-            .map(ColumnarSource::use_slots)
-            .collect();
+    /// hours ([`ColumnarSource::use_slots`]): for merges cut in slices of a slot or more,
+    /// grouped by `by`.
+    pub fn use_slots(mut self, by: Option<&str>) -> StoreSource {
+        self.columnar = self.columnar.into_iter().map(|c| c.use_slots(by)).collect();
         self
     }
 

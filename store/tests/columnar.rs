@@ -917,7 +917,7 @@ fn slices_of_whole_slots_come_from_the_slot_rollup() {
     let slots = ColumnarSource::open(&dir, Box::new(|_, _| {}))
         .unwrap()
         .narrow_to(&sel)
-        .use_slots();
+        .use_slots(None);
     let spec = {
         let (m, _) = query::merge(&slots, Spec::new(Some(ProfileType::Cpu), &sel)).unwrap();
         SliceSpec {
@@ -936,5 +936,34 @@ fn slices_of_whole_slots_come_from_the_slot_rollup() {
         .collect();
     assert_eq!(from_slots, rows, "from the slot rollup");
     assert!(slots.derived_reads() > 0, "the slot rollup answered");
+
+    // One pass for the merge and the slices: a guess from the selection's range alone does
+    // not cut like the merge (the hour's profiles fill 51 minutes of it), one from the
+    // merge's window does, and gives the same merge and slices as two passes.
+    use otelprof_store::query::slices::merge_many_and_slices;
+    let spec_of = |window| SliceSpec {
+        window,
+        ..spec.clone()
+    };
+    let from_range = spec_of((sel.from.unwrap(), sel.to.unwrap()));
+    assert!(!from_range.cuts_like(&spec));
+    let from_window = spec_of(spec.window);
+    assert!(from_window.cuts_like(&spec));
+    let (two_pass, _) = query::merge(&slots, Spec::new(Some(ProfileType::Cpu), &sel)).unwrap();
+    let ([(one_pass, ty)], sliced) = merge_many_and_slices(
+        &slots,
+        &[Spec::new(Some(ProfileType::Cpu), &sel)],
+        std::slice::from_ref(&from_window),
+    )
+    .unwrap();
+    assert_eq!(ty, ProfileType::Cpu);
+    assert_eq!(one_pass.total(), two_pass.total());
+    assert_eq!(one_pass.profiles_used, two_pass.profiles_used);
+    assert_eq!(one_pass.window, two_pass.window);
+    let one_pass_slices: Vec<i64> = sliced.slices[0]
+        .iter()
+        .map(|m| (m.total() * 1000.0).round() as i64)
+        .collect();
+    assert_eq!(one_pass_slices, rows, "one pass");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -63,18 +63,29 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
     // Both sides in one pass over the partitions either can touch; hours that lie wholly
     // inside or outside each side from their rollups.
     let both = [base_sel.clone(), head_sel.clone()];
+    let by = Some(args.by.as_str());
     let source = super::open_source(&args.paths)?
         .narrow_to_any(&both)
-        .use_rollups(false, Some(args.by.as_str()));
-    let by = Some(args.by.as_str());
+        .use_rollups(false, by);
     let (_, measure) = args.select.view()?;
-    let [(base, ty), (head, _)] = query::merge_many(
-        &source,
-        &[
-            args.select.spec(&base_sel)?.by(by),
-            args.select.spec(&head_sel)?.by(by),
-        ],
-    )?;
+    let specs = [
+        args.select.spec(&base_sel)?.by(by),
+        args.select.spec(&head_sel)?.by(by),
+    ];
+    // When each side's slices follow from its selection alone (a time range cut in
+    // slot-long slices, shorter than an hour), one pass over the slot rollups makes both
+    // merges and the slices; the guess is checked against the merges below.
+    let guess = guessed_slices(&specs, measure, args.select.lines);
+    let ([(base, ty), (head, _)], presliced) = match &guess {
+        Some(sides) => {
+            let slots = super::open_source(&args.paths)?
+                .narrow_to_any(&both)
+                .use_slots(by);
+            let (merges, sliced) = slices::merge_many_and_slices(&slots, &specs, sides)?;
+            (merges, Some(sliced))
+        }
+        None => (query::merge_many(&source, &specs)?, None),
+    };
     if base.stacks.is_empty() {
         bail!(
             "base: {}",
@@ -105,19 +116,25 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
             slices: slices::slices_for(m.total_count()),
         };
         let sides = [side(&base, &base_sel), side(&head, &head_sel)];
+        let guessed_right = guess
+            .as_ref()
+            .is_some_and(|g| g.iter().zip(&sides).all(|(g, s)| g.cuts_like(s)));
         // Slices of whole hours are sums of hours, which hourly rollups answer; of whole
         // slots (6 minutes), sums of slots, which slot rollups answer; shorter ones need the
         // sample rows (and their timestamps).
-        let sliced = if sides.iter().all(SliceSpec::whole_hours) {
-            slices::merge_slices(&source, &sides)?
-        } else if sides.iter().all(SliceSpec::whole_slots) {
-            let slots = super::open_source(&args.paths)?
-                .narrow_to_any(&both)
-                .use_slots();
-            slices::merge_slices(&slots, &sides)?
-        } else {
-            let rows = super::open_source(&args.paths)?.narrow_to_any(&both);
-            slices::merge_slices(&rows, &sides)?
+        let sliced = match presliced {
+            Some(sliced) if guessed_right => sliced,
+            _ if sides.iter().all(SliceSpec::whole_hours) => slices::merge_slices(&source, &sides)?,
+            _ if sides.iter().all(SliceSpec::whole_slots) => {
+                let slots = super::open_source(&args.paths)?
+                    .narrow_to_any(&both)
+                    .use_slots(None);
+                slices::merge_slices(&slots, &sides)?
+            }
+            _ => {
+                let rows = super::open_source(&args.paths)?.narrow_to_any(&both);
+                slices::merge_slices(&rows, &sides)?
+            }
         };
         let sides: Vec<&[Merged]> = sliced.slices.iter().map(Vec::as_slice).collect();
         diff::dispersion::estimate(&sides, &sliced.weights)
@@ -145,6 +162,33 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
         groups,
         functions,
     })
+}
+
+/// The slices each side will be cut in, when its selection alone tells: a time range (from
+/// and to) that the most slices cut in whole slots, shorter than an hour each, of a CPU
+/// profile (the only type whose changes are tested). Checked against the sides' merges
+/// ([`SliceSpec::cuts_like`]): a side whose profiles do not fill its range is sliced again.
+fn guessed_slices(
+    specs: &[query::Spec; 2],
+    measure: otelprof_store::select::Measure,
+    lines: bool,
+) -> Option<Vec<SliceSpec>> {
+    specs
+        .iter()
+        .map(|spec| {
+            let s = &spec.selector;
+            let side = SliceSpec {
+                ty: ProfileType::Cpu,
+                measure,
+                lines,
+                selector: s.clone(),
+                window: (s.from?, s.to?),
+                slices: slices::SLICES,
+            };
+            let cpu = spec.ty.is_none_or(|t| t == ProfileType::Cpu);
+            (cpu && side.whole_slots() && !side.whole_hours()).then_some(side)
+        })
+        .collect()
 }
 
 /// Runs `diff`; also returns the function the largest significant increase is in.

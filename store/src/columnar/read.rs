@@ -171,9 +171,9 @@ impl ColumnarSource {
     /// from their slot rollups ([`super::compact`]), never whole hours from their hourly
     /// rollups: for merges cut in slices of a slot or more, whose profiles must fall in their
     /// own slices (a diff's noise estimate of a 1 h side). Otherwise as
-    /// [`ColumnarSource::use_rollups`] without spans or grouping.
-    pub fn use_slots(self) -> ColumnarSource {
-        let mut s = self.use_rollups(false, None);
+    /// [`ColumnarSource::use_rollups`] without spans, grouped by `by`.
+    pub fn use_slots(self, by: Option<&str>) -> ColumnarSource {
+        let mut s = self.use_rollups(false, by);
         s.hourly = false;
         s
     }

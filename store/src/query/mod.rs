@@ -97,7 +97,7 @@ pub fn merge_many<const N: usize>(
 }
 
 /// The mergers of a [`Spec`]: one of its type, or one of each type when it names none.
-fn mergers_of(spec: &Spec) -> Vec<(ProfileType, Merger)> {
+pub(crate) fn mergers_of(spec: &Spec) -> Vec<(ProfileType, Merger)> {
     let types: Vec<ProfileType> = match spec.ty {
         Some(t) => vec![t],
         None => ALL_TYPES.to_vec(),
@@ -118,7 +118,7 @@ fn mergers_of(spec: &Spec) -> Vec<(ProfileType, Merger)> {
 
 /// The merge of a spec that named no type: CPU when present, else the type most profiles
 /// have ([`pick_index`]).
-fn pick_type(mut finished: Vec<(ProfileType, Merged)>) -> (Merged, ProfileType) {
+pub(crate) fn pick_type(mut finished: Vec<(ProfileType, Merged)>) -> (Merged, ProfileType) {
     let pick = pick_index(finished.iter().map(|(t, m)| (*t, m.profiles_seen)));
     let (t, m) = finished.swap_remove(pick.min(finished.len().saturating_sub(1)));
     (m, t)

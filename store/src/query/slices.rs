@@ -14,6 +14,7 @@
 use crate::columnar::schema::{HOUR, SLOT};
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
+use crate::query::Spec;
 use crate::reader::{Decoded, Profiles};
 use crate::select::{Measure, ProfileType, ProfileVerdict, Selector};
 
@@ -100,6 +101,16 @@ impl SliceSpec {
     /// Whether the slices are whole slots between their ends ([`SliceSpec::bounds`]).
     pub fn whole_slots(&self) -> bool {
         self.at_least(SLOT)
+    }
+
+    /// Whether `other` cuts the same slices of the same samples: a guess made before the
+    /// side's merge ([`merge_many_and_slices`]) against the side as its merge found it.
+    pub fn cuts_like(&self, other: &SliceSpec) -> bool {
+        self.ty == other.ty
+            && self.measure == other.measure
+            && self.lines == other.lines
+            && self.selector == other.selector
+            && self.bounds() == other.bounds()
     }
 
     fn at_least(&self, grain: i64) -> bool {
@@ -189,13 +200,17 @@ pub struct Sliced {
     pub weights: Vec<Weights>,
 }
 
-/// Merges every side of `sides` slice by slice, in one pass over the files.
-pub fn merge_slices(source: &impl Profiles, sides: &[SliceSpec]) -> Result<Sliced, Error> {
-    let bounds: Vec<Vec<(i64, i64)>> = sides.iter().map(SliceSpec::bounds).collect();
-    let make_mergers = || -> Vec<Vec<SliceMergers>> {
-        sides
+/// The slices of every side being merged ([`merge_slices`]), and their signals' weights.
+struct SliceState {
+    sides: Vec<Vec<SliceMergers>>,
+    weights: Vec<Weights>,
+}
+
+impl SliceState {
+    fn new(sides: &[SliceSpec], bounds: &[Vec<(i64, i64)>]) -> SliceState {
+        let mergers = sides
             .iter()
-            .zip(&bounds)
+            .zip(bounds)
             .map(|(side, bounds)| {
                 bounds
                     .iter()
@@ -215,17 +230,21 @@ pub fn merge_slices(source: &impl Profiles, sides: &[SliceSpec]) -> Result<Slice
                     })
                     .collect()
             })
-            .collect()
-    };
-    let make = || (make_mergers(), vec![Weights::default(); sides.len()]);
-    let states = source.scan(make, |(state, weights), d| {
+            .collect();
+        SliceState {
+            sides: mergers,
+            weights: vec![Weights::default(); sides.len()],
+        }
+    }
+
+    fn add(&mut self, sides: &[SliceSpec], d: &Decoded) {
         let p = &d.profile;
-        for (w, spec) in weights.iter_mut().zip(sides) {
+        for (w, spec) in self.weights.iter_mut().zip(sides) {
             w.add(spec, d);
         }
         let timestamped = p.samples.first().is_some_and(|s| !s.timestamps.is_empty());
         let middle = p.time_nanos.saturating_add(p.duration_nanos.max(0) / 2);
-        for side in state.iter_mut() {
+        for side in self.sides.iter_mut() {
             if timestamped {
                 for s in side.iter_mut() {
                     s.cut.add(&d.resource, p);
@@ -241,31 +260,92 @@ pub fn merge_slices(source: &impl Profiles, sides: &[SliceSpec]) -> Result<Slice
                 s.whole.add(&d.resource, p);
             }
         }
-    })?;
-    let (mut combined, mut weights) = make();
-    for (state, w) in states {
-        for (into, from) in combined.iter_mut().zip(state) {
+    }
+
+    fn absorb(&mut self, other: SliceState) {
+        for (into, from) in self.sides.iter_mut().zip(other.sides) {
             for (a, b) in into.iter_mut().zip(from) {
                 a.cut.absorb(b.cut);
                 a.whole.absorb(b.whole);
             }
         }
-        for (into, from) in weights.iter_mut().zip(w) {
+        for (into, from) in self.weights.iter_mut().zip(other.weights) {
             into.absorb(from);
         }
     }
-    let slices = combined
-        .into_iter()
-        .map(|side| {
-            side.into_iter()
-                .map(|mut s| {
-                    s.cut.absorb(s.whole);
-                    s.cut.finish()
-                })
-                .collect()
-        })
-        .collect();
-    Ok(Sliced { slices, weights })
+
+    fn finish(self) -> Sliced {
+        let slices = self
+            .sides
+            .into_iter()
+            .map(|side| {
+                side.into_iter()
+                    .map(|mut s| {
+                        s.cut.absorb(s.whole);
+                        s.cut.finish()
+                    })
+                    .collect()
+            })
+            .collect();
+        Sliced {
+            slices,
+            weights: self.weights,
+        }
+    }
+}
+
+/// Merges every side of `sides` slice by slice, in one pass over the files.
+pub fn merge_slices(source: &impl Profiles, sides: &[SliceSpec]) -> Result<Sliced, Error> {
+    let bounds: Vec<Vec<(i64, i64)>> = sides.iter().map(SliceSpec::bounds).collect();
+    let states = source.scan(
+        || SliceState::new(sides, &bounds),
+        |state, d| state.add(sides, d),
+    )?;
+    let mut combined = SliceState::new(sides, &bounds);
+    for state in states {
+        combined.absorb(state);
+    }
+    Ok(combined.finish())
+}
+
+/// [`super::merge_many`] of `specs` and [`merge_slices`] of `sides`, in one pass over the
+/// files: for a diff whose sides' slices are known before their merges (`sides` as the
+/// merges will make them, [`SliceSpec::cuts_like`] tells), so that the files are read once.
+pub fn merge_many_and_slices<const N: usize>(
+    source: &impl Profiles,
+    specs: &[Spec; N],
+    sides: &[SliceSpec],
+) -> Result<([(Merged, ProfileType); N], Sliced), Error> {
+    let bounds: Vec<Vec<(i64, i64)>> = sides.iter().map(SliceSpec::bounds).collect();
+    let make = || {
+        (
+            specs.each_ref().map(super::mergers_of),
+            SliceState::new(sides, &bounds),
+        )
+    };
+    let states = source.scan(make, |(mergers, slices), d| {
+        for mergers in mergers.iter_mut() {
+            for (_, m) in mergers.iter_mut() {
+                m.add(&d.resource, &d.profile);
+            }
+        }
+        slices.add(sides, d);
+    })?;
+    let (mut merges, mut slices) = make();
+    for (m, s) in states {
+        for (into, from) in merges.iter_mut().zip(m) {
+            for ((_, a), (_, b)) in into.iter_mut().zip(from) {
+                a.absorb(b);
+            }
+        }
+        slices.absorb(s);
+    }
+    let merges = merges.map(|mergers| {
+        let finished: Vec<(ProfileType, Merged)> =
+            mergers.into_iter().map(|(t, m)| (t, m.finish())).collect();
+        super::pick_type(finished)
+    });
+    Ok((merges, slices.finish()))
 }
 
 #[cfg(test)]
