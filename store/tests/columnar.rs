@@ -967,3 +967,21 @@ fn slices_of_whole_slots_come_from_the_slot_rollup() {
     assert_eq!(one_pass_slices, rows, "one pass");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `serve` reads the stacks of the newest partitions once after it starts: every partition
+/// with stacks, and nothing of a directory that holds no columnar store.
+#[test]
+fn the_newest_partitions_stacks_are_read_ahead() {
+    let dir = scratch("warm");
+    build_store(&dir);
+    let partitions = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+        .unwrap()
+        .partitions
+        .len();
+    assert!(partitions >= 2, "{partitions}");
+    assert_eq!(otelprof_store::columnar::warm_stacks(&dir), partitions);
+    let empty = scratch("warm-empty");
+    assert_eq!(otelprof_store::columnar::warm_stacks(&empty), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&empty);
+}

@@ -43,6 +43,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         handler: super::handler(state),
     };
     let running = receiver::start_with(&config, Some(extra))?;
+    // The stacks of the newest hours, read once in the background: the first question over
+    // them is then as fast as the next ones (BENCHMARKS.md, the store at fleet scale).
+    let store = config.store.clone();
+    let _ = std::thread::Builder::new()
+        .name("otelprof-warm".into())
+        .spawn(move || otelprof_store::columnar::warm_stacks(&store));
     let quiet = args.receive.quiet;
     if !quiet {
         let scheme = if config.tls.is_some() {

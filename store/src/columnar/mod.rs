@@ -167,7 +167,7 @@ pub mod write;
 
 pub use commit::{commit_until, conversion_stem, converted_until};
 pub use compact::compact;
-pub use read::ColumnarSource;
+pub use read::{warm_stacks, ColumnarSource};
 pub use retention::retain;
 pub use write::{convert, ColumnarWriter};
 

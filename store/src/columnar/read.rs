@@ -843,6 +843,33 @@ fn partition_stacks(files: &[PathBuf], failed: &mut Vec<(PathBuf, FileError)>) -
     read
 }
 
+/// Reads the stacks of the newest partitions of the columnar store under `store` into the
+/// cache a process keeps ([`STACKS_CACHE`], as many partitions as it holds), one partition at
+/// a time on the calling thread: `serve` does it once after it starts, so that the first
+/// question over recent hours does not pay for their stacks. Returns how many partitions'
+/// stacks it read; unreadable files are skipped (the question that needs them reports them).
+pub fn warm_stacks(store: &Path) -> usize {
+    let root = if store.join(super::DIR).is_dir() {
+        store.join(super::DIR)
+    } else {
+        store.to_path_buf()
+    };
+    let Ok(mut partitions) = list_partitions(&root) else {
+        return 0;
+    };
+    partitions.sort_by_key(|p| std::cmp::Reverse(p.hour));
+    let mut read = 0;
+    for p in partitions.iter().take(STACKS_CACHED) {
+        let mut failed = Vec::new();
+        let live = live_files(&p.dir, &mut failed);
+        if !live.stacks.is_empty() {
+            let _ = partition_stacks(&live.stacks, &mut failed);
+            read += 1;
+        }
+    }
+    read
+}
+
 /// Plans the reading of one partition: reads its stacks (`with_stacks`), and pushes a task
 /// per row group of its samples files (or of its rollup, when `rollup_covers` its window) that may hold a
 /// profile overlapping `window`; failures are pushed to `failed`.
