@@ -296,8 +296,8 @@ impl ColumnarSource {
     ) -> Result<Vec<S>, Error> {
         let empty = partitions.is_empty();
         let (tasks, failures) = self.plan(partitions, true);
-        self.run(&tasks, failures, empty, init, |state, task| {
-            read_group(task, |d| visit(state, d))
+        self.run(&tasks, failures, empty, init, |state, reuse, task| {
+            read_group(task, reuse, |d| visit(state, d))
         })
     }
 
@@ -320,11 +320,11 @@ impl ColumnarSource {
         let empty = partitions.is_empty();
         // The traces need no frames: the stacks are not read.
         let (tasks, failures) = self.plan(partitions, false);
-        self.run(&tasks, failures, empty, init, |state, task| {
+        self.run(&tasks, failures, empty, init, |state, reuse, task| {
             if task.stands_for.is_none() && task.skip_slots.is_none() {
                 super::linked::read_linked_group(task, links_apart, |d, rows| visit(state, d, rows))
             } else {
-                read_group(task, |d| visit(state, d, &rows_of(d)))
+                read_group(task, reuse, |d| visit(state, d, &rows_of(d)))
             }
         })
     }
@@ -402,12 +402,14 @@ impl ColumnarSource {
         mut failures: Vec<(PathBuf, FileError)>,
         empty: bool,
         init: impl Fn() -> S + Sync,
-        read: impl Fn(&mut S, &Task) -> Result<usize, ColumnarFileError> + Sync,
+        read: impl Fn(&mut S, &mut Reuse, &Task) -> Result<usize, ColumnarFileError> + Sync,
     ) -> Result<Vec<S>, Error> {
         let workers = parallel::for_each(
             tasks,
-            || (init(), Vec::new(), 0usize),
-            |(state, failed, profiles), task: &Task| match guarded(|| read(state, task)) {
+            || (init(), Vec::new(), 0usize, Reuse::default()),
+            |(state, failed, profiles, reuse), task: &Task| match guarded(|| {
+                read(state, reuse, task)
+            }) {
                 Ok(n) => *profiles += n,
                 Err(e) => failed.push((task.path.clone(), FileError::Columnar(e))),
             },
@@ -415,7 +417,7 @@ impl ColumnarSource {
         let mut profiles = 0;
         let states: Vec<S> = workers
             .into_iter()
-            .map(|(state, failed, n)| {
+            .map(|(state, failed, n, _)| {
                 failures.extend(failed);
                 profiles += n;
                 state
@@ -951,12 +953,35 @@ fn groups_in_window(
     Ok(out)
 }
 
+/// What a worker keeps from one row group for the next: the dictionary it built from its
+/// partition's (the strings, functions, locations and stacks of the partition, and those the
+/// row group added), when no visitor kept a profile of it. The next row group of the same
+/// partition starts from it instead of a copy of the partition's: a copy per row group was
+/// memory the kernel zeroed for each (most of a first question's time in `serve`).
+#[derive(Default)]
+pub(super) struct Reuse(Option<(Arc<DictionaryBuilder>, DictionaryBuilder)>);
+
+impl Reuse {
+    /// A dictionary that starts with every entry of `base`: the one kept, when it grew from
+    /// `base`, else a copy of it.
+    fn builder(&mut self, base: &Arc<DictionaryBuilder>) -> DictionaryBuilder {
+        match self.0.take() {
+            Some((from, b)) if Arc::ptr_eq(&from, base) => b,
+            _ => (**base).clone(),
+        }
+    }
+}
+
 /// Reads one row group and hands its profiles to `visit` one at a time (their dictionary
-/// shared, made for this group); returns how many.
-fn read_group(task: &Task, mut visit: impl FnMut(&Decoded)) -> Result<usize, ColumnarFileError> {
+/// shared, made for this group, from the one `reuse` kept when it can); returns how many.
+fn read_group(
+    task: &Task,
+    reuse: &mut Reuse,
+    mut visit: impl FnMut(&Decoded),
+) -> Result<usize, ColumnarFileError> {
     let reader = open(&task.path)?;
     let rg = reader.get_row_group(task.group)?;
-    let mut b = (*task.base).clone();
+    let mut b = reuse.builder(&task.base);
     let mut pending = group_profiles(rg.as_ref(), &mut b, &task.stacks, task.links)?;
     if let Some(skip) = &task.skip_slots {
         pending.retain(|p| !skip.get(schema::slot_of(p.time)).copied().unwrap_or(false));
@@ -970,10 +995,15 @@ fn read_group(task: &Task, mut visit: impl FnMut(&Decoded)) -> Result<usize, Col
             }
         }
     }
-    let dictionary = Arc::new(b.dictionary);
+    let dictionary = Arc::new(std::mem::take(&mut b.dictionary));
     let n = pending.len();
     for p in pending {
         visit(&p.into_decoded(&dictionary));
+    }
+    // Only ever appended to: ids stay those of the profiles visited, for the next group.
+    if let Ok(d) = Arc::try_unwrap(dictionary) {
+        b.dictionary = d;
+        reuse.0 = Some((task.base.clone(), b));
     }
     Ok(n)
 }
