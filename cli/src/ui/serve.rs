@@ -33,6 +33,17 @@ pub fn ui_address(text: &str, token: Option<&str>) -> anyhow::Result<SocketAddr>
     Ok(addr)
 }
 
+/// Gives the calling thread the lowest scheduling priority (nice 19); a failure leaves it as
+/// it is.
+fn lowest_priority() {
+    // SAFETY: gettid has no arguments and cannot fail; setpriority takes plain integers
+    // (PRIO_PROCESS with a thread id renices that thread on Linux).
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid);
+        let _ = libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+    }
+}
+
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let config = crate::commands::receive::config(&args.receive)?;
     let addr = ui_address(&args.ui, config.token.as_deref())?;
@@ -43,12 +54,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         handler: super::handler(state),
     };
     let running = receiver::start_with(&config, Some(extra))?;
-    // The stacks of the newest hours, read once in the background: the first question over
-    // them is then as fast as the next ones (BENCHMARKS.md, the store at fleet scale).
+    // The stacks of the newest hours, read once in the background at the lowest priority
+    // (questions asked meanwhile get the cores): the first question over them is then as
+    // fast as the next ones (BENCHMARKS.md, the store at fleet scale).
     let store = config.store.clone();
     let _ = std::thread::Builder::new()
         .name("otelprof-warm".into())
-        .spawn(move || otelprof_store::columnar::warm_stacks(&store));
+        .spawn(move || {
+            lowest_priority();
+            otelprof_store::columnar::warm_stacks(&store)
+        });
     let quiet = args.receive.quiet;
     if !quiet {
         let scheme = if config.tls.is_some() {

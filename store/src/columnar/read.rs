@@ -12,6 +12,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use opentelemetry::KeyValue;
 use otelprof_profile::model::{
@@ -404,6 +405,7 @@ impl ColumnarSource {
         init: impl Fn() -> S + Sync,
         read: impl Fn(&mut S, &mut Reuse, &Task) -> Result<usize, ColumnarFileError> + Sync,
     ) -> Result<Vec<S>, Error> {
+        let _scanning = Scanning::start();
         let workers = parallel::for_each(
             tasks,
             || (init(), Vec::new(), 0usize, Reuse::default()),
@@ -847,10 +849,36 @@ fn partition_stacks(files: &[PathBuf], failed: &mut Vec<(PathBuf, FileError)>) -
 
 /// Reads the stacks of the newest partitions of the columnar store under `store` into the
 /// cache a process keeps ([`STACKS_CACHE`], as many partitions as it holds), one partition at
-/// a time on the calling thread: `serve` does it once after it starts, so that the first
-/// question over recent hours does not pay for their stacks. Returns how many partitions'
+/// a time on the calling thread, and none while a question is being answered: `serve` does it
+/// once after it starts, so that the first question over recent hours does not pay for their
+/// stacks. Returns how many partitions'
 /// stacks it read; unreadable files are skipped (the question that needs them reports them).
 pub fn warm_stacks(store: &Path) -> usize {
+    warm_stacks_of(store, Duration::from_millis(20))
+}
+
+/// Scans of a columnar store in progress in this process ([`Scanning`]).
+static SCANS: AtomicUsize = AtomicUsize::new(0);
+
+/// A scan in progress, counted in [`SCANS`] until dropped.
+struct Scanning;
+
+impl Scanning {
+    fn start() -> Scanning {
+        SCANS.fetch_add(1, Ordering::Relaxed);
+        Scanning
+    }
+}
+
+impl Drop for Scanning {
+    fn drop(&mut self) {
+        SCANS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// [`warm_stacks`], waiting `pause` at a time before each partition while a question is
+/// being answered: the read-ahead never takes the cores from one.
+fn warm_stacks_of(store: &Path, pause: Duration) -> usize {
     let root = if store.join(super::DIR).is_dir() {
         store.join(super::DIR)
     } else {
@@ -862,6 +890,9 @@ pub fn warm_stacks(store: &Path) -> usize {
     partitions.sort_by_key(|p| std::cmp::Reverse(p.hour));
     let mut read = 0;
     for p in partitions.iter().take(STACKS_CACHED) {
+        while SCANS.load(Ordering::Relaxed) > 0 {
+            std::thread::sleep(pause);
+        }
         let mut failed = Vec::new();
         let live = live_files(&p.dir, &mut failed);
         if !live.stacks.is_empty() {
