@@ -16,14 +16,48 @@ use otelprof_profile::model::{Label, LabelValue, Link, Sample, StrId};
 use parquet::file::reader::FileReader;
 use rustc_hash::FxHashMap;
 
-use super::read::{open, DictionaryBuilder, GroupColumns, Interned, Pending, Task};
+use super::read::{
+    open, read_group, ColumnarSource, DictionaryBuilder, GroupColumns, Interned, Partition,
+    Pending, Task,
+};
 use crate::error::ColumnarFileError;
-use crate::linked::LinkedRow;
+use crate::error::Error;
+use crate::linked::{rows_of, LinkedRow};
 use crate::reader::Decoded;
+
+impl ColumnarSource {
+    /// [`ColumnarSource::scan`] of the selected partitions of one `hour` (every service: the
+    /// profiles that start in it), for the list of traces: each profile with its linked
+    /// samples apart ([`crate::linked`]). Rows are read without a sample each where the
+    /// totals allow (this module); `links_apart`: the selection names a trace or span.
+    pub fn scan_hour_linked<S: Send>(
+        &self,
+        hour: i64,
+        links_apart: bool,
+        init: impl Fn() -> S + Sync,
+        visit: impl Fn(&mut S, &Decoded, &[LinkedRow]) + Sync,
+    ) -> Result<Vec<S>, Error> {
+        let partitions: Vec<&Partition> = self
+            .selected()
+            .into_iter()
+            .filter(|p| p.hour == hour)
+            .collect();
+        let empty = partitions.is_empty();
+        // The traces need no frames: the stacks are not read.
+        let (tasks, failures) = self.plan(partitions, false);
+        self.run(&tasks, failures, empty, init, |state, reuse, task| {
+            if task.stands_for.is_none() && task.skip_slots.is_none() {
+                read_linked_group(task, links_apart, |d, rows| visit(state, d, rows))
+            } else {
+                read_group(task, reuse, |d| visit(state, d, &rows_of(d)))
+            }
+        })
+    }
+}
 
 /// Reads `task`'s row group and hands each profile to `visit` with its linked rows;
 /// `links_apart`: the selection names a trace or span. Returns how many profiles.
-pub(super) fn read_linked_group(
+fn read_linked_group(
     task: &Task,
     links_apart: bool,
     mut visit: impl FnMut(&Decoded, &[LinkedRow]),

@@ -27,7 +27,6 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::schema::{self, sample_col as sc, stack_col, Frame, HOUR};
 use crate::error::{ColumnarFileError, Error, FileError};
-use crate::linked::{rows_of, LinkedRow};
 use crate::parallel;
 use crate::reader::{Decoded, Profiles, SkipReporter};
 use crate::select::{Op, Selector};
@@ -302,38 +301,10 @@ impl ColumnarSource {
         })
     }
 
-    /// [`ColumnarSource::scan`] of the selected partitions of one `hour` (every service: the
-    /// profiles that start in it), for the list of traces: each profile with its linked
-    /// samples apart ([`crate::linked`]). Rows are read without a sample each where the
-    /// totals allow ([`super::linked`]); `links_apart`: the selection names a trace or span.
-    pub fn scan_hour_linked<S: Send>(
-        &self,
-        hour: i64,
-        links_apart: bool,
-        init: impl Fn() -> S + Sync,
-        visit: impl Fn(&mut S, &Decoded, &[LinkedRow]) + Sync,
-    ) -> Result<Vec<S>, Error> {
-        let partitions: Vec<&Partition> = self
-            .selected()
-            .into_iter()
-            .filter(|p| p.hour == hour)
-            .collect();
-        let empty = partitions.is_empty();
-        // The traces need no frames: the stacks are not read.
-        let (tasks, failures) = self.plan(partitions, false);
-        self.run(&tasks, failures, empty, init, |state, reuse, task| {
-            if task.stands_for.is_none() && task.skip_slots.is_none() {
-                super::linked::read_linked_group(task, links_apart, |d, rows| visit(state, d, rows))
-            } else {
-                read_group(task, reuse, |d| visit(state, d, &rows_of(d)))
-            }
-        })
-    }
-
     /// The row groups `partitions` answer from, read on all cores ([`ColumnarSource::scan`]'s
     /// first pass), and the files that failed; without `stacks`, no stacks file is read (every
     /// sample's stack is empty).
-    fn plan(
+    pub(super) fn plan(
         &self,
         partitions: Vec<&Partition>,
         stacks: bool,
@@ -397,7 +368,7 @@ impl ColumnarSource {
     /// Runs `read` on every task on all cores, each worker with its own state (made by
     /// `init`); reports the failed files (`failures` too) once each. Fails when nothing was
     /// there to read (`empty`: no partition).
-    fn run<S: Send>(
+    pub(super) fn run<S: Send>(
         &self,
         tasks: &[Task],
         mut failures: Vec<(PathBuf, FileError)>,
@@ -755,11 +726,11 @@ pub(super) struct Task {
     /// starts from a copy instead of interning every frame again.
     pub(super) base: Arc<DictionaryBuilder>,
     /// For a rollup: how many profiles each of its profiles adds up, by id.
-    stands_for: Option<Arc<FxHashMap<i64, String>>>,
+    pub(super) stands_for: Option<Arc<FxHashMap<i64, String>>>,
     /// Whether the samples' trace links are read ([`ColumnarSource::use_rollups`]).
     links: bool,
     /// Profiles that start in these slots are answered by the slot rollup: skipped here.
-    skip_slots: Option<Arc<[bool; schema::SLOTS]>>,
+    pub(super) skip_slots: Option<Arc<[bool; schema::SLOTS]>>,
 }
 
 /// One file a partition's question reads, and what of it.
@@ -1005,7 +976,7 @@ impl Reuse {
 
 /// Reads one row group and hands its profiles to `visit` one at a time (their dictionary
 /// shared, made for this group, from the one `reuse` kept when it can); returns how many.
-fn read_group(
+pub(super) fn read_group(
     task: &Task,
     reuse: &mut Reuse,
     mut visit: impl FnMut(&Decoded),
