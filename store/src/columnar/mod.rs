@@ -96,7 +96,10 @@
 //! The hour's **spans** (`spans-*`) are its series with the trace links kept: a linked
 //! sample's row is its span's (per attribute set), its timestamps reduced to the first and
 //! the last. They answer per-span statistics without stacks, the list of traces, with any
-//! trace or span condition, in a row per span instead of a row per sample. Footers carry the
+//! trace or span condition, in a row per span instead of a row per sample. Their table is
+//! [`schema::SPANS`]: the samples table with the trace link as three integers (`trace_hi`,
+//! `trace_lo`, `span_bits`; `trace_id` and `span_id` null), which reads far faster than hex
+//! text. Footers carry the
 //! version of what derived files keep (`otelprof.derived`): files of another version are not
 //! read, and the next compaction pass writes them again.
 //!
@@ -121,7 +124,8 @@
 //! - **No stacks needed** (timeline, pickers, instances): with [`ColumnarSource::use_series`],
 //!   every compacted hour from its series, whatever the window.
 //! - **Spans without stacks** (the list of traces): with [`ColumnarSource::use_spans`], every
-//!   compacted hour from its spans.
+//!   compacted hour from its spans; [`ColumnarSource::scan_hour_linked`] reads them (and any
+//!   sample rows) without making a sample of each linked row (`linked`), and without stacks.
 //!
 //! `bench/store_scale.py` measures both on the fleet-day store of `examples/bench_store.rs`
 //! (figures in `BENCHMARKS.md`).
