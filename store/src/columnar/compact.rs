@@ -513,7 +513,7 @@ fn label_key(s: &Sample) -> Vec<(u32, u32)> {
 
 /// Whether the observations of `p`'s type are counted by one of its values; if not (the
 /// merger counts 1 a sample row), its rows must be kept apart, or its counts would shrink.
-fn counted(p: &Profile) -> bool {
+pub(super) fn counted(p: &Profile) -> bool {
     [Measure::Amount, Measure::Count].into_iter().all(|m| {
         ProfileType::of(p)
             .and_then(|t| t.value_index(p, m))

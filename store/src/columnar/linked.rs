@@ -12,10 +12,11 @@
 
 use std::sync::Arc;
 
-use otelprof_profile::model::{Label, LabelValue, Link, Sample, StrId};
+use otelprof_profile::model::{Label, LabelValue, Link, Profile, ProfileBuilder, Sample, StrId};
 use parquet::file::reader::FileReader;
 use rustc_hash::FxHashMap;
 
+use super::compact::counted;
 use super::read::{
     open, read_group, ColumnarSource, DictionaryBuilder, GroupColumns, Interned, Partition,
     Pending, Task,
@@ -85,7 +86,7 @@ fn read_linked_group(
         }
         if pending.len() == run {
             let p = cols.header(run, r, &mut b)?;
-            whole = counts_observations(&p, &b);
+            whole = counted(&header_profile(&p, &b));
             pending.push(p);
             linked.push(Vec::new());
             summed.clear();
@@ -173,24 +174,20 @@ fn read_linked_group(
     Ok(n)
 }
 
-/// Whether every profile type `p` can be read as has its observations in a value of their
-/// own (samples, objects, contentions), so that adding rows up keeps their count: only
-/// sample types the engine knows, each amount with its count beside it
-/// ([`crate::ProfileType::value_index`]).
-fn counts_observations(p: &Pending, b: &DictionaryBuilder) -> bool {
+/// The header of `p` (types, period, window) as a profile without samples: what the
+/// questions about its types ask ([`super::compact::counted`]).
+fn header_profile(p: &Pending, b: &DictionaryBuilder) -> Profile {
     let name = |id: StrId| {
         b.dictionary
             .strings
             .get(id.0 as usize)
             .map_or("", String::as_str)
     };
-    let names: Vec<&str> = p.sample_types.iter().map(|t| name(t.ty)).collect();
-    let has = |n: &str| names.contains(&n);
-    names.iter().all(|&n| match n {
-        "samples" | "alloc_objects" | "contentions" => true,
-        "cpu" | "wall" => has("samples"),
-        "alloc_space" => has("alloc_objects"),
-        "delay" => has("contentions"),
-        _ => false,
-    }) && !names.is_empty()
+    let types: Vec<(&str, &str)> = p
+        .sample_types
+        .iter()
+        .map(|t| (name(t.ty), name(t.unit)))
+        .collect();
+    let period = (name(p.period_type.ty), name(p.period_type.unit));
+    ProfileBuilder::new(&types, period, p.period).build(p.time, p.duration)
 }
