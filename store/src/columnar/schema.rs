@@ -35,10 +35,10 @@ pub fn slot_of(time: i64) -> usize {
 /// share a time cut exactly down to this grain.
 pub const SERIES_TICK: i64 = 10_000_000_000;
 
-/// One row per sample. Lists and maps follow Parquet's LogicalTypes.md three-level layout,
-/// which DuckDB, Spark and Trino read as `LIST` and `MAP`.
-pub const SAMPLES: &str = "
-message otelprof_sample {
+/// The columns of [`SAMPLES`], which [`SPANS`] extends: one definition for both.
+macro_rules! sample_columns {
+    () => {
+        "
   required int64 profile;
   required int64 time_unix_nano;
   required int64 duration_nano;
@@ -59,40 +59,34 @@ message otelprof_sample {
   optional binary trace_id (STRING);
   optional binary span_id (STRING);
   required int64 stack_id;
-  required group timestamps (LIST) { repeated group list { required int64 element; } }
-}";
+  required group timestamps (LIST) { repeated group list { required int64 element; } }"
+    };
+}
+
+/// One row per sample. Lists and maps follow Parquet's LogicalTypes.md three-level layout,
+/// which DuckDB, Spark and Trino read as `LIST` and `MAP`.
+pub const SAMPLES: &str = concat!(
+    "
+message otelprof_sample {",
+    sample_columns!(),
+    "
+}"
+);
 
 /// The hour's spans ([`super::compact`]): [`SAMPLES`] with the trace link as three integers
 /// (the trace id's high and low 8 bytes and the span id, big-endian, as signed), which a
 /// reader decodes an order of magnitude faster than hex text; `trace_id` and `span_id` are
 /// null.
-pub const SPANS: &str = "
-message otelprof_span {
-  required int64 profile;
-  required int64 time_unix_nano;
-  required int64 duration_nano;
-  required binary type (STRING);
-  required binary sample_types (STRING);
-  required binary period_type (STRING);
-  required int64 period;
-  optional int64 value;
-  optional int64 count;
-  required group values (LIST) { repeated group list { required int64 element; } }
-  required group resource (MAP) {
-    repeated group key_value { required binary key (STRING); required binary value (STRING); }
-  }
-  required group attributes (MAP) {
-    repeated group key_value { required binary key (STRING); required binary value (STRING); }
-  }
-  optional binary span_name (STRING);
-  optional binary trace_id (STRING);
-  optional binary span_id (STRING);
-  required int64 stack_id;
-  required group timestamps (LIST) { repeated group list { required int64 element; } }
+pub const SPANS: &str = concat!(
+    "
+message otelprof_span {",
+    sample_columns!(),
+    "
   optional int64 trace_hi;
   optional int64 trace_lo;
   optional int64 span_bits;
-}";
+}"
+);
 
 /// Leaf columns of [`SAMPLES`] (and [`SPANS`]), in schema order.
 pub mod sample_col {
