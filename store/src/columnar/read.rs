@@ -129,11 +129,7 @@ impl ColumnarSource {
     /// series keeps: a trace or span, or a per-thread or per-request attribute
     /// ([`super::schema::DROPPED_LABELS`]).
     fn needs_rows(&self, by: Option<&str>) -> bool {
-        self.needs_labels(by)
-            || self
-                .selections
-                .iter()
-                .any(|s| s.trace_id.is_some() || !s.span_ids.is_empty())
+        self.needs_labels(by) || self.selections.iter().any(Selector::names_links)
     }
 
     /// Whether the selections, or the key `by` groups by, name a label that every derived
@@ -159,11 +155,7 @@ impl ColumnarSource {
         self.rollups = !spans && !self.needs_rows(by);
         // Nor do their sample rows need each sample's trace link, unless a selection names a
         // trace or span: the trace and span columns are not read.
-        self.links = spans
-            || self
-                .selections
-                .iter()
-                .any(|s| s.trace_id.is_some() || !s.span_ids.is_empty());
+        self.links = spans || self.selections.iter().any(Selector::names_links);
         self
     }
 
@@ -818,16 +810,6 @@ fn partition_stacks(files: &[PathBuf], failed: &mut Vec<(PathBuf, FileError)>) -
     read
 }
 
-/// Reads the stacks of the newest partitions of the columnar store under `store` into the
-/// cache a process keeps ([`STACKS_CACHE`], as many partitions as it holds), one partition at
-/// a time on the calling thread, and none while a question is being answered: `serve` does it
-/// once after it starts, so that the first question over recent hours does not pay for their
-/// stacks. Returns how many partitions'
-/// stacks it read; unreadable files are skipped (the question that needs them reports them).
-pub fn warm_stacks(store: &Path) -> usize {
-    warm_stacks_of(store, Duration::from_millis(20))
-}
-
 /// Scans of a columnar store in progress in this process ([`Scanning`]).
 static SCANS: AtomicUsize = AtomicUsize::new(0);
 
@@ -847,22 +829,23 @@ impl Drop for Scanning {
     }
 }
 
-/// [`warm_stacks`], waiting `pause` at a time before each partition while a question is
-/// being answered: the read-ahead never takes the cores from one.
-fn warm_stacks_of(store: &Path, pause: Duration) -> usize {
-    let root = if store.join(super::DIR).is_dir() {
-        store.join(super::DIR)
-    } else {
-        store.to_path_buf()
-    };
-    let Ok(mut partitions) = list_partitions(&root) else {
+/// Reads the stacks of the newest partitions of the columnar store under `store` into the
+/// cache a process keeps ([`STACKS_CACHE`], as many partitions as it holds), one partition at
+/// a time on the calling thread, and none while a question is being answered: `serve` does it
+/// once after it starts, so that the first question over recent hours does not pay for their
+/// stacks. Returns how many partitions' stacks it read; unreadable files are skipped (the
+/// question that needs them reports them).
+pub fn warm_stacks(store: &Path) -> usize {
+    let Ok(source) = ColumnarSource::open(store, Box::new(|_, _| {})) else {
         return 0;
     };
+    let mut partitions = source.partitions;
     partitions.sort_by_key(|p| std::cmp::Reverse(p.hour));
     let mut read = 0;
     for p in partitions.iter().take(STACKS_CACHED) {
+        // The read-ahead never takes the cores from a question being answered.
         while SCANS.load(Ordering::Relaxed) > 0 {
-            std::thread::sleep(pause);
+            std::thread::sleep(Duration::from_millis(20));
         }
         let mut failed = Vec::new();
         let live = live_files(&p.dir, &mut failed);
