@@ -301,12 +301,7 @@ fn add_derived(
 /// samples file `of`.
 fn write_rollup(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
     let (rolled, counts, window) = roll_up(profiles, false);
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let id = |n: usize| schema::stack_id([(name.as_str(), "", n as i64)]);
+    let id = profile_ids(path);
     let stands_for: Vec<String> = counts
         .iter()
         .enumerate()
@@ -333,12 +328,7 @@ fn write_rollup(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error
 /// ([`META_SLOTS`]), so that a reader picks the slots a question covers before reading.
 fn write_slots(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error> {
     let (rolled, counts, _) = roll_up(profiles, true);
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let id = |n: usize| schema::stack_id([(name.as_str(), "", n as i64)]);
+    let id = profile_ids(path);
     let lines: Vec<String> = rolled
         .iter()
         .zip(&counts)
@@ -373,11 +363,7 @@ fn write_slots(path: &Path, profiles: &[Decoded], of: &str) -> Result<(), Error>
 /// or with `links` its spans.
 fn write_series(path: &Path, profiles: &[Decoded], of: &str, links: bool) -> Result<(), Error> {
     let series = series(profiles, links);
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
+    let id = profile_ids(path);
     write_tmp(path, |f| {
         let meta = vec![
             Meta::new(META_ROLLUP_OF.to_owned(), of.to_owned()),
@@ -390,11 +376,21 @@ fn write_series(path: &Path, profiles: &[Decoded], of: &str, links: bool) -> Res
         };
         let mut seen = FxHashMap::default();
         for (n, d) in series.iter().enumerate() {
-            let id = schema::stack_id([(name.as_str(), "", n as i64)]);
-            out.add_profile(id, &d.resource, &d.profile, &mut seen)?;
+            out.add_profile(id(n), &d.resource, &d.profile, &mut seen)?;
         }
         out.finish()
     })
+}
+
+/// The ids of the profiles of derived file `path`, by position: the same hash of the file's
+/// name and the position in every writer.
+fn profile_ids(path: &Path) -> impl Fn(usize) -> i64 {
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    move |n| schema::stack_id([(name.as_str(), "", n as i64)])
 }
 
 fn write_tmp(
