@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use crate::error::Error;
 use crate::merge::{Merged, Merger};
-use crate::reader::Profiles;
+use crate::reader::{Decoded, Profiles};
 use crate::select::{self, Measure, ProfileType, Selector};
 
 /// One merge to make in a pass.
@@ -74,26 +74,44 @@ pub fn merge_many<const N: usize>(
     specs: &[Spec; N],
 ) -> Result<[(Merged, ProfileType); N], Error> {
     let make = || -> [Vec<(ProfileType, Merger)>; N] { specs.each_ref().map(mergers_of) };
-    let states = source.scan(make, |state, d| {
-        for mergers in state.iter_mut() {
-            for (_, m) in mergers.iter_mut() {
-                m.add(&d.resource, &d.profile);
-            }
-        }
-    })?;
+    let states = source.scan(make, |state, d| add_to_all(state, d))?;
     let mut combined = make();
     for state in states {
-        for (into, from) in combined.iter_mut().zip(state) {
-            for ((_, a), (_, b)) in into.iter_mut().zip(from) {
-                a.absorb(b);
-            }
+        absorb_all(&mut combined, state);
+    }
+    Ok(finish_all(combined))
+}
+
+/// Adds `d` to every merger of every spec ([`mergers_of`]).
+pub(crate) fn add_to_all(mergers: &mut [Vec<(ProfileType, Merger)>], d: &Decoded) {
+    for mergers in mergers.iter_mut() {
+        for (_, m) in mergers.iter_mut() {
+            m.add(&d.resource, &d.profile);
         }
     }
-    Ok(combined.map(|mergers| {
+}
+
+/// Adds a worker's mergers of every spec to `into`'s.
+pub(crate) fn absorb_all<const N: usize>(
+    into: &mut [Vec<(ProfileType, Merger)>; N],
+    from: [Vec<(ProfileType, Merger)>; N],
+) {
+    for (into, from) in into.iter_mut().zip(from) {
+        for ((_, a), (_, b)) in into.iter_mut().zip(from) {
+            a.absorb(b);
+        }
+    }
+}
+
+/// Each spec's merge, of the type it names or [`pick_type`] picks.
+pub(crate) fn finish_all<const N: usize>(
+    mergers: [Vec<(ProfileType, Merger)>; N],
+) -> [(Merged, ProfileType); N] {
+    mergers.map(|mergers| {
         let finished: Vec<(ProfileType, Merged)> =
             mergers.into_iter().map(|(t, m)| (t, m.finish())).collect();
         pick_type(finished)
-    }))
+    })
 }
 
 /// The mergers of a [`Spec`]: one of its type, or one of each type when it names none.
@@ -118,7 +136,7 @@ pub(crate) fn mergers_of(spec: &Spec) -> Vec<(ProfileType, Merger)> {
 
 /// The merge of a spec that named no type: CPU when present, else the type most profiles
 /// have ([`pick_index`]).
-pub(crate) fn pick_type(mut finished: Vec<(ProfileType, Merged)>) -> (Merged, ProfileType) {
+fn pick_type(mut finished: Vec<(ProfileType, Merged)>) -> (Merged, ProfileType) {
     let pick = pick_index(finished.iter().map(|(t, m)| (*t, m.profiles_seen)));
     let (t, m) = finished.swap_remove(pick.min(finished.len().saturating_sub(1)));
     (m, t)

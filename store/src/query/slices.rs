@@ -324,27 +324,15 @@ pub fn merge_many_and_slices<const N: usize>(
         )
     };
     let states = source.scan(make, |(mergers, slices), d| {
-        for mergers in mergers.iter_mut() {
-            for (_, m) in mergers.iter_mut() {
-                m.add(&d.resource, &d.profile);
-            }
-        }
+        super::add_to_all(mergers, d);
         slices.add(sides, d);
     })?;
     let (mut merges, mut slices) = make();
     for (m, s) in states {
-        for (into, from) in merges.iter_mut().zip(m) {
-            for ((_, a), (_, b)) in into.iter_mut().zip(from) {
-                a.absorb(b);
-            }
-        }
+        super::absorb_all(&mut merges, m);
         slices.absorb(s);
     }
-    let merges = merges.map(|mergers| {
-        let finished: Vec<(ProfileType, Merged)> =
-            mergers.into_iter().map(|(t, m)| (t, m.finish())).collect();
-        super::pick_type(finished)
-    });
+    let merges = super::finish_all(merges);
     Ok((merges, slices.finish()))
 }
 
