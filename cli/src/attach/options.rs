@@ -235,7 +235,10 @@ mod tests {
     #[test]
     fn out_goes_through_the_resolver() {
         let abs = |v: &str| Ok(format!("/srv/app/{v}"));
-        assert_eq!(check("out=p,cpu=5ms", abs).unwrap(), "out=/srv/app/p,cpu=5ms");
+        assert_eq!(
+            check("out=p,cpu=5ms", abs).unwrap(),
+            "out=/srv/app/p,cpu=5ms"
+        );
         let refuse = |_: &str| Err("relative".to_owned());
         assert_eq!(
             check("out=p", refuse).unwrap_err(),
