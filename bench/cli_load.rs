@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use opentelemetry::KeyValue;
 use opentelemetry_proto::tonic::collector::profiles::v1development::profiles_service_client::ProfilesServiceClient;
-use otelprof_profile::otlp::{EncodeOptions, ExportProfilesServiceRequest, ProfileId};
-use otelprof_profile::{FrameKind, Link, Profile, ProfileBuilder};
+use otel_bridge::otlp::{EncodeOptions, ExportProfilesServiceRequest, ProfileId};
+use otel_bridge::{FrameKind, Link, Profile, ProfileBuilder};
 
 /// One export, as a message (tonic encodes and compresses it when sending) or as protobuf bytes
 /// encoded up front.
@@ -238,7 +238,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             regressed,
             &methods,
         );
-        let req = otelprof_profile::otlp::encode(
+        let req = otel_bridge::otlp::encode(
             &p,
             &resource,
             ProfileId::from_random([(i % 251) as u8 + 1; 16]),

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use otelprof_profile::resource::percent_decode;
+use otel_bridge::resource::percent_decode;
 
 /// Variable names, as the OTLP exporter specification spells them
 /// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#configuration-options>).
@@ -48,7 +48,7 @@ pub const DEFAULT_QUEUE_BYTES: usize = 16 << 20;
 /// queued behind it back for minutes, not for as long as the process runs.
 pub const DEFAULT_RETRY_BUDGET: Duration = Duration::from_secs(300);
 /// HTTP paths appended to a base endpoint.
-pub const HTTP_PROFILES_PATH: &str = otelprof_profile::otlp::HTTP_PATH;
+pub const HTTP_PROFILES_PATH: &str = otel_bridge::otlp::HTTP_PATH;
 pub const HTTP_METRICS_PATH: &str = "/v1/metrics";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

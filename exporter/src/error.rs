@@ -92,7 +92,7 @@ impl ExportError {
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
     #[error("cannot encode the profile: {0}")]
-    Encode(#[from] otelprof_profile::otlp::EncodeError),
+    Encode(#[from] otel_bridge::otlp::EncodeError),
     #[error("the exporter is shut down")]
     ShutDown,
 }

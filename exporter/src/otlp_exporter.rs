@@ -17,8 +17,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use otelprof_profile::otlp::{self, EncodeOptions};
-use otelprof_profile::Profile;
+use otel_bridge::otlp::{self, EncodeOptions};
+use otel_bridge::Profile;
 use tokio::sync::Notify;
 
 use crate::config::OtlpConfig;

@@ -7,7 +7,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use otelprof_profile::{pprof, Profile};
+use otel_bridge::{pprof, Profile};
 
 pub struct PprofFileSink {
     dir: PathBuf,
@@ -82,12 +82,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("otelprof-sink-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let mut sink = PprofFileSink::new(&dir, 42);
-        let profile = otelprof_profile::ProfileBuilder::new(
-            &[("samples", "count")],
-            ("cpu", "nanoseconds"),
-            1,
-        )
-        .build(0, 1);
+        let profile =
+            otel_bridge::ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 1)
+                .build(0, 1);
         let a = sink.write("cpu", &profile).unwrap();
         let b = sink.write("cpu", &profile).unwrap();
         assert!(a

@@ -1,6 +1,6 @@
 //! Profile ids for OTLP export.
 
-use otelprof_profile::otlp::ProfileId;
+use otel_bridge::otlp::ProfileId;
 
 /// Profile ids: random (getrandom) when the OS provides randomness, else a counter mixed
 /// with the process's hash seed; never all zero.

@@ -118,7 +118,7 @@ impl Backoff {
             max,
             attempt: 0,
             // splitmix64 scrambles nearby seeds apart; xorshift needs a non-zero state.
-            rng: otelprof_profile::rng::SplitMix64(seed).next_u64().max(1),
+            rng: otel_bridge::rng::SplitMix64(seed).next_u64().max(1),
         }
     }
 

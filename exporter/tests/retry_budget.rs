@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use otel_bridge::otlp::{EncodeOptions, HTTP_PATH};
+use otel_bridge::{FrameKind, ProfileBuilder};
 use otelprof_exporter::{
     Compression, ExportStats, ExporterSettings, LogLevel, OtlpConfig, OtlpExporter, Protocol,
 };
-use otelprof_profile::otlp::{EncodeOptions, HTTP_PATH};
-use otelprof_profile::{FrameKind, ProfileBuilder};
 
 /// One request as a server saw it, and its answer.
 #[derive(Clone, Debug)]
@@ -168,7 +168,7 @@ fn start(config: OtlpConfig) -> (OtlpExporter, Arc<Mutex<Vec<String>>>) {
 }
 
 /// A profile of `functions` distinct stacks: 30 bytes or so each once encoded.
-fn profile(functions: usize) -> otelprof_profile::Profile {
+fn profile(functions: usize) -> otel_bridge::Profile {
     let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 10_000_000);
     let t = b.str_label("thread_name", "main");
     for i in 0..functions {

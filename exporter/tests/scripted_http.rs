@@ -11,11 +11,11 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use otel_bridge::otlp::{EncodeOptions, HTTP_PATH};
+use otel_bridge::{FrameKind, ProfileBuilder};
 use otelprof_exporter::{
     Compression, ExporterSettings, LogLevel, OtlpConfig, OtlpExporter, Protocol,
 };
-use otelprof_profile::otlp::{EncodeOptions, HTTP_PATH};
-use otelprof_profile::{FrameKind, ProfileBuilder};
 
 #[derive(Debug)]
 struct Seen {
@@ -106,7 +106,7 @@ fn settings(lines: Arc<Mutex<Vec<String>>>) -> ExporterSettings {
     }
 }
 
-fn profile() -> otelprof_profile::Profile {
+fn profile() -> otel_bridge::Profile {
     let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 10_000_000);
     let f = b.function("a.B.c", "B.java", 1);
     let l = b.location(f, 2, FrameKind::Jvm);
@@ -219,12 +219,12 @@ fn the_queue_bound_holds_while_the_receiver_is_down() {
         .port();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let mut cfg = config(&format!("http://127.0.0.1:{port}"));
-    let one = otelprof_profile::otlp::encode_to_vec(
+    let one = otel_bridge::otlp::encode_to_vec(
         &profile(),
         &opentelemetry_sdk::Resource::builder_empty()
             .with_service_name("t")
             .build(),
-        otelprof_profile::otlp::ProfileId::from_random([9; 16]),
+        otel_bridge::otlp::ProfileId::from_random([9; 16]),
         &EncodeOptions::default(),
     )
     .unwrap()

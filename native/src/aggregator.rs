@@ -12,8 +12,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
+use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::{FailureLog, OtlpExporter, PprofFileSink};
-use otelprof_profile::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 
 use crate::context::endpoints::{span_id_hex, ENDPOINTS};
 use crate::context::reader::SpanContext;
@@ -60,7 +60,7 @@ pub(crate) struct Config {
 }
 
 /// The sample label naming the OpAMP capture a profile was made for.
-pub(crate) const CAPTURE_LABEL: &str = otelprof_profile::opamp::capture::ATTRIBUTE;
+pub(crate) const CAPTURE_LABEL: &str = otel_bridge::opamp::capture::ATTRIBUTE;
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
@@ -461,10 +461,8 @@ impl Lane {
             self.builder.str_label("thread_name", &name),
             self.builder.str_label("thread_id", &tid.to_string()),
             // The pool, for readers and backends to group by (few values, unlike names).
-            self.builder.str_label(
-                "thread_pool",
-                &otelprof_profile::thread_pool::pool_of(&name),
-            ),
+            self.builder
+                .str_label("thread_pool", &otel_bridge::thread_pool::pool_of(&name)),
         ]
     }
 

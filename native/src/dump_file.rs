@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use otelprof_profile::{pprof, Profile};
+use otel_bridge::{pprof, Profile};
 
 use crate::kinds::SampleKind;
 

@@ -4,7 +4,7 @@
 //! start/stop/status/dump: docs/attach.md) and `JNI_OnLoad` here, and the native methods of
 //! the Java shim in `jni_api`. The crate stays thin: JVMTI glue, the
 //! signal handler and its buffers, the aggregator thread. Profile building, encoding and file
-//! writing live in the safe crates `otelprof-profile` and `otelprof-exporter`.
+//! writing live in the safe crates `otel-bridge` and `otelprof-exporter`.
 //!
 //! Where things are:
 //! - `agent`: the lifecycle (set-up once, then sessions started and stopped at VMInit,

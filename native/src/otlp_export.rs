@@ -1,5 +1,5 @@
 //! Wiring of OTLP export into the agent. Everything it wires lives in the safe crates
-//! (`otelprof_profile::resource`, `otelprof_profile::otlp`, `otelprof_exporter`); this file only
+//! (`otel_bridge::resource`, `otel_bridge::otlp`, `otelprof_exporter`); this file only
 //! gathers inputs the agent alone can get: the environment (read once, at load), what the
 //! JVM says about itself (JNI, at VMInit), and the agent's counters for self-telemetry.
 
@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use jni::objects::{JObject, JString, JValue};
 use jni::sys::JNIEnv;
+use otel_bridge::otlp::EncodeOptions;
+use otel_bridge::resource::{self, ProcessFacts, ResourceInputs};
 use otelprof_exporter::config::env;
 use otelprof_exporter::{
     AgentCounters, AgentOtlpOptions, ExporterSettings, LogLevel, OtlpConfig, OtlpExporter,
 };
-use otelprof_profile::otlp::EncodeOptions;
-use otelprof_profile::resource::{self, ProcessFacts, ResourceInputs};
 
 use crate::options::Options;
 use crate::stats::{self, COUNTERS, WALK_OUTCOMES};

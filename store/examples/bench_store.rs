@@ -4,7 +4,7 @@
 //! endpoints (`span_name`), eight executor threads, a fifth of the samples linked to traces,
 //! and a deploy of version 2.0 halfway through the day.
 //!
-//! Each profile is encoded as the agent's OTLP request (the otelprof-profile encoder) and
+//! Each profile is encoded as the agent's OTLP request (the otel-bridge encoder) and
 //! stored as `otelprof receive` stores it (`OUT/profiles/<day>/…otlp.pb`); unless
 //! `--otlp-only`, the request is then decoded, as the receiver checks it, and handed to the
 //! columnar writer (`OUT/columnar/`), as the ingest path would. Deterministic: one seed per
@@ -17,9 +17,9 @@
 use std::path::PathBuf;
 
 use opentelemetry::KeyValue;
-use otelprof_profile::otlp::{EncodeOptions, ProfileId};
-use otelprof_profile::rng::SplitMix64 as Rng;
-use otelprof_profile::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
+use otel_bridge::otlp::{EncodeOptions, ProfileId};
+use otel_bridge::rng::SplitMix64 as Rng;
+use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_store::columnar::ColumnarWriter;
 use otelprof_store::{Signal, Store};
 
@@ -213,7 +213,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             n += 1;
             let mut id = [0u8; 16];
             id[..8].copy_from_slice(&n.to_le_bytes());
-            let bytes = otelprof_profile::otlp::encode_to_vec(
+            let bytes = otel_bridge::otlp::encode_to_vec(
                 &p,
                 &resource(instance, minute, per_day),
                 ProfileId::from_random(id),
@@ -222,7 +222,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let received = p.time_nanos + p.duration_nanos;
             store.put_raw(Signal::Profiles, &bytes, received)?;
             if let Some(w) = &columnar {
-                let decoded = otelprof_profile::otlp::decode(&bytes)?;
+                let decoded = otel_bridge::otlp::decode(&bytes)?;
                 w.write(&decoded, received)?;
             }
         }

@@ -55,9 +55,9 @@ pub enum FileError {
     #[error("not OTLP profiles")]
     NotOtlp(#[source] OtlpFileError),
     #[error("not a pprof profile")]
-    NotPprof(#[source] otelprof_profile::pprof::DecodeError),
+    NotPprof(#[source] otel_bridge::pprof::DecodeError),
     #[error("neither OTLP profiles nor pprof")]
-    Neither(#[source] otelprof_profile::pprof::DecodeError),
+    Neither(#[source] otel_bridge::pprof::DecodeError),
     #[error("not a file of the columnar store")]
     Columnar(#[source] ColumnarFileError),
 }
@@ -75,9 +75,9 @@ fn limit_text(limit: u64) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum OtlpFileError {
     #[error(transparent)]
-    Inflate(#[from] otelprof_profile::gzip::InflateError),
+    Inflate(#[from] otel_bridge::gzip::InflateError),
     #[error(transparent)]
-    Decode(#[from] otelprof_profile::otlp::DecodeError),
+    Decode(#[from] otel_bridge::otlp::DecodeError),
 }
 
 /// An error and its causes on one line, `outer: inner: innermost`, as people read them.
@@ -101,7 +101,7 @@ pub enum ColumnarFileError {
     NotAFile,
     #[error(
         "larger than {}, the most a profile file is read",
-        limit_text(otelprof_profile::gzip::MAX_INFLATED_BYTES as u64)
+        limit_text(otel_bridge::gzip::MAX_INFLATED_BYTES as u64)
     )]
     TooLarge,
     #[error(transparent)]

@@ -5,7 +5,7 @@
 //! ([`crate::columnar`]'s `linked` reader). Files and sample rows give the same shape from
 //! their decoded profiles ([`rows_of`]).
 
-use otelprof_profile::model::{Link, Sample};
+use otel_bridge::model::{Link, Sample};
 
 use crate::reader::Decoded;
 

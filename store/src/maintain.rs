@@ -25,7 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use opentelemetry::KeyValue;
-use otelprof_profile::model::Profile;
+use otel_bridge::model::Profile;
 
 use crate::columnar::{self, ColumnarWriter};
 use crate::error::{Error, FileError};

@@ -12,8 +12,8 @@ use rustc_hash::FxHashMap as FxMap;
 
 use std::sync::{Arc, Weak};
 
-use otelprof_profile::model::{Dictionary, FunctionId, Link, Profile, StackId};
-use otelprof_profile::thread_role;
+use otel_bridge::model::{Dictionary, FunctionId, Link, Profile, StackId};
+use otel_bridge::thread_role;
 
 use crate::select::{
     resource_value, sample_value, Measure, ProfileType, ProfileVerdict, SampleText, Selector,
@@ -540,7 +540,7 @@ impl Merger {
 
     /// The frame of one source line: `pkg.Class.method (File.java:123)`; resolved once per
     /// location, which holds it.
-    fn line_frame(&mut self, profile: &Profile, line: &otelprof_profile::Line) -> u32 {
+    fn line_frame(&mut self, profile: &Profile, line: &otel_bridge::Line) -> u32 {
         let f = profile.function(line.function);
         let name = f
             .map(|f| profile.str(f.name))
@@ -703,7 +703,7 @@ impl Merger {
 mod tests {
     use super::*;
     use opentelemetry::KeyValue;
-    use otelprof_profile::model::{FrameKind, ProfileBuilder};
+    use otel_bridge::model::{FrameKind, ProfileBuilder};
 
     fn profile(endpoint: &str, leaf: &str, n: i64) -> Profile {
         let mut b = ProfileBuilder::new(
@@ -748,7 +748,7 @@ mod tests {
 
     #[test]
     fn multi_line_and_unsymbolized_locations_become_frames() {
-        use otelprof_profile::model::{Line, Lines, Location};
+        use otel_bridge::model::{Line, Lines, Location};
         let mut b = ProfileBuilder::new(&[("cpu", "nanoseconds")], ("cpu", "nanoseconds"), 1);
         let main = b.function("app.Main.main", "Main.java", 1);
         let inner = b.function("app.X.inlined", "X.java", 1);

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use opentelemetry::KeyValue;
-use otelprof_profile::gzip;
-use otelprof_profile::Profile;
+use otel_bridge::gzip;
+use otel_bridge::Profile;
 
 use crate::error::{Error, FileError, OtlpFileError};
 use crate::layout::{is_hidden, is_metrics_file};
@@ -253,13 +253,13 @@ pub fn decode_file(path: &Path, buf: &mut Vec<u8>) -> FileResult {
     let bytes = &buf[..];
     let otlp = |bytes: &[u8]| -> Result<Vec<Decoded>, OtlpFileError> {
         let raw = gzip::inflate_bounded(bytes, gzip::MAX_INFLATED_BYTES)?;
-        Ok(otelprof_profile::otlp::decode(&raw)?
+        Ok(otel_bridge::otlp::decode(&raw)?
             .into_iter()
             .map(|(resource, profile)| Decoded { resource, profile })
             .collect())
     };
     let pprof = |bytes: &[u8]| {
-        otelprof_profile::pprof::decode(bytes).map(|profile| {
+        otel_bridge::pprof::decode(bytes).map(|profile| {
             vec![Decoded {
                 resource: Vec::new(),
                 profile,
@@ -328,8 +328,8 @@ pub fn scan<S: Send>(
 mod tests {
     use super::*;
     use crate::error::chain;
-    use otelprof_profile::otlp::{EncodeOptions, ProfileId};
-    use otelprof_profile::{FrameKind, ProfileBuilder};
+    use otel_bridge::otlp::{EncodeOptions, ProfileId};
+    use otel_bridge::{FrameKind, ProfileBuilder};
 
     fn scratch_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("otelprof-src-{name}-{}", std::process::id()));
@@ -359,7 +359,7 @@ mod tests {
         let resource = opentelemetry_sdk::Resource::builder_empty()
             .with_attribute(KeyValue::new("service.name", "shop"))
             .build();
-        let otlp = otelprof_profile::otlp::encode_to_vec(
+        let otlp = otel_bridge::otlp::encode_to_vec(
             &profile(),
             &resource,
             ProfileId::from_random([1; 16]),
@@ -370,7 +370,7 @@ mod tests {
         std::fs::write(dir.join(".tmp/2-2.otlp.pb"), &otlp).unwrap();
         std::fs::write(
             dir.join("cpu.pb.gz"),
-            otelprof_profile::pprof::encode_gzip(&profile()),
+            otel_bridge::pprof::encode_gzip(&profile()),
         )
         .unwrap();
         std::fs::write(dir.join("broken.otlp.pb.gz"), [0x1f, 0x8b, 0, 1]).unwrap();
@@ -411,7 +411,7 @@ mod tests {
             .unwrap()
             .success());
         let latin1 = dir.join(OsStr::from_bytes(b"caf\xe9.pb.gz"));
-        std::fs::write(&latin1, otelprof_profile::pprof::encode_gzip(&profile())).unwrap();
+        std::fs::write(&latin1, otel_bridge::pprof::encode_gzip(&profile())).unwrap();
         // Given by name, a FIFO and a device are refused before anything opens them.
         let (files, failures) = discover(&[fifo.clone(), PathBuf::from("/dev/zero")]);
         assert!(files.is_empty());
@@ -465,7 +465,7 @@ mod tests {
         let dir = scratch_dir("once");
         std::fs::write(
             dir.join("a.pb.gz"),
-            otelprof_profile::pprof::encode_gzip(&profile()),
+            otel_bridge::pprof::encode_gzip(&profile()),
         )
         .unwrap();
         std::fs::write(dir.join("b.pb.gz"), b"not gzip").unwrap();

@@ -9,7 +9,7 @@
 //! (`thread_name`), because the same data arrives through both formats.
 
 use crate::time::parse_time;
-use otelprof_profile::model::{LabelValue, Link, Profile, Sample};
+use otel_bridge::model::{LabelValue, Link, Profile, Sample};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -265,7 +265,7 @@ pub fn sample_value<'a>(
 pub enum SampleText<'a> {
     Str(&'a str),
     Num(i64),
-    /// The pool of this thread name ([`otelprof_profile::thread_pool::pool_of`]).
+    /// The pool of this thread name ([`otel_bridge::thread_pool::pool_of`]).
     PoolOf(&'a str),
 }
 
@@ -274,7 +274,7 @@ impl SampleText<'_> {
         match self {
             SampleText::Str(s) => s.to_owned(),
             SampleText::Num(n) => n.to_string(),
-            SampleText::PoolOf(name) => otelprof_profile::thread_pool::pool_of(name).into_owned(),
+            SampleText::PoolOf(name) => otel_bridge::thread_pool::pool_of(name).into_owned(),
         }
     }
 }
@@ -424,7 +424,7 @@ impl Selector {
 mod tests {
     use super::*;
     use opentelemetry::KeyValue;
-    use otelprof_profile::model::{FrameKind, ProfileBuilder};
+    use otel_bridge::model::{FrameKind, ProfileBuilder};
 
     fn profile() -> Profile {
         let mut b = ProfileBuilder::new(

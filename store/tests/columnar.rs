@@ -8,7 +8,7 @@
 mod common;
 
 use common::{build_store, canonical, cpu_profile, resource, scratch, MINUTE, T0};
-use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+use otel_bridge::otlp::{EncodeOptions, ProfileId};
 use otelprof_store::columnar::{compact, retain, ColumnarSource, ColumnarWriter};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::select::Measure;
@@ -228,7 +228,7 @@ fn stacks_are_stored_once_per_partition() {
     assert!(stacks > 0 && stacks <= 4, "{names:?}");
     // A writer opened anew (a restart) reads the stored ids back and adds no stacks file.
     let writer = ColumnarWriter::open(&dir).unwrap();
-    let bytes = otelprof_profile::otlp::encode_to_vec(
+    let bytes = otel_bridge::otlp::encode_to_vec(
         &cpu_profile(0, 7),
         &resource(0),
         ProfileId::from_random([9; 16]),
@@ -236,7 +236,7 @@ fn stacks_are_stored_once_per_partition() {
     )
     .unwrap();
     let written = writer
-        .write(&otelprof_profile::otlp::decode(&bytes).unwrap(), T0)
+        .write(&otel_bridge::otlp::decode(&bytes).unwrap(), T0)
         .unwrap();
     assert_eq!(written.len(), 1, "{written:?}");
     assert!(written[0]

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{alloc_profile, canonical, cpu_profile, resource, scratch, MINUTE, T0};
-use otelprof_profile::otlp::{EncodeOptions, ProfileId};
+use otel_bridge::otlp::{EncodeOptions, ProfileId};
 use otelprof_store::maintain::{maintain, MaintainLock, Policy};
 use otelprof_store::query::{self, Spec};
 use otelprof_store::{layout, Merged, ProfileType, Selector, Signal, StoreSource};
@@ -31,7 +31,7 @@ fn otlp_store(dir: &Path) -> Vec<PathBuf> {
             }
             for (k, p) in profiles.iter().enumerate() {
                 let seq = (m * 10 + i as i64 * 2 + k as i64) as u64;
-                let bytes = otelprof_profile::otlp::encode_to_vec(
+                let bytes = otel_bridge::otlp::encode_to_vec(
                     p,
                     &resource(i),
                     ProfileId::from_random([seq as u8 + 1; 16]),

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use common::{scratch, MINUTE, T0};
 use opentelemetry::KeyValue;
-use otelprof_profile::rng::SplitMix64;
-use otelprof_profile::{FrameKind, Link, Profile, ProfileBuilder};
+use otel_bridge::rng::SplitMix64;
+use otel_bridge::{FrameKind, Link, Profile, ProfileBuilder};
 use otelprof_store::columnar::{compact, ColumnarWriter};
 use otelprof_store::query::traces::top_traces;
 use otelprof_store::query::{self, Spec};
@@ -108,17 +108,17 @@ fn build(dir: &std::path::Path) {
                 long.push(0x1006_0000);
             }
             let p = profile(service, minute, &mut rng, &long);
-            let bytes = otelprof_profile::otlp::encode_to_vec(
+            let bytes = otel_bridge::otlp::encode_to_vec(
                 &p,
                 &resource(service),
-                otelprof_profile::otlp::ProfileId::from_random([(minute as u8) | 1; 16]),
-                &otelprof_profile::otlp::EncodeOptions {
+                otel_bridge::otlp::ProfileId::from_random([(minute as u8) | 1; 16]),
+                &otel_bridge::otlp::EncodeOptions {
                     timestamps: true,
                     ..Default::default()
                 },
             )
             .unwrap();
-            let decoded = otelprof_profile::otlp::decode(&bytes).unwrap();
+            let decoded = otel_bridge::otlp::decode(&bytes).unwrap();
             writer.write(&decoded, T0 + (minute + 1) * MINUTE).unwrap();
         }
     }

@@ -1,4 +1,4 @@
-//! otelprof's hand-written OpAMP messages (profile/src/opamp/proto.rs) against the generated
+//! otelprof's hand-written OpAMP messages (otel-bridge/src/opamp/proto.rs) against the generated
 //! classes of PyPI `opentelemetry-opamp-client` (tests/python/opamp_messages.py): what we
 //! encode, they read field for field; what they encode with every field we read set (and
 //! some we do not read), we decode to the same values.
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use otelprof_profile::opamp::proto::{
+use otel_bridge::opamp::proto::{
     agent_capabilities as caps, any_value::Value, AgentConfigFile, AgentConfigMap,
     AgentDescription, AgentDisconnect, AgentIdentification, AgentRemoteConfig, AgentToServer,
     AnyValue, ComponentHealth, CustomCapabilities, CustomMessage, EffectiveConfig, KeyValue,
@@ -268,13 +268,11 @@ fn what_the_official_classes_encode_we_read() {
             ("raw".into(), Some(Value::BytesValue(vec![1, 0xff]))),
             (
                 "list".into(),
-                Some(Value::ArrayValue(
-                    otelprof_profile::opamp::proto::ArrayValue {
-                        values: vec![AnyValue {
-                            value: Some(Value::StringValue("a".into()))
-                        }]
-                    }
-                ))
+                Some(Value::ArrayValue(otel_bridge::opamp::proto::ArrayValue {
+                    values: vec![AnyValue {
+                        value: Some(Value::StringValue("a".into()))
+                    }]
+                }))
             ),
         ]
     );

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use otelprof_profile::units::{parse_duration, parse_size, UnitError};
+use otel_bridge::units::{parse_duration, parse_size, UnitError};
 
 use crate::escape;
 

@@ -183,7 +183,7 @@ pub fn render_spans(d: &Drilldown, unit: &str) -> String {
 pub fn render_summary(d: &Drilldown, trace: Option<[u8; 16]>) -> String {
     let mut out = String::new();
     if let Some(t) = trace {
-        let _ = writeln!(out, "trace {}", otelprof_profile::model::hex(&t));
+        let _ = writeln!(out, "trace {}", otel_bridge::model::hex(&t));
     }
     let mut endpoints: Vec<std::borrow::Cow<'_, str>> = d
         .spans

@@ -118,10 +118,10 @@ pub fn describe(selector: &Selector, ty: ProfileType) -> String {
         parts.push(format!("{}{op}{}", c.key, c.value));
     }
     if let Some(t) = selector.trace_id {
-        parts.push(format!("trace {}", otelprof_profile::model::hex(&t)));
+        parts.push(format!("trace {}", otel_bridge::model::hex(&t)));
     }
     for s in &selector.span_ids {
-        parts.push(format!("span {}", otelprof_profile::model::hex(s)));
+        parts.push(format!("span {}", otel_bridge::model::hex(s)));
     }
     if let Some(f) = selector.from {
         parts.push(format!("from {}", format_time(f)));

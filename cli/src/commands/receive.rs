@@ -76,7 +76,7 @@ pub fn run(args: &ReceiveArgs) -> anyhow::Result<()> {
         if let Some(a) = running.http {
             errln!(
                 "  HTTP  {scheme}://{a}{}  (agent: endpoint={scheme}://{a})",
-                otelprof_profile::otlp::HTTP_PATH
+                otel_bridge::otlp::HTTP_PATH
             );
         }
         if config.token.is_some() {

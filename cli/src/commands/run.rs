@@ -19,7 +19,7 @@ pub const AGENT_ENV: &str = "OTELPROF_AGENT";
 /// File name of the agent library, built by `cargo build --release` into `target/release/`.
 pub const AGENT_FILE: &str = "libotelprof.so";
 /// Output directory when neither `--out` nor an `out=` agent option is given.
-pub const DEFAULT_OUT: &str = "otelprof-profiles";
+pub const DEFAULT_OUT: &str = "otel-bridges";
 const JAVA_TOOL_OPTIONS: &str = "JAVA_TOOL_OPTIONS";
 /// The Java shim, built beside the agent library.
 pub const JAR: &str = "otelprof.jar";

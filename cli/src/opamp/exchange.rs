@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full, Limited};
-use otelprof_profile::opamp::proto::{
+use otel_bridge::opamp::proto::{
     AgentToServer, ServerErrorResponse, ServerErrorResponseType, ServerToAgent,
 };
 use prost::Message as _;
@@ -79,7 +79,7 @@ where
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!(
                 "Content-Type {:?} is not served: OpAMP over plain HTTP sends application/x-protobuf",
-                otelprof_profile::opamp::engines::shown(&content_type)
+                otel_bridge::opamp::engines::shown(&content_type)
             ),
         );
     }
@@ -124,9 +124,9 @@ where
         Ok(Ok(c)) => c.to_bytes(),
     };
     let body = if gzip {
-        match otelprof_profile::gzip::inflate(&body, MAX_BODY) {
+        match otel_bridge::gzip::inflate(&body, MAX_BODY) {
             Ok(b) => Bytes::from(b),
-            Err(otelprof_profile::gzip::InflateError::TooLarge { .. }) => return too_large(),
+            Err(otel_bridge::gzip::InflateError::TooLarge { .. }) => return too_large(),
             Err(e) => return bad(StatusCode::BAD_REQUEST, format!("bad gzip body: {e}")),
         }
     } else {

@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf as _, Bytes};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResponse;
-use otelprof_profile::otlp::ExportProfilesServiceResponse;
+use otel_bridge::otlp::ExportProfilesServiceResponse;
 use tonic::codec::{
     Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder,
 };
@@ -85,7 +85,7 @@ pub struct Profiles;
 pub struct Metrics;
 
 impl Signal for Profiles {
-    const PATH: &'static str = otelprof_profile::otlp::GRPC_EXPORT_PATH;
+    const PATH: &'static str = otel_bridge::otlp::GRPC_EXPORT_PATH;
     type Response = ExportProfilesServiceResponse;
     fn ingest(ingest: &Ingest, bytes: &[u8]) -> Result<(), Rejected> {
         ingest.profiles(Body::Raw(bytes)).map(|_| ())

@@ -82,7 +82,7 @@ fn check_head<B>(
     request: &Request<B>,
 ) -> Result<(bool, bool), Box<Response<Full<Bytes>>>> {
     let profiles = match request.uri().path() {
-        otelprof_profile::otlp::HTTP_PATH => true,
+        otel_bridge::otlp::HTTP_PATH => true,
         "/v1/metrics" => false,
         other => {
             return Err(Box::new(reply(
@@ -90,7 +90,7 @@ fn check_head<B>(
                 NOT_FOUND,
                 &format!(
                     "no such path {other:?}: profiles go to {} (metrics to /v1/metrics)",
-                    otelprof_profile::otlp::HTTP_PATH
+                    otel_bridge::otlp::HTTP_PATH
                 ),
             )))
         }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::SystemTime;
 
-use otelprof_profile::gzip::{self, InflateError};
+use otel_bridge::gzip::{self, InflateError};
 use prost::Message as _;
 
 use otelprof_store::{Signal, Store};
@@ -157,7 +157,7 @@ impl Ingest {
         let (raw, gzip) = self.unpack(body)?;
         // Accepts exactly what the readers' decoder accepts (a test holds them to that), so
         // nothing is stored that could not be read back.
-        let checked = otelprof_profile::otlp::check_request(&raw)
+        let checked = otel_bridge::otlp::check_request(&raw)
             .map_err(|e| Rejected::Invalid(format!("invalid OTLP profiles request: {e}")))?;
         if checked.profiles == 0 {
             // Nothing to keep; OTLP says an empty request succeeds.

@@ -97,7 +97,7 @@ pub fn top(store: &Path, p: &Params) -> Result<String, String> {
     Ok(with_flame(object, &Tree::of(&a.merged, &title)))
 }
 
-fn span_json(link: &otelprof_profile::model::Link, s: &otelprof_store::merge::SpanStats) -> Value {
+fn span_json(link: &otel_bridge::model::Link, s: &otelprof_store::merge::SpanStats) -> Value {
     json!({
         "trace_id": link.trace_id_hex(),
         "span_id": link.span_id_hex(),

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use otelprof_profile::{FrameKind, ProfileBuilder};
+use otel_bridge::{FrameKind, ProfileBuilder};
 use otelprof_store::merge::Merged;
 use otelprof_store::query::tree::Tree;
 
@@ -47,7 +47,7 @@ pub fn pprof(m: &Merged) -> Vec<u8> {
         b.add_sample(&stack, &[], &[s.value.round() as i64]);
     }
     let (start, end) = m.window.unwrap_or((0, 0));
-    otelprof_profile::pprof::encode_gzip(&b.build(start, end.saturating_sub(start)))
+    otel_bridge::pprof::encode_gzip(&b.build(start, end.saturating_sub(start)))
 }
 
 /// The export `format` of `tree` (and of `merged` for pprof).

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use otelprof_profile::opamp::proto::{AgentDescription, AgentToServer, ServerToAgent};
+use otel_bridge::opamp::proto::{AgentDescription, AgentToServer, ServerToAgent};
 use prost::Message as _;
 use tokio::sync::watch;
 
@@ -106,12 +106,7 @@ async fn exchange(
     let reason = decoded
         .ok()
         .and_then(|m| m.error_response)
-        .map(|e| {
-            format!(
-                ": {}",
-                otelprof_profile::opamp::engines::shown(&e.error_message)
-            )
-        })
+        .map(|e| format!(": {}", otel_bridge::opamp::engines::shown(&e.error_message)))
         .unwrap_or_default();
     Err(Failed::Refused(
         format!("HTTP {status}{reason}"),

@@ -15,7 +15,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use crate::config::{Compression, OtlpConfig};
 use crate::error::{ExportError, StartError};
 use crate::transport::sent::Sent;
-use otelprof_profile::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
+use otel_bridge::otlp::{ExportProfilesServiceResponse, GRPC_EXPORT_PATH};
 
 pub(crate) struct GrpcTransport {
     client: tonic::client::Grpc<Channel>,

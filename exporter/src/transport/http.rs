@@ -13,7 +13,7 @@ use crate::error::{ExportError, StartError};
 use crate::retry::parse_retry_after;
 use crate::transport::http_client::HttpClient;
 use crate::transport::sent::Sent;
-use otelprof_profile::otlp::ExportProfilesServiceResponse;
+use otel_bridge::otlp::ExportProfilesServiceResponse;
 
 pub(crate) struct HttpTransport {
     client: HttpClient,

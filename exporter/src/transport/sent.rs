@@ -1,6 +1,6 @@
 //! What a transport returns for a request the server accepted.
 
-use otelprof_profile::otlp::ExportProfilesServiceResponse;
+use otel_bridge::otlp::ExportProfilesServiceResponse;
 
 /// A request the server accepted, with its answer (which may report a partial success).
 #[derive(Debug)]

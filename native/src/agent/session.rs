@@ -203,7 +203,7 @@ impl Session {
         let resource = unsafe { otlp_export::build_resource(jni, &self.export_env, &self.options) };
         // Out-of-process readers (the OpenTelemetry eBPF profiler) learn who we are and how to
         // read our thread-context records from the process context (OTEP 4719).
-        let payload = otelprof_profile::process_context::payload(
+        let payload = otel_bridge::process_context::payload(
             &resource,
             crate::context::record::ATTRIBUTE_KEYS,
         );

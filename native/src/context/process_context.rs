@@ -3,7 +3,7 @@
 //!
 //! A small mapping named `OTEL_CTX` (a memfd, or an anonymous mapping named with
 //! `PR_SET_VMA_ANON_NAME` when memfd is not allowed) holds a 32-byte header followed by the
-//! payload ([`otelprof_profile::process_context::payload`]). The signature is written last,
+//! payload ([`otel_bridge::process_context::payload`]). The signature is written last,
 //! after a fence, so a reader never sees a half-written header; the mapping is excluded from
 //! `fork` children, who would otherwise expose the parent's identity.
 //!

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use jni::sys::jclass;
-use otelprof_profile::frame_name;
+use otel_bridge::frame_name;
 
 use crate::jvm::jvmti::Jvmti;
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use jni::sys::{jmethodID, JNIEnv};
-use otelprof_profile::frame_name;
+use otel_bridge::frame_name;
 
 use crate::jvm::jvmti::{delete_local_ref, Jvmti};
 

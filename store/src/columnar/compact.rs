@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use otelprof_profile::model::{
-    Dictionary, Label, LabelValue, Link, Profile, Sample, StackId, StrId,
-};
+use otel_bridge::model::{Dictionary, Label, LabelValue, Link, Profile, Sample, StackId, StrId};
 use rustc_hash::FxHashMap;
 
 use super::read::{
@@ -456,7 +454,7 @@ fn relabel(profiles: &[Decoded]) -> Vec<Decoded> {
                 let pool = match pools.get(&v.0) {
                     Some(&id) => id,
                     None => {
-                        let text = otelprof_profile::thread_pool::pool_of(p.str(v)).into_owned();
+                        let text = otel_bridge::thread_pool::pool_of(p.str(v)).into_owned();
                         let id = intern(&mut dictionary, &text);
                         pools.insert(v.0, id);
                         id

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use otelprof_profile::model::{Label, LabelValue, Link, Profile, ProfileBuilder, Sample, StrId};
+use otel_bridge::model::{Label, LabelValue, Link, Profile, ProfileBuilder, Sample, StrId};
 use parquet::file::reader::FileReader;
 use rustc_hash::FxHashMap;
 

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use opentelemetry::KeyValue;
-use otelprof_profile::model::{
+use otel_bridge::model::{
     Dictionary, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location, LocationId,
     Profile, Sample, StackId, StrId, ValueType,
 };
-use otelprof_profile::FrameKind;
+use otel_bridge::FrameKind;
 use parquet::column::reader::ColumnReader;
 use parquet::data_type::ByteArray;
 use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};

@@ -116,7 +116,7 @@ pub mod sample_col {
 }
 
 /// A trace link as [`SPANS`] stores it: trace id high and low, span id.
-pub fn link_bits(l: &otelprof_profile::Link) -> (i64, i64, i64) {
+pub fn link_bits(l: &otel_bridge::Link) -> (i64, i64, i64) {
     let mut hi = [0u8; 8];
     let mut lo = [0u8; 8];
     for (i, b) in l.trace_id.iter().enumerate() {
@@ -134,7 +134,7 @@ pub fn link_bits(l: &otelprof_profile::Link) -> (i64, i64, i64) {
 }
 
 /// The trace link [`link_bits`] stored.
-pub fn link_of_bits(hi: i64, lo: i64, span: i64) -> otelprof_profile::Link {
+pub fn link_of_bits(hi: i64, lo: i64, span: i64) -> otel_bridge::Link {
     let mut trace_id = [0u8; 16];
     for (t, b) in trace_id
         .iter_mut()
@@ -142,7 +142,7 @@ pub fn link_of_bits(hi: i64, lo: i64, span: i64) -> otelprof_profile::Link {
     {
         *t = b;
     }
-    otelprof_profile::Link {
+    otel_bridge::Link {
         trace_id,
         span_id: span.to_be_bytes(),
     }
@@ -272,11 +272,8 @@ mod tests {
 
     #[test]
     fn links_round_trip_as_integers() {
-        let l = otelprof_profile::Link::from_hex(
-            "80f7651916cd43dd8448eb211c80319c",
-            "ffad6b7169203331",
-        )
-        .unwrap();
+        let l = otel_bridge::Link::from_hex("80f7651916cd43dd8448eb211c80319c", "ffad6b7169203331")
+            .unwrap();
         let (hi, lo, span) = link_bits(&l);
         assert_eq!(
             hi,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use opentelemetry::KeyValue;
-use otelprof_profile::model::{LabelValue, Profile, StackId, ValueType};
+use otel_bridge::model::{LabelValue, Profile, StackId, ValueType};
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::WriterProperties;
@@ -383,7 +383,7 @@ impl SampleRows {
         let mut ids: FxHashMap<u32, i64> = FxHashMap::default();
         // A profile without samples still counts as seen: one row with no values and stack
         // id 0 stands for it (the reader makes no sample of it; SQL sees a null value).
-        let placeholder = otelprof_profile::model::Sample::default();
+        let placeholder = otel_bridge::model::Sample::default();
         let samples = if profile.samples.is_empty() {
             std::slice::from_ref(&placeholder)
         } else {

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use otelprof_profile::Link;
+use otel_bridge::Link;
 
 use crate::error::Error;
 use crate::merge::{Merged, SpanStats};
@@ -54,10 +54,7 @@ fn children_of(
     for (link, stats) in &all.spans {
         if let Some(root) = &stats.local_root_span_id {
             any_root_label = true;
-            if roots
-                .iter()
-                .any(|r| otelprof_profile::model::hex(r) == *root)
-            {
+            if roots.iter().any(|r| otel_bridge::model::hex(r) == *root) {
                 found.insert(link.span_id);
             }
         }
@@ -128,8 +125,8 @@ pub fn drill(
             .flat_map(|s| s.endpoints.iter().cloned())
             .next();
         let what = match (target.selector.span_ids.first(), target.selector.trace_id) {
-            (Some(s), _) => format!("span {}", otelprof_profile::model::hex(s)),
-            (None, Some(t)) => format!("trace {}", otelprof_profile::model::hex(&t)),
+            (Some(s), _) => format!("span {}", otel_bridge::model::hex(s)),
+            (None, Some(t)) => format!("trace {}", otel_bridge::model::hex(&t)),
             (None, None) => "the selection".to_owned(),
         };
         notes.push(format!(
@@ -140,7 +137,7 @@ pub fn drill(
             let mut other: Vec<String> = trace
                 .spans
                 .keys()
-                .map(|l| otelprof_profile::model::hex(&l.span_id))
+                .map(|l| otel_bridge::model::hex(&l.span_id))
                 .collect();
             other.sort();
             other.truncate(5);

@@ -289,8 +289,8 @@ pub fn present(
 mod tests {
     use super::*;
     use crate::reader::Source;
-    use otelprof_profile::otlp::{EncodeOptions, ProfileId};
-    use otelprof_profile::{FrameKind, ProfileBuilder};
+    use otel_bridge::otlp::{EncodeOptions, ProfileId};
+    use otel_bridge::{FrameKind, ProfileBuilder};
 
     #[test]
     fn an_empty_selection_names_every_value_of_its_key() {
@@ -305,7 +305,7 @@ mod tests {
             b.add_sample(&[l], &[ep], &[1]);
         }
         let resource = opentelemetry_sdk::Resource::builder_empty().build();
-        let bytes = otelprof_profile::otlp::encode_to_vec(
+        let bytes = otel_bridge::otlp::encode_to_vec(
             &b.build(0, 1),
             &resource,
             ProfileId::from_random([1; 16]),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
-use otelprof_profile::gzip;
+use otel_bridge::gzip;
 use prost::Message as _;
 
 use crate::layout::is_metrics_file;

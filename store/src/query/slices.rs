@@ -370,7 +370,7 @@ mod tests {
 
     #[test]
     fn signals_counted_several_times_are_told_apart_by_their_timestamps() {
-        use otelprof_profile::model::{FrameKind, ProfileBuilder};
+        use otel_bridge::model::{FrameKind, ProfileBuilder};
         let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 1_000_000);
         let f = b.function("a.B.c", "B.java", 1);
         let l = b.location(f, 1, FrameKind::Jvm);

@@ -150,7 +150,7 @@ mod tests {
     use super::*;
     use crate::merge::Merger;
     use crate::select::{ProfileType, Selector};
-    use otelprof_profile::{FrameKind, Profile, ProfileBuilder};
+    use otel_bridge::{FrameKind, Profile, ProfileBuilder};
 
     /// main → a → b → a (recursion) with 10 units on `t1`, main → c with 5 on `t2`, and one
     /// unlabelled sample of 1 on main itself.

@@ -55,7 +55,7 @@ pub struct TraceRow {
 
 impl TraceRow {
     pub fn trace_id_hex(&self) -> String {
-        otelprof_profile::model::hex(&self.trace_id)
+        otel_bridge::model::hex(&self.trace_id)
     }
 }
 

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use opentelemetry::KeyValue;
-use otelprof_profile::otlp::{EncodeOptions, ProfileId};
-use otelprof_profile::{FrameKind, Link, Profile, ProfileBuilder};
+use otel_bridge::otlp::{EncodeOptions, ProfileId};
+use otel_bridge::{FrameKind, Link, Profile, ProfileBuilder};
 use otelprof_store::columnar::ColumnarWriter;
 use otelprof_store::Merged;
 
@@ -137,7 +137,7 @@ pub fn build_store(dir: &Path) {
             }
             for p in profiles {
                 n += 1;
-                let bytes = otelprof_profile::otlp::encode_to_vec(
+                let bytes = otel_bridge::otlp::encode_to_vec(
                     &p,
                     &resource(i),
                     ProfileId::from_random([n; 16]),
@@ -148,7 +148,7 @@ pub fn build_store(dir: &Path) {
                 )
                 .unwrap();
                 std::fs::write(otlp.join(format!("{n:04}.otlp.pb")), &bytes).unwrap();
-                let decoded = otelprof_profile::otlp::decode(&bytes).unwrap();
+                let decoded = otel_bridge::otlp::decode(&bytes).unwrap();
                 writer.write(&decoded, T0 + m * MINUTE).unwrap();
             }
         }

@@ -9,7 +9,7 @@
 //! The official parser judges the protobuf layer only: wire format, UTF-8 in `string` fields,
 //! nesting depth. otelprof's decoder judges that and OTLP's rules too (every index in range, id
 //! lengths, values matching timestamps, a sample type per profile, `string_table[0] == ""`, the
-//! decode [`Limits`](otelprof_profile::otlp::Limits)). `DecodeError::layer()` says which layer
+//! decode [`Limits`](otel_bridge::otlp::Limits)). `DecodeError::layer()` says which layer
 //! an error belongs to: `ErrorLayer::Encoding` for `Wire`, `Utf8`, `Protobuf` and `Inflate`
 //! (bytes that are not the protobuf encoding of the messages), `ErrorLayer::Otlp` for every
 //! other variant. For every case:
@@ -50,7 +50,7 @@ mod tree;
 
 use std::collections::BTreeMap;
 
-use otelprof_profile::otlp::{self, ErrorLayer};
+use otel_bridge::otlp::{self, ErrorLayer};
 use otelprof_tests::scratch_dir;
 
 use mutation::{make_case, Mutation, MUTATIONS};

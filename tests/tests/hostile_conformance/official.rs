@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use opentelemetry::{KeyValue, Value};
-use otelprof_profile::{Link, Profile, StackId};
+use otel_bridge::{Link, Profile, StackId};
 use otelprof_tests::{python, repo_root};
 use serde_json::Value as Json;
 

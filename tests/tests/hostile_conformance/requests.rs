@@ -1,9 +1,9 @@
 //! The valid requests every case starts from: realistic profiles through the crate's encoder,
 //! and variants protobuf must read the same.
 
-use otelprof_profile::otlp::{self, EncodeOptions, ProfileId};
-use otelprof_profile::resource::{build_resource, ProcessFacts, ResourceInputs};
-use otelprof_profile::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
+use otel_bridge::otlp::{self, EncodeOptions, ProfileId};
+use otel_bridge::resource::{build_resource, ProcessFacts, ResourceInputs};
+use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
 
 use crate::rng::Rng;
 use crate::tree::{kind, parse, unpack, Body, Field, Kind, Msg};

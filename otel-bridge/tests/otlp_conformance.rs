@@ -2,14 +2,14 @@
 //! (<https://protobuf.dev/programming-guides/encoding/>), one case per rule, as the official
 //! parser (upb, behind Google's protobuf for Python) applies them. Each case was first found by
 //! the differential test against that parser (`tests/tests/hostile_conformance`), which needs
-//! Python; these run with `cargo test -p otelprof-profile`.
+//! Python; these run with `cargo test -p otel-bridge`.
 //!
 //! The requests are written byte by byte from a small valid one, so that each case changes
 //! exactly one thing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use otelprof_profile::otlp::{self, ErrorLayer};
-use otelprof_profile::{LabelValue, Profile};
+use otel_bridge::otlp::{self, ErrorLayer};
+use otel_bridge::{LabelValue, Profile};
 
 // ---------------------------------------------------------------------------------------------
 // Writing protobuf by hand.

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
-use otelprof_profile::otlp::{
+use otel_bridge::otlp::{
     self, proto as pb, EncodeOptions, ExportProfilesServiceRequest, ProfileId,
 };
-use otelprof_profile::{FrameKind, LabelValue, Link, Profile, ProfileBuilder};
+use otel_bridge::{FrameKind, LabelValue, Link, Profile, ProfileBuilder};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -513,7 +513,7 @@ fn several_sample_types_become_several_profiles() {
 }
 
 /// The encoding of [`agent_like`] is pinned: a change in bytes must be a deliberate one.
-/// Regenerate with `OTELPROF_UPDATE_GOLDEN=1 cargo test -p otelprof-profile --test otlp_codec`.
+/// Regenerate with `OTELPROF_UPDATE_GOLDEN=1 cargo test -p otel-bridge --test otlp_codec`.
 #[test]
 fn golden_encoding() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");

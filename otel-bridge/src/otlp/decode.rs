@@ -24,7 +24,7 @@
 //! UTF-8 in any `string` field (never in `bytes`), nesting past 100. On top of that it checks
 //! OTLP's rules, which [`DecodeError::layer`] tells apart.
 //!
-//! Measured (`cargo bench -p otelprof-profile --bench decode`): about 15 times the reference's
+//! Measured (`cargo bench -p otel-bridge --bench decode`): about 15 times the reference's
 //! speed. On a 449 KB request of 3 profiles, 2,000 distinct stacks of 20 to 40 frames and 2,616
 //! strings, the reference takes 15.1 times as long as [`decode`] (median of 15 alternating
 //! rounds; lowest 14.7, highest 16.3) and 35.0 times as long as [`check_request`]; criterion's

@@ -3,7 +3,7 @@
 //!
 //! Not a production path (compiled for tests and with the `reference-decoder` feature): the
 //! tests hold the [fast decoder](super::decode) to this one's model, and the benchmark
-//! (`cargo bench -p otelprof-profile --bench decode`) measures it against this one. It also
+//! (`cargo bench -p otel-bridge --bench decode`) measures it against this one. It also
 //! returns what the model has no room for (scope, profile id), which the tests check.
 //!
 //! The input is untrusted (files, other producers): every index is checked, ids must have

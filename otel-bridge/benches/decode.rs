@@ -2,7 +2,7 @@
 //! against the prost-based reference decoder (`otlp::reference::decode`), on one realistic
 //! request, in the same run.
 //!
-//! `cargo bench -p otelprof-profile --bench decode`
+//! `cargo bench -p otel-bridge --bench decode`
 //!
 //! Criterion times each decoder on its own. The machine is shared, and other work that starts
 //! between two of criterion's measurements moves one figure and not the other; so the run ends
@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use opentelemetry::KeyValue;
-use otelprof_profile::otlp::{self, EncodeOptions, ProfileId};
-use otelprof_profile::rng::SplitMix64 as Rng;
-use otelprof_profile::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
+use otel_bridge::otlp::{self, EncodeOptions, ProfileId};
+use otel_bridge::rng::SplitMix64 as Rng;
+use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
 
 const STACKS: usize = 2_000;
 const FUNCTIONS: usize = 2_400;
