@@ -4,6 +4,7 @@
 //! ([`otelprof_store::query::diff`]); this file reads the flags and renders the answer.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
@@ -42,61 +43,56 @@ pub struct DiffAnswer {
     pub functions: FunctionDiff,
 }
 
+/// Where each side's profiles are read from: both from all the paths (told apart by their
+/// selectors), or base from the first path and head from the second.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SidePaths {
+    Shared(Vec<PathBuf>),
+    Apart([PathBuf; 2]),
+}
+
+impl SidePaths {
+    fn of(&self, head: bool) -> &[PathBuf] {
+        match self {
+            SidePaths::Shared(all) => all,
+            SidePaths::Apart([base, h]) => std::slice::from_ref(if head { h } else { base }),
+        }
+    }
+}
+
 /// Checks the flags and computes the comparison (both merges, the noise between time slices,
 /// the per-group and per-function tests).
 pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
-    if let Some(p) = args.fail_above {
-        if !(0.0..=100.0).contains(&p) {
-            bail!("--fail-above takes percentage points between 0 and 100, got {p}");
+    check_flags(args)?;
+    let (base_sel, head_sel, paths) = sides(args, super::now_unix_nanos())?;
+    if let Some(warning) = overlap_warning(&base_sel, &head_sel) {
+        if matches!(paths, SidePaths::Shared(_)) {
+            errln!("otelprof: warning: {warning}");
         }
     }
-    if !(args.fdr > 0.0 && args.fdr <= 50.0) {
-        bail!(
-            "--fdr takes a false discovery rate in percent, above 0 and at most 50, got {}",
-            args.fdr
-        );
-    }
-    let (base_sel, head_sel) = sides(args, super::now_unix_nanos())?;
-    if let Some(warning) = overlap_warning(&base_sel, &head_sel) {
-        errln!("otelprof: warning: {warning}");
-    }
-    // Both sides in one pass over the partitions either can touch; hours that lie wholly
-    // inside or outside each side from their rollups.
-    let both = [base_sel.clone(), head_sel.clone()];
-    let by = Some(args.by.as_str());
-    let source = super::open_source(&args.paths)?
-        .narrow_to_any(&both)
-        .use_rollups(false, by);
     let (_, measure) = args.select.view()?;
+    let by = Some(args.by.as_str());
     let specs = [
         args.select.spec(&base_sel)?.by(by),
         args.select.spec(&head_sel)?.by(by),
     ];
-    // When each side's slices follow from its selection alone (a time range cut in
-    // slot-long slices, shorter than an hour), one pass over the slot rollups makes both
-    // merges and the slices; the guess is checked against the merges below.
-    let guess = guessed_slices(&specs, measure, args.select.lines);
-    let ([(base, ty), (head, _)], presliced) = match &guess {
-        Some(sides) => {
-            let slots = super::open_source(&args.paths)?
-                .narrow_to_any(&both)
-                .use_slots(by);
-            let (merges, sliced) = slices::merge_many_and_slices(&slots, &specs, sides)?;
-            (merges, Some(sliced))
+    let (base, head, ty, presliced) = match &paths {
+        SidePaths::Shared(all) => merge_shared(all, &specs, measure, args.select.lines, by)?,
+        SidePaths::Apart(_) => {
+            let (b, ty) = merge_apart(&paths, &specs[0], false, by)?;
+            let (h, _) = merge_apart(&paths, &specs[1], true, by)?;
+            (b, h, ty, None)
         }
-        None => (query::merge_many(&source, &specs)?, None),
     };
-    if base.stacks.is_empty() {
-        bail!(
-            "base: {}",
-            query::explain_empty(&source, &base, ty, &base_sel)
-        );
-    }
-    if head.stacks.is_empty() {
-        bail!(
-            "head: {}",
-            query::explain_empty(&source, &head, ty, &head_sel)
-        );
+    for (merged, selector, head) in [(&base, &base_sel, false), (&head, &head_sel, true)] {
+        if merged.stacks.is_empty() {
+            let source = super::open_source(paths.of(head))?;
+            let side = if head { "head" } else { "base" };
+            bail!(
+                "{side}: {}",
+                query::explain_empty(&source, merged, ty, selector)
+            );
+        }
     }
     if args.fail_above.is_some() && !diff::testable(ty) {
         bail!(
@@ -107,43 +103,26 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
         );
     }
     let dispersion = if diff::testable(ty) {
-        let side = |m: &Merged, selector: &Selector| SliceSpec {
-            ty,
-            measure,
-            lines: args.select.lines,
-            selector: selector.clone(),
-            window: m.window.unwrap_or((0, 0)),
-            slices: slices::slices_for(m.total_count()),
-        };
-        let sides = [side(&base, &base_sel), side(&head, &head_sel)];
-        let guessed_right = guess
-            .as_ref()
-            .is_some_and(|g| g.iter().zip(&sides).all(|(g, s)| g.cuts_like(s)));
-        // Slices of whole hours are sums of hours, which hourly rollups answer; of whole
-        // slots (6 minutes), sums of slots, which slot rollups answer; shorter ones need the
-        // sample rows (and their timestamps).
-        let sliced = match presliced {
-            Some(sliced) if guessed_right => sliced,
-            _ if sides.iter().all(SliceSpec::whole_hours) => slices::merge_slices(&source, &sides)?,
-            _ if sides.iter().all(SliceSpec::whole_slots) => {
-                let slots = super::open_source(&args.paths)?
-                    .narrow_to_any(&both)
-                    .use_slots(None);
-                slices::merge_slices(&slots, &sides)?
-            }
-            _ => {
-                let rows = super::open_source(&args.paths)?.narrow_to_any(&both);
-                slices::merge_slices(&rows, &sides)?
-            }
-        };
-        let sides: Vec<&[Merged]> = sliced.slices.iter().map(Vec::as_slice).collect();
-        diff::dispersion::estimate(&sides, &sliced.weights)
+        let sides = [
+            slice_spec(args, &base, &base_sel, ty, measure),
+            slice_spec(args, &head, &head_sel, ty, measure),
+        ];
+        let sliced = slice(&paths, &sides, presliced, by)?;
+        let slices: Vec<&[Merged]> = sliced.slices.iter().map(Vec::as_slice).collect();
+        let assumed = diff::dispersion::Assumption::of(&[&base, &head]);
+        diff::dispersion::estimate(&slices, &sliced.weights, assumed)
     } else {
         Dispersion::binomial()
     };
     let criteria =
         Criteria::new(args.fdr / 100.0).with_dispersion(dispersion.factor, dispersion.test_df());
-    let counts = requests::endpoint_requests(&args.paths, &base_sel, &head_sel);
+    let counts = match &paths {
+        SidePaths::Shared(all) => requests::endpoint_requests(all, &base_sel, &head_sel),
+        SidePaths::Apart([b, h]) => requests::EndpointCounts::sides(
+            requests::endpoint_requests(std::slice::from_ref(b), &base_sel, &base_sel),
+            requests::endpoint_requests(std::slice::from_ref(h), &head_sel, &head_sel),
+        ),
+    };
     let groups = diff::compare_groups(
         &base,
         &head,
@@ -162,6 +141,133 @@ pub fn answer(args: &DiffArgs) -> anyhow::Result<DiffAnswer> {
         groups,
         functions,
     })
+}
+
+/// The flags' ranges.
+fn check_flags(args: &DiffArgs) -> anyhow::Result<()> {
+    if let Some(p) = args.fail_above {
+        if !(0.0..=100.0).contains(&p) {
+            bail!("--fail-above takes percentage points between 0 and 100, got {p}");
+        }
+    }
+    if !(args.fdr > 0.0 && args.fdr <= 50.0) {
+        bail!(
+            "--fdr takes a false discovery rate in percent, above 0 and at most 50, got {}",
+            args.fdr
+        );
+    }
+    Ok(())
+}
+
+/// Both sides' merges from the same paths, in one pass over the partitions either can touch
+/// (hours that lie wholly inside or outside each side from their rollups); with the slices
+/// too when each side's slices follow from its selection alone (a time range cut in
+/// slot-long slices, shorter than an hour): one pass over the slot rollups makes both merges
+/// and the slices, and the guess is checked against the merges in [`slice`].
+fn merge_shared(
+    paths: &[PathBuf],
+    specs: &[query::Spec; 2],
+    measure: otelprof_store::select::Measure,
+    lines: bool,
+    by: Option<&str>,
+) -> anyhow::Result<(Merged, Merged, ProfileType, Option<Presliced>)> {
+    let both = [specs[0].selector.clone(), specs[1].selector.clone()];
+    let guess = guessed_slices(specs, measure, lines);
+    let ([(base, ty), (head, _)], presliced) = match guess {
+        Some(sides) => {
+            let slots = super::open_source(paths)?
+                .narrow_to_any(&both)
+                .use_slots(by);
+            let (merges, sliced) = slices::merge_many_and_slices(&slots, specs, &sides)?;
+            (merges, Some(Presliced { sides, sliced }))
+        }
+        None => {
+            let source = super::open_source(paths)?
+                .narrow_to_any(&both)
+                .use_rollups(false, by);
+            (query::merge_many(&source, specs)?, None)
+        }
+    };
+    Ok((base, head, ty, presliced))
+}
+
+/// One side's merge, from the side's own paths.
+fn merge_apart(
+    paths: &SidePaths,
+    spec: &query::Spec,
+    head: bool,
+    by: Option<&str>,
+) -> anyhow::Result<(Merged, ProfileType)> {
+    let source = super::open_source(paths.of(head))?
+        .narrow_to_any(std::slice::from_ref(&spec.selector))
+        .use_rollups(false, by);
+    let [merged] = query::merge_many(&source, std::array::from_ref(spec))?;
+    Ok(merged)
+}
+
+/// Slices made with the merges, and the guess of the sides they were cut for.
+struct Presliced {
+    sides: Vec<SliceSpec>,
+    sliced: slices::Sliced,
+}
+
+/// How a side is sliced for the noise estimate: as many slices as its samples support,
+/// within the window its merge covered.
+fn slice_spec(
+    args: &DiffArgs,
+    merged: &Merged,
+    selector: &Selector,
+    ty: ProfileType,
+    measure: otelprof_store::select::Measure,
+) -> SliceSpec {
+    SliceSpec {
+        ty,
+        measure,
+        lines: args.select.lines,
+        selector: selector.clone(),
+        window: merged.window.unwrap_or((0, 0)),
+        slices: slices::slices_for(merged.total_count()),
+    }
+}
+
+/// Both sides cut into their slices: the slices made with the merges when they were cut as
+/// `sides` asks, else a pass of their own. Slices of whole hours are sums of hours, which
+/// hourly rollups answer; of whole slots (6 minutes), sums of slots, which slot rollups
+/// answer; shorter ones need the sample rows (and their timestamps). Sides read from paths of
+/// their own are sliced apart.
+fn slice(
+    paths: &SidePaths,
+    sides: &[SliceSpec; 2],
+    presliced: Option<Presliced>,
+    by: Option<&str>,
+) -> anyhow::Result<slices::Sliced> {
+    if let Some(p) = presliced {
+        if p.sides.iter().zip(sides).all(|(g, s)| g.cuts_like(s)) {
+            return Ok(p.sliced);
+        }
+    }
+    let pass = |paths: &[PathBuf], sides: &[SliceSpec]| -> anyhow::Result<slices::Sliced> {
+        let selectors: Vec<Selector> = sides.iter().map(|s| s.selector.clone()).collect();
+        let source = super::open_source(paths)?.narrow_to_any(&selectors);
+        Ok(if sides.iter().all(SliceSpec::whole_hours) {
+            slices::merge_slices(&source.use_rollups(false, by), sides)?
+        } else if sides.iter().all(SliceSpec::whole_slots) {
+            slices::merge_slices(&source.use_slots(None), sides)?
+        } else {
+            slices::merge_slices(&source, sides)?
+        })
+    };
+    match paths {
+        SidePaths::Shared(all) => pass(all, sides),
+        SidePaths::Apart([b, h]) => {
+            let base = pass(std::slice::from_ref(b), std::slice::from_ref(&sides[0]))?;
+            let head = pass(std::slice::from_ref(h), std::slice::from_ref(&sides[1]))?;
+            Ok(slices::Sliced {
+                slices: base.slices.into_iter().chain(head.slices).collect(),
+                weights: base.weights.into_iter().chain(head.weights).collect(),
+            })
+        }
+    }
 }
 
 /// The slices each side will be cut in, when its selection alone tells: a time range (from
@@ -252,8 +358,10 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<(ExitCode, Option<String>)> {
     Ok((ExitCode::SUCCESS, headline))
 }
 
-/// The two sides' selectors: each side's terms and time range, and the shared flags.
-fn sides(args: &DiffArgs, now: i64) -> anyhow::Result<(Selector, Selector)> {
+/// The two sides' selectors (each side's terms and time range, and the shared flags) and
+/// where each side is read: with neither selectors nor time ranges, two paths are base then
+/// head, as `go tool pprof -diff_base` takes them.
+fn sides(args: &DiffArgs, now: i64) -> anyhow::Result<(Selector, Selector, SidePaths)> {
     let shared = args.select.selector()?;
     let DiffRanges {
         base_from,
@@ -286,13 +394,15 @@ fn sides(args: &DiffArgs, now: i64) -> anyhow::Result<(Selector, Selector)> {
     };
     let base = side(&args.base, base_from, base_to, "base")?;
     let head = side(&args.head, head_from, head_to, "head")?;
-    if base.is_empty() && head.is_empty() {
-        bail!(
+    let paths = match args.paths.as_slice() {
+        [b, h] if base.is_empty() && head.is_empty() => SidePaths::Apart([b.clone(), h.clone()]),
+        _ if base.is_empty() && head.is_empty() => bail!(
             "say what to compare: a selector or a time range for either side, e.g. --base \
              service.version=1.4 --head service.version=1.5, or --base-from now-25h --base-to \
-             now-24h --head-from now-1h"
-        );
-    }
+             now-24h --head-from now-1h; or give two paths, base then head"
+        ),
+        all => SidePaths::Shared(all.to_vec()),
+    };
     let (base, head) = (shared.and(&base), shared.and(&head));
     for (name, s) in [("base", &base), ("head", &head)] {
         if let (Some(f), Some(t)) = (s.from, s.to) {
@@ -301,7 +411,7 @@ fn sides(args: &DiffArgs, now: i64) -> anyhow::Result<(Selector, Selector)> {
             }
         }
     }
-    Ok((base, head))
+    Ok((base, head, paths))
 }
 
 /// A warning when the two sides can hold the same samples: the same conditions and
@@ -409,13 +519,24 @@ pub fn render_path(path: &[String]) -> String {
 /// What the stars mean, in one line.
 fn legend(d: &FunctionDiff) -> String {
     match d.family {
-        Some(f) => format!(
-            "* = significant: Benjamini–Hochberg at a {} false discovery rate over {} tests \
-             (the self and total share of {} functions)",
-            percent_text(f.criteria.fdr),
-            f.tests,
-            f.functions
-        ),
+        Some(f) => {
+            let mut line = format!(
+                "* = significant: Benjamini–Hochberg at a {} false discovery rate over {} tests \
+                 (the self and total share of {} functions",
+                percent_text(f.criteria.fdr),
+                f.tests,
+                f.functions
+            );
+            if f.left_out > 0 {
+                let _ = write!(
+                    line,
+                    ", but for {} shares too rare to be significant however their samples split",
+                    f.left_out
+                );
+            }
+            line.push(')');
+            line
+        }
         None => "not tested: significance is computed for CPU profiles only (a sample of this \
                  type weighs what it stands for, and the merge does not keep how many samples \
                  are behind a value)"
@@ -534,17 +655,29 @@ pub fn render_headline(d: &FunctionDiff) -> String {
         let _ = write!(
             line,
             " Smallest change these {:.0} and {:.0} samples would have caught 4 times in 5: \
-             {:.2} pp for a function at 50% of the total, {:.2} pp at 10%.",
+             {} for a function at 50% of the total, {} at 10%.",
             d.base_samples,
             d.head_samples,
-            half * 100.0,
-            tenth * 100.0
+            detectable_text(half, 0.5),
+            detectable_text(tenth, 0.1)
         );
     }
     line
 }
 
-/// How noisy the sides measured, under the tables: the z above are divided by √φ.
+/// A detectable change of a share `p` in words: its size in pp, or that no change a share at
+/// `p` can make (up to all of the total or none of it) would be caught, rather than a size
+/// larger than any share can change by.
+fn detectable_text(change: f64, p: f64) -> String {
+    if change > p.max(1.0 - p) {
+        "none that a share can make (too few samples)".to_owned()
+    } else {
+        format!("{:.2} pp", change * 100.0)
+    }
+}
+
+/// How noisy the sides were taken to be, under the tables: what the slices measured, what
+/// was assumed, and how the two were combined (the z above are divided by √φ).
 pub fn render_dispersion(d: &Dispersion) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     if d.estimated() {
@@ -554,30 +687,54 @@ pub fn render_dispersion(d: &Dispersion) -> Option<String> {
             d.between_slices, d.slices[0], d.slices[1]
         ));
     } else if d.slices != [0, 0] {
-        parts.push("too few samples or time slices per side to measure it".to_owned());
+        parts.push(format!(
+            "too few samples or time slices to measure it ({} and {} slices per side)",
+            d.slices[0], d.slices[1]
+        ));
+    }
+    if let Some(a) = d.assumed {
+        let rate = a.rate.map_or_else(
+            || "an unknown sampling rate".to_owned(),
+            |r| format!("{r:.0} samples per CPU-second"),
+        );
+        parts.push(format!(
+            "assumed: a CPU-second carries at most {:.0} independent observations, so φ₀ = \
+             {:.2} at {rate}, worth {:.0} degrees of freedom",
+            diff::dispersion::INFORMATION_RATE,
+            a.factor,
+            a.df
+        ));
     }
     if let Some(w) = d.weights {
         parts.push(format!(
             "sample timestamps show each CPU signal counting {w:.2} times in variance (the \
-             timer intervals it stood for)"
+             timer intervals it stood for), a floor"
         ));
     }
     if parts.is_empty() {
         return None;
     }
+    let df = if d.test_df().is_finite() {
+        format!("{:.0}", d.test_df())
+    } else {
+        "infinite".to_owned()
+    };
+    let how = match (d.estimated(), d.assumed.is_some()) {
+        (true, true) => format!(
+            "the two combined ({:.0}% measured): ",
+            d.measured_weight() * 100.0
+        ),
+        (false, true) => "the assumption alone: ".to_owned(),
+        _ => String::new(),
+    };
     let scaled = if d.factor > 1.0 {
         format!(
-            "every z is divided by √{:.2}, the larger, and read as Student's t with {} degrees \
-             of freedom",
-            d.factor,
-            if d.test_df().is_finite() {
-                format!("{:.0}", d.test_df())
-            } else {
-                "infinite".to_owned()
-            }
+            "{how}every z is divided by √{:.2} and read as Student's t with {df} degrees of \
+             freedom",
+            d.factor
         )
     } else {
-        "z assume independent samples".to_owned()
+        format!("{how}z assume independent samples, read with {df} degrees of freedom")
     };
     Some(format!("\n(noise: {}; {scaled})", parts.join("; ")))
 }
@@ -608,13 +765,17 @@ pub fn render_regression(r: &Regression<'_>, limit: f64) -> String {
 /// A warning when the samples are too few for `--fail-above` to see a change of its size in
 /// a function at half the total (where a share is noisiest).
 fn blind_spot_warning(d: &FunctionDiff, limit: f64) -> Option<String> {
-    let mde = d.detectable(0.5)? * 100.0;
-    (mde > limit).then(|| {
+    let mde = d.detectable(0.5)?;
+    (mde * 100.0 > limit).then(|| {
+        let takes = match detectable_text(mde, 0.5) {
+            pp if pp.ends_with(" pp") => format!("that takes {pp}"),
+            _ => "no growth a share can make would be".to_owned(),
+        };
         format!(
             "--fail-above {limit}: with {:.0} and {:.0} samples, a growth of {limit} pp in a \
-             function at 50% of the total is found less than 4 times in 5 (that takes \
-             {mde:.2} pp); profile longer or under more load (a CPU interval shorter than the \
-             kernel's tick, 4 ms at HZ=250, adds counts but no information)",
+             function at 50% of the total is found less than 4 times in 5 ({takes}); profile \
+             longer or under more load (a CPU interval shorter than the kernel's tick, 4 ms at \
+             HZ=250, adds counts but no information)",
             d.base_samples, d.head_samples
         )
     })
@@ -769,7 +930,14 @@ mod tests {
             text.contains("Web.renderHtml ← Web.handle ← Main.run"),
             "{text}"
         );
-        assert!(text.contains("over 5 tests"), "{text}");
+        // Five shares, of which Main.run's and Web.handle's are all of both sides: no split
+        // of their samples can change them, so they are left out of the family.
+        assert!(
+            text.contains(
+                "over 3 tests (the self and total share of 5 functions, but for 2 shares too rare"
+            ),
+            "{text}"
+        );
         let line = render_headline(&d);
         assert!(
             line.starts_with("Largest significant increase: a.Text.escape (self +25.00 pp"),
@@ -791,28 +959,57 @@ mod tests {
         let head = side(&[(&[0, 1, 2, 3], 1010.0), (&[0, 1, 4], 990.0)]);
         let d = diff::compare(&base, &head, ProfileType::Cpu, Criteria::new(0.01));
         let line = render_headline(&d);
-        assert!(line.starts_with("No significant increase (at a 1% false discovery rate over 5 tests). Smallest change these 2000 and 2000 samples would have caught 4 times in 5: "), "{line}");
-        // (z of p = 0.01 / 5, two-sided, + z of 80% power) × sqrt(0.25 × 2 / 2000)
-        // = (3.09 + 0.84) × 0.0158 = 6.22 pp.
-        assert!(line.contains(": 6.22 pp for a function at 50%"), "{line}");
+        assert!(line.starts_with("No significant increase (at a 1% false discovery rate over 3 tests). Smallest change these 2000 and 2000 samples would have caught 4 times in 5: "), "{line}");
+        // The roots, all of both sides, are not tested: 3 tests.
+        // (z of p = 0.01 / 3, two-sided, + z of 80% power) × sqrt(0.25 × 2 / 2000)
+        // = (2.94 + 0.84) × 0.0158 = 5.97 pp.
+        assert!(line.contains(": 5.97 pp for a function at 50%"), "{line}");
         assert!(blind_spot_warning(&d, 5.0).is_some());
         assert!(blind_spot_warning(&d, 10.0).is_none());
     }
 
     #[test]
     fn the_noise_line_says_where_its_factor_comes_from() {
+        let assumed = diff::dispersion::Assumption {
+            factor: 2.5,
+            df: 14.0,
+            rate: Some(100.0),
+        };
         let d = Dispersion {
             factor: 4.0,
             between_slices: 2.5,
             df: 40.0,
             slices: [10, 8],
             weights: Some(4.0),
+            assumed: Some(assumed),
         };
         let line = render_dispersion(&d).unwrap();
         assert!(line.contains("varied 2.50 times"), "{line}");
+        assert!(
+            line.contains("φ₀ = 2.50 at 100 samples per CPU-second"),
+            "{line}"
+        );
         assert!(line.contains("counting 4.00 times in variance"), "{line}");
-        assert!(line.contains("divided by √4.00, the larger"), "{line}");
-        assert!(line.contains("t with 16 degrees of freedom"), "{line}");
+        assert!(line.contains("combined (53% measured)"), "{line}");
+        assert!(line.contains("divided by √4.00"), "{line}");
+        assert!(line.contains("t with 30 degrees of freedom"), "{line}");
+        // One slice a side: the assumption alone says how noisy.
+        let alone = Dispersion {
+            factor: 2.5,
+            slices: [1, 1],
+            assumed: Some(assumed),
+            ..Dispersion::binomial()
+        };
+        let line = render_dispersion(&alone).unwrap();
+        assert!(
+            line.contains("too few samples or time slices to measure it (1 and 1"),
+            "{line}"
+        );
+        assert!(
+            line.contains("the assumption alone: every z is divided by √2.50"),
+            "{line}"
+        );
+        assert!(line.contains("t with 14 degrees of freedom"), "{line}");
         assert!(render_dispersion(&Dispersion::binomial()).is_none());
     }
 
@@ -833,15 +1030,21 @@ mod tests {
     #[test]
     fn sides_take_terms_and_time_ranges() {
         use clap::Parser as _;
-        let parse = |extra: &[&str]| {
+        let with_paths = |extra: &[&str], paths: &[&str]| {
             let mut argv = vec!["otelprof", "diff"];
             argv.extend_from_slice(extra);
-            argv.push("store");
+            argv.extend_from_slice(paths);
             let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
             let crate::cli::Cmd::Diff(args) = cli.command else {
                 unreachable!()
             };
             sides(&args, 100_000_000_000_000)
+        };
+        let parse = |extra: &[&str]| {
+            with_paths(extra, &["store"]).map(|(b, h, paths)| {
+                assert_eq!(paths, SidePaths::Shared(vec!["store".into()]));
+                (b, h)
+            })
         };
         let (b, h) = parse(&[
             "--base-from",
@@ -878,5 +1081,15 @@ mod tests {
         assert!(parse(&["--head-from", "yesterday"]).is_err());
         let (b, h) = parse(&["--base-from", "now-2h", "--head-from", "now-1h"]).unwrap();
         assert!(overlap_warning(&b, &h).is_some(), "the base runs on to now");
+        // Two paths and nothing else: base then head, everything of each.
+        let (b, h, paths) = with_paths(&[], &["v1.pb.gz", "v2"]).unwrap();
+        assert_eq!(paths, SidePaths::Apart(["v1.pb.gz".into(), "v2".into()]));
+        assert!(b.is_empty() && h.is_empty());
+        // Two paths with selectors: both sides from both paths, as before.
+        let (_, _, paths) = with_paths(&["--base", "a=1", "--head", "a=2"], &["x", "y"]).unwrap();
+        assert!(matches!(paths, SidePaths::Shared(p) if p.len() == 2));
+        // Three paths and nothing that tells the sides apart: an error that says what to do.
+        let err = with_paths(&[], &["x", "y", "z"]).unwrap_err().to_string();
+        assert!(err.contains("give two paths, base then head"), "{err}");
     }
 }

@@ -38,6 +38,14 @@ impl EndpointCounts {
     pub fn is_empty(&self) -> bool {
         self.base.is_empty() || self.head.is_empty()
     }
+
+    /// The base side of `base` and the head side of `head`: counts of two sides read apart.
+    pub fn sides(base: EndpointCounts, head: EndpointCounts) -> EndpointCounts {
+        EndpointCounts {
+            base: base.base,
+            head: head.head,
+        }
+    }
 }
 
 /// The stored metrics requests under the store directories among `paths`.

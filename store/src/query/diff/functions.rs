@@ -9,7 +9,9 @@ use crate::query::top::frame_totals;
 use crate::select::ProfileType;
 
 use super::paths::{CallTree, Carrier};
-use super::significance::{benjamini_hochberg, z_above, z_difference, z_score, Criteria, Test};
+use super::significance::{
+    attainable_p, benjamini_hochberg, tarone_family, z_above, z_difference, z_score, Criteria, Test,
+};
 
 /// The two shares of a function a diff compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,8 +130,12 @@ impl FunctionChange {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Family {
     /// Tests made: self and total of every function with samples on either side, a
-    /// function's two counted once when they are the same samples.
+    /// function's two counted once when they are the same samples, but for those too rare to
+    /// be significant whatever their split ([`Family::left_out`]).
     pub tests: usize,
+    /// Shares left out of the family: too few samples on both sides together to reach
+    /// significance even all on one side.
+    pub left_out: usize,
     pub functions: usize,
     /// The false discovery rate controlled and the dispersion factor applied.
     pub criteria: Criteria,
@@ -197,7 +203,8 @@ impl FunctionDiff {
             let [bs, bt, hs, ht] = c.counts;
             let identical = c.self_test == c.total_test && bs == bt && hs == ht;
             for (m, k1, k2) in [(Measure::SelfShare, bs, hs), (Measure::TotalShare, bt, ht)] {
-                if c.test(m).is_none() || (identical && m == Measure::TotalShare) {
+                if !c.test(m).is_some_and(|t| t.counted) || (identical && m == Measure::TotalShare)
+                {
                     continue;
                 }
                 let z = z_above(k1, n1, k2, n2, shift);
@@ -205,6 +212,7 @@ impl FunctionDiff {
                     z: family.criteria.scale(z),
                     p: family.criteria.upper_p(z),
                     significant: false,
+                    counted: true,
                 };
                 tests.push((i, m, test));
             }
@@ -349,8 +357,8 @@ fn share(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Tests every share that has samples on either side and marks the significant ones by the
-/// Benjamini–Hochberg procedure over all of them at once.
+/// Tests every share that has samples on either side, and marks the significant ones by the
+/// Benjamini–Hochberg procedure over the family of those that could be ([`tarone_family`]).
 fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, criteria: Criteria) -> Family {
     let mut same = Vec::with_capacity(all.len());
     for c in all.iter_mut() {
@@ -366,10 +374,30 @@ fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, criteria: Crit
         }
         same.push(identical);
     }
-    let mut family: Vec<&mut Test> = all
+    let mut shares: Vec<(&mut Test, f64)> = all
         .iter_mut()
-        .flat_map(|c| [c.self_test.as_mut(), c.total_test.as_mut()])
+        .flat_map(|c| {
+            let [bs, bt, hs, ht] = c.counts;
+            [
+                c.self_test.as_mut().map(|t| (t, bs + hs)),
+                c.total_test.as_mut().map(|t| (t, bt + ht)),
+            ]
+        })
         .flatten()
+        .collect();
+    let attainable: Vec<f64> = shares
+        .iter()
+        .map(|(_, count)| attainable_p(&criteria, *count, n_base, n_head))
+        .collect();
+    let counted = tarone_family(&attainable, criteria.fdr);
+    for ((test, _), counted) in shares.iter_mut().zip(&counted) {
+        test.counted = *counted;
+    }
+    let left_out = counted.iter().filter(|&&c| !c).count();
+    let mut family: Vec<&mut Test> = shares
+        .into_iter()
+        .map(|(t, _)| t)
+        .filter(|t| t.counted)
         .collect();
     let tests = family.len();
     benjamini_hochberg(&mut family, criteria.fdr);
@@ -380,6 +408,7 @@ fn test_all(all: &mut [FunctionChange], n_base: f64, n_head: f64, criteria: Crit
     }
     Family {
         tests,
+        left_out,
         functions: all.len(),
         criteria,
     }
@@ -567,9 +596,10 @@ mod tests {
             "the callee first"
         );
         // Family: self and total of escape, score, noise are the same samples (one test
-        // each); html, json, search, handle, run have totals only.
+        // each); html, json, search, handle, run have totals only; handle's and run's are
+        // all of both sides, a share no split can change: left out.
         let f = d.family.unwrap();
-        assert_eq!((f.tests, f.functions), (8, 8));
+        assert_eq!((f.tests, f.left_out, f.functions), (6, 2, 8));
     }
 
     #[test]

@@ -28,10 +28,12 @@
 //!   binomially. The diff therefore cuts each side into time slices
 //!   ([`crate::query::slices`]), measures how much shares vary between them beyond their
 //!   counts ([`dispersion`]: the quasi-binomial factor φ, pooled over functions and both
-//!   sides, never below 1, nor below Σw²/Σw when sample timestamps show the intervals `w`
-//!   each signal counted), divides every z by √φ, and reads it as Student's t with the
-//!   estimate's degrees of freedom ([`Dispersion::test_df`]): a variance estimated from a
-//!   handful of slices is itself uncertain. Period boundaries cut profiles but change
+//!   sides), combines that with a stated assumption (an information rate per CPU-second,
+//!   which decides alone when a side is one profile or too short to cut), never below 1,
+//!   nor below Σw²/Σw when sample timestamps show the intervals `w` each signal counted;
+//!   divides every z by √φ, and reads it as Student's t with the degrees of freedom of the
+//!   estimate and the assumption together ([`Dispersion::test_df`]): a variance estimated
+//!   from a handful of slices is itself uncertain. Period boundaries cut profiles but change
 //!   nothing here.
 //! - Two runs of one build also differ in ways that stay constant during each run (one
 //!   process's JIT placing a hot loop less well than the other's, a different request mix).
@@ -53,10 +55,15 @@
 //! # Many tests at once: the false discovery rate
 //!
 //! A diff tests hundreds of shares; at a fixed |z| threshold some noise always passes. The
-//! functions' family is every share with samples on either side: the self share and the total
-//! share of every function (one test when they are the same samples, as for a leaf that never
-//! calls out). That is exactly the set of cells that can be starred, ranked first, or fail a
-//! build, so correcting over fewer would choose the family after looking at it. The
+//! functions' family is every share with samples on either side that could be significant:
+//! the self share and the total share of every function (one test when they are the same
+//! samples, as for a leaf that never calls out), but for shares whose samples on both sides
+//! together are too few to reach significance even all on one side (a JDK frame seen three
+//! times; the root, 100 % of both sides). That is exactly the set of cells that can be
+//! starred, ranked first, or fail a build. Leaving the others out is Tarone's rule for tests
+//! on counts ([`significance::tarone_family`]): it looks at a share's count on both sides
+//! together, which says nothing of the side it favours, so it does not choose the family by
+//! the result; a JVM's hundreds of rarely sampled frames no longer dilute the threshold. The
 //! Benjamini–Hochberg procedure keeps the expected share of false discoveries among the
 //! starred cells at `fdr` (1 % by default); when nothing changed at all, that is the chance of
 //! starring anything, so it bounds the false alarm rate of a whole diff. Its proof needs

@@ -53,6 +53,7 @@ impl Criteria {
             z,
             p: (2.0 * t_upper(z.abs(), self.df)).min(1.0),
             significant: false,
+            counted: true,
         }
     }
 
@@ -89,6 +90,9 @@ pub struct Test {
     pub p: f64,
     /// Whether the Benjamini–Hochberg procedure over the test's family rejects "no change".
     pub significant: bool,
+    /// Whether it is one of its family's tests: a share too rare to ever be significant is
+    /// shown, but neither counted nor starred ([`tarone_family`]).
+    pub counted: bool,
 }
 
 impl Test {
@@ -179,6 +183,31 @@ pub fn z_rate(k1: f64, e1: f64, k2: f64, e2: f64) -> Option<f64> {
     Some((k2 - n * pi) / se)
 }
 
+/// The smallest two-sided p-value a change of a share could reach when `c` samples fall in it
+/// on the two sides together, out of `n1` and `n2`: all of them on one side and none on the
+/// other, whichever is more extreme.
+pub fn attainable_p(criteria: &Criteria, c: f64, n1: f64, n2: f64) -> f64 {
+    let one = z_score(c.min(n1), n1, (c - n1).max(0.0), n2).abs();
+    let other = z_score((c - n2).max(0.0), n1, c.min(n2), n2).abs();
+    criteria.test(one.max(other)).p
+}
+
+/// Tarone's rule for tests on counts: of `m` tests whose smallest attainable p-values are
+/// `attainable`, the family is those below q / K, with K the smallest number such that at
+/// most K tests are below q / K. A test outside it could not be significant at any step of
+/// the procedure, so leaving it out takes nothing away; and what it is chosen by, a share's
+/// count on both sides together, says nothing of which side the share favours, so the choice
+/// does not look at the result (Tarone 1990; Gilbert 2005 for the false discovery rate).
+/// Returns whether each test is in the family.
+pub fn tarone_family(attainable: &[f64], q: f64) -> Vec<bool> {
+    let mut sorted: Vec<f64> = attainable.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let m = sorted.len();
+    let below = |k: usize| sorted.partition_point(|&p| p <= q / k as f64);
+    let k = (1..=m).find(|&k| below(k) <= k).unwrap_or(m).max(1);
+    attainable.iter().map(|&p| p <= q / k as f64).collect()
+}
+
 /// Marks the tests the Benjamini–Hochberg step-up procedure rejects at false discovery rate
 /// `q`: with the p-values sorted, p(1) ≤ … ≤ p(m), the largest k with p(k) ≤ k·q/m, and the k
 /// smallest are significant. Every test of the slice is one member of the family.
@@ -260,6 +289,7 @@ mod tests {
                 z: 0.0,
                 p,
                 significant: false,
+                counted: true,
             })
             .collect();
         let mut refs: Vec<&mut Test> = tests.iter_mut().collect();
@@ -283,6 +313,7 @@ mod tests {
                 z: 0.0,
                 p: (i as f64 + 0.5) / 1000.0,
                 significant: false,
+                counted: true,
             })
             .collect();
         let mut refs: Vec<&mut Test> = tests.iter_mut().collect();
@@ -324,5 +355,30 @@ mod tests {
         assert!(z_above(100.0, 1000.0, 200.0, 1000.0, 0.15) < 0.0);
         assert_eq!(z_above(0.0, 10.0, 10.0, 10.0, 0.5), f64::INFINITY);
         assert_eq!(z_above(1.0, 0.0, 10.0, 10.0, 0.0), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn rare_shares_are_left_out_of_the_family() {
+        let c = Criteria::new(0.01);
+        // Three samples of 1,000 a side: even all three on one side is z ≈ 1.7.
+        let rare = attainable_p(&c, 3.0, 1000.0, 1000.0);
+        assert!(rare > 0.05, "{rare}");
+        // Two hundred: all on one side would be beyond doubt.
+        assert!(attainable_p(&c, 200.0, 1000.0, 1000.0) < 1e-10);
+        // Splits are bounded by the sides: 150 samples where one side has 100.
+        let bounded = attainable_p(&c, 150.0, 100.0, 1000.0);
+        assert!(bounded < 1e-10, "{bounded}");
+        // Ninety rare shares and ten common ones: the family is the ten, and K = 10 lets all
+        // ten in (each below 0.01 / 10).
+        let mut attainable = vec![rare; 90];
+        attainable.extend([1e-12; 10]);
+        let family = tarone_family(&attainable, 0.01);
+        assert_eq!(family.iter().filter(|&&f| f).count(), 10);
+        assert!(family[90..].iter().all(|&f| f));
+        // Every test attainable: all in.
+        assert!(tarone_family(&[1e-9; 5], 0.01).iter().all(|&f| f));
+        assert!(tarone_family(&[], 0.01).is_empty());
+        // Nothing attainable: nothing in.
+        assert!(tarone_family(&[0.5; 3], 0.01).iter().all(|&f| !f));
     }
 }
