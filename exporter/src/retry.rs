@@ -118,7 +118,7 @@ impl Backoff {
             max,
             attempt: 0,
             // splitmix64 scrambles nearby seeds apart; xorshift needs a non-zero state.
-            rng: otel_bridge::rng::SplitMix64(seed).next_u64().max(1),
+            rng: otelprof_primitives::rng::SplitMix64(seed).next_u64().max(1),
         }
     }
 

@@ -461,8 +461,10 @@ impl Lane {
             self.builder.str_label("thread_name", &name),
             self.builder.str_label("thread_id", &tid.to_string()),
             // The pool, for readers and backends to group by (few values, unlike names).
-            self.builder
-                .str_label("thread_pool", &otel_bridge::thread_pool::pool_of(&name)),
+            self.builder.str_label(
+                "thread_pool",
+                &otelprof_primitives::thread_pool::pool_of(&name),
+            ),
         ]
     }
 

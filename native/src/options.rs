@@ -3,7 +3,7 @@
 //! Parsing is strict: an unknown key or a malformed value is an error naming the option, and
 //! the agent then stays off (the JVM runs normally). A typo must never silently profile with
 //! defaults the user did not ask for. Durations and sizes are read with the workspace's one
-//! grammar (`otel_bridge::units`: `10ms`, `1.5s`, `2m`, `512k`, `16m`), the one the CLI's
+//! grammar (`otelprof_primitives::units`: `10ms`, `1.5s`, `2m`, `512k`, `16m`), the one the CLI's
 //! flags use; the bounds below are the agent's own.
 //!
 //! Errors quote what was given through [`echo`]: at most 64 characters, control characters
@@ -14,8 +14,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use otel_bridge::units::{parse_duration, parse_size, UnitError};
 use otelprof_exporter::config::echo;
+use otelprof_primitives::units::{parse_duration, parse_size, UnitError};
 
 use crate::log::LogLevel;
 

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use opentelemetry::KeyValue;
 use otel_bridge::otlp::{self, EncodeOptions, ProfileId};
-use otel_bridge::rng::SplitMix64 as Rng;
 use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
+use otelprof_primitives::rng::SplitMix64 as Rng;
 
 const STACKS: usize = 2_000;
 const FUNCTIONS: usize = 2_400;

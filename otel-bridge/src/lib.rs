@@ -15,7 +15,6 @@
 //!   bounded inflater every reader uses.
 //! - The process: [`resource`] (the OTel resource from options, environment values and facts
 //!   the caller gathered) and [`process_context`] (its payload for out-of-process readers).
-//! - Text people type: [`units`] (durations and sizes).
 //! - Agent management: [`opamp`] (the OpAMP messages otelprof uses, and the captures and
 //!   settings a server may send in them, with their bounds).
 //!
@@ -30,10 +29,6 @@ pub mod otlp;
 pub mod pprof;
 pub mod process_context;
 pub mod resource;
-pub mod rng;
-pub mod thread_pool;
-pub mod thread_role;
-pub mod units;
 
 pub use model::{
     Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location,

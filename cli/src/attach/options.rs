@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use otel_bridge::units::{parse_duration, parse_size, UnitError};
+use otelprof_primitives::units::{parse_duration, parse_size, UnitError};
 
 use crate::escape;
 

@@ -68,7 +68,7 @@ impl OpampConfig {
         };
         let interval = match (interval, lookup(env::INTERVAL)) {
             (Some(i), _) => i,
-            (None, Some(text)) => otel_bridge::units::parse_duration(&text)
+            (None, Some(text)) => otelprof_primitives::units::parse_duration(&text)
                 .ok()
                 .filter(|d| (MIN_INTERVAL..=MAX_INTERVAL).contains(d))
                 .ok_or(ConfigError::BadInterval {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::units::{parse_duration, parse_size};
+use otelprof_primitives::units::{parse_duration, parse_size};
 
 /// The profile types a request can name, in the order they are shown.
 pub const TYPES: [&str; 4] = ["cpu", "wall", "alloc", "lock"];
