@@ -60,7 +60,7 @@ pub(crate) struct Config {
 }
 
 /// The sample label naming the OpAMP capture a profile was made for.
-pub(crate) const CAPTURE_LABEL: &str = otel_bridge::opamp::capture::ATTRIBUTE;
+pub(crate) const CAPTURE_LABEL: &str = otelprof_opamp::capture::ATTRIBUTE;
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}

@@ -11,11 +11,11 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use otel_bridge::opamp::engines::{format_duration, format_size};
 use otelprof_exporter::opamp::{
     describe, instance_uid, AgentStatus, Control, OpampClient, OpampConfig, TypeState,
 };
 use otelprof_exporter::LogLevel;
+use otelprof_opamp::engines::{format_duration, format_size};
 
 use crate::options::{Clock, Options};
 

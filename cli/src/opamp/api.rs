@@ -15,8 +15,8 @@ use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt as _, Limited};
 use serde_json::{json, Value};
 
-use otel_bridge::opamp::capture::{self, State};
-use otel_bridge::opamp::engines::{self, Engines, Refused};
+use otelprof_opamp::capture::{self, State};
+use otelprof_opamp::engines::{self, Engines, Refused};
 
 use super::agents::{uid_text, Agent, Agents, ApiError, CaptureEntry};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full, Limited};
-use otel_bridge::opamp::proto::{
+use otelprof_opamp::proto::{
     AgentToServer, ServerErrorResponse, ServerErrorResponseType, ServerToAgent,
 };
 use prost::Message as _;
@@ -79,7 +79,7 @@ where
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!(
                 "Content-Type {:?} is not served: OpAMP over plain HTTP sends application/x-protobuf",
-                otel_bridge::opamp::engines::shown(&content_type)
+                otelprof_opamp::engines::shown(&content_type)
             ),
         );
     }

@@ -2,7 +2,7 @@
 //! plain-HTTP transport) on the UI's listener, which gives them its TLS, connection limits
 //! and `--token`; [`agents`] keeps what they reported and what waits for them; [`api`]
 //! serves that table as JSON to the Instances view and `otelprof capture`. What travels in
-//! the messages is `otel_bridge::opamp`'s.
+//! the messages is `otelprof_opamp`'s.
 //!
 //! Module map: `agents` (leaf: the table, no I/O), `exchange` and `api` over it; this file
 //! routes.
@@ -62,9 +62,9 @@ where
 pub fn refuse(path: &str, status: StatusCode, message: &str) -> Response<ResponseBody> {
     let (body, content_type) = if path == PATH {
         use prost::Message as _;
-        let m = otel_bridge::opamp::proto::ServerToAgent {
-            error_response: Some(otel_bridge::opamp::proto::ServerErrorResponse {
-                r#type: otel_bridge::opamp::proto::ServerErrorResponseType::BadRequest as i32,
+        let m = otelprof_opamp::proto::ServerToAgent {
+            error_response: Some(otelprof_opamp::proto::ServerErrorResponse {
+                r#type: otelprof_opamp::proto::ServerErrorResponseType::BadRequest as i32,
                 error_message: message.to_owned(),
                 retry_info: None,
             }),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use otel_bridge::opamp::proto::{AgentDescription, AgentToServer, ServerToAgent};
+use otelprof_opamp::proto::{AgentDescription, AgentToServer, ServerToAgent};
 use prost::Message as _;
 use tokio::sync::watch;
 
@@ -106,7 +106,7 @@ async fn exchange(
     let reason = decoded
         .ok()
         .and_then(|m| m.error_response)
-        .map(|e| format!(": {}", otel_bridge::opamp::engines::shown(&e.error_message)))
+        .map(|e| format!(": {}", otelprof_opamp::engines::shown(&e.error_message)))
         .unwrap_or_default();
     Err(Failed::Refused(
         format!("HTTP {status}{reason}"),

@@ -9,8 +9,8 @@
 //! leaves the process that the user did not ask for.
 
 use opentelemetry::Value;
-use otel_bridge::opamp::proto::AgentDescription;
-use otel_bridge::opamp::proto::{any_value, AnyValue, KeyValue};
+use otelprof_opamp::proto::AgentDescription;
+use otelprof_opamp::proto::{any_value, AnyValue, KeyValue};
 
 const IDENTIFYING: [&str; 4] = [
     "service.name",

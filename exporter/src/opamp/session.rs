@@ -13,15 +13,15 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use otel_bridge::opamp::capture::{self, Capture, State, Status};
-use otel_bridge::opamp::engines::shown;
-use otel_bridge::opamp::proto::{
+use otelprof_opamp::capture::{self, Capture, State, Status};
+use otelprof_opamp::engines::shown;
+use otelprof_opamp::proto::{
     agent_capabilities as caps, server_to_agent_flags, AgentConfigFile, AgentConfigMap,
     AgentDescription, AgentDisconnect, AgentToServer, ComponentHealth, CustomCapabilities,
     CustomMessage, EffectiveConfig, RemoteConfigStatus, RemoteConfigStatuses,
     ServerErrorResponseType, ServerToAgent,
 };
-use otel_bridge::opamp::settings::{self, Settings};
+use otelprof_opamp::settings::{self, Settings};
 
 use super::control::{AgentStatus, Control, TypeState};
 
@@ -329,7 +329,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otel_bridge::opamp::proto::{AgentRemoteConfig, KeyValue, ServerErrorResponse};
+    use otelprof_opamp::proto::{AgentRemoteConfig, KeyValue, ServerErrorResponse};
     use std::sync::Mutex;
 
     /// A stand-in for the JVM agent: records what it was asked, refuses lock captures.
@@ -534,7 +534,7 @@ mod tests {
                 error_response: Some(ServerErrorResponse {
                     r#type: ServerErrorResponseType::Unavailable as i32,
                     error_message: "busy\x1b[2J".into(),
-                    retry_info: Some(otel_bridge::opamp::proto::RetryInfo {
+                    retry_info: Some(otelprof_opamp::proto::RetryInfo {
                         retry_after_nanoseconds: 7_000_000_000,
                     }),
                 }),

@@ -27,6 +27,7 @@
 //! The agent takes profiling settings only, within [`engines`]'s bounds: never a path, an
 //! endpoint, a command or code. Anything else is refused with the reason, and nothing of a
 //! refused request is applied.
+#![forbid(unsafe_code)]
 
 pub mod capture;
 pub mod engines;
