@@ -343,8 +343,8 @@ impl Options {
                 "opamp_interval" => {
                     need("5s")?;
                     let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
-                    let range = otelprof_exporter::opamp::config::MIN_INTERVAL
-                        ..=otelprof_exporter::opamp::config::MAX_INTERVAL;
+                    let range = otelprof_opamp::client::config::MIN_INTERVAL
+                        ..=otelprof_opamp::client::config::MAX_INTERVAL;
                     if !range.contains(&d) {
                         return Err(bad("expected 100ms to 1h"));
                     }

@@ -30,6 +30,8 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod engines;
 pub mod proto;
 pub mod settings;

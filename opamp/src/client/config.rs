@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use otelprof_exporter::config::ConfigError;
 
 pub mod env {
     pub const ENDPOINT: &str = "OTELPROF_OPAMP_ENDPOINT";
@@ -58,12 +58,12 @@ impl OpampConfig {
             });
         }
         let headers = match lookup(env::HEADERS) {
-            Some(raw) => {
-                crate::config::parse_key_values(&raw).map_err(|entry| ConfigError::BadHeaders {
+            Some(raw) => otelprof_exporter::config::parse_key_values(&raw).map_err(|entry| {
+                ConfigError::BadHeaders {
                     var: env::HEADERS,
                     entry,
-                })?
-            }
+                }
+            })?,
             None => Vec::new(),
         };
         let interval = match (interval, lookup(env::INTERVAL)) {
