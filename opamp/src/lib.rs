@@ -34,4 +34,6 @@ pub mod capture;
 pub mod client;
 pub mod engines;
 pub mod proto;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod settings;

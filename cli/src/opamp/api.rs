@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use otelprof_opamp::capture::{self, State};
 use otelprof_opamp::engines::{self, Engines, Refused};
 
-use super::agents::{uid_text, Agent, Agents, ApiError, CaptureEntry};
+use otelprof_opamp::server::agents::{uid_text, Agent, Agents, ApiError, CaptureEntry};
 
 /// Largest JSON body read.
 const MAX_JSON: usize = 64 << 10;

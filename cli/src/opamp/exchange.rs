@@ -15,8 +15,8 @@ use otelprof_opamp::proto::{
 };
 use prost::Message as _;
 
-use super::agents::Agents;
 use crate::receiver::{content_coding, is_protobuf, Coding, ResponseBody};
+use otelprof_opamp::server::Agents;
 
 /// Largest request body, compressed or inflated. The spec recommends 64 MiB as a default
 /// for general OpAMP; otelprof's agents send a few KiB, so a much smaller bound costs

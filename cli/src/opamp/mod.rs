@@ -1,13 +1,11 @@
 //! `otelprof serve`'s OpAMP server: agents poll `POST /v1/opamp` ([`exchange`], OpAMP's
 //! plain-HTTP transport) on the UI's listener, which gives them its TLS, connection limits
-//! and `--token`; [`agents`] keeps what they reported and what waits for them; [`api`]
-//! serves that table as JSON to the Instances view and `otelprof capture`. What travels in
-//! the messages is `otelprof_opamp`'s.
+//! and `--token`; [`Agents`] (the opamp crate's, no I/O) keeps what they reported and what
+//! waits for them; [`api`] serves that table as JSON to the Instances view and `otelprof
+//! capture`. What travels in the messages is `otelprof_opamp`'s.
 //!
-//! Module map: `agents` (leaf: the table, no I/O), `exchange` and `api` over it; this file
-//! routes.
+//! Module map: `exchange` and `api` over the agents' table; this file routes.
 
-pub mod agents;
 mod api;
 mod exchange;
 
@@ -19,7 +17,7 @@ use http_body_util::Full;
 
 use crate::receiver::ResponseBody;
 
-pub use agents::Agents;
+pub use otelprof_opamp::server::Agents;
 
 /// The OpAMP path (the spec's default).
 pub const PATH: &str = "/v1/opamp";

@@ -13,15 +13,15 @@ use std::hash::{Hash as _, Hasher as _};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use otelprof_opamp::capture::{self, Capture, State, Status};
-use otelprof_opamp::engines::{shown, Engines, Refused};
-use otelprof_opamp::proto::{
+use crate::capture::{self, Capture, State, Status};
+use crate::engines::{shown, Engines, Refused};
+use crate::proto::{
     agent_capabilities as caps, agent_to_server_flags, server_capabilities, server_to_agent_flags,
     AgentConfigFile, AgentConfigMap, AgentIdentification, AgentRemoteConfig, AgentToServer,
     ComponentHealth, CustomCapabilities, CustomMessage, KeyValue, RemoteConfigStatuses,
     ServerErrorResponse, ServerErrorResponseType, ServerToAgent,
 };
-use otelprof_opamp::settings::{self, Settings};
+use crate::settings::{self, Settings};
 
 /// An agent that has not polled for this long is forgotten (its captures with it). Agents
 /// poll every 5 s by default (otelprof's) or 30 s (the spec's).
@@ -116,7 +116,7 @@ impl Agent {
 
 /// The canonical text of an instance uid: `f81d4fae-7dec-11d0-a765-00a0c91e6bf6`.
 pub fn uid_text(uid: &[u8; 16]) -> String {
-    let h = otel_bridge::model::hex(uid);
+    let h = hex::encode(uid);
     format!(
         "{}-{}-{}-{}-{}",
         &h[..8],
@@ -278,7 +278,7 @@ impl Agents {
                 format!("this server tracks {MAX_AGENTS} agents already"),
             );
             if let Some(e) = busy.error_response.as_mut() {
-                e.retry_info = Some(otelprof_opamp::proto::RetryInfo {
+                e.retry_info = Some(crate::proto::RetryInfo {
                     retry_after_nanoseconds: 60_000_000_000,
                 });
             }
@@ -511,7 +511,7 @@ impl Agents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otelprof_opamp::proto::{AgentDescription, RemoteConfigStatus};
+    use crate::proto::{AgentDescription, RemoteConfigStatus};
 
     const NOW: i64 = 1_700_000_000_000_000_000;
 
