@@ -69,6 +69,22 @@ pub struct ServerToAgent {
     pub custom_message: Option<CustomMessage>,
 }
 
+impl ServerToAgent {
+    /// An answer that only reports an error: of `kind`, saying `message`, to the agent `uid`
+    /// (empty when the request named none that could be read).
+    pub fn error(uid: Vec<u8>, kind: ServerErrorResponseType, message: String) -> ServerToAgent {
+        ServerToAgent {
+            instance_uid: uid,
+            error_response: Some(ServerErrorResponse {
+                r#type: kind as i32,
+                error_message: message,
+                retry_info: None,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 pub struct AgentDisconnect {}
 

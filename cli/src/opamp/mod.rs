@@ -60,14 +60,7 @@ where
 pub fn refuse(path: &str, status: StatusCode, message: &str) -> Response<ResponseBody> {
     let (body, content_type) = if path == PATH {
         use prost::Message as _;
-        let m = otelprof_opamp::proto::ServerToAgent {
-            error_response: Some(otelprof_opamp::proto::ServerErrorResponse {
-                r#type: otelprof_opamp::proto::ServerErrorResponseType::BadRequest as i32,
-                error_message: message.to_owned(),
-                retry_info: None,
-            }),
-            ..Default::default()
-        };
+        let m = otelprof_opamp::server::exchange::bad_request(message.to_owned());
         (m.encode_to_vec(), "application/x-protobuf")
     } else {
         (
