@@ -15,7 +15,7 @@ use otelprof_exporter::LogLevel;
 use otelprof_opamp::client::{
     describe, instance_uid, AgentStatus, Control, OpampClient, OpampConfig, TypeState,
 };
-use otelprof_opamp::engines::{format_duration, format_size};
+use otelprof_primitives::units::{format_duration, format_size};
 
 use crate::options::{Clock, Options};
 

@@ -1,27 +1,25 @@
 //! What a remote request may ask of the profiler: which engines run and how often they
-//! sample, with the bounds a server cannot go past, and the text form both ends read.
-//!
-//! The bounds are stricter than what a local option accepts (`cpu=100us` is a local choice;
-//! from a server it is not): a management server can reach a fleet at once, so a request
-//! must not be able to cost more than a profiler that people leave on.
+//! sample, and the text form both ends read. The bounds a server cannot go past are the
+//! agent options' remote bounds (`otelprof_agent_options`): stricter than what a local
+//! option accepts (`cpu=100us` is a local choice; from a server it is not), since a
+//! management server can reach a fleet at once, and a request must not be able to cost more
+//! than a profiler that people leave on.
 
 use std::time::Duration;
 
-use otelprof_primitives::units::{parse_duration, parse_size};
+use otelprof_agent_options::{
+    find, AgentOption, Duplicate, Remote, Value, OPTIONS, REFUSED_DESTINATION,
+};
+use otelprof_primitives::units::{format_duration, format_size};
 
-/// The profile types a request can name, in the order they are shown.
-pub const TYPES: [&str; 4] = ["cpu", "wall", "alloc", "lock"];
-
-/// Shortest CPU interval a server may ask for: 1,000 samples per second of CPU.
-pub const MIN_CPU: Duration = Duration::from_millis(1);
-/// Shortest wall-clock interval a server may ask for: the wall thread signals up to
-/// `wall_threads` threads per interval.
-pub const MIN_WALL: Duration = Duration::from_millis(5);
-/// Smallest mean allocation interval a server may ask for (the agent's `alloc_rate` bound
-/// still applies on top).
-pub const MIN_ALLOC: u64 = 16 << 10;
-/// Shortest lock threshold a server may ask for (`lock=0`, every wait, is a local choice).
-pub const MIN_LOCK: Duration = Duration::from_millis(1);
+/// The profile types a request can name, in the order they are shown: the options a server
+/// may set, in the options' order (`cpu`, `wall`, `alloc`, `lock`).
+pub fn types() -> impl Iterator<Item = &'static str> {
+    OPTIONS
+        .iter()
+        .filter(|o| o.remote.settable())
+        .map(|o| o.key)
+}
 
 /// Why a request was refused: one sentence for the person who sent it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,19 +48,16 @@ impl Engines {
         self.cpu.is_none() && self.wall.is_none() && self.alloc.is_none() && self.lock.is_none()
     }
 
-    /// The types asked for, in [`TYPES`] order.
+    /// The types asked for, in [`types`] order.
     pub fn types(&self) -> Vec<&'static str> {
-        let on = [
-            self.cpu.is_some(),
-            self.wall.is_some(),
-            self.alloc.is_some(),
-            self.lock.is_some(),
-        ];
-        TYPES
-            .iter()
-            .zip(on)
-            .filter(|(_, on)| *on)
-            .map(|(t, _)| *t)
+        types()
+            .filter(|t| match *t {
+                "cpu" => self.cpu.is_some(),
+                "wall" => self.wall.is_some(),
+                "alloc" => self.alloc.is_some(),
+                "lock" => self.lock.is_some(),
+                _ => false,
+            })
             .collect()
     }
 
@@ -86,62 +81,49 @@ impl Engines {
 
     /// Sets one engine from `key=value`; `Ok(false)` when `key` is not an engine.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, Refused> {
-        match key {
-            "cpu" => self.cpu = Some(interval(key, value, MIN_CPU)?),
-            "wall" => self.wall = Some(interval(key, value, MIN_WALL)?),
-            "alloc" => self.alloc = Some(alloc(value)?),
-            "lock" => self.lock = Some(interval(key, value, MIN_LOCK)?),
+        let Some(option) = settable(key) else {
+            return Ok(false);
+        };
+        match (key, remote_value(option, value)?) {
+            ("cpu", Value::Duration(d)) => self.cpu = Some(d),
+            ("wall", Value::Duration(d)) => self.wall = Some(d),
+            ("lock", Value::Duration(d)) => self.lock = Some(d),
+            ("alloc", Value::Size(n)) => self.alloc = Some(n),
             _ => return Ok(false),
         }
         Ok(true)
     }
 }
 
-/// A sampling interval of engine `key`, at least `min`.
-pub fn interval(key: &str, value: &str, min: Duration) -> Result<Duration, Refused> {
-    let d = parse_duration(value).map_err(|e| Refused(format!("{key}: {e}")))?;
-    if d < min {
-        return Err(Refused(format!(
-            "{key}={value} is below the shortest interval a server may ask for, {}",
-            format_duration(min)
-        )));
-    }
-    // An interval beyond an hour samples nothing within any capture or period.
-    if d > Duration::from_secs(3600) {
-        return Err(Refused(format!("{key}={value} is longer than 1h")));
-    }
-    Ok(d)
+/// The option `key` names when a server may set it.
+pub fn settable(key: &str) -> Option<&'static AgentOption> {
+    find(key).filter(|o| o.remote.settable())
 }
 
-/// A mean allocation interval, at least [`MIN_ALLOC`] and within JVMTI's `jint`.
-pub fn alloc(value: &str) -> Result<u64, Refused> {
-    let n = parse_size(value).map_err(|e| Refused(format!("alloc: {e}")))?;
-    if n < MIN_ALLOC {
-        return Err(Refused(format!(
-            "alloc={value} is below the smallest interval a server may ask for, {}",
-            format_size(MIN_ALLOC)
-        )));
-    }
-    if n > i32::MAX as u64 {
-        return Err(Refused(format!(
-            "alloc={value}: the largest interval is 2047m"
-        )));
-    }
-    Ok(n)
+/// A value a server sent for `option`, within the remote bounds.
+pub fn remote_value(option: &AgentOption, value: &str) -> Result<Value<'static>, Refused> {
+    option.check_remote(value).map_err(Refused)
 }
 
-/// Keys that are never taken from a server, with the reason given.
+/// The smallest value a server may ask of each type, in [`types`] order (`1ms`, `16k`).
+pub fn minimums() -> Vec<(&'static str, String)> {
+    OPTIONS
+        .iter()
+        .filter_map(|o| Some((o.key, o.remote.minimum()?)))
+        .collect()
+}
+
+/// Why `key` is never taken from a server, when it is one of the agent's options that only
+/// the JVM's start sets, or a name of what a server must never choose (the credentials of
+/// `OTEL_EXPORTER_OTLP_HEADERS`, serve's token), which are no agent option.
 pub fn forbidden(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "out" => "out is a path: a server may not choose where the agent writes files",
-        "endpoint" | "protocol" | "opamp" | "headers" | "token" => {
-            "a server may not choose where the agent sends data or whom it trusts"
-        }
-        "log" | "depth" | "clock" | "queue" | "service" | "timestamps" | "thread_id" => {
-            "this option is set where the JVM starts, not remotely"
-        }
-        _ => return None,
-    })
+    match find(key).map(|o| o.remote) {
+        Some(Remote::Refused(why)) => Some(why),
+        _ => match key {
+            "headers" | "token" => Some(REFUSED_DESTINATION),
+            _ => None,
+        },
+    }
 }
 
 /// The refusal of a key that is neither an engine nor a capture's own.
@@ -155,53 +137,17 @@ pub fn refuse_key(k: &str) -> Refused {
     }
 }
 
-/// `20ms`, `1s`, `250us`: the shortest exact form in the duration grammar.
-pub fn format_duration(d: Duration) -> String {
-    let ns = d.as_nanos();
-    if ns == 0 {
-        "0s".into()
-    } else if ns.is_multiple_of(1_000_000_000) {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns.is_multiple_of(1_000_000) {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns.is_multiple_of(1_000) {
-        format!("{}us", ns / 1_000)
-    } else {
-        format!("{ns}ns")
-    }
-}
-
-/// `256k`, `1m`, `1000`: the shortest exact form in the size grammar.
-pub fn format_size(b: u64) -> String {
-    if b != 0 && b.is_multiple_of(1 << 30) {
-        format!("{}g", b >> 30)
-    } else if b != 0 && b.is_multiple_of(1 << 20) {
-        format!("{}m", b >> 20)
-    } else if b != 0 && b.is_multiple_of(1 << 10) {
-        format!("{}k", b >> 10)
-    } else {
-        b.to_string()
-    }
-}
-
-/// `key=value` items of a comma-separated text, trimmed, empty items skipped; a key given
-/// twice is refused (which of the two would win is a guess).
+/// `key=value` items of a comma-separated text (the agent options' split: trimmed, empty
+/// items skipped); a key without a value or given twice is refused (which of the two would
+/// win is a guess).
 pub fn items(text: &str) -> Result<Vec<(&str, &str)>, Refused> {
-    let mut out: Vec<(&str, &str)> = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let Some((k, v)) = item.split_once('=') else {
-            return Err(Refused(format!(
-                "{} needs a value (key=value)",
-                shown(item)
-            )));
-        };
-        let (k, v) = (k.trim(), v.trim());
-        if out.iter().any(|(seen, _)| *seen == k) {
-            return Err(Refused(format!("{} is given twice", shown(k))));
-        }
-        out.push((k, v));
-    }
-    Ok(out)
+    otelprof_agent_options::items(text)
+        .map(|item| match item {
+            Err(Duplicate(k)) => Err(Refused(format!("{} is given twice", shown(k)))),
+            Ok((k, "")) => Err(Refused(format!("{} needs a value (key=value)", shown(k)))),
+            Ok(kv) => Ok(kv),
+        })
+        .collect()
 }
 
 /// Text from a peer as it may appear in a reason: at most 64 characters, control characters
@@ -288,14 +234,5 @@ mod tests {
         assert_eq!(shown("a\x1b[2Jb"), "a\\u{1b}[2Jb");
         assert_eq!(shown(&"x".repeat(100)).chars().count(), 65);
         assert_eq!(shown("\u{202e}"), "\\u{202e}");
-    }
-
-    #[test]
-    fn formats_are_exact() {
-        assert_eq!(format_duration(Duration::from_secs(60)), "60s");
-        assert_eq!(format_duration(Duration::from_nanos(1500)), "1500ns");
-        assert_eq!(format_size(256 << 10), "256k");
-        assert_eq!(format_size(1 << 30), "1g");
-        assert_eq!(format_size(1000), "1000");
     }
 }
