@@ -4,7 +4,7 @@
 //!
 //! `cargo bench -p otel-bridge --bench decode`
 //!
-//! Criterion times each decoder on its own. The machine is shared, and other work that starts
+//! Criterion times each decoder on its own. On a shared machine, other work that starts
 //! between two of criterion's measurements moves one figure and not the other; so the run ends
 //! with the ratio measured in alternating rounds (fast, reference, fast, …), whose median is
 //! what the decoder's doc comment states.

@@ -1,4 +1,4 @@
-//! The agent's OpAMP client (issue 17): it reports who the agent is and what it does to an
+//! The agent's OpAMP client: it reports who the agent is and what it does to an
 //! OpAMP server (`otelprof serve`, or any server speaking the plain-HTTP transport) and hands
 //! the captures and settings the server sends, once checked, to the agent through
 //! [`Control`]. The wire choices are the crate's (`proto`, `capture`, `settings`).

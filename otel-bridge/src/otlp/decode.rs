@@ -28,10 +28,9 @@
 //! speed. On a 449 KB request of 3 profiles, 2,000 distinct stacks of 20 to 40 frames and 2,616
 //! strings, the reference takes 15.1 times as long as [`decode`] (median of 15 alternating
 //! rounds; lowest 14.7, highest 16.3) and 35.0 times as long as [`check_request`]; criterion's
-//! figures in the same run: 1.27 ms, 20.0 ms for the reference, 0.55 ms for the check (load
-//! average below 1 at the start, on a 2-core machine shared with other builds). Reading the
-//! whole request as the official parser does cost [`decode`] nothing measurable and
-//! [`check_request`] about 2% (0.54 ms before, builds run alternately in one quiet session).
+//! figures in the same run: 1.27 ms, 20.0 ms for the reference, 0.55 ms for the check.
+//! Reading the whole request as the official parser does cost [`decode`] nothing measurable
+//! and [`check_request`] about 2% (0.54 ms before; the two builds measured alternately).
 
 use std::sync::Arc;
 
