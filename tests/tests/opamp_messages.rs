@@ -1,4 +1,4 @@
-//! otelprof's hand-written OpAMP messages (otel-bridge/src/opamp/proto.rs) against the generated
+//! otelprof's hand-written OpAMP messages (opamp/src/proto.rs) against the generated
 //! classes of PyPI `opentelemetry-opamp-client` (tests/python/opamp_messages.py): what we
 //! encode, they read field for field; what they encode with every field we read set (and
 //! some we do not read), we decode to the same values.
