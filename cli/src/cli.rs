@@ -514,18 +514,18 @@ fn parse_type(text: &str) -> Result<ProfileType, String> {
     ProfileType::parse(text).map_err(|e| e.to_string())
 }
 
-/// A positive duration in the workspace's one grammar ([`otel_bridge::units`]).
+/// A positive duration in the workspace's one grammar ([`otelprof_primitives::units`]).
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    match otel_bridge::units::parse_duration(text) {
+    match otelprof_primitives::units::parse_duration(text) {
         Ok(d) if d.is_zero() => Err(format!("{text:?} is zero: give a positive duration")),
         Ok(d) => Ok(d),
         Err(e) => Err(e.to_string()),
     }
 }
 
-/// A positive size in bytes, in the workspace's one grammar ([`otel_bridge::units`]).
+/// A positive size in bytes, in the workspace's one grammar ([`otelprof_primitives::units`]).
 fn parse_size(text: &str) -> Result<usize, String> {
-    let size = otel_bridge::units::parse_size(text).map_err(|e| e.to_string())?;
+    let size = otelprof_primitives::units::parse_size(text).map_err(|e| e.to_string())?;
     match usize::try_from(size) {
         Ok(0) => Err(format!("{text:?} is zero: give a positive size")),
         Ok(n) => Ok(n),

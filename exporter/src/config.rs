@@ -366,7 +366,7 @@ fn join_base(base: &str, protocol: Protocol, path: &str) -> String {
 /// `OTEL_EXPORTER_OTLP_HEADERS`
 /// (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/#specifying-headers-via-environment-variables>).
 /// A malformed entry is an error naming its position (from 1), not its text.
-pub(crate) fn parse_key_values(raw: &str) -> Result<Vec<(String, String)>, usize> {
+pub fn parse_key_values(raw: &str) -> Result<Vec<(String, String)>, usize> {
     let mut out = Vec::new();
     let entries = raw.split(',').map(str::trim).filter(|e| !e.is_empty());
     for (i, entry) in entries.enumerate() {

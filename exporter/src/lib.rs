@@ -14,11 +14,10 @@
 //!   channel they share with the metrics exporter, and `Sent`, the (leaf) answer both return;
 //! - `self_metrics` (the agent's own OTLP metrics);
 //! - `export_thread` (the thread that drains the queue), then `otlp_exporter` (the handle
-//!   the agent holds);
-//! - [`opamp`]: the OpAMP client (remote control by `otelprof serve`), over `config`,
-//!   `logger` and the transport's HTTP client.
+//!   the agent holds).
 //!
-//! The modules are private; what the agent uses is re-exported here.
+//! The modules are private; what the agent uses is re-exported here, and the HTTP client
+//! too, which the OpAMP client (the opamp crate) rides.
 
 #![forbid(unsafe_code)]
 
@@ -29,8 +28,6 @@ mod export_counters;
 mod export_thread;
 mod failure_log;
 mod logger;
-/// Public: the agent implements its `Control` and reads its configuration.
-pub mod opamp;
 mod otlp_exporter;
 mod pprof_file_sink;
 mod profile_ids;
@@ -47,3 +44,4 @@ pub use logger::{LogLevel, Logger};
 pub use otlp_exporter::{ExporterSettings, OtlpExporter, ShutdownReport};
 pub use pprof_file_sink::{utc_stamp, PprofFileSink};
 pub use self_metrics::{names as metric_names, AgentCounters, CounterSource};
+pub use transport::HttpClient;

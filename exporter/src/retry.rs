@@ -20,6 +20,8 @@
 
 use std::time::Duration;
 
+use otelprof_primitives::rng::SplitMix64;
+
 use tonic::Code;
 
 /// What a failed attempt means for the data it carried.
@@ -107,7 +109,7 @@ pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
     attempt: u32,
-    rng: u64,
+    rng: SplitMix64,
 }
 
 impl Backoff {
@@ -117,8 +119,8 @@ impl Backoff {
             initial,
             max,
             attempt: 0,
-            // splitmix64 scrambles nearby seeds apart; xorshift needs a non-zero state.
-            rng: otel_bridge::rng::SplitMix64(seed).next_u64().max(1),
+            // SplitMix64 scrambles nearby seeds apart; jitter needs no cryptographic quality.
+            rng: SplitMix64(seed),
         }
     }
 
@@ -127,13 +129,9 @@ impl Backoff {
         let factor = 1u32.checked_shl(self.attempt.min(30)).unwrap_or(u32::MAX);
         let nominal = self.initial.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
-        // xorshift64: jitter needs no cryptographic quality.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
         let half = nominal / 2;
         let span = (nominal - half).as_nanos() as u64;
-        let jitter = if span == 0 { 0 } else { self.rng % span };
+        let jitter = self.rng.below(span);
         half + Duration::from_nanos(jitter)
     }
 

@@ -60,7 +60,7 @@ pub(crate) struct Config {
 }
 
 /// The sample label naming the OpAMP capture a profile was made for.
-pub(crate) const CAPTURE_LABEL: &str = otel_bridge::opamp::capture::ATTRIBUTE;
+pub(crate) const CAPTURE_LABEL: &str = otelprof_opamp::capture::ATTRIBUTE;
 
 // SAFETY: `vm` is the process-wide JavaVM*, valid on any thread.
 unsafe impl Send for Config {}
@@ -461,8 +461,10 @@ impl Lane {
             self.builder.str_label("thread_name", &name),
             self.builder.str_label("thread_id", &tid.to_string()),
             // The pool, for readers and backends to group by (few values, unlike names).
-            self.builder
-                .str_label("thread_pool", &otel_bridge::thread_pool::pool_of(&name)),
+            self.builder.str_label(
+                "thread_pool",
+                &otelprof_primitives::thread_pool::pool_of(&name),
+            ),
         ]
     }
 

@@ -2,9 +2,9 @@
 //!
 //! Parsing is strict: an unknown key or a malformed value is an error naming the option, and
 //! the agent then stays off (the JVM runs normally). A typo must never silently profile with
-//! defaults the user did not ask for. Durations and sizes are read with the workspace's one
-//! grammar (`otel_bridge::units`: `10ms`, `1.5s`, `2m`, `512k`, `16m`), the one the CLI's
-//! flags use; the bounds below are the agent's own.
+//! defaults the user did not ask for. The keys and their rules are the workspace's one table
+//! (`otelprof_agent_options`), which `otelprof attach` and the OpAMP bounds read too; this
+//! file stores what it accepts, and checks what only the agent can (a directory exists).
 //!
 //! Errors quote what was given through [`echo`]: at most 64 characters, control characters
 //! escaped. Options come from command lines and `JAVA_TOOL_OPTIONS`, and the error line lands
@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use otel_bridge::units::{parse_duration, parse_size, UnitError};
+use otelprof_agent_options::{check_item, items, known_keys, Problem, Value};
 use otelprof_exporter::config::echo;
 
 use crate::log::LogLevel;
@@ -111,10 +111,7 @@ impl Default for Options {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum OptionError {
-    #[error(
-        "unknown option '{}' (known: cpu, wall, wall_threads, alloc, alloc_rate, lock, clock, depth, out, \
-         period, log, endpoint, protocol, service, timestamps, thread_id, queue, opamp, opamp_interval)", echo(.0)
-    )]
+    #[error("unknown option '{}' (known: {})", echo(.0), known_keys())]
     UnknownKey(String),
     #[error("option '{key}' needs a value, as in {key}={example}")]
     MissingValue { key: String, example: &'static str },
@@ -128,232 +125,83 @@ pub(crate) enum OptionError {
     Duplicate(String),
 }
 
-/// Shortest interval we accept: below this the handler's own cost dominates.
-const MIN_INTERVAL: Duration = Duration::from_micros(100);
-const MAX_DEPTH_LIMIT: u32 = 8192;
-/// Shortest wall-clock interval: every interval the wall thread wakes, reads thread states
-/// and sends up to `wall_threads` signals.
-const MIN_WALL_INTERVAL: Duration = Duration::from_millis(1);
 pub(crate) const DEFAULT_WALL_THREADS: u32 = 16;
-const MAX_WALL_THREADS: u32 = 1024;
 /// Default bound of allocation samples per second: the cost of a sample is mostly HotSpot's
 /// GetStackTrace (several µs for a deep stack), so this caps allocation profiling near 0.5 %
 /// of one CPU however fast the application allocates. JFR bounds its allocation samples the
 /// same way (150/s in its default settings, 300/s in `profile`).
 pub(crate) const DEFAULT_ALLOC_RATE: u32 = 500;
-const MAX_ALLOC_RATE: u32 = 1_000_000;
 
 impl Options {
+    /// Reads `key=value,…`: each item checked against the options' table, then stored.
     pub(crate) fn parse(s: &str) -> Result<Options, OptionError> {
         let mut o = Options::default();
-        let mut seen: Vec<&str> = Vec::new();
-        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (key, value) = match item.split_once('=') {
-                Some((k, v)) => (k.trim(), v.trim()),
-                None => (item, ""),
-            };
-            if seen.contains(&key) {
-                return Err(OptionError::Duplicate(key.to_owned()));
-            }
-            seen.push(key);
-            let bad = |reason: &str| OptionError::BadValue {
+        for item in items(s) {
+            let (key, value) = item.map_err(|d| OptionError::Duplicate(d.0.to_owned()))?;
+            let bad = |reason: String| OptionError::BadValue {
                 key: key.to_owned(),
                 value: value.to_owned(),
-                reason: reason.to_owned(),
+                reason,
             };
-            let need = |example: &'static str| {
-                if value.is_empty() {
-                    Err(OptionError::MissingValue {
+            let checked = match check_item(key, value) {
+                Ok((_, checked)) => checked,
+                Err(Problem::Unknown) => return Err(OptionError::UnknownKey(key.to_owned())),
+                Err(Problem::MissingValue { example }) => {
+                    return Err(OptionError::MissingValue {
                         key: key.to_owned(),
                         example,
                     })
-                } else {
-                    Ok(())
                 }
+                Err(Problem::BadValue(reason)) => return Err(bad(reason)),
             };
-            match key {
-                "cpu" => {
-                    need("10ms")?;
-                    o.cpu_interval = if value == "off" {
-                        None
-                    } else {
-                        let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
-                        if d < MIN_INTERVAL {
-                            return Err(bad("the shortest interval is 100us"));
-                        }
-                        Some(d)
-                    };
-                }
-                "wall" => {
-                    need("50ms")?;
-                    o.wall_interval = if value == "off" {
-                        None
-                    } else {
-                        let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
-                        if d < MIN_WALL_INTERVAL {
-                            return Err(bad("the shortest wall-clock interval is 1ms"));
-                        }
-                        Some(d)
-                    };
-                }
-                "wall_threads" => {
-                    need("16")?;
-                    let n: u32 = value
-                        .parse()
-                        .map_err(|_| bad("expected a whole number of threads"))?;
-                    if n == 0 || n > MAX_WALL_THREADS {
-                        return Err(bad("expected 1 to 1024 threads"));
-                    }
-                    o.wall_threads = n;
-                }
-                "alloc" => {
-                    need("512k")?;
-                    o.alloc_interval = if value == "off" {
-                        None
-                    } else {
-                        let n = parse_size(value).map_err(|e| bad(unit_reason(&e)))?;
-                        // JVMTI takes the interval as a jint.
-                        Some(
-                            u32::try_from(n)
-                                .ok()
-                                .filter(|&n| n <= i32::MAX as u32)
-                                .ok_or_else(|| bad("the largest interval is 2047m"))?,
-                        )
-                    };
-                }
-                "alloc_rate" => {
-                    need("500")?;
-                    o.alloc_rate = value
-                        .parse()
-                        .ok()
-                        .filter(|&n| n <= MAX_ALLOC_RATE)
-                        .ok_or_else(|| {
-                            bad("expected samples per second, 0 (no bound) to 1000000")
-                        })?;
-                }
-                "lock" => {
-                    need("10ms")?;
-                    o.lock_threshold = match value {
-                        "off" => None,
-                        // Zero needs no unit: every contended wait.
-                        "0" => Some(Duration::ZERO),
-                        _ => Some(parse_duration(value).map_err(|e| bad(unit_reason(&e)))?),
-                    };
-                }
-                "clock" => {
-                    need("cpu")?;
-                    o.clock = match value {
-                        "cpu" => Clock::ThreadCpu,
-                        "itimer" => Clock::Itimer,
-                        _ => return Err(bad("expected 'cpu' or 'itimer'")),
-                    };
-                }
-                "depth" => {
-                    need("2048")?;
-                    let d: u32 = value
-                        .parse()
-                        .map_err(|_| bad("expected a whole number of frames"))?;
-                    if d == 0 || d > MAX_DEPTH_LIMIT {
-                        return Err(bad("expected 1 to 8192 frames"));
-                    }
-                    o.max_depth = d;
-                }
-                "out" => {
-                    need("/var/tmp/profiles")?;
-                    let dir = PathBuf::from(value);
-                    if !dir.is_dir() {
-                        return Err(bad("no such directory"));
-                    }
-                    o.out_dir = Some(dir);
-                }
-                "period" => {
-                    need("60s")?;
-                    let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
-                    if d < Duration::from_secs(1) {
-                        return Err(bad("the shortest period is 1s"));
-                    }
-                    o.period = d;
-                }
-                "log" => {
-                    need("info")?;
-                    o.log = match value {
-                        "quiet" => LogLevel::Quiet,
-                        "warn" => LogLevel::Warn,
-                        "info" => LogLevel::Info,
-                        "debug" => LogLevel::Debug,
-                        _ => return Err(bad("expected quiet, warn, info or debug")),
-                    };
-                }
-                "endpoint" => {
-                    need("http://localhost:4318")?;
-                    let rest = value
-                        .strip_prefix("http://")
-                        .or_else(|| value.strip_prefix("https://"));
-                    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
-                        return Err(bad("expected an http:// or https:// URL"));
-                    }
-                    o.endpoint = Some(value.to_owned());
-                }
-                "protocol" => {
-                    need("grpc")?;
-                    o.protocol = Some(
-                        Protocol::parse(value)
-                            .ok_or_else(|| bad("expected 'grpc' or 'http/protobuf'"))?,
-                    );
-                }
-                "service" => {
-                    need("checkout")?;
-                    o.service = Some(value.to_owned());
-                }
-                "timestamps" => {
-                    need("on")?;
-                    o.timestamps = match value {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(bad("expected 'on' or 'off'")),
-                    };
-                }
-                "thread_id" => {
-                    need("on")?;
-                    o.thread_id = match value {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(bad("expected 'on' or 'off'")),
-                    };
-                }
-                "queue" => {
-                    need("16m")?;
-                    let n = parse_size(value).map_err(|e| bad(unit_reason(&e)))?;
-                    let n = usize::try_from(n).map_err(|_| bad("size too large"))?;
-                    if n < MIN_QUEUE_BYTES {
-                        return Err(bad("the smallest queue is 64k"));
-                    }
-                    o.queue_bytes = n;
-                }
-                "opamp" => {
-                    need("http://127.0.0.1:4040/v1/opamp")?;
-                    let rest = value
-                        .strip_prefix("http://")
-                        .or_else(|| value.strip_prefix("https://"));
-                    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
-                        return Err(bad("expected an http:// or https:// URL"));
-                    }
-                    o.opamp = Some(value.to_owned());
-                }
-                "opamp_interval" => {
-                    need("5s")?;
-                    let d = parse_duration(value).map_err(|e| bad(unit_reason(&e)))?;
-                    let range = otelprof_exporter::opamp::config::MIN_INTERVAL
-                        ..=otelprof_exporter::opamp::config::MAX_INTERVAL;
-                    if !range.contains(&d) {
-                        return Err(bad("expected 100ms to 1h"));
-                    }
-                    o.opamp_interval = Some(d);
-                }
-                _ => return Err(OptionError::UnknownKey(key.to_owned())),
-            }
+            o.set(key, checked)
+                .map_err(|reason| bad(reason.to_owned()))?;
         }
         Ok(o)
+    }
+
+    /// Stores one value the table has checked; what only the agent can check (that `out` is
+    /// a directory) is refused here, with the reason.
+    fn set(&mut self, key: &str, value: Value<'_>) -> Result<(), &'static str> {
+        use Value::{Duration as D, Number as N, Off, Size as S, Text as T};
+        match (key, value) {
+            ("cpu", v) => self.cpu_interval = interval(v),
+            ("wall", v) => self.wall_interval = interval(v),
+            ("lock", v) => self.lock_threshold = interval(v),
+            ("period", D(d)) => self.period = d,
+            ("opamp_interval", D(d)) => self.opamp_interval = Some(d),
+            ("alloc", Off) => self.alloc_interval = None,
+            // The table's bounds make the numbers fit: a jint, 1024 threads, 8192 frames.
+            ("alloc", S(n)) => self.alloc_interval = Some(fit(n)?),
+            ("wall_threads", N(n)) => self.wall_threads = fit(n)?,
+            ("depth", N(n)) => self.max_depth = fit(n)?,
+            ("alloc_rate", N(n)) => self.alloc_rate = fit(n)?,
+            ("queue", S(n)) => {
+                self.queue_bytes = usize::try_from(n).map_err(|_| "size too large")?
+            }
+            ("clock", T("itimer")) => self.clock = Clock::Itimer,
+            ("clock", T(_)) => self.clock = Clock::ThreadCpu,
+            ("log", T(w)) => self.log = log_level(w)?,
+            ("timestamps", T(w)) => self.timestamps = w == "on",
+            ("thread_id", T(w)) => self.thread_id = w == "on",
+            ("protocol", T(w)) => {
+                self.protocol =
+                    Some(Protocol::parse(w).ok_or("expected 'grpc' or 'http/protobuf'")?)
+            }
+            ("service", T(t)) => self.service = Some(t.to_owned()),
+            ("endpoint", T(t)) => self.endpoint = Some(t.to_owned()),
+            ("opamp", T(t)) => self.opamp = Some(t.to_owned()),
+            ("out", T(t)) => {
+                let dir = PathBuf::from(t);
+                if !dir.is_dir() {
+                    return Err("no such directory");
+                }
+                self.out_dir = Some(dir);
+            }
+            // The table gives each key one kind of value: nothing else arrives here.
+            _ => return Err("not a value this option takes"),
+        }
+        Ok(())
     }
 
     /// The profile types in force, e.g. `cpu=10ms wall=50ms alloc=512 KiB lock=10ms` (for
@@ -424,19 +272,27 @@ impl Options {
     }
 }
 
-/// Why a duration or size was refused, without the value (the error quotes it once, cut).
-fn unit_reason(e: &UnitError) -> &'static str {
-    match e {
-        UnitError::NoUnit(_) => "a duration needs a unit, e.g. 10ms",
-        UnitError::NotDuration(_) => "not a duration (e.g. 10ms, 1.5s, 2m, 1h)",
-        UnitError::Negative(_) => "negative",
-        UnitError::OutOfRange(_) => "out of range",
-        UnitError::NotSize(_) => "not a size (e.g. 512k, 16m, 1g, 65536)",
+/// An interval, or `None` for `off`.
+fn interval(v: Value<'_>) -> Option<Duration> {
+    match v {
+        Value::Duration(d) => Some(d),
+        _ => None,
     }
 }
 
-/// Smallest OTLP queue: one typical profile must fit.
-const MIN_QUEUE_BYTES: usize = 64 << 10;
+fn fit<T: TryFrom<u64>>(n: u64) -> Result<T, &'static str> {
+    T::try_from(n).map_err(|_| "out of range")
+}
+
+fn log_level(word: &str) -> Result<LogLevel, &'static str> {
+    match word {
+        "quiet" => Ok(LogLevel::Quiet),
+        "warn" => Ok(LogLevel::Warn),
+        "info" => Ok(LogLevel::Info),
+        "debug" => Ok(LogLevel::Debug),
+        _ => Err("expected quiet, warn, info or debug"),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,7 @@ pub(crate) struct ExportEnv {
     pub(crate) resource_attributes: Option<String>,
     pub(crate) metric_interval: Option<Duration>,
     /// The OpAMP server to be managed by (`opamp=`, `OTELPROF_OPAMP_*`); `None`: not managed.
-    pub(crate) opamp: Option<otelprof_exporter::opamp::OpampConfig>,
+    pub(crate) opamp: Option<otelprof_opamp::client::OpampConfig>,
 }
 
 /// `OTEL_SDK_DISABLED=true` (case-insensitive, as the OTel spec says for booleans).
@@ -75,7 +75,7 @@ pub(crate) fn read_env(
         ),
         None => None,
     };
-    let opamp = otelprof_exporter::opamp::OpampConfig::resolve(
+    let opamp = otelprof_opamp::client::OpampConfig::resolve(
         lookup,
         options.opamp.as_deref(),
         options.opamp_interval,

@@ -1,5 +1,5 @@
 //! Remote control over OpAMP (`opamp=URL` or `OTELPROF_OPAMP_ENDPOINT`): the agent's side of
-//! `otelprof_exporter::opamp`. The client runs on a thread of its own, one per JVM: started
+//! `otelprof_opamp::client`. The client runs on a thread of its own, one per JVM: started
 //! by the first session that names a server ([`ensure_started`]), ended at VMDeath
 //! ([`stop`]). This file gives it the agent's identity (the resource its profiles carry, and
 //! the profiling options) and what runs ([`Running`], updated by the lifecycle at every start
@@ -11,11 +11,11 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use otel_bridge::opamp::engines::{format_duration, format_size};
-use otelprof_exporter::opamp::{
+use otelprof_exporter::LogLevel;
+use otelprof_opamp::client::{
     describe, instance_uid, AgentStatus, Control, OpampClient, OpampConfig, TypeState,
 };
-use otelprof_exporter::LogLevel;
+use otelprof_primitives::units::{format_duration, format_size};
 
 use crate::options::{Clock, Options};
 

@@ -4,7 +4,7 @@
 //!
 //! `cargo bench -p otel-bridge --bench decode`
 //!
-//! Criterion times each decoder on its own. The machine is shared, and other work that starts
+//! Criterion times each decoder on its own. On a shared machine, other work that starts
 //! between two of criterion's measurements moves one figure and not the other; so the run ends
 //! with the ratio measured in alternating rounds (fast, reference, fast, …), whose median is
 //! what the decoder's doc comment states.
@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use opentelemetry::KeyValue;
 use otel_bridge::otlp::{self, EncodeOptions, ProfileId};
-use otel_bridge::rng::SplitMix64 as Rng;
 use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
+use otelprof_primitives::rng::SplitMix64 as Rng;
 
 const STACKS: usize = 2_000;
 const FUNCTIONS: usize = 2_400;

@@ -15,9 +15,6 @@
 //!   bounded inflater every reader uses.
 //! - The process: [`resource`] (the OTel resource from options, environment values and facts
 //!   the caller gathered) and [`process_context`] (its payload for out-of-process readers).
-//! - Text people type: [`units`] (durations and sizes).
-//! - Agent management: [`opamp`] (the OpAMP messages otelprof uses, and the captures and
-//!   settings a server may send in them, with their bounds).
 //!
 //! Reading many profiles at once (selection, merge, the query engine) is the store crate's.
 #![forbid(unsafe_code)]
@@ -25,15 +22,10 @@
 pub mod frame_name;
 pub mod gzip;
 pub mod model;
-pub mod opamp;
 pub mod otlp;
 pub mod pprof;
 pub mod process_context;
 pub mod resource;
-pub mod rng;
-pub mod thread_pool;
-pub mod thread_role;
-pub mod units;
 
 pub use model::{
     Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location,

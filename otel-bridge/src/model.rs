@@ -445,6 +445,11 @@ impl ProfileBuilder {
             filename: self.intern(filename),
             start_line,
         };
+        self.intern_function(f)
+    }
+
+    /// A function as given (its system name apart from its name), interned.
+    pub(crate) fn intern_function(&mut self, f: Function) -> FunctionId {
         if let Some(&id) = self.functions.get(&f) {
             return id;
         }
@@ -456,11 +461,15 @@ impl ProfileBuilder {
 
     /// A single-line location: one frame of `function` at `line`.
     pub fn location(&mut self, function: FunctionId, line: i64, kind: FrameKind) -> LocationId {
-        let loc = Location {
+        self.intern_location(Location {
             lines: Lines::from_buf([Line { function, line }]),
             kind,
             address: 0,
-        };
+        })
+    }
+
+    /// A location as given (any number of lines, an address), interned.
+    pub(crate) fn intern_location(&mut self, loc: Location) -> LocationId {
         if let Some(&id) = self.locations.get(&loc) {
             return id;
         }
@@ -509,8 +518,21 @@ impl ProfileBuilder {
         let mut labels = labels.to_vec();
         labels.sort_unstable();
         labels.dedup();
-        let n = self.profile.sample_types.len();
         let stack = self.stack(stack);
+        self.merge_sample(stack, labels, link, values, timestamps);
+    }
+
+    /// Adds `values` and `timestamps` to the sample of this stack, label set (sorted, each
+    /// label once) and link, creating it if needed: where equal samples become one.
+    pub(crate) fn merge_sample(
+        &mut self,
+        stack: StackId,
+        labels: Vec<Label>,
+        link: Option<Link>,
+        values: &[i64],
+        timestamps: &[i64],
+    ) {
+        let n = self.profile.sample_types.len();
         let key = (stack, labels, link);
         let index = match self.samples.get(&key) {
             Some(&i) => i,
@@ -541,6 +563,21 @@ impl ProfileBuilder {
 
     pub fn sample_count(&self) -> usize {
         self.profile.samples.len()
+    }
+
+    /// The profile being built, for a decoder that sets its types and times itself (the
+    /// reference OTLP decoder).
+    #[cfg(any(test, feature = "reference-decoder"))]
+    pub(crate) fn profile_mut(&mut self) -> &mut Profile {
+        &mut self.profile
+    }
+
+    /// A copy of the profile so far, with its tables.
+    #[cfg(any(test, feature = "reference-decoder"))]
+    pub(crate) fn snapshot(&self) -> Profile {
+        let mut p = self.profile.clone();
+        p.dictionary = Arc::new(self.dictionary.clone());
+        p
     }
 
     pub fn build(mut self, time_nanos: i64, duration_nanos: i64) -> Profile {

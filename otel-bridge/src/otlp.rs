@@ -67,7 +67,7 @@ pub const THREAD_NAME: &str = "thread.name";
 pub const THREAD_ID: &str = "thread.id";
 /// Java thread state of a wall-clock sample (`RUNNABLE`, `BLOCKED`, `WAITING`, `TIMED_WAITING`).
 pub const THREAD_STATE: &str = "thread.state";
-/// The thread's pool: its name with the last number folded ([`crate::thread_pool`]); a key
+/// The thread's pool: its name with the last number folded (`otelprof_primitives::thread_pool`); a key
 /// backends can group by (few values, unlike the thread name).
 pub const THREAD_POOL: &str = "thread.pool";
 pub const SPAN_NAME: &str = "span_name";

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 
 use opentelemetry::KeyValue;
 use otel_bridge::otlp::{EncodeOptions, ProfileId};
-use otel_bridge::rng::SplitMix64 as Rng;
 use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
+use otelprof_primitives::rng::SplitMix64 as Rng;
 use otelprof_store::columnar::ColumnarWriter;
 use otelprof_store::{Signal, Store};
 

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as FxMap;
 use std::sync::{Arc, Weak};
 
 use otel_bridge::model::{Dictionary, FunctionId, Link, Profile, StackId};
-use otel_bridge::thread_role;
+use otelprof_primitives::thread_role;
 
 use crate::select::{
     resource_value, sample_value, Measure, ProfileType, ProfileVerdict, SampleText, Selector,

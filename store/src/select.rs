@@ -265,7 +265,7 @@ pub fn sample_value<'a>(
 pub enum SampleText<'a> {
     Str(&'a str),
     Num(i64),
-    /// The pool of this thread name ([`otel_bridge::thread_pool::pool_of`]).
+    /// The pool of this thread name ([`otelprof_primitives::thread_pool::pool_of`]).
     PoolOf(&'a str),
 }
 
@@ -274,7 +274,9 @@ impl SampleText<'_> {
         match self {
             SampleText::Str(s) => s.to_owned(),
             SampleText::Num(n) => n.to_string(),
-            SampleText::PoolOf(name) => otel_bridge::thread_pool::pool_of(name).into_owned(),
+            SampleText::PoolOf(name) => {
+                otelprof_primitives::thread_pool::pool_of(name).into_owned()
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ pub struct TimeError {
 /// Reads a time: RFC 3339 (`2025-01-31T12:00:00Z`, `…T12:00:00.5+01:00`; without an offset it
 /// is UTC; or a date `2025-01-31` meaning its midnight UTC), Unix seconds (`1738324800`,
 /// fractions allowed), `now`, or `now-DURATION` / `-DURATION` (`now-15m`, `-2h`, `now-1d`: the
-/// duration grammar of [`otel_bridge::units`]). Returns Unix nanoseconds.
+/// duration grammar of [`otelprof_primitives::units`]). Returns Unix nanoseconds.
 pub fn parse_time(text: &str, now: i64) -> Result<i64, TimeError> {
     let t = text.trim();
     let bad = |why: &str| TimeError {
@@ -27,7 +27,7 @@ pub fn parse_time(text: &str, now: i64) -> Result<i64, TimeError> {
         return Ok(now);
     }
     if let Some(ago) = t.strip_prefix("now-").or_else(|| t.strip_prefix('-')) {
-        let d = otel_bridge::units::parse_duration(ago)
+        let d = otelprof_primitives::units::parse_duration(ago)
             .map_err(|e| bad(&format!("{e} (a relative time is e.g. now-15m)")))?;
         let nanos = i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
         return Ok(now.saturating_sub(nanos));

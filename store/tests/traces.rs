@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use common::{scratch, MINUTE, T0};
 use opentelemetry::KeyValue;
-use otel_bridge::rng::SplitMix64;
 use otel_bridge::{FrameKind, Link, Profile, ProfileBuilder};
+use otelprof_primitives::rng::SplitMix64;
 use otelprof_store::columnar::{compact, ColumnarWriter};
 use otelprof_store::query::traces::top_traces;
 use otelprof_store::query::{self, Spec};

@@ -1,6 +1,6 @@
 """OpAMP messages through the generated classes of PyPI opentelemetry-opamp-client (its
 opamp_pb2, built from the specification's opamp.proto), to hold otelprof's hand-written prost
-structs (otel-bridge/src/opamp/proto.rs) to the real field numbers and types.
+structs (opamp/src/proto.rs) to the real field numbers and types.
 
   opamp_messages.py read FILE AgentToServer|ServerToAgent   -> the message as JSON on stdout
   opamp_messages.py write DIR                               -> DIR/agent_to_server.bin and

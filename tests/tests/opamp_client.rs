@@ -10,11 +10,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use otel_bridge::opamp::capture::Capture;
-use otel_bridge::opamp::proto::{AgentDescription, KeyValue};
-use otel_bridge::opamp::settings::Settings;
-use otelprof_exporter::opamp::{AgentStatus, Control, OpampClient, OpampConfig, TypeState};
 use otelprof_exporter::{LogLevel, Logger};
+use otelprof_opamp::capture::Capture;
+use otelprof_opamp::client::{AgentStatus, Control, OpampClient, OpampConfig, TypeState};
+use otelprof_opamp::proto::{AgentDescription, KeyValue};
+use otelprof_opamp::settings::Settings;
 use otelprof_tests::{free_port, python, repo_root};
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! otelprof's hand-written OpAMP messages (otel-bridge/src/opamp/proto.rs) against the generated
+//! otelprof's hand-written OpAMP messages (opamp/src/proto.rs) against the generated
 //! classes of PyPI `opentelemetry-opamp-client` (tests/python/opamp_messages.py): what we
 //! encode, they read field for field; what they encode with every field we read set (and
 //! some we do not read), we decode to the same values.
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use otel_bridge::opamp::proto::{
+use otelprof_opamp::proto::{
     agent_capabilities as caps, any_value::Value, AgentConfigFile, AgentConfigMap,
     AgentDescription, AgentDisconnect, AgentIdentification, AgentRemoteConfig, AgentToServer,
     AnyValue, ComponentHealth, CustomCapabilities, CustomMessage, EffectiveConfig, KeyValue,
@@ -268,7 +268,7 @@ fn what_the_official_classes_encode_we_read() {
             ("raw".into(), Some(Value::BytesValue(vec![1, 0xff]))),
             (
                 "list".into(),
-                Some(Value::ArrayValue(otel_bridge::opamp::proto::ArrayValue {
+                Some(Value::ArrayValue(otelprof_opamp::proto::ArrayValue {
                     values: vec![AnyValue {
                         value: Some(Value::StringValue("a".into()))
                     }]

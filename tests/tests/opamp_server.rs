@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use opamp_support::{http, wait_for};
-use otel_bridge::opamp::proto::{ServerErrorResponseType, ServerToAgent};
+use otelprof_opamp::proto::{ServerErrorResponseType, ServerToAgent};
 use otelprof_tests::{cli_path, free_port, python, repo_root, run_with_timeout, scratch_dir};
 use prost::Message as _;
 use serde_json::Value;

@@ -12,8 +12,8 @@ use anyhow::{bail, Context as _};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_util::rt::TokioIo;
-use otel_bridge::opamp::capture::MAX_SECONDS;
-use otel_bridge::opamp::engines::Engines;
+use otelprof_opamp::capture::MAX_SECONDS;
+use otelprof_opamp::engines::Engines;
 use serde_json::{json, Value};
 
 use crate::cli::CaptureArgs;

@@ -787,7 +787,7 @@ pub fn render_group_section(groups: &GroupDiff, key: &str, base: &Merged, limit:
     // Rows of threads that run no Java code (`[GC]`, …) carry no key either.
     let only_none = groups.rows.iter().all(|g| {
         g.name == otelprof_store::merge::NO_GROUP
-            || otel_bridge::thread_role::is_role_frame(&g.name)
+            || otelprof_primitives::thread_role::is_role_frame(&g.name)
     });
     if only_none {
         let _ = writeln!(out, "(no sample carries {key}: no table by {key})\n");

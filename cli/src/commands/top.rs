@@ -8,7 +8,7 @@ use anyhow::bail;
 
 use crate::cli::TopArgs;
 use crate::table::{render_columns, render_header, share, value};
-use otel_bridge::thread_role;
+use otelprof_primitives::thread_role;
 use otelprof_store::merge::{Merged, NO_GROUP};
 use otelprof_store::query;
 use otelprof_store::query::requests;

@@ -15,10 +15,10 @@ use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt as _, Limited};
 use serde_json::{json, Value};
 
-use otel_bridge::opamp::capture::{self, State};
-use otel_bridge::opamp::engines::{self, Engines, Refused};
+use otelprof_opamp::capture::{self, State};
+use otelprof_opamp::engines::{self, Engines, Refused};
 
-use super::agents::{uid_text, Agent, Agents, ApiError, CaptureEntry};
+use otelprof_opamp::server::agents::{uid_text, Agent, Agents, ApiError, CaptureEntry};
 
 /// Largest JSON body read.
 const MAX_JSON: usize = 64 << 10;
@@ -88,21 +88,20 @@ fn agent_json(a: &Agent) -> Value {
 
 /// What a capture may ask, for the UI's form and the CLI's messages.
 fn bounds() -> Value {
+    let min: serde_json::Map<String, Value> = engines::minimums()
+        .into_iter()
+        .map(|(key, min)| (key.to_owned(), Value::String(min)))
+        .collect();
     json!({
         "max_seconds": capture::MAX_SECONDS,
-        "min": {
-            "cpu": engines::format_duration(engines::MIN_CPU),
-            "wall": engines::format_duration(engines::MIN_WALL),
-            "alloc": engines::format_size(engines::MIN_ALLOC),
-            "lock": engines::format_duration(engines::MIN_LOCK),
-        },
+        "min": min,
     })
 }
 
 /// The engines a JSON request asks for: string values in the options' grammar.
 fn engines_of(body: &Value) -> Result<Engines, Refused> {
     let mut e = Engines::default();
-    for key in engines::TYPES {
+    for key in engines::types() {
         match body.get(key) {
             None | Some(Value::Null) => {}
             Some(Value::String(v)) if v.is_empty() => {}

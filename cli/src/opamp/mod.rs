@@ -1,13 +1,11 @@
 //! `otelprof serve`'s OpAMP server: agents poll `POST /v1/opamp` ([`exchange`], OpAMP's
 //! plain-HTTP transport) on the UI's listener, which gives them its TLS, connection limits
-//! and `--token`; [`agents`] keeps what they reported and what waits for them; [`api`]
-//! serves that table as JSON to the Instances view and `otelprof capture`. What travels in
-//! the messages is `otel_bridge::opamp`'s.
+//! and `--token`; [`Agents`] (the opamp crate's, no I/O) keeps what they reported and what
+//! waits for them; [`api`] serves that table as JSON to the Instances view and `otelprof
+//! capture`. What travels in the messages is `otelprof_opamp`'s.
 //!
-//! Module map: `agents` (leaf: the table, no I/O), `exchange` and `api` over it; this file
-//! routes.
+//! Module map: `exchange` and `api` over the agents' table; this file routes.
 
-pub mod agents;
 mod api;
 mod exchange;
 
@@ -19,7 +17,7 @@ use http_body_util::Full;
 
 use crate::receiver::ResponseBody;
 
-pub use agents::Agents;
+pub use otelprof_opamp::server::Agents;
 
 /// The OpAMP path (the spec's default).
 pub const PATH: &str = "/v1/opamp";
@@ -62,14 +60,7 @@ where
 pub fn refuse(path: &str, status: StatusCode, message: &str) -> Response<ResponseBody> {
     let (body, content_type) = if path == PATH {
         use prost::Message as _;
-        let m = otel_bridge::opamp::proto::ServerToAgent {
-            error_response: Some(otel_bridge::opamp::proto::ServerErrorResponse {
-                r#type: otel_bridge::opamp::proto::ServerErrorResponseType::BadRequest as i32,
-                error_message: message.to_owned(),
-                retry_info: None,
-            }),
-            ..Default::default()
-        };
+        let m = otelprof_opamp::server::exchange::bad_request(message.to_owned());
         (m.encode_to_vec(), "application/x-protobuf")
     } else {
         (

@@ -22,7 +22,7 @@ pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::fro
 
 /// A small HTTP(S) client shared by the profile transport and the metrics exporter.
 #[derive(Clone, Debug)]
-pub(crate) struct HttpClient {
+pub struct HttpClient {
     client: Client<Connector, Full<Bytes>>,
 }
 
@@ -34,7 +34,7 @@ impl HttpClient {
 
     /// A client trusting `certificate` too, connecting within `timeout` (at most
     /// [`CONNECT_TIMEOUT`]). Must run inside a tokio runtime.
-    pub(crate) fn with(
+    pub fn with(
         certificate: Option<&std::path::Path>,
         timeout: std::time::Duration,
     ) -> Result<HttpClient, StartError> {
@@ -87,7 +87,7 @@ impl HttpClient {
     }
 
     /// Sends `request`, reading at most [`MAX_RESPONSE_BYTES`] of the answer.
-    pub(crate) async fn send(
+    pub async fn send(
         &self,
         request: http::Request<Bytes>,
     ) -> Result<http::Response<Bytes>, ExportError> {

@@ -11,7 +11,7 @@ mod http_client;
 mod sent;
 
 pub(crate) use grpc::{lazy_channel, metadata};
-pub(crate) use http_client::HttpClient;
+pub use http_client::HttpClient;
 pub(crate) use sent::Sent;
 
 use grpc::GrpcTransport;

@@ -22,9 +22,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use otel_bridge::opamp::capture::Capture;
-use otel_bridge::opamp::settings::{Change, Settings};
-use otelprof_exporter::opamp::{AgentStatus, Control as RemoteControl};
+use otelprof_opamp::capture::Capture;
+use otelprof_opamp::client::{AgentStatus, Control as RemoteControl};
+use otelprof_opamp::settings::{Change, Settings};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
 

@@ -42,8 +42,8 @@ static MAX_RATE: AtomicU64 = AtomicU64::new(0);
 static WINDOW_START_NS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_SAMPLES: AtomicU64 = AtomicU64::new(0);
 const WINDOW_NS: u64 = 250_000_000;
-/// The largest interval `SetHeapSamplingInterval` takes (a jint).
-const MAX_INTERVAL: u64 = i32::MAX as u64;
+/// The largest interval `SetHeapSamplingInterval` takes (a jint), as the options' table says.
+const MAX_INTERVAL: u64 = otelprof_agent_options::MAX_ALLOC;
 
 /// Sets the interval asked for and the bound of samples per second (0: none), before the
 /// first sample.

@@ -22,6 +22,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use jni::sys::{jobject, JNIEnv};
+use otelprof_primitives::rng::{fraction, SplitMix64};
 
 use crate::ffi::guard;
 use crate::jvm::jvmti::{delete_local_ref, object_class};
@@ -50,15 +51,12 @@ pub(crate) fn threshold() -> u64 {
     THRESHOLD_NS.load(Ordering::Relaxed)
 }
 
-/// A uniform number in [0, 1).
+/// A uniform number in [0, 1): SplitMix64 over a shared counter (no lock).
 pub(crate) fn uniform() -> f64 {
-    let mut z = RANDOM
-        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    let state = RANDOM
+        .fetch_add(SplitMix64::GAMMA, Ordering::Relaxed)
+        .wrapping_add(SplitMix64::GAMMA);
+    fraction(SplitMix64::mix(state))
 }
 
 /// What a wait of `waited` ns is recorded as: `(delay ns, contentions x 1000)`, or `None`

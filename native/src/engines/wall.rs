@@ -66,6 +66,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use jni::sys::{jobject, JNIEnv, JavaVM};
+use otelprof_primitives::rng::SplitMix64;
 
 use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
@@ -197,7 +198,7 @@ struct Rotation {
     cursor: usize,
     started_ns: u64,
     planned: Vec<Planned>,
-    random: u64,
+    random: SplitMix64,
     /// GetStackTrace's output for waiting threads (allocated once).
     frames: Vec<JvmtiFrameInfo>,
 }
@@ -213,7 +214,7 @@ impl Rotation {
             cursor: 0,
             started_ns: monotonic_ns(),
             planned: Vec::with_capacity(max_samples),
-            random: monotonic_ns() | 1,
+            random: SplitMix64(monotonic_ns()),
             frames: (0..depth)
                 .map(|_| JvmtiFrameInfo {
                     method: std::ptr::null_mut(),
@@ -259,7 +260,7 @@ impl Rotation {
                     .filter(|t| !t.is_null());
                 // SAFETY: a global reference from the names table, alive under its lock.
                 let bits = thread.and_then(|t| unsafe { jvmti.thread_state(t) }.ok());
-                let draw = xorshift(random);
+                let draw = random.next_u64();
                 let Some((signal, weight_ns)) = visit(slot, bits, now, started_ns, draw) else {
                     return visits < max_visits;
                 };
@@ -389,15 +390,6 @@ unsafe fn sample_waiting(
     }
 }
 
-fn xorshift(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    x
-}
-
 /// Accounts one visit of `slot` at `now` and returns the signal to send with the wall time
 /// it carries, if any. `bits` is the thread's `jvmtiThreadState`, `None` when it could not be
 /// read; `draw` a random number for the thinning of long-idle threads.
@@ -518,12 +510,12 @@ mod tests {
         table.insert(11, std::ptr::dangling_mut(), 1).unwrap();
         let slot = table.lookup(11).unwrap();
         let sleeping = Some(s::ALIVE | 0x80 | s::WAITING_INDEFINITELY | s::PARKED);
-        let mut random = 0x1234_5678_9abc_def1u64;
+        let mut random = SplitMix64(0x1234_5678_9abc_def1);
         let (mut t, mut total) = (0u64, 0u64);
         slot.wall.last_visit_ns.store(0, Ordering::Relaxed);
         for i in 0..40_000u64 {
             t += 9_000 + (i % 5) * 500;
-            if let Some((_, w)) = visit(slot, sleeping, t, 0, xorshift(&mut random)) {
+            if let Some((_, w)) = visit(slot, sleeping, t, 0, random.next_u64()) {
                 total += w;
             }
         }

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-use otel_bridge::thread_role::ROLE_FRAMES;
+use otelprof_primitives::thread_role::ROLE_FRAMES;
 
 use crate::stats::COUNTERS;
 
@@ -109,7 +109,7 @@ impl ThreadRole {
     }
 
     /// The frame a sample of this role shows; `None` for Java threads (their stack is walked).
-    /// The names are the readers' vocabulary ([`otel_bridge::thread_role::ROLE_FRAMES`]).
+    /// The names are the readers' vocabulary ([`otelprof_primitives::thread_role::ROLE_FRAMES`]).
     pub(crate) fn frame_name(self) -> Option<&'static str> {
         let [gc, jit, vm, agent, other] = ROLE_FRAMES;
         match self {

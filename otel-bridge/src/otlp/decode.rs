@@ -28,10 +28,9 @@
 //! speed. On a 449 KB request of 3 profiles, 2,000 distinct stacks of 20 to 40 frames and 2,616
 //! strings, the reference takes 15.1 times as long as [`decode`] (median of 15 alternating
 //! rounds; lowest 14.7, highest 16.3) and 35.0 times as long as [`check_request`]; criterion's
-//! figures in the same run: 1.27 ms, 20.0 ms for the reference, 0.55 ms for the check (load
-//! average below 1 at the start, on a 2-core machine shared with other builds). Reading the
-//! whole request as the official parser does cost [`decode`] nothing measurable and
-//! [`check_request`] about 2% (0.54 ms before, builds run alternately in one quiet session).
+//! figures in the same run: 1.27 ms, 20.0 ms for the reference, 0.55 ms for the check.
+//! Reading the whole request as the official parser does cost [`decode`] nothing measurable
+//! and [`check_request`] about 2% (0.54 ms before; the two builds measured alternately).
 
 use std::sync::Arc;
 
@@ -373,7 +372,8 @@ fn str_id(index: i32, d: &Dict<'_>, referrer: &'static str) -> Result<StrId> {
 
 /// Reads every dictionary table a profile can refer to, checking each index. The model tables
 /// are made only when `BUILD`; without it this is the check's pass over the same bytes, with
-/// the same checks in the same order.
+/// the same checks in the same order: functions, attributes, locations (which refer to both),
+/// links, stacks (which refer to locations).
 fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tables> {
     let mut t = Tables::default();
     if BUILD {
@@ -387,6 +387,15 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
         t.labels.reserve(d.attributes.len());
         t.links.reserve(d.links.len());
     }
+    read_functions::<BUILD>(d, &mut t)?;
+    let frames = read_attributes::<BUILD>(d, &mut t)?;
+    read_locations::<BUILD>(d, &frames, &mut t)?;
+    read_links::<BUILD>(d, &mut t)?;
+    read_stacks::<BUILD>(d, limits, &mut t)?;
+    Ok(t)
+}
+
+fn read_functions<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<()> {
     for f in &d.functions {
         let mut w = Wire::new(f);
         // Indices are checked once read: of a field repeated on the wire, only the last counts.
@@ -413,8 +422,24 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
     if BUILD && t.dictionary.functions.is_empty() {
         t.dictionary.functions.push(Function::default());
     }
-    // Attributes: the frame type of locations, and sample labels.
+    Ok(())
+}
+
+/// What each attribute-table entry says of a location that refers to it: the frame type it
+/// sets, and whether it marks a pseudo-frame (made only when building).
+#[derive(Default)]
+struct FrameAttributes {
+    kind: Vec<Option<FrameKind>>,
+    pseudo: Vec<bool>,
+}
+
+/// Checks every attribute-table entry and, when `BUILD`, gives each the sample label it
+/// becomes (into `t.labels`) and what it says of a location.
+fn read_attributes<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<FrameAttributes> {
+    let mut frames = FrameAttributes::default();
     let (frame_type, pseudo) = if BUILD {
+        frames.kind.reserve(d.attributes.len());
+        frames.pseudo.reserve(d.attributes.len());
         (
             d.strings.iter().position(|s| *s == super::FRAME_TYPE),
             d.strings.iter().position(|s| *s == super::PSEUDO_FRAME),
@@ -422,61 +447,78 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
     } else {
         (None, None)
     };
-    let mut attribute_kind: Vec<Option<FrameKind>> = Vec::new();
-    let mut attribute_pseudo: Vec<bool> = Vec::new();
-    if BUILD {
-        attribute_kind.reserve(d.attributes.len());
-        attribute_pseudo.reserve(d.attributes.len());
-    }
     for a in &d.attributes {
         let (key_i, unit, value) = read_attribute(a, d)?;
         if !BUILD {
             continue;
         }
-        let value_text = |v: &Any<'_>| -> Option<String> {
-            match v {
-                Any::Str(s) => Some((*s).to_owned()),
-                // In range: read_attribute checked it.
-                Any::StrIndex(i) => usize::try_from(*i)
-                    .ok()
-                    .and_then(|i| d.strings.get(i))
-                    .map(|s| (*s).to_owned()),
-                Any::Bool(b) => Some(b.to_string()),
-                Any::Double(f) => Some(f.to_string()),
-                Any::Int(n) => Some(n.to_string()),
-                Any::Other => None,
-            }
-        };
-        attribute_kind.push(if Some(key_i) == frame_type {
-            match value_text(&value).as_deref() {
-                Some("native") => Some(FrameKind::Native),
-                Some("kernel") => Some(FrameKind::Kernel),
-                Some(_) => Some(FrameKind::Jvm),
-                None => None,
-            }
+        frames.kind.push(if Some(key_i) == frame_type {
+            attribute_text(&value, d).map(|kind| match kind.as_str() {
+                "native" => FrameKind::Native,
+                "kernel" => FrameKind::Kernel,
+                _ => FrameKind::Jvm,
+            })
         } else {
             None
         });
-        attribute_pseudo.push(Some(key_i) == pseudo && matches!(value, Any::Bool(true)));
-        let attr_key = d.strings.get(key_i).copied().unwrap_or("");
-        let label_key = label_key_for_attribute(attr_key);
-        let label = match (&value, label_key) {
-            (Any::Int(n), "thread_id") => Some(LabelValue::Str(t.intern_extra(&n.to_string()))),
-            (Any::Int(n), _) => Some(LabelValue::Num {
-                value: *n,
-                unit: StrId(u32::try_from(unit).unwrap_or(0)),
-            }),
-            (Any::Other, _) => None,
-            (v, _) => value_text(v).map(|s| LabelValue::Str(t.intern_extra(&s))),
-        };
-        let key_id = if label_key == attr_key {
-            StrId(u32::try_from(key_i).unwrap_or(u32::MAX))
-        } else {
-            t.intern_extra(label_key)
-        };
-        t.labels
-            .push(label.map(|value| Label { key: key_id, value }));
+        frames
+            .pseudo
+            .push(Some(key_i) == pseudo && matches!(value, Any::Bool(true)));
+        let label = attribute_label(t, d, key_i, unit, &value);
+        t.labels.push(label);
     }
+    Ok(frames)
+}
+
+/// An attribute value as text (`None` for values the model has no room for).
+fn attribute_text(v: &Any<'_>, d: &Dict<'_>) -> Option<String> {
+    match v {
+        Any::Str(s) => Some((*s).to_owned()),
+        // In range: read_attribute checked it.
+        Any::StrIndex(i) => usize::try_from(*i)
+            .ok()
+            .and_then(|i| d.strings.get(i))
+            .map(|s| (*s).to_owned()),
+        Any::Bool(b) => Some(b.to_string()),
+        Any::Double(f) => Some(f.to_string()),
+        Any::Int(n) => Some(n.to_string()),
+        Any::Other => None,
+    }
+}
+
+/// The sample label an attribute-table entry becomes: its key renamed to the model's label
+/// key, numbers with their unit (a thread id as text).
+fn attribute_label(
+    t: &mut Tables,
+    d: &Dict<'_>,
+    key_i: usize,
+    unit: i32,
+    value: &Any<'_>,
+) -> Option<Label> {
+    let attr_key = d.strings.get(key_i).copied().unwrap_or("");
+    let label_key = label_key_for_attribute(attr_key);
+    let label = match (value, label_key) {
+        (Any::Int(n), "thread_id") => Some(LabelValue::Str(t.intern_extra(&n.to_string()))),
+        (Any::Int(n), _) => Some(LabelValue::Num {
+            value: *n,
+            unit: StrId(u32::try_from(unit).unwrap_or(0)),
+        }),
+        (Any::Other, _) => None,
+        (v, _) => attribute_text(v, d).map(|s| LabelValue::Str(t.intern_extra(&s))),
+    };
+    let key = if label_key == attr_key {
+        StrId(u32::try_from(key_i).unwrap_or(u32::MAX))
+    } else {
+        t.intern_extra(label_key)
+    };
+    label.map(|value| Label { key, value })
+}
+
+fn read_locations<const BUILD: bool>(
+    d: &Dict<'_>,
+    frames: &FrameAttributes,
+    t: &mut Tables,
+) -> Result<()> {
     let mut attrs = Vec::new();
     for l in &d.locations {
         let mut w = Wire::new(l);
@@ -486,26 +528,9 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
             match (field, wire) {
                 (2, VARINT) => loc.address = w.varint()?,
                 (3, LEN) => {
-                    let mut lw = Wire::new(w.bytes()?);
-                    let (mut function, mut line) = (0, 0);
-                    while let Some((f, wt)) = lw.key()? {
-                        match (f, wt) {
-                            (1, VARINT) => function = lw.int32()?,
-                            (2, VARINT) => line = lw.varint()? as i64,
-                            _ => skip_field(&mut lw, f, wt, &schema::LINE, depth::LINE)?,
-                        }
-                    }
-                    let i = check(
-                        i64::from(function),
-                        d.functions.len(),
-                        "a line",
-                        "function_table",
-                    )?;
+                    let line = read_line(w.bytes()?, d)?;
                     if BUILD {
-                        loc.lines.push(Line {
-                            function: FunctionId(u32::try_from(i).unwrap_or(0)),
-                            line,
-                        });
+                        loc.lines.push(line);
                     }
                 }
                 (4, LEN) => w.packed_i32(&mut attrs)?,
@@ -522,10 +547,10 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
                 "attribute_table",
             )?;
             if BUILD {
-                if let Some(Some(kind)) = attribute_kind.get(i) {
+                if let Some(Some(kind)) = frames.kind.get(i) {
                     loc.kind = *kind;
                 }
-                is_pseudo |= attribute_pseudo.get(i).copied().unwrap_or(false);
+                is_pseudo |= frames.pseudo.get(i).copied().unwrap_or(false);
             }
         }
         if BUILD {
@@ -538,6 +563,33 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
     if BUILD && t.dictionary.locations.is_empty() {
         t.dictionary.locations.push(Location::default());
     }
+    Ok(())
+}
+
+/// One `Line` of a location, its function index checked.
+fn read_line(b: &[u8], d: &Dict<'_>) -> Result<Line> {
+    let mut lw = Wire::new(b);
+    let (mut function, mut line) = (0, 0);
+    while let Some((f, wt)) = lw.key()? {
+        match (f, wt) {
+            (1, VARINT) => function = lw.int32()?,
+            (2, VARINT) => line = lw.varint()? as i64,
+            _ => skip_field(&mut lw, f, wt, &schema::LINE, depth::LINE)?,
+        }
+    }
+    let i = check(
+        i64::from(function),
+        d.functions.len(),
+        "a line",
+        "function_table",
+    )?;
+    Ok(Line {
+        function: FunctionId(u32::try_from(i).unwrap_or(0)),
+        line,
+    })
+}
+
+fn read_links<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<()> {
     for l in &d.links {
         let mut w = Wire::new(l);
         let (mut trace, mut span): (&[u8], &[u8]) = (&[], &[]);
@@ -562,7 +614,11 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
             t.links.push(link);
         }
     }
-    // Stacks keep the request's indices: stack i of the request is StackId(i) of the model.
+    Ok(())
+}
+
+/// Stacks keep the request's indices: stack i of the request is StackId(i) of the model.
+fn read_stacks<const BUILD: bool>(d: &Dict<'_>, limits: &Limits, t: &mut Tables) -> Result<()> {
     let mut indices = Vec::new();
     let mut stack = Vec::new();
     if BUILD {
@@ -595,7 +651,7 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
             }
         }
     }
-    Ok(t)
+    Ok(())
 }
 
 /// An attribute-table entry: its key (a checked string index), its unit (checked) and its value
@@ -667,40 +723,21 @@ fn read_profile<const BUILD: bool>(
     checked: &mut Checked,
     limits: &Limits,
 ) -> Result<Profile> {
-    let mut w = Wire::new(b);
-    // Value types are merged over the occurrences of their field, then checked.
-    let mut sample_type = None;
-    let mut period_type = (0, 0);
-    let (mut period, mut time, mut duration) = (0i64, 0u64, 0u64);
-    let mut profile_id: &[u8] = &[];
-    let mut samples: Vec<&[u8]> = Vec::new();
-    while let Some((field, wire)) = w.key()? {
-        match (field, wire) {
-            (1, LEN) => value_type(w.bytes()?, sample_type.get_or_insert((0, 0)))?,
-            (2, LEN) => samples.push(w.bytes()?),
-            (3, FIXED64) => time = w.fixed64()?,
-            (4, VARINT) => duration = w.varint()?,
-            (5, LEN) => value_type(w.bytes()?, &mut period_type)?,
-            (6, VARINT) => period = w.varint()? as i64,
-            (7, LEN) => profile_id = w.bytes()?,
-            _ => skip_field(&mut w, field, wire, &schema::PROFILE, depth::PROFILE)?,
-        }
+    let f = ProfileFields::read(b)?;
+    if !f.profile_id.is_empty() && f.profile_id.len() != 16 {
+        return Err(DecodeError::BadProfileId(f.profile_id.len()));
     }
-    if !profile_id.is_empty() && profile_id.len() != 16 {
-        return Err(DecodeError::BadProfileId(profile_id.len()));
-    }
-    let sample_type = resolve_value_type(sample_type.ok_or(DecodeError::NoSampleType)?, d)?;
-    let period_type = resolve_value_type(period_type, d)?;
-    Limits::check(samples.len(), limits.samples, "a profile's sample count")?;
+    let sample_type = resolve_value_type(f.sample_type.ok_or(DecodeError::NoSampleType)?, d)?;
+    let period_type = resolve_value_type(f.period_type, d)?;
+    Limits::check(f.samples.len(), limits.samples, "a profile's sample count")?;
     checked.profiles += 1;
     let s = |id: StrId| d.strings.get(id.0 as usize).copied().unwrap_or("");
     // The encoder leaves out the period type when samples/count is there to derive it from.
     let derive = s(sample_type.ty) == "samples"
         && s(sample_type.unit) == "count"
-        && period > 0
+        && f.period > 0
         && !s(period_type.ty).is_empty()
         && (s(period_type.ty), s(period_type.unit)) != ("samples", "count");
-    let (label_table, link_table) = (&shared.labels, &shared.links);
     let mut profile = Profile {
         dictionary: shared.dictionary.clone(),
         sample_types: if derive {
@@ -709,98 +746,188 @@ fn read_profile<const BUILD: bool>(
             vec![sample_type]
         },
         period_type,
-        period,
-        time_nanos: i64::try_from(time).unwrap_or(i64::MAX),
-        duration_nanos: i64::try_from(duration).unwrap_or(i64::MAX),
-        samples: Vec::with_capacity(if BUILD { samples.len() } else { 0 }),
+        period: f.period,
+        time_nanos: i64::try_from(f.time).unwrap_or(i64::MAX),
+        duration_nanos: i64::try_from(f.duration).unwrap_or(i64::MAX),
+        samples: Vec::with_capacity(if BUILD { f.samples.len() } else { 0 }),
         comments: Vec::new(),
     };
-    let mut attrs = Vec::new();
-    let mut values = Vec::new();
-    let mut timestamps: Vec<i64> = Vec::new();
-    for sb in samples {
-        let mut w = Wire::new(sb);
-        let (mut stack, mut link) = (0i32, 0i32);
-        attrs.clear();
-        values.clear();
-        timestamps.clear();
+    let mut sample = SampleFields::default();
+    for sb in f.samples {
+        sample.read(sb)?;
+        let built = sample.resolve::<BUILD>(d, shared)?;
+        checked.samples += 1;
+        if let Some((stack, labels, link)) = built {
+            let value = sample.value();
+            profile.samples.push(Sample {
+                stack,
+                values: if derive {
+                    vec![value, value.saturating_mul(f.period)]
+                } else {
+                    vec![value]
+                },
+                labels,
+                link,
+                timestamps: std::mem::take(&mut sample.timestamps),
+            });
+        }
+    }
+    Ok(profile)
+}
+
+/// The fields of one OTLP `Profile` as read, before any index is checked. Value types are
+/// merged over the occurrences of their field.
+#[derive(Default)]
+struct ProfileFields<'a> {
+    sample_type: Option<(i32, i32)>,
+    period_type: (i32, i32),
+    period: i64,
+    time: u64,
+    duration: u64,
+    profile_id: &'a [u8],
+    samples: Vec<&'a [u8]>,
+}
+
+impl<'a> ProfileFields<'a> {
+    fn read(b: &'a [u8]) -> Result<ProfileFields<'a>> {
+        let mut f = ProfileFields::default();
+        let mut w = Wire::new(b);
         while let Some((field, wire)) = w.key()? {
             match (field, wire) {
-                (1, VARINT) => stack = w.int32()?,
-                (2, LEN) => w.packed_i32(&mut attrs)?,
-                (2, VARINT) => attrs.push(w.int32()?),
-                (3, VARINT) => link = w.int32()?,
+                (1, LEN) => value_type(w.bytes()?, f.sample_type.get_or_insert((0, 0)))?,
+                (2, LEN) => f.samples.push(w.bytes()?),
+                (3, FIXED64) => f.time = w.fixed64()?,
+                (4, VARINT) => f.duration = w.varint()?,
+                (5, LEN) => value_type(w.bytes()?, &mut f.period_type)?,
+                (6, VARINT) => f.period = w.varint()? as i64,
+                (7, LEN) => f.profile_id = w.bytes()?,
+                _ => skip_field(&mut w, field, wire, &schema::PROFILE, depth::PROFILE)?,
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// What a model sample is known by: its stack, labels and link.
+type SampleIdentity = (StackId, Vec<Label>, Option<Link>);
+
+/// One OTLP `Sample` as read, its buffers reused from sample to sample.
+#[derive(Default)]
+struct SampleFields {
+    stack: i32,
+    link: i32,
+    attrs: Vec<i32>,
+    values: Vec<i64>,
+    timestamps: Vec<i64>,
+}
+
+impl SampleFields {
+    fn read(&mut self, b: &[u8]) -> Result<()> {
+        let mut w = Wire::new(b);
+        (self.stack, self.link) = (0, 0);
+        self.attrs.clear();
+        self.values.clear();
+        self.timestamps.clear();
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, VARINT) => self.stack = w.int32()?,
+                (2, LEN) => w.packed_i32(&mut self.attrs)?,
+                (2, VARINT) => self.attrs.push(w.int32()?),
+                (3, VARINT) => self.link = w.int32()?,
                 (4, LEN) => {
                     let mut p = Wire::new(w.bytes()?);
                     while !p.at_end() {
-                        values.push(p.varint()? as i64);
+                        self.values.push(p.varint()? as i64);
                     }
                 }
-                (4, VARINT) => values.push(w.varint()? as i64),
+                (4, VARINT) => self.values.push(w.varint()? as i64),
                 (5, LEN) => {
                     let mut p = Wire::new(w.bytes()?);
                     while !p.at_end() {
-                        timestamps.push(i64::try_from(p.fixed64()?).unwrap_or(i64::MAX));
+                        self.timestamps
+                            .push(i64::try_from(p.fixed64()?).unwrap_or(i64::MAX));
                     }
                 }
-                (5, FIXED64) => timestamps.push(i64::try_from(w.fixed64()?).unwrap_or(i64::MAX)),
+                (5, FIXED64) => self
+                    .timestamps
+                    .push(i64::try_from(w.fixed64()?).unwrap_or(i64::MAX)),
                 _ => skip_field(&mut w, field, wire, &schema::SAMPLE, depth::SAMPLE)?,
             }
         }
-        if !values.is_empty() && !timestamps.is_empty() && values.len() != timestamps.len() {
+        if !self.values.is_empty()
+            && !self.timestamps.is_empty()
+            && self.values.len() != self.timestamps.len()
+        {
             return Err(DecodeError::ValueCountMismatch {
-                values: values.len(),
-                timestamps: timestamps.len(),
+                values: self.values.len(),
+                timestamps: self.timestamps.len(),
             });
         }
+        Ok(())
+    }
+
+    /// Checks the sample's stack, attribute and link indices against the request's tables;
+    /// when `BUILD`, its stack, labels (sorted, without repeats) and link in the model.
+    fn resolve<const BUILD: bool>(
+        &self,
+        d: &Dict<'_>,
+        shared: &Shared,
+    ) -> Result<Option<SampleIdentity>> {
         // Without a stack table, stack 0 is the model's empty stack.
-        let stack = if stack == 0 && d.stacks.is_empty() {
+        let stack = if self.stack == 0 && d.stacks.is_empty() {
             0
         } else {
-            check(i64::from(stack), d.stacks.len(), "a sample", "stack_table")?
+            check(
+                i64::from(self.stack),
+                d.stacks.len(),
+                "a sample",
+                "stack_table",
+            )?
         };
-        let mut labels = Vec::with_capacity(if BUILD { attrs.len() } else { 0 });
-        for &a in &attrs {
+        let mut labels = Vec::with_capacity(if BUILD { self.attrs.len() } else { 0 });
+        for &a in &self.attrs {
             let i = check(
                 i64::from(a),
                 d.attributes.len(),
                 "a sample",
                 "attribute_table",
             )?;
-            if let Some(Some(l)) = label_table.get(i) {
+            if let Some(Some(l)) = shared.labels.get(i) {
                 labels.push(*l);
             }
         }
-        let link = if link == 0 {
+        let link = if self.link == 0 {
             None
         } else {
-            let i = check(i64::from(link), d.links.len(), "a sample", "link_table")?;
-            link_table.get(i).copied().flatten()
+            let i = check(
+                i64::from(self.link),
+                d.links.len(),
+                "a sample",
+                "link_table",
+            )?;
+            shared.links.get(i).copied().flatten()
         };
-        checked.samples += 1;
         if !BUILD {
-            continue;
+            return Ok(None);
         }
         labels.sort_unstable();
         labels.dedup();
-        let value = if values.is_empty() {
-            i64::try_from(timestamps.len()).unwrap_or(i64::MAX)
-        } else {
-            values.iter().fold(0i64, |a, v| a.saturating_add(*v))
-        };
-        profile.samples.push(Sample {
-            stack: StackId(u32::try_from(stack).unwrap_or(0)),
-            values: if derive {
-                vec![value, value.saturating_mul(period)]
-            } else {
-                vec![value]
-            },
+        Ok(Some((
+            StackId(u32::try_from(stack).unwrap_or(0)),
             labels,
             link,
-            timestamps: std::mem::take(&mut timestamps),
-        });
+        )))
     }
-    Ok(profile)
+
+    /// The sample's value: the sum of its values, or with none, one per timestamp
+    /// (profiles.proto, Sample).
+    fn value(&self) -> i64 {
+        if self.values.is_empty() {
+            i64::try_from(self.timestamps.len()).unwrap_or(i64::MAX)
+        } else {
+            self.values.iter().fold(0i64, |a, v| a.saturating_add(*v))
+        }
+    }
 }
 
 /// Appends the attributes of one occurrence of a `resource` field to `out`: a second

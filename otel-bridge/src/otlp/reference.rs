@@ -24,8 +24,8 @@ use super::{
 };
 use crate::gzip::{self, MAX_INFLATED_BYTES};
 use crate::model::{
-    Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Link, Location,
-    LocationId, Profile, Sample, StackId, StrId, ValueType,
+    FrameKind, Function, Label, LabelValue, Line, Lines, Link, Location, LocationId, Profile,
+    ProfileBuilder, StrId, ValueType,
 };
 
 /// One OTLP profile, as a model profile plus what the model has no room for.
@@ -157,19 +157,10 @@ fn any_to_otel(v: &AnyValue, dict: &pb::ProfilesDictionary) -> Option<openteleme
     })
 }
 
-/// What makes two samples one: stack, label set, link.
-type SampleIdentity = (StackId, Vec<Label>, Option<Link>);
-
-/// Builds a model profile directly (the model's builder only makes single-line locations),
-/// interning as it goes.
+/// A [`ProfileBuilder`] fed from OTLP's tables: multi-line locations found by their OTLP
+/// index (memoised), interned as they come.
 struct ModelBuilder {
-    profile: Profile,
-    dictionary: Dictionary,
-    stacks: HashMap<Vec<LocationId>, StackId>,
-    strings: HashMap<String, StrId>,
-    functions: HashMap<Function, FunctionId>,
-    locations: HashMap<Location, LocationId>,
-    samples: HashMap<SampleIdentity, usize>,
+    builder: ProfileBuilder,
     /// OTLP location index → model location (memo).
     location_memo: HashMap<i32, LocationId>,
 }
@@ -177,37 +168,13 @@ struct ModelBuilder {
 impl ModelBuilder {
     fn new() -> ModelBuilder {
         ModelBuilder {
-            profile: Profile::default(),
-            dictionary: Dictionary::default(),
-            stacks: HashMap::from([(Vec::new(), StackId(0))]),
-            strings: HashMap::from([(String::new(), StrId(0))]),
-            functions: HashMap::new(),
-            locations: HashMap::new(),
-            samples: HashMap::new(),
+            builder: ProfileBuilder::new(&[], ("", ""), 0),
             location_memo: HashMap::new(),
         }
     }
 
     fn intern(&mut self, s: &str) -> StrId {
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        // Model ids are u32; an OTLP string table is bounded by the input size (< 4 GiB of
-        // strings of at least 2 bytes on the wire), so this never saturates in practice.
-        let id = StrId(u32::try_from(self.dictionary.strings.len()).unwrap_or(u32::MAX));
-        self.dictionary.strings.push(s.to_owned());
-        self.strings.insert(s.to_owned(), id);
-        id
-    }
-
-    fn function(&mut self, f: Function) -> FunctionId {
-        if let Some(&id) = self.functions.get(&f) {
-            return id;
-        }
-        let id = FunctionId(u32::try_from(self.dictionary.functions.len()).unwrap_or(u32::MAX));
-        self.dictionary.functions.push(f.clone());
-        self.functions.insert(f, id);
-        id
+        self.builder.intern(s)
     }
 
     fn location(
@@ -258,7 +225,7 @@ impl ModelBuilder {
                 start_line: f.start_line,
             };
             lines.push(Line {
-                function: self.function(function),
+                function: self.builder.intern_function(function),
                 line: line.line,
             });
         }
@@ -288,59 +255,9 @@ impl ModelBuilder {
             kind,
             address: loc.address,
         };
-        let id = match self.locations.get(&location) {
-            Some(&id) => id,
-            None => {
-                let id =
-                    LocationId(u32::try_from(self.dictionary.locations.len()).unwrap_or(u32::MAX));
-                self.dictionary.locations.push(location.clone());
-                self.locations.insert(location, id);
-                id
-            }
-        };
+        let id = self.builder.intern_location(location);
         self.location_memo.insert(index, id);
         Ok(id)
-    }
-
-    fn add(
-        &mut self,
-        stack: Vec<LocationId>,
-        labels: Vec<Label>,
-        link: Option<Link>,
-        values: &[i64],
-        timestamps: &[i64],
-    ) {
-        let stack = match self.stacks.get(&stack) {
-            Some(&id) => id,
-            None => {
-                let id = self.dictionary.stacks.push(&stack);
-                self.stacks.insert(stack, id);
-                id
-            }
-        };
-        let key = (stack, labels, link);
-        let n = self.profile.sample_types.len();
-        let i = match self.samples.get(&key) {
-            Some(&i) => i,
-            None => {
-                let i = self.profile.samples.len();
-                self.profile.samples.push(Sample {
-                    stack,
-                    values: vec![0; n],
-                    labels: key.1.clone(),
-                    link,
-                    timestamps: Vec::new(),
-                });
-                self.samples.insert(key, i);
-                i
-            }
-        };
-        if let Some(s) = self.profile.samples.get_mut(i) {
-            for (acc, v) in s.values.iter_mut().zip(values) {
-                *acc = acc.saturating_add(*v);
-            }
-            s.timestamps.extend_from_slice(timestamps);
-        }
     }
 }
 
@@ -361,34 +278,7 @@ static ZERO_FUNCTION: pb::Function = pb::Function {
 
 fn decode_profile(p: &pb::Profile, dict: &pb::ProfilesDictionary) -> Result<Profile, DecodeError> {
     let mut b = ModelBuilder::new();
-    let vt = |b: &mut ModelBuilder, v: &pb::ValueType| -> Result<ValueType, DecodeError> {
-        Ok(ValueType {
-            ty: b.intern(string(dict, v.type_strindex, "a value type")?),
-            unit: b.intern(string(dict, v.unit_strindex, "a value type")?),
-        })
-    };
-    let sample_type = vt(
-        &mut b,
-        p.sample_type.as_ref().ok_or(DecodeError::NoSampleType)?,
-    )?;
-    let period_type = match &p.period_type {
-        Some(v) => vt(&mut b, v)?,
-        None => ValueType::default(),
-    };
-    b.profile.sample_types = vec![sample_type];
-    b.profile.period_type = period_type;
-    b.profile.period = p.period;
-    // Put back the type the encoder leaves out (samples × period), if this is that shape.
-    let mut probe = b.profile.clone();
-    probe.dictionary = std::sync::Arc::new(b.dictionary.clone());
-    probe.sample_types.push(period_type);
-    let derive = emitted_sample_types(&probe) == [0] && probe.sample_types.len() == 2;
-    if derive {
-        b.profile.sample_types.push(period_type);
-    }
-    b.profile.time_nanos = i64::try_from(p.time_unix_nano).unwrap_or(i64::MAX);
-    b.profile.duration_nanos = i64::try_from(p.duration_nano).unwrap_or(i64::MAX);
-
+    let derive = profile_types(&mut b, p, dict)?;
     for s in &p.samples {
         if !s.values.is_empty()
             && !s.timestamps_unix_nano.is_empty()
@@ -411,53 +301,8 @@ fn decode_profile(p: &pb::Profile, dict: &pb::ProfilesDictionary) -> Result<Prof
         for &l in &stack.location_indices {
             locations.push(b.location(l, dict)?);
         }
-        let mut labels = Vec::with_capacity(s.attribute_indices.len());
-        for &a in &s.attribute_indices {
-            let attr = at(&dict.attribute_table, a, "a sample", "attribute_table")?;
-            let key = label_key_for_attribute(string(dict, attr.key_strindex, "an attribute key")?);
-            let unit = string(dict, attr.unit_strindex, "an attribute unit")?;
-            let value = match attr.value.as_ref().and_then(|v| any_to_otel(v, dict)) {
-                Some(opentelemetry::Value::I64(n)) if key == "thread_id" => {
-                    LabelValue::Str(b.intern(&n.to_string()))
-                }
-                Some(opentelemetry::Value::I64(n)) => LabelValue::Num {
-                    value: n,
-                    unit: b.intern(unit),
-                },
-                Some(opentelemetry::Value::String(v)) => LabelValue::Str(b.intern(v.as_str())),
-                Some(other) => LabelValue::Str(b.intern(&other.to_string())),
-                None => continue,
-            };
-            let key = b.intern(key);
-            labels.push(Label { key, value });
-        }
-        labels.sort_unstable();
-        labels.dedup();
-        let link = match s.link_index {
-            0 => None,
-            i => {
-                let l = at(&dict.link_table, i, "a sample", "link_table")?;
-                let trace_id: [u8; 16] =
-                    l.trace_id
-                        .as_slice()
-                        .try_into()
-                        .map_err(|_| DecodeError::BadIdLength {
-                            what: "trace_id",
-                            len: l.trace_id.len(),
-                            want: 16,
-                        })?;
-                let span_id: [u8; 8] =
-                    l.span_id
-                        .as_slice()
-                        .try_into()
-                        .map_err(|_| DecodeError::BadIdLength {
-                            what: "span_id",
-                            len: l.span_id.len(),
-                            want: 8,
-                        })?;
-                Some(Link { trace_id, span_id })
-            }
-        };
+        let labels = sample_labels(&mut b, s, dict)?;
+        let link = sample_link(s, dict)?;
         let timestamps: Vec<i64> = s
             .timestamps_unix_nano
             .iter()
@@ -471,10 +316,102 @@ fn decode_profile(p: &pb::Profile, dict: &pb::ProfilesDictionary) -> Result<Prof
         };
         let values = [value, value.saturating_mul(p.period)];
         let values = if derive { &values[..] } else { &values[..1] };
-        b.add(locations, labels, link, values, &timestamps);
+        let stack = b.builder.stack(&locations);
+        b.builder
+            .merge_sample(stack, labels, link, values, &timestamps);
     }
-    b.profile.dictionary = std::sync::Arc::new(b.dictionary);
-    Ok(b.profile)
+    let time = i64::try_from(p.time_unix_nano).unwrap_or(i64::MAX);
+    let duration = i64::try_from(p.duration_nano).unwrap_or(i64::MAX);
+    Ok(b.builder.build(time, duration))
+}
+
+/// Sets the profile's sample type, period type and period; whether the sample type the
+/// encoder leaves out (samples × period) is put back, when the profile has that shape.
+fn profile_types(
+    b: &mut ModelBuilder,
+    p: &pb::Profile,
+    dict: &pb::ProfilesDictionary,
+) -> Result<bool, DecodeError> {
+    let vt = |b: &mut ModelBuilder, v: &pb::ValueType| -> Result<ValueType, DecodeError> {
+        Ok(ValueType {
+            ty: b.intern(string(dict, v.type_strindex, "a value type")?),
+            unit: b.intern(string(dict, v.unit_strindex, "a value type")?),
+        })
+    };
+    let sample_type = vt(b, p.sample_type.as_ref().ok_or(DecodeError::NoSampleType)?)?;
+    let period_type = match &p.period_type {
+        Some(v) => vt(b, v)?,
+        None => ValueType::default(),
+    };
+    let profile = b.builder.profile_mut();
+    profile.sample_types = vec![sample_type];
+    profile.period_type = period_type;
+    profile.period = p.period;
+    let mut probe = b.builder.snapshot();
+    probe.sample_types.push(period_type);
+    let derive = emitted_sample_types(&probe) == [0] && probe.sample_types.len() == 2;
+    if derive {
+        b.builder.profile_mut().sample_types.push(period_type);
+    }
+    Ok(derive)
+}
+
+/// A sample's attributes as model labels (sorted, each once): the values the model can hold.
+fn sample_labels(
+    b: &mut ModelBuilder,
+    s: &pb::Sample,
+    dict: &pb::ProfilesDictionary,
+) -> Result<Vec<Label>, DecodeError> {
+    let mut labels = Vec::with_capacity(s.attribute_indices.len());
+    for &a in &s.attribute_indices {
+        let attr = at(&dict.attribute_table, a, "a sample", "attribute_table")?;
+        let key = label_key_for_attribute(string(dict, attr.key_strindex, "an attribute key")?);
+        let unit = string(dict, attr.unit_strindex, "an attribute unit")?;
+        let value = match attr.value.as_ref().and_then(|v| any_to_otel(v, dict)) {
+            Some(opentelemetry::Value::I64(n)) if key == "thread_id" => {
+                LabelValue::Str(b.intern(&n.to_string()))
+            }
+            Some(opentelemetry::Value::I64(n)) => LabelValue::Num {
+                value: n,
+                unit: b.intern(unit),
+            },
+            Some(opentelemetry::Value::String(v)) => LabelValue::Str(b.intern(v.as_str())),
+            Some(other) => LabelValue::Str(b.intern(&other.to_string())),
+            None => continue,
+        };
+        let key = b.intern(key);
+        labels.push(Label { key, value });
+    }
+    labels.sort_unstable();
+    labels.dedup();
+    Ok(labels)
+}
+
+/// A sample's link, its ids checked for their OTLP lengths.
+fn sample_link(s: &pb::Sample, dict: &pb::ProfilesDictionary) -> Result<Option<Link>, DecodeError> {
+    if s.link_index == 0 {
+        return Ok(None);
+    }
+    let l = at(&dict.link_table, s.link_index, "a sample", "link_table")?;
+    let trace_id: [u8; 16] =
+        l.trace_id
+            .as_slice()
+            .try_into()
+            .map_err(|_| DecodeError::BadIdLength {
+                what: "trace_id",
+                len: l.trace_id.len(),
+                want: 16,
+            })?;
+    let span_id: [u8; 8] =
+        l.span_id
+            .as_slice()
+            .try_into()
+            .map_err(|_| DecodeError::BadIdLength {
+                what: "span_id",
+                len: l.span_id.len(),
+                want: 8,
+            })?;
+    Ok(Some(Link { trace_id, span_id }))
 }
 
 static ZERO_STACK: pb::Stack = pb::Stack {

@@ -178,8 +178,47 @@ impl Strings {
 }
 
 fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
-    let mut strings: Vec<String> = p
-        .string_table
+    let strings = string_table(p.string_table)?;
+    let st = Strings { len: strings.len() };
+    let sample_types = p
+        .sample_type
+        .iter()
+        .enumerate()
+        .map(|(i, vt)| st.value_type(vt, &format!("sample_type {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let period_type = match &p.period_type {
+        Some(vt) => st.value_type(vt, "period_type")?,
+        None => ValueType::default(),
+    };
+    let (function_ids, functions) = functions(&p.function, &st)?;
+    let (location_ids, locations) = locations(&p.location, &function_ids)?;
+    let (samples, stacks) = samples(p.sample, &location_ids, &st, &strings, sample_types.len())?;
+    let comments = p
+        .comment
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| st.id(c, || format!("comment {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Profile {
+        dictionary: std::sync::Arc::new(Dictionary {
+            strings,
+            functions,
+            locations,
+            stacks,
+        }),
+        sample_types,
+        period_type,
+        period: p.period,
+        time_nanos: p.time_nanos,
+        duration_nanos: p.duration_nanos,
+        samples,
+        comments,
+    })
+}
+
+/// The string table, as text (invalid UTF-8 replaced); its first string must be empty.
+fn string_table(table: Vec<Vec<u8>>) -> Result<Vec<String>, DecodeError> {
+    let mut strings: Vec<String> = table
         .into_iter()
         .map(|b| {
             String::from_utf8(b)
@@ -200,23 +239,18 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             table: Table::String,
         });
     }
-    let st = Strings { len: strings.len() };
+    Ok(strings)
+}
 
-    let sample_types = p
-        .sample_type
-        .iter()
-        .enumerate()
-        .map(|(i, vt)| st.value_type(vt, &format!("sample_type {i}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let period_type = match &p.period_type {
-        Some(vt) => st.value_type(vt, "period_type")?,
-        None => ValueType::default(),
-    };
-
-    let function_ids = IdMap::build(Table::Function, p.function.iter().map(|f| f.id))?;
-    let mut functions = Vec::with_capacity(p.function.len() + 1);
+/// The model's functions (index 0 the zero function), and pprof's function ids to them.
+fn functions(
+    table: &[proto::Function],
+    st: &Strings,
+) -> Result<(IdMap, Vec<Function>), DecodeError> {
+    let ids = IdMap::build(Table::Function, table.iter().map(|f| f.id))?;
+    let mut functions = Vec::with_capacity(table.len() + 1);
     functions.push(Function::default());
-    for f in &p.function {
+    for f in table {
         let referrer = |field: &'static str| move || format!("function id {} {field}", f.id);
         functions.push(Function {
             name: st.id(f.name, referrer("name"))?,
@@ -225,11 +259,18 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             start_line: f.start_line,
         });
     }
+    Ok((ids, functions))
+}
 
-    let location_ids = IdMap::build(Table::Location, p.location.iter().map(|l| l.id))?;
-    let mut locations = Vec::with_capacity(p.location.len() + 1);
+/// The model's locations (index 0 the zero location), and pprof's location ids to them.
+fn locations(
+    table: &[proto::Location],
+    function_ids: &IdMap,
+) -> Result<(IdMap, Vec<Location>), DecodeError> {
+    let ids = IdMap::build(Table::Location, table.iter().map(|l| l.id))?;
+    let mut locations = Vec::with_capacity(table.len() + 1);
     locations.push(Location::default());
-    for loc in &p.location {
+    for loc in table {
         let lines = loc
             .line
             .iter()
@@ -255,14 +296,24 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             address: loc.address,
         });
     }
+    Ok((ids, locations))
+}
 
-    let mut samples = Vec::with_capacity(p.sample.len());
-    // pprof lists a sample's locations in the sample; the model keeps each distinct stack once.
+/// The model's samples and the distinct stacks they use: pprof lists a sample's locations in
+/// the sample; the model keeps each distinct stack once.
+fn samples(
+    table: Vec<proto::Sample>,
+    location_ids: &IdMap,
+    st: &Strings,
+    strings: &[String],
+    types: usize,
+) -> Result<(Vec<Sample>, Stacks), DecodeError> {
+    let mut samples = Vec::with_capacity(table.len());
     let mut stacks = Stacks::default();
     let mut stack_ids: HashMap<Vec<LocationId>, StackId> =
         HashMap::from([(Vec::new(), StackId(0))]);
     let limit = Limits::DEFAULT.stack_depth;
-    for (i, s) in p.sample.into_iter().enumerate() {
+    for (i, s) in table.into_iter().enumerate() {
         if s.location_id.len() > limit {
             return Err(DecodeError::StackTooDeep {
                 sample: i,
@@ -270,11 +321,11 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
                 limit,
             });
         }
-        if s.value.len() != sample_types.len() {
+        if s.value.len() != types {
             return Err(DecodeError::ValueCountMismatch {
                 sample: i,
                 values: s.value.len(),
-                types: sample_types.len(),
+                types,
             });
         }
         let locations = s
@@ -293,11 +344,11 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
         let mut labels = s
             .label
             .iter()
-            .map(|l| label_from_pb(l, &st, i))
+            .map(|l| label_from_pb(l, st, i))
             .collect::<Result<Vec<_>, _>>()?;
         labels.sort_unstable();
         labels.dedup();
-        let link = take_link(&mut labels, &strings);
+        let link = take_link(&mut labels, strings);
         samples.push(Sample {
             stack,
             values: s.value,
@@ -306,29 +357,7 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             timestamps: Vec::new(),
         });
     }
-
-    let comments = p
-        .comment
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| st.id(c, || format!("comment {i}")))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    Ok(Profile {
-        dictionary: std::sync::Arc::new(Dictionary {
-            strings,
-            functions,
-            locations,
-            stacks,
-        }),
-        sample_types,
-        period_type,
-        period: p.period,
-        time_nanos: p.time_nanos,
-        duration_nanos: p.duration_nanos,
-        samples,
-        comments,
-    })
+    Ok((samples, stacks))
 }
 
 fn label_from_pb(l: &proto::Label, st: &Strings, sample: usize) -> Result<Label, DecodeError> {

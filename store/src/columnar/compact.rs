@@ -454,7 +454,7 @@ fn relabel(profiles: &[Decoded]) -> Vec<Decoded> {
                 let pool = match pools.get(&v.0) {
                     Some(&id) => id,
                     None => {
-                        let text = otel_bridge::thread_pool::pool_of(p.str(v)).into_owned();
+                        let text = otelprof_primitives::thread_pool::pool_of(p.str(v)).into_owned();
                         let id = intern(&mut dictionary, &text);
                         pools.insert(v.0, id);
                         id

@@ -1,6 +1,6 @@
 //! A seeded random source (splitmix64), so that every run tries the same cases.
 
-use otel_bridge::rng::SplitMix64;
+use otelprof_primitives::rng::SplitMix64;
 
 pub struct Rng(pub SplitMix64);
 

@@ -300,6 +300,7 @@ fn successive(c: &[f64], n: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::merge::MergedStack;
+    use otelprof_primitives::rng::SplitMix64;
 
     /// The slices' estimate alone: an assumption that weighs nothing.
     const MEASURED_ONLY: Assumption = Assumption {
@@ -331,17 +332,14 @@ mod tests {
         }
     }
 
-    /// Binomial draws by a small deterministic generator (an LCG: enough for a test).
+    /// Binomial draws by the workspace's seeded generator.
     fn draws(seed: u64, slices: usize, n: usize, p: f64, weight: f64) -> Vec<Merged> {
-        let mut state = seed;
+        let mut rng = SplitMix64(seed);
         (0..slices)
             .map(|_| {
                 let mut a = 0.0;
                 for _ in 0..n {
-                    state = state
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    if ((state >> 11) as f64 / (1u64 << 53) as f64) < p {
+                    if rng.next_f64() < p {
                         a += 1.0;
                     }
                 }
@@ -382,16 +380,14 @@ mod tests {
     fn a_smooth_trend_is_not_noise() {
         // The share of a falls from 60% to 15% over the run (a JVM's JIT threads warming up),
         // binomial around that trend, 100 samples per slice (a 10-second run at cpu=10ms).
-        let side = |mut state: u64| -> Vec<Merged> {
+        let side = |seed: u64| -> Vec<Merged> {
+            let mut rng = SplitMix64(seed);
             (0..10)
                 .map(|k| {
                     let p = 0.6 - 0.05 * k as f64;
                     let mut a = 0.0;
                     for _ in 0..100 {
-                        state = state
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        if ((state >> 11) as f64 / (1u64 << 53) as f64) < p {
+                        if rng.next_f64() < p {
                             a += 1.0;
                         }
                     }

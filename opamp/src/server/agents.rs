@@ -13,15 +13,15 @@ use std::hash::{Hash as _, Hasher as _};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use otel_bridge::opamp::capture::{self, Capture, State, Status};
-use otel_bridge::opamp::engines::{shown, Engines, Refused};
-use otel_bridge::opamp::proto::{
+use crate::capture::{self, Capture, State, Status};
+use crate::engines::{shown, Engines, Refused};
+use crate::proto::{
     agent_capabilities as caps, agent_to_server_flags, server_capabilities, server_to_agent_flags,
     AgentConfigFile, AgentConfigMap, AgentIdentification, AgentRemoteConfig, AgentToServer,
-    ComponentHealth, CustomCapabilities, CustomMessage, KeyValue, RemoteConfigStatuses,
-    ServerErrorResponse, ServerErrorResponseType, ServerToAgent,
+    ComponentHealth, CustomCapabilities, CustomMessage, EffectiveConfig, KeyValue,
+    RemoteConfigStatuses, RetryInfo, ServerErrorResponseType, ServerToAgent,
 };
-use otel_bridge::opamp::settings::{self, Settings};
+use crate::settings::{self, Settings};
 
 /// An agent that has not polled for this long is forgotten (its captures with it). Agents
 /// poll every 5 s by default (otelprof's) or 30 s (the spec's).
@@ -116,7 +116,7 @@ impl Agent {
 
 /// The canonical text of an instance uid: `f81d4fae-7dec-11d0-a765-00a0c91e6bf6`.
 pub fn uid_text(uid: &[u8; 16]) -> String {
-    let h = otel_bridge::model::hex(uid);
+    let h = hex::encode(uid);
     format!(
         "{}-{}-{}-{}-{}",
         &h[..8],
@@ -181,24 +181,176 @@ fn health(h: &ComponentHealth) -> Health {
     }
 }
 
-fn error(uid: Vec<u8>, kind: ServerErrorResponseType, message: String) -> ServerToAgent {
-    ServerToAgent {
-        instance_uid: uid,
-        error_response: Some(ServerErrorResponse {
-            r#type: kind as i32,
-            error_message: message,
-            retry_info: None,
-        }),
-        ..Default::default()
-    }
-}
-
 /// The hash a remote config is known by: of its text, so the same settings are the same
 /// config across server restarts.
 fn config_hash(text: &str) -> Vec<u8> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     h.finish().to_be_bytes().to_vec()
+}
+
+/// The answer when the table is full: come back in a minute.
+fn busy(uid: [u8; 16]) -> ServerToAgent {
+    let mut busy = ServerToAgent::error(
+        uid.to_vec(),
+        ServerErrorResponseType::Unavailable,
+        format!("this server tracks {MAX_AGENTS} agents already"),
+    );
+    if let Some(e) = busy.error_response.as_mut() {
+        e.retry_info = Some(RetryInfo {
+            retry_after_nanoseconds: 60_000_000_000,
+        });
+    }
+    busy
+}
+
+impl Inner {
+    /// Forgets the agents silent for [`AGE_OUT`]: at most once a second, or when the table
+    /// is full.
+    fn forget_silent(&mut self, now: i64) {
+        let age_out = i64::try_from(AGE_OUT.as_nanos()).unwrap_or(i64::MAX);
+        if now.saturating_sub(self.last_sweep) >= 1_000_000_000 || self.agents.len() >= MAX_AGENTS {
+            self.last_sweep = now;
+            self.agents
+                .retain(|_, a| now.saturating_sub(a.last_seen) < age_out);
+        }
+    }
+
+    /// A new instance uid for an agent that asked for one (`REQUEST_INSTANCE_UID`): unique
+    /// within this server's life, well-formed as a random UUID.
+    fn new_uid(&mut self, uid: [u8; 16], now: i64) -> [u8; 16] {
+        self.counter += 1;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (now, self.counter, uid).hash(&mut h);
+        let a = h.finish().to_be_bytes();
+        (now as u64 ^ self.counter).hash(&mut h);
+        let b = h.finish().to_be_bytes();
+        let mut new = [0u8; 16];
+        new[..8].copy_from_slice(&a);
+        new[8..].copy_from_slice(&b);
+        // Version 4 and RFC 4122 variant bits: a well-formed random UUID.
+        new[6] = (new[6] & 0x0f) | 0x40;
+        new[8] = (new[8] & 0x3f) | 0x80;
+        new
+    }
+}
+
+impl Agent {
+    /// Takes in what `message` reports, at `now`; whether this server missed status the agent
+    /// will not repeat unless asked (a gap in the sequence, or a first message without a
+    /// description).
+    fn record(&mut self, message: &AgentToServer, now: i64) -> bool {
+        self.last_seen = now;
+        let gap = match self.last_sequence {
+            Some(last) => message.sequence_num != last.wrapping_add(1),
+            None => message.agent_description.is_none(),
+        };
+        self.last_sequence = Some(message.sequence_num);
+        self.capabilities = message.capabilities;
+        if let Some(d) = &message.agent_description {
+            self.identifying = attributes(&d.identifying_attributes);
+            self.non_identifying = attributes(&d.non_identifying_attributes);
+        }
+        if let Some(h) = &message.health {
+            self.health = Some(health(h));
+        }
+        if let Some(e) = &message.effective_config {
+            self.effective_config = effective_config(e);
+        }
+        if let Some(s) = &message.remote_config_status {
+            let status =
+                RemoteConfigStatuses::try_from(s.status).unwrap_or(RemoteConfigStatuses::Unset);
+            self.remote_status = Some((
+                s.last_remote_config_hash.clone(),
+                status,
+                cut(&s.error_message, 4 * MAX_VALUE),
+            ));
+        }
+        if let Some(c) = &message.custom_capabilities {
+            self.custom_capabilities = c
+                .capabilities
+                .iter()
+                .take(MAX_ATTRIBUTES)
+                .map(|s| cut(s, MAX_VALUE))
+                .collect();
+        }
+        if let Some(m) = &message.custom_message {
+            self.record_capture_status(m);
+        }
+        gap
+    }
+
+    /// A capture's status from the agent. One that does not parse, or names a capture this
+    /// server did not start, changes nothing: the agent is outside input.
+    fn record_capture_status(&mut self, m: &CustomMessage) {
+        if m.capability != capture::CAPABILITY || m.r#type != capture::STATUS {
+            return;
+        }
+        let status = std::str::from_utf8(&m.data)
+            .ok()
+            .and_then(|t| Status::parse(t).ok());
+        if let Some(status) = status {
+            if let Some(c) = self.captures.iter_mut().find(|c| c.capture.id == status.id) {
+                c.state = Some(status.state);
+            }
+        }
+    }
+
+    /// Puts into `answer` what waits for this agent: the settings wanted here until it
+    /// reports their hash, and the oldest capture it has not answered for.
+    fn offer(&mut self, answer: &mut ServerToAgent) {
+        if let (true, Some((text, hash))) = (self.accepts_settings(), &self.desired) {
+            let applied = self
+                .remote_status
+                .as_ref()
+                .is_some_and(|(h, _, _)| h == hash);
+            if !applied {
+                answer.remote_config = Some(AgentRemoteConfig {
+                    config: Some(AgentConfigMap {
+                        config_map: BTreeMap::from([(
+                            settings::FILE.to_owned(),
+                            AgentConfigFile {
+                                body: text.clone().into_bytes(),
+                                content_type: settings::CONTENT_TYPE.to_owned(),
+                            },
+                        )]),
+                    }),
+                    config_hash: hash.clone(),
+                });
+            }
+        }
+        if self.accepts_captures() {
+            if let Some(c) = self.captures.iter_mut().find(|c| c.state.is_none()) {
+                c.sent = true;
+                answer.custom_message = Some(CustomMessage {
+                    capability: capture::CAPABILITY.to_owned(),
+                    r#type: capture::START.to_owned(),
+                    data: c.capture.text().into_bytes(),
+                });
+            }
+        }
+    }
+}
+
+/// The files of an effective config, bounded: [`MAX_ATTRIBUTES`] files of at most
+/// [`MAX_CONFIG`] bytes each.
+fn effective_config(e: &EffectiveConfig) -> BTreeMap<String, String> {
+    e.config_map
+        .as_ref()
+        .map(|m| {
+            m.config_map
+                .iter()
+                .take(MAX_ATTRIBUTES)
+                .map(|(name, f)| {
+                    let body = &f.body[..f.body.len().min(MAX_CONFIG)];
+                    (
+                        cut(name, MAX_VALUE),
+                        String::from_utf8_lossy(body).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Why a request of the API was not done.
@@ -223,45 +375,29 @@ impl Agents {
 
     /// One exchange of the plain-HTTP transport: the agent's message in, the answer out.
     pub fn exchange(&self, message: AgentToServer, now: i64) -> ServerToAgent {
-        let Ok(mut uid) = <[u8; 16]>::try_from(message.instance_uid.as_slice()) else {
+        let Ok(uid) = <[u8; 16]>::try_from(message.instance_uid.as_slice()) else {
             let why = format!(
                 "instance_uid is {} bytes long; OpAMP requires 16",
                 message.instance_uid.len()
             );
-            return error(
+            return ServerToAgent::error(
                 message.instance_uid,
                 ServerErrorResponseType::BadRequest,
                 why,
             );
         };
         let mut inner = self.lock();
-        let age_out = i64::try_from(AGE_OUT.as_nanos()).unwrap_or(i64::MAX);
-        if now.saturating_sub(inner.last_sweep) >= 1_000_000_000 || inner.agents.len() >= MAX_AGENTS
-        {
-            inner.last_sweep = now;
-            inner
-                .agents
-                .retain(|_, a| now.saturating_sub(a.last_seen) < age_out);
-        }
-        let mut identification = None;
-        if message.flags & agent_to_server_flags::REQUEST_INSTANCE_UID != 0 {
-            inner.counter += 1;
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            (now, inner.counter, uid).hash(&mut h);
-            let a = h.finish().to_be_bytes();
-            (now as u64 ^ inner.counter).hash(&mut h);
-            let b = h.finish().to_be_bytes();
-            let mut new = [0u8; 16];
-            new[..8].copy_from_slice(&a);
-            new[8..].copy_from_slice(&b);
-            // Version 4 and RFC 4122 variant bits: a well-formed random UUID.
-            new[6] = (new[6] & 0x0f) | 0x40;
-            new[8] = (new[8] & 0x3f) | 0x80;
-            identification = Some(AgentIdentification {
-                new_instance_uid: new.to_vec(),
-            });
-            uid = new;
-        }
+        inner.forget_silent(now);
+        let (uid, identification) =
+            if message.flags & agent_to_server_flags::REQUEST_INSTANCE_UID != 0 {
+                let new = inner.new_uid(uid, now);
+                let given = AgentIdentification {
+                    new_instance_uid: new.to_vec(),
+                };
+                (new, Some(given))
+            } else {
+                (uid, None)
+            };
         if message.agent_disconnect.is_some() {
             inner.agents.remove(&uid);
             return ServerToAgent {
@@ -272,94 +408,14 @@ impl Agents {
         }
         let known = inner.agents.contains_key(&uid);
         if !known && inner.agents.len() >= MAX_AGENTS {
-            let mut busy = error(
-                uid.to_vec(),
-                ServerErrorResponseType::Unavailable,
-                format!("this server tracks {MAX_AGENTS} agents already"),
-            );
-            if let Some(e) = busy.error_response.as_mut() {
-                e.retry_info = Some(otel_bridge::opamp::proto::RetryInfo {
-                    retry_after_nanoseconds: 60_000_000_000,
-                });
-            }
-            return busy;
+            return busy(uid);
         }
         let agent = inner.agents.entry(uid).or_insert_with(|| Agent {
             uid,
             first_seen: now,
             ..Default::default()
         });
-        agent.last_seen = now;
-        // A gap in the sequence (or a first message without a description) means this
-        // server missed status the agent will not repeat unless asked.
-        let gap = match agent.last_sequence {
-            Some(last) => message.sequence_num != last.wrapping_add(1),
-            None => message.agent_description.is_none(),
-        };
-        agent.last_sequence = Some(message.sequence_num);
-        agent.capabilities = message.capabilities;
-        if let Some(d) = &message.agent_description {
-            agent.identifying = attributes(&d.identifying_attributes);
-            agent.non_identifying = attributes(&d.non_identifying_attributes);
-        }
-        if let Some(h) = &message.health {
-            agent.health = Some(health(h));
-        }
-        if let Some(e) = &message.effective_config {
-            agent.effective_config = e
-                .config_map
-                .as_ref()
-                .map(|m| {
-                    m.config_map
-                        .iter()
-                        .take(MAX_ATTRIBUTES)
-                        .map(|(name, f)| {
-                            let body = &f.body[..f.body.len().min(MAX_CONFIG)];
-                            (
-                                cut(name, MAX_VALUE),
-                                String::from_utf8_lossy(body).into_owned(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-        }
-        if let Some(s) = &message.remote_config_status {
-            let status =
-                RemoteConfigStatuses::try_from(s.status).unwrap_or(RemoteConfigStatuses::Unset);
-            agent.remote_status = Some((
-                s.last_remote_config_hash.clone(),
-                status,
-                cut(&s.error_message, 4 * MAX_VALUE),
-            ));
-        }
-        if let Some(c) = &message.custom_capabilities {
-            agent.custom_capabilities = c
-                .capabilities
-                .iter()
-                .take(MAX_ATTRIBUTES)
-                .map(|s| cut(s, MAX_VALUE))
-                .collect();
-        }
-        if let Some(m) = &message.custom_message {
-            if m.capability == capture::CAPABILITY && m.r#type == capture::STATUS {
-                // A status that does not parse, or names a capture this server did not
-                // start, changes nothing: the agent is outside input.
-                let status = std::str::from_utf8(&m.data)
-                    .ok()
-                    .and_then(|t| Status::parse(t).ok());
-                if let Some(status) = status {
-                    if let Some(c) = agent
-                        .captures
-                        .iter_mut()
-                        .find(|c| c.capture.id == status.id)
-                    {
-                        c.state = Some(status.state);
-                    }
-                }
-            }
-        }
-
+        let gap = agent.record(&message, now);
         let mut answer = ServerToAgent {
             instance_uid: uid.to_vec(),
             capabilities: CAPABILITIES,
@@ -374,37 +430,7 @@ impl Agents {
             }),
             ..Default::default()
         };
-        if let (true, Some((text, hash))) = (agent.accepts_settings(), &agent.desired) {
-            let applied = agent
-                .remote_status
-                .as_ref()
-                .is_some_and(|(h, _, _)| h == hash);
-            if !applied {
-                answer.remote_config = Some(AgentRemoteConfig {
-                    config: Some(AgentConfigMap {
-                        config_map: BTreeMap::from([(
-                            settings::FILE.to_owned(),
-                            AgentConfigFile {
-                                body: text.clone().into_bytes(),
-                                content_type: settings::CONTENT_TYPE.to_owned(),
-                            },
-                        )]),
-                    }),
-                    config_hash: hash.clone(),
-                });
-            }
-        }
-        if agent.accepts_captures() {
-            // The oldest capture the agent has not answered for, until it does.
-            if let Some(c) = agent.captures.iter_mut().find(|c| c.state.is_none()) {
-                c.sent = true;
-                answer.custom_message = Some(CustomMessage {
-                    capability: capture::CAPABILITY.to_owned(),
-                    r#type: capture::START.to_owned(),
-                    data: c.capture.text().into_bytes(),
-                });
-            }
-        }
+        agent.offer(&mut answer);
         answer
     }
 
@@ -511,7 +537,7 @@ impl Agents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otel_bridge::opamp::proto::{AgentDescription, RemoteConfigStatus};
+    use crate::proto::{AgentDescription, RemoteConfigStatus};
 
     const NOW: i64 = 1_700_000_000_000_000_000;
 

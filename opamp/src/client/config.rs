@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use otelprof_agent_options::{MAX_OPAMP_INTERVAL, MIN_OPAMP_INTERVAL};
+use otelprof_exporter::config::ConfigError;
 
 pub mod env {
     pub const ENDPOINT: &str = "OTELPROF_OPAMP_ENDPOINT";
@@ -21,8 +22,6 @@ pub mod env {
 /// in the UI starts within seconds, at a cost of one small request. (The spec's default is
 /// 30 s; the interval is the client's to choose.)
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
-pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpampConfig {
@@ -58,19 +57,20 @@ impl OpampConfig {
             });
         }
         let headers = match lookup(env::HEADERS) {
-            Some(raw) => {
-                crate::config::parse_key_values(&raw).map_err(|entry| ConfigError::BadHeaders {
+            Some(raw) => otelprof_exporter::config::parse_key_values(&raw).map_err(|entry| {
+                ConfigError::BadHeaders {
                     var: env::HEADERS,
                     entry,
-                })?
-            }
+                }
+            })?,
             None => Vec::new(),
         };
         let interval = match (interval, lookup(env::INTERVAL)) {
             (Some(i), _) => i,
-            (None, Some(text)) => otel_bridge::units::parse_duration(&text)
+            (None, Some(text)) => otelprof_primitives::units::parse_duration(&text)
                 .ok()
-                .filter(|d| (MIN_INTERVAL..=MAX_INTERVAL).contains(d))
+                // The bounds of the agent option `opamp_interval`.
+                .filter(|d| (MIN_OPAMP_INTERVAL..=MAX_OPAMP_INTERVAL).contains(d))
                 .ok_or(ConfigError::BadInterval {
                     var: env::INTERVAL,
                     value: text,

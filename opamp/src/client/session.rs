@@ -1,6 +1,6 @@
 //! The agent's side of an OpAMP conversation, without I/O: which `AgentToServer` to send
 //! next ([`Session::next_message`]) and what to do with the `ServerToAgent` that answers it
-//! ([`Session::handle`]). The client thread ([`super::client`]) only moves bytes and waits.
+//! ([`Session::handle`]). The client thread ([`super::poll`]) only moves bytes and waits.
 //!
 //! Status is reported in full in the first message, after the server asks for it
 //! (ReportFullState), after a failed exchange (the server may have missed a report), and
@@ -13,15 +13,15 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use otel_bridge::opamp::capture::{self, Capture, State, Status};
-use otel_bridge::opamp::engines::shown;
-use otel_bridge::opamp::proto::{
+use crate::capture::{self, Capture, State, Status};
+use crate::engines::shown;
+use crate::proto::{
     agent_capabilities as caps, server_to_agent_flags, AgentConfigFile, AgentConfigMap,
     AgentDescription, AgentDisconnect, AgentToServer, ComponentHealth, CustomCapabilities,
     CustomMessage, EffectiveConfig, RemoteConfigStatus, RemoteConfigStatuses,
     ServerErrorResponseType, ServerToAgent,
 };
-use otel_bridge::opamp::settings::{self, Settings};
+use crate::settings::{self, Settings};
 
 use super::control::{AgentStatus, Control, TypeState};
 
@@ -329,7 +329,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otel_bridge::opamp::proto::{AgentRemoteConfig, KeyValue, ServerErrorResponse};
+    use crate::proto::{AgentRemoteConfig, KeyValue, ServerErrorResponse};
     use std::sync::Mutex;
 
     /// A stand-in for the JVM agent: records what it was asked, refuses lock captures.
@@ -534,7 +534,7 @@ mod tests {
                 error_response: Some(ServerErrorResponse {
                     r#type: ServerErrorResponseType::Unavailable as i32,
                     error_message: "busy\x1b[2J".into(),
-                    retry_info: Some(otel_bridge::opamp::proto::RetryInfo {
+                    retry_info: Some(crate::proto::RetryInfo {
                         retry_after_nanoseconds: 7_000_000_000,
                     }),
                 }),

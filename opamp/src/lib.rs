@@ -27,8 +27,13 @@
 //! The agent takes profiling settings only, within [`engines`]'s bounds: never a path, an
 //! endpoint, a command or code. Anything else is refused with the reason, and nothing of a
 //! refused request is applied.
+#![forbid(unsafe_code)]
 
 pub mod capture;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod engines;
 pub mod proto;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod settings;

@@ -4,7 +4,8 @@
 //!
 //! Durations are jiff's "friendly" format (`10ms`, `1.5s`, `2m`, `1h30m`, `2 hours`; ISO 8601
 //! `PT15M` too), with days and weeks counted as 24 h and 7 days. Sizes are a whole number with
-//! an optional binary suffix (`512k`, `16m`, `1g`).
+//! an optional binary suffix (`512k`, `16m`, `1g`). [`format_duration`] and [`format_size`]
+//! write a value back in the same grammar, exactly.
 
 use std::str::FromStr as _;
 use std::time::Duration;
@@ -56,6 +57,35 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
         .ok_or_else(|| UnitError::OutOfRange(text.to_owned()))
 }
 
+/// `20ms`, `1s`, `250us`: the shortest exact form in the duration grammar.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns == 0 {
+        "0s".into()
+    } else if ns.is_multiple_of(1_000_000_000) {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// `256k`, `1m`, `1000`: the shortest exact form in the size grammar.
+pub fn format_size(b: u64) -> String {
+    if b != 0 && b.is_multiple_of(1 << 30) {
+        format!("{}g", b >> 30)
+    } else if b != 0 && b.is_multiple_of(1 << 20) {
+        format!("{}m", b >> 20)
+    } else if b != 0 && b.is_multiple_of(1 << 10) {
+        format!("{}k", b >> 10)
+    } else {
+        b.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +128,14 @@ mod tests {
         ] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn formats_are_exact() {
+        assert_eq!(format_duration(Duration::from_secs(60)), "60s");
+        assert_eq!(format_duration(Duration::from_nanos(1500)), "1500ns");
+        assert_eq!(format_size(256 << 10), "256k");
+        assert_eq!(format_size(1 << 30), "1g");
+        assert_eq!(format_size(1000), "1000");
     }
 }

@@ -8,9 +8,9 @@
 //! (`process.command_args`): the management server is not where profiles go, and nothing
 //! leaves the process that the user did not ask for.
 
+use crate::proto::AgentDescription;
+use crate::proto::{any_value, AnyValue, KeyValue};
 use opentelemetry::Value;
-use otel_bridge::opamp::proto::AgentDescription;
-use otel_bridge::opamp::proto::{any_value, AnyValue, KeyValue};
 
 const IDENTIFYING: [&str; 4] = [
     "service.name",

@@ -11,18 +11,16 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::proto::{AgentDescription, AgentToServer, ServerToAgent};
 use bytes::Bytes;
-use otel_bridge::opamp::proto::{AgentDescription, AgentToServer, ServerToAgent};
 use prost::Message as _;
 use tokio::sync::watch;
 
 use super::config::OpampConfig;
 use super::control::Control;
 use super::session::Session;
-use crate::config::shown_endpoint;
-use crate::error::{ExportError, StartError};
-use crate::logger::{LogLevel, Logger};
-use crate::transport::HttpClient;
+use otelprof_exporter::config::shown_endpoint;
+use otelprof_exporter::{ExportError, HttpClient, LogLevel, Logger, StartError};
 
 /// Longest wait between polls of an unreachable server.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -106,7 +104,7 @@ async fn exchange(
     let reason = decoded
         .ok()
         .and_then(|m| m.error_response)
-        .map(|e| format!(": {}", otel_bridge::opamp::engines::shown(&e.error_message)))
+        .map(|e| format!(": {}", crate::engines::shown(&e.error_message)))
         .unwrap_or_default();
     Err(Failed::Refused(
         format!("HTTP {status}{reason}"),

@@ -3,8 +3,12 @@
 //! text is the agent options' grammar: `wall=50ms,alloc=off`. A key named overrides the
 //! agent's local option; `off` turns the type off; a key not named keeps the local option.
 
-use super::engines::{self, items, refuse_key, Refused, MIN_CPU, MIN_LOCK, MIN_WALL};
 use std::time::Duration;
+
+use otelprof_agent_options::Value;
+use otelprof_primitives::units::{format_duration, format_size};
+
+use super::engines::{items, refuse_key, remote_value, settable, Refused};
 
 /// The name of the remote (and effective) config file that holds the settings.
 pub const FILE: &str = "otelprof";
@@ -33,7 +37,7 @@ pub struct Settings {
 
 impl Settings {
     /// Reads and checks settings: only `cpu`, `wall`, `alloc` and `lock`, each `off` or
-    /// within the bounds of [`engines`].
+    /// within the agent options' remote bounds.
     pub fn parse(text: &str) -> Result<Settings, Refused> {
         if text.len() > MAX_TEXT {
             return Err(Refused::new(format!(
@@ -43,23 +47,29 @@ impl Settings {
         }
         let mut s = Settings::default();
         for (k, v) in items(text)? {
-            let off = v == "off";
-            match k {
-                "cpu" if off => s.cpu = Change::Off,
-                "cpu" => s.cpu = Change::To(engines::interval(k, v, MIN_CPU)?),
-                "wall" if off => s.wall = Change::Off,
-                "wall" => s.wall = Change::To(engines::interval(k, v, MIN_WALL)?),
-                "alloc" if off => s.alloc = Change::Off,
-                "alloc" => s.alloc = Change::To(engines::alloc(v)?),
-                "lock" if off => s.lock = Change::Off,
-                "lock" => s.lock = Change::To(engines::interval(k, v, MIN_LOCK)?),
+            let Some(option) = settable(k) else {
+                return Err(refuse_key(k));
+            };
+            let value = match v {
+                "off" => Value::Off,
+                _ => remote_value(option, v)?,
+            };
+            match (k, value) {
+                ("cpu", Value::Off) => s.cpu = Change::Off,
+                ("cpu", Value::Duration(d)) => s.cpu = Change::To(d),
+                ("wall", Value::Off) => s.wall = Change::Off,
+                ("wall", Value::Duration(d)) => s.wall = Change::To(d),
+                ("alloc", Value::Off) => s.alloc = Change::Off,
+                ("alloc", Value::Size(n)) => s.alloc = Change::To(n),
+                ("lock", Value::Off) => s.lock = Change::Off,
+                ("lock", Value::Duration(d)) => s.lock = Change::To(d),
                 _ => return Err(refuse_key(k)),
             }
         }
         Ok(s)
     }
 
-    /// The keys that change something, in the order of [`engines::TYPES`]; empty when every
+    /// The keys that change something, in the order of [`super::engines::types`]; empty when every
     /// key is the local option's.
     pub fn text(&self) -> String {
         fn one<T>(key: &str, c: &Change<T>, show: impl Fn(&T) -> String) -> Option<String> {
@@ -69,11 +79,11 @@ impl Settings {
                 Change::To(v) => Some(format!("{key}={}", show(v))),
             }
         }
-        let d = |d: &Duration| engines::format_duration(*d);
+        let d = |d: &Duration| format_duration(*d);
         [
             one("cpu", &self.cpu, d),
             one("wall", &self.wall, d),
-            one("alloc", &self.alloc, |b| engines::format_size(*b)),
+            one("alloc", &self.alloc, |b| format_size(*b)),
             one("lock", &self.lock, d),
         ]
         .into_iter()

@@ -1,6 +1,6 @@
 //! The OpAMP messages otelprof sends and reads, declared by hand with the field numbers of the
 //! specification's `proto/opamp/v1/opamp.proto` and `anyvalue.proto` (package
-//! `opamp.proto.v1`), as `pprof/proto.rs` declares pprof's: no `build.rs`, no `protoc`, one
+//! `opamp.proto.v1`), as otel-bridge's `pprof/proto.rs` declares pprof's: no `build.rs`, no `protoc`, one
 //! prost version in the workspace.
 //!
 //! What is left out: packages, connection settings, commands, available components and their
@@ -67,6 +67,22 @@ pub struct ServerToAgent {
     pub custom_capabilities: Option<CustomCapabilities>,
     #[prost(message, optional, tag = "11")]
     pub custom_message: Option<CustomMessage>,
+}
+
+impl ServerToAgent {
+    /// An answer that only reports an error: of `kind`, saying `message`, to the agent `uid`
+    /// (empty when the request named none that could be read).
+    pub fn error(uid: Vec<u8>, kind: ServerErrorResponseType, message: String) -> ServerToAgent {
+        ServerToAgent {
+            instance_uid: uid,
+            error_response: Some(ServerErrorResponse {
+                r#type: kind as i32,
+                error_message: message,
+                retry_info: None,
+            }),
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, prost::Message)]
@@ -306,7 +322,7 @@ impl AnyValue {
             Some(Value::BoolValue(b)) => b.to_string(),
             Some(Value::IntValue(i)) => i.to_string(),
             Some(Value::DoubleValue(d)) => d.to_string(),
-            Some(Value::BytesValue(b)) => crate::model::hex(b),
+            Some(Value::BytesValue(b)) => hex::encode(b),
             Some(Value::ArrayValue(a)) => format!(
                 "[{}]",
                 a.values

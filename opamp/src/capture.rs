@@ -270,7 +270,7 @@ mod tests {
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::opamp::settings::Settings;
+    use crate::settings::Settings;
     use proptest::prelude::*;
 
     /// Text a peer may send: the grammar's own characters, often, and anything else.

@@ -1,10 +1,10 @@
 //! What the OpAMP client asks of the agent, and what it reads back: the agent implements
 //! [`Control`]. The client has already checked every request against the bounds of
-//! `otel_bridge::opamp` before it calls; the agent checks what only it knows (an engine
+//! [`crate::engines`] before it calls; the agent checks what only it knows (an engine
 //! this JVM cannot run, one already busy).
 
-use otel_bridge::opamp::capture::Capture;
-use otel_bridge::opamp::settings::Settings;
+use crate::capture::Capture;
+use crate::settings::Settings;
 
 /// One profile type as the agent runs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
