@@ -592,7 +592,7 @@ fn on_jvm_thread(
     };
     let vm = loaded.vm;
     let tid = crate::sampling::os::gettid();
-    crate::sampling::thread_registry::add_own_tid(tid);
+    crate::sampling::own_threads::add_own_tid(tid);
     // SAFETY: `vm` is the live JavaVM*; a JVM that is exiting refuses the attach.
     let env = unsafe { crate::jvm::jvmti::attach_current_thread_as_daemon(vm, c"otelprof-opamp") };
     let result = match env {
@@ -604,7 +604,7 @@ fn on_jvm_thread(
         }
         None => Err("cannot attach to the JVM (is it exiting?)".to_owned()),
     };
-    crate::sampling::thread_registry::remove_own_tid(tid);
+    crate::sampling::own_threads::remove_own_tid(tid);
     result
 }
 

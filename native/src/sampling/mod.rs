@@ -14,7 +14,8 @@
 //!   record a carrier shows on mount and unmount;
 //! - [`sample_buffer`]: where samples wait for the aggregator; [`event_sample`] writes the
 //!   samples of JVMTI callbacks into it;
-//! - [`os`]: the thread id and the clock.
+//! - [`os`]: the thread id and the clock; [`own_threads`]: the agent's own threads, never
+//!   profiled.
 //!
 //! Every function the handler reaches documents its signal safety. Nothing here imports the
 //! engines, the agent or the aggregator.
@@ -23,6 +24,7 @@ pub(crate) mod caller_walk;
 pub(crate) mod event_sample;
 pub(crate) mod native_threads;
 pub(crate) mod os;
+pub(crate) mod own_threads;
 pub(crate) mod process_threads;
 pub(crate) mod running_threads;
 pub(crate) mod sample_buffer;

@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
+use crate::sampling::own_threads;
 use crate::sampling::process_threads;
 use crate::sampling::signal_handler::Sampler;
 use crate::sampling::thread_registry;
@@ -206,7 +207,7 @@ impl NativeThreads {
         let Some(name) = process_threads::name(tid) else {
             return false;
         };
-        let role = if thread_registry::is_own_tid(tid) {
+        let role = if own_threads::is_own_tid(tid) {
             ThreadRole::Agent
         } else {
             ThreadRole::of_name(&name)

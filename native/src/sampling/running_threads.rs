@@ -24,6 +24,7 @@ use jni::sys::{jobject, JNIEnv};
 use crate::context::record::ContextRecord;
 use crate::jvm::hotspot::thread_map::ThreadMap;
 use crate::jvm::jvmti::{delete_local_ref, Jvmti};
+use crate::sampling::own_threads;
 use crate::sampling::thread_registry::{self, JavaThreadIds, Registration};
 
 /// What the registration did.
@@ -104,7 +105,7 @@ unsafe fn register_one(
         }
         None => return None,
     };
-    if thread_registry::is_own_tid(mapped.tid) {
+    if own_threads::is_own_tid(mapped.tid) {
         return Some(false);
     }
     // The record the thread made in an earlier session, if any (only records are stored).

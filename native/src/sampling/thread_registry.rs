@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::mem;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ use jni::sys::{jobject, JNIEnv};
 
 use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
 use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::own_threads::is_own_tid;
 use crate::sampling::process_threads;
 use crate::sampling::signal_handler;
 use crate::sampling::thread_roles::ThreadRole;
@@ -40,9 +41,6 @@ static RUNNING: AtomicBool = AtomicBool::new(false);
 /// The per-thread CPU timer interval of the running session in nanoseconds, 0 for none
 /// (`clock=itimer`, `cpu=off`).
 static TIMER_NS: AtomicU64 = AtomicU64::new(0);
-/// The agent's own threads attached to the VM (aggregator, wall clock): never profiled. A
-/// thread takes a slot when it starts and gives it back as it ends.
-static OWN_TIDS: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
 /// Set while the threads already running at a late start are registered: ThreadEnd then notes
 /// its tid in [`ENDED_WHILE_ADDING`] (see [`crate::sampling::running_threads`]).
 static ADDING_RUNNING: AtomicBool = AtomicBool::new(false);
@@ -110,31 +108,6 @@ impl ThreadNames {
 
 fn lock_names() -> std::sync::MutexGuard<'static, ThreadNames> {
     NAMES.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Marks the calling thread, `tid`, as one of the agent's own (call before it attaches).
-pub(crate) fn add_own_tid(tid: i32) {
-    for slot in &OWN_TIDS {
-        if slot
-            .compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            return;
-        }
-    }
-    log_debug!("more agent threads than expected; thread {tid} may be profiled");
-}
-
-/// Gives back the slot of `tid`, one of the agent's own threads that is ending.
-pub(crate) fn remove_own_tid(tid: i32) {
-    for slot in &OWN_TIDS {
-        let _ = slot.compare_exchange(tid, 0, Ordering::SeqCst, Ordering::SeqCst);
-    }
-}
-
-/// Whether `tid` is one of the agent's own threads.
-pub(crate) fn is_own_tid(tid: i32) -> bool {
-    tid > 0 && OWN_TIDS.iter().any(|t| t.load(Ordering::SeqCst) == tid)
 }
 
 /// Profiling starts: threads are registered from now on, as `how` says.
