@@ -26,10 +26,10 @@ use crate::sampling::os;
 use crate::sampling::own_threads;
 use crate::sampling::sample_buffer::Record;
 use crate::sampling::signal_handler::{self, Sampler, NOT_A_JAVA_THREAD};
-use crate::sampling::thread_registry;
 use crate::sampling::thread_roles::ThreadRole;
 use crate::stats::{self, COUNTERS};
 use crate::sys::ticks;
+use crate::threads::thread_registry;
 
 /// Set once a failed OTLP submission has been reported (one line per problem).
 static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
@@ -406,7 +406,7 @@ impl Lane {
     /// there to be named. Read off the signal handler: it opens a file.
     fn unknown_thread(&mut self, tid: i32) -> &(ThreadRole, String) {
         self.unknown_threads.entry(tid).or_insert_with(|| {
-            match crate::sampling::process_threads::name(tid) {
+            match crate::threads::process_threads::name(tid) {
                 Some(name) => (ThreadRole::of_name(&name), name),
                 None => (ThreadRole::Java, String::new()),
             }

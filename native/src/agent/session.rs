@@ -25,11 +25,11 @@ use crate::kinds::SampleKind;
 use crate::options::{Clock, Options};
 use crate::otlp_export::{self, ExportEnv};
 use crate::sampling::signal_handler;
-use crate::sampling::thread_registry::{self, Registration};
-use crate::sampling::thread_scan::{self, ThreadScan};
 use crate::sampling::timers::ProcessItimer;
 use crate::stats;
 use crate::sys::{capability, event};
+use crate::threads::thread_registry::{self, Registration};
+use crate::threads::thread_scan::{self, ThreadScan};
 
 /// Where a session starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +167,7 @@ impl Session {
             StartKind::Late => {
                 // SAFETY: per this function's contract; ThreadStart/End are on.
                 let added = unsafe {
-                    crate::sampling::running_threads::register(&jvmti, jni, self.registration())
+                    crate::threads::running_threads::register(&jvmti, jni, self.registration())
                 };
                 threads_note = format!(
                     "; {} running threads registered of {} listed",

@@ -15,8 +15,8 @@ use crate::ffi::guard;
 use crate::jvm::jvmti::{self, Jvmti};
 use crate::sampling::sample_buffer::SampleBuffer;
 use crate::sampling::signal_handler::{self, Sampler};
-use crate::sampling::thread_registry;
 use crate::sys::{self, capability, event, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks};
+use crate::threads::thread_registry;
 
 /// Sample buffer sizing: enough shards that two cores rarely collide, arenas large enough
 /// for many drain intervals of the fastest sampling we accept.
@@ -271,7 +271,7 @@ pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
     }
     let vthreads = loaded.has(capability::CAN_SUPPORT_VIRTUAL_THREADS);
     if on && vthreads {
-        if crate::sampling::virtual_threads::enable(
+        if crate::threads::virtual_threads::enable(
             &loaded.jvmti,
             virtual_thread_mount,
             virtual_thread_unmount,
@@ -279,7 +279,7 @@ pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
             events.push(event::EVENT_VIRTUAL_THREAD_END);
         }
     } else if !on {
-        crate::sampling::virtual_threads::disable(&loaded.jvmti);
+        crate::threads::virtual_threads::disable(&loaded.jvmti);
         if vthreads {
             events.push(event::EVENT_VIRTUAL_THREAD_END);
         }
@@ -301,7 +301,7 @@ unsafe extern "C" fn virtual_thread_end(
     guard("VirtualThreadEnd", (), || {
         if let Some(l) = loaded() {
             // SAFETY: the event's own arguments.
-            unsafe { crate::sampling::virtual_threads::on_end(&l.jvmti, vthread) };
+            unsafe { crate::threads::virtual_threads::on_end(&l.jvmti, vthread) };
         }
     })
 }
@@ -315,7 +315,7 @@ unsafe extern "C" fn virtual_thread_mount(
     guard("VirtualThreadMount", (), || {
         if let Some(l) = loaded() {
             // SAFETY: the event's own arguments, on the carrier.
-            unsafe { crate::sampling::virtual_threads::mount(&l.jvmti, vthread) };
+            unsafe { crate::threads::virtual_threads::mount(&l.jvmti, vthread) };
         }
     })
 }
@@ -329,7 +329,7 @@ unsafe extern "C" fn virtual_thread_unmount(
     guard(
         "VirtualThreadUnmount",
         (),
-        crate::sampling::virtual_threads::unmount,
+        crate::threads::virtual_threads::unmount,
     )
 }
 

@@ -73,12 +73,12 @@ use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::own_threads;
 use crate::sampling::sample_buffer::{self, RecordHeader};
 use crate::sampling::signal_handler::{self, Sampler};
-use crate::sampling::thread_registry;
 use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::ThreadSlot;
 use crate::sampling::wall_signal::{self, WallSignal};
 use crate::stats::{self, COUNTERS};
 use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo};
+use crate::threads::thread_registry;
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
 pub(crate) const IDLE_AFTER: u32 = 8;

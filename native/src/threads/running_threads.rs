@@ -25,7 +25,7 @@ use crate::context::record::ContextRecord;
 use crate::jvm::hotspot::thread_map::ThreadMap;
 use crate::jvm::jvmti::{delete_local_ref, Jvmti};
 use crate::sampling::own_threads;
-use crate::sampling::thread_registry::{self, JavaThreadIds, Registration};
+use crate::threads::thread_registry::{self, JavaThreadIds, Registration};
 
 /// What the registration did.
 #[derive(Debug, Default)]

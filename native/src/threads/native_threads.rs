@@ -3,7 +3,7 @@
 //!
 //! JVMTI tells the agent about Java threads only, yet on an allocation-bound service the
 //! collector's threads can burn most of the process's CPU. So a scan of `/proc/self/task`
-//! ([`NativeThreads::scan`], run every 100 ms to 1 s by [`crate::sampling::thread_scan`])
+//! ([`NativeThreads::scan`], run every 100 ms to 1 s by [`crate::threads::thread_scan`])
 //! registers every thread that is neither in the thread table nor already known: an entry in
 //! the table with the thread's [`ThreadRole`] (from its name) and no JNIEnv, so the signal
 //! handler records a role frame for it and never calls AsyncGetCallTrace on it; its name for
@@ -47,13 +47,13 @@ use std::io;
 use std::time::Duration;
 
 use crate::sampling::own_threads;
-use crate::sampling::process_threads;
 use crate::sampling::signal_handler::Sampler;
-use crate::sampling::thread_registry;
 use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::{NotInserted, ThreadTable, NO_TIMER};
 use crate::sampling::timers::{self, ThreadCpuTimer};
 use crate::stats::{self, COUNTERS};
+use crate::threads::process_threads;
+use crate::threads::thread_registry;
 
 /// What one scan did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,7 +94,7 @@ pub(crate) struct NativeThreads {
     previous: Vec<i32>,
     candidates: Vec<i32>,
     /// Whether the next scan credits the CPU a thread used before it was found (every scan
-    /// but a late start's first: see [`crate::sampling::thread_scan::Config`]).
+    /// but a late start's first: see [`crate::threads::thread_scan::Config`]).
     credit: bool,
 }
 

@@ -1,7 +1,7 @@
 //! The threads of this process as the kernel lists them: their ids (`/proc/self/task`), their
 //! names (`/proc/self/task/TID/comm`) and their CPU clocks.
 //!
-//! Read by the thread scan ([`crate::sampling::native_threads`]) on its own thread, never by
+//! Read by the thread scan ([`crate::threads::native_threads`]) on its own thread, never by
 //! the signal handler (these calls allocate and open files).
 
 use std::io;

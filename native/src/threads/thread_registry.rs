@@ -5,14 +5,14 @@
 //! [`stop_registering`]). When profiling stops, [`clear`] empties the table and the names: the
 //! agent then hears of no thread start or end (the events are off), so any entry kept would go
 //! stale. A later start registers the threads running then from scratch
-//! ([`crate::sampling::running_threads`]).
+//! ([`crate::threads::running_threads`]).
 //!
 //! Registration puts the thread's JNIEnv in the [`ThreadTable`] (the signal handler passes it
 //! to AsyncGetCallTrace) and, with the per-thread CPU clock, starts the thread's timer.
 //! Names are kept apart in [`ThreadNames`], which only the aggregator, these callbacks and the
 //! thread scan touch: a thread may end while its samples still sit in the buffer, so its name
 //! outlives it until the profile that contains those samples is written. The threads the scan
-//! registers ([`crate::sampling::native_threads`]) take their serials and keep their names
+//! registers ([`crate::threads::native_threads`]) take their serials and keep their names
 //! here too, with no `Thread` object.
 
 use std::collections::HashMap;
@@ -26,12 +26,12 @@ use jni::sys::{jobject, JNIEnv};
 use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
 use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::own_threads::is_own_tid;
-use crate::sampling::process_threads;
 use crate::sampling::signal_handler;
 use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::{Inserted, ThreadTable, NO_TIMER};
 use crate::sampling::timers::{random_fraction, whole_intervals, ThreadCpuTimer};
 use crate::stats::{self, COUNTERS};
+use crate::threads::process_threads;
 
 pub(crate) static TABLE: ThreadTable = ThreadTable::new();
 
@@ -42,7 +42,7 @@ static RUNNING: AtomicBool = AtomicBool::new(false);
 /// (`clock=itimer`, `cpu=off`).
 static TIMER_NS: AtomicU64 = AtomicU64::new(0);
 /// Set while the threads already running at a late start are registered: ThreadEnd then notes
-/// its tid in [`ENDED_WHILE_ADDING`] (see [`crate::sampling::running_threads`]).
+/// its tid in [`ENDED_WHILE_ADDING`] (see [`crate::threads::running_threads`]).
 static ADDING_RUNNING: AtomicBool = AtomicBool::new(false);
 static ENDED_WHILE_ADDING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
@@ -141,7 +141,7 @@ pub(crate) fn registration() -> Option<Registration> {
 }
 
 /// Starts (or stops) noting the threads that end, for the registration of the threads that
-/// were already running ([`crate::sampling::running_threads`]).
+/// were already running ([`crate::threads::running_threads`]).
 pub(crate) fn note_ends_while_adding(on: bool) {
     let mut ended = ENDED_WHILE_ADDING.lock().unwrap_or_else(|p| p.into_inner());
     ended.clear();

@@ -1,6 +1,6 @@
 //! The `otelprof-threads` thread: scans `/proc/self/task` from profiling start to stop, so
 //! that the CPU profile covers every thread of the process, not only the Java threads JVMTI
-//! announces ([`crate::sampling::native_threads`] says what a scan does).
+//! announces ([`crate::threads::native_threads`] says what a scan does).
 //!
 //! A plain native thread: it makes no JVMTI or JNI call, so it is not attached to the VM.
 //! It is itself one of the threads it finds (role `[otelprof]`), like the agent's other
@@ -21,10 +21,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::sampling::native_threads::NativeThreads;
 use crate::sampling::signal_handler::Sampler;
-use crate::sampling::{process_threads, thread_registry};
 use crate::stats::COUNTERS;
+use crate::threads::native_threads::NativeThreads;
+use crate::threads::{process_threads, thread_registry};
 use crate::worker::{self, Shared, Worker};
 
 /// Shortest time between two scans.

@@ -15,7 +15,7 @@ use crate::context::record::{ContextRecord, RECORDS};
 use crate::context::tls;
 use crate::jvm::jvmti::{ExtensionEventFn, Jvmti};
 use crate::sampling::os::gettid;
-use crate::sampling::thread_registry;
+use crate::threads::thread_registry;
 
 const MOUNT: &str = "com.sun.hotspot.events.VirtualThreadMount";
 const UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
