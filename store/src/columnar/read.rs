@@ -77,12 +77,7 @@ impl ColumnarSource {
     /// The partitions under `store` (a store directory or its `columnar/`). Fails when there
     /// are none.
     pub fn open(store: &Path, report: SkipReporter) -> Result<ColumnarSource, Error> {
-        let root = if store.join(super::DIR).is_dir() {
-            store.join(super::DIR)
-        } else {
-            store.to_path_buf()
-        };
-        let partitions = list_partitions(&root)?;
+        let partitions = list_partitions(&columnar_root(store))?;
         if partitions.is_empty() {
             return Err(Error::NothingReadable);
         }
@@ -431,6 +426,17 @@ fn may_select(s: &Selector, p: &Partition) -> bool {
         .from
         .is_some_and(|from| p.hour.saturating_add(2 * HOUR) <= from);
     !starts_too_late && !ends_too_early
+}
+
+/// The columnar store of `store`: its `columnar/` directory, or `store` itself when it has
+/// none (it may be the `columnar/` directory already).
+fn columnar_root(store: &Path) -> PathBuf {
+    let dir = store.join(super::DIR);
+    if dir.is_dir() {
+        dir
+    } else {
+        store.to_path_buf()
+    }
 }
 
 /// The hour partitions under the columnar store's `root`, by hour then service.
@@ -836,10 +842,9 @@ impl Drop for Scanning {
 /// stacks. Returns how many partitions' stacks it read; unreadable files are skipped (the
 /// question that needs them reports them).
 pub fn warm_stacks(store: &Path) -> usize {
-    let Ok(source) = ColumnarSource::open(store, Box::new(|_, _| {})) else {
+    let Ok(mut partitions) = list_partitions(&columnar_root(store)) else {
         return 0;
     };
-    let mut partitions = source.partitions;
     partitions.sort_by_key(|p| std::cmp::Reverse(p.hour));
     let mut read = 0;
     for p in partitions.iter().take(STACKS_CACHED) {
