@@ -17,11 +17,13 @@ use std::sync::Arc;
 use otel_bridge::model::{Dictionary, Label, LabelValue, Link, Profile, Sample, StackId, StrId};
 use rustc_hash::FxHashMap;
 
-use super::read::{
-    files_in, list_partitions, live_files, read_detailed, LiveFiles, COMPACTED_SAMPLES,
-    COMPACTED_STACKS, META_DERIVED, META_PROFILES, META_REPLACES, META_ROLLUP_OF, META_SLOTS,
-    META_WINDOW, ROLLUP, SERIES, SLOTS_FILE, SPANS,
+use super::read::live::{
+    live_files, LiveFiles, COMPACTED_SAMPLES, COMPACTED_STACKS, META_DERIVED, META_PROFILES,
+    META_REPLACES, META_ROLLUP_OF, META_SLOTS, META_WINDOW, ROLLUP, SERIES, SLOTS_FILE, SPANS,
 };
+use super::read::partitions::{files_in, list_partitions};
+use super::read::rows::{read_detailed, read_samples_file};
+use super::read::stacks::read_stacks_file;
 use super::schema::{self, DERIVED_VERSION, DROPPED_LABELS, HOUR, SERIES_TICK};
 use super::write::{write_stacks, Meta, SamplesFile};
 use crate::error::{Error, FileError};
@@ -145,12 +147,11 @@ pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Res
     })?;
 
     // The rollup, from the compacted file: one dictionary for all its profiles.
-    let rolled = super::read::read_samples_file(&samples_tmp, &stacks).map_err(|source| {
-        Error::Uncompactable {
+    let rolled =
+        read_samples_file(&samples_tmp, &stacks).map_err(|source| Error::Uncompactable {
             path: samples_tmp.clone(),
             source,
-        }
-    })?;
+        })?;
     let rolled = relabel(&rolled);
     let rollup_tmp = tmp.join(&rollup_name);
     write_rollup(&rollup_tmp, &rolled, &samples_name)?;
@@ -253,13 +254,12 @@ fn add_derived(
     };
     let mut stacks: FxHashMap<i64, Vec<schema::Frame>> = FxHashMap::default();
     for path in &live.stacks {
-        let found = super::read::read_stacks_file(path).map_err(uncompactable(path))?;
+        let found = read_stacks_file(path).map_err(uncompactable(path))?;
         for (id, frames) in found {
             stacks.entry(id).or_insert(frames);
         }
     }
-    let profiles =
-        super::read::read_samples_file(samples, &stacks).map_err(uncompactable(samples))?;
+    let profiles = read_samples_file(samples, &stacks).map_err(uncompactable(samples))?;
     let profiles = relabel(&profiles);
     let tmp = root.join(crate::layout::TMP);
     std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;

@@ -17,10 +17,11 @@ use parquet::file::reader::FileReader;
 use rustc_hash::FxHashMap;
 
 use super::compact::counted;
-use super::read::{
-    open, read_group, ColumnarSource, DictionaryBuilder, GroupColumns, Interned, Partition,
-    Pending, Task,
-};
+use super::read::columns::open;
+use super::read::dictionary::{DictionaryBuilder, Interned};
+use super::read::row_groups::{read_group, Task};
+use super::read::rows::{GroupColumns, Pending};
+use super::read::{ColumnarSource, Partition};
 use crate::error::ColumnarFileError;
 use crate::error::Error;
 use crate::linked::{rows_of, LinkedRow};

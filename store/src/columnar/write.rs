@@ -161,7 +161,7 @@ impl ColumnarWriter {
         }
         // A stacks file that cannot be read is left out: its stacks are written again, and
         // the reader keeps the first row of an id.
-        let ids = super::read::stack_ids_in(dir);
+        let ids = super::read::stacks::stack_ids_in(dir);
         let set = Arc::new(Mutex::new(ids));
         known.insert(key.clone(), set.clone());
         Ok(set)
