@@ -8,8 +8,7 @@ use std::process::{Command, Stdio};
 
 use crate::environment::cli_path;
 use crate::jdks::{classes, Jdk};
-use crate::jvm_run::RunningJvm;
-use crate::live::LiveJvm;
+use crate::running_jvm::RunningJvm;
 
 pub const MAIN: &str = "otelprof.tests.AttachTarget";
 
@@ -111,7 +110,7 @@ pub fn names(dir: &Path, prefix: &str) -> Vec<String> {
 /// No attach trigger for this JVM, and no reply or dump file of an `otelprof` this test
 /// process ran, left in the JVM's working directory or /tmp (which other tests share).
 #[track_caller]
-pub fn assert_no_leftovers(jvm: &LiveJvm, cwd: &Path) {
+pub fn assert_no_leftovers(jvm: &RunningJvm, cwd: &Path) {
     let pids = CLI_PIDS.lock().unwrap().clone();
     let ours = |name: &str| {
         name == format!(".attach_pid{}", jvm.own_pid)

@@ -1,12 +1,12 @@
 //! One JVM run: a [`JvmRun`] declares the JDK, the main class with its arguments, the agent
 //! options and extra JVM flags; [`JvmRun::run`] runs it to the end with a deadline and
-//! returns a [`RunOutput`], [`JvmRun::spawn`] starts it and returns a [`RunningJvm`].
+//! returns a [`RunOutput`]; [`JvmRun::spawn`] starts it and returns a
+//! [`RunningJvm`](crate::RunningJvm).
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use crate::environment::{agent_path, jar_path, scratch_dir};
 use crate::jdks::{classes, Jdk};
@@ -184,7 +184,7 @@ impl JvmRun {
         }
     }
 
-    fn command(&self, out_dir: &Path) -> Command {
+    pub(crate) fn command(&self, out_dir: &Path) -> Command {
         let mut cmd = Command::new(self.jdk.java());
         cmd.current_dir(out_dir);
         if let Some(opts) = &self.agent_options {
@@ -214,154 +214,5 @@ impl JvmRun {
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
-    }
-}
-
-impl JvmRun {
-    /// Starts the JVM and returns at once, for tests that act on it while it runs (attach).
-    pub fn spawn(&self) -> RunningJvm {
-        let out_dir = scratch_dir("run");
-        let mut cmd = self.command(&out_dir);
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-        let collect = |pipe: Box<dyn Read + Send>| {
-            let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-            let theirs = text.clone();
-            let handle = std::thread::spawn(move || {
-                let mut reader = std::io::BufReader::new(pipe);
-                let mut line = String::new();
-                while std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) > 0 {
-                    theirs.lock().unwrap().push_str(&line);
-                    line.clear();
-                }
-            });
-            (text, handle)
-        };
-        let stdout = collect(Box::new(child.stdout.take().unwrap()));
-        let stderr = collect(Box::new(child.stderr.take().unwrap()));
-        RunningJvm {
-            jdk: self.jdk.clone(),
-            pid: child.id(),
-            child: Some(child),
-            out_dir,
-            stdout,
-            stderr,
-            started: Instant::now(),
-        }
-    }
-}
-
-type Collected = (
-    std::sync::Arc<std::sync::Mutex<String>>,
-    std::thread::JoinHandle<()>,
-);
-
-/// A JVM started by [`JvmRun::spawn`]; killed on drop if still running.
-pub struct RunningJvm {
-    pub jdk: Jdk,
-    pub pid: u32,
-    child: Option<std::process::Child>,
-    pub out_dir: PathBuf,
-    stdout: Collected,
-    stderr: Collected,
-    started: Instant,
-}
-
-impl RunningJvm {
-    /// What the JVM printed on stdout so far.
-    pub fn stdout(&self) -> String {
-        self.stdout.0.lock().unwrap().clone()
-    }
-
-    pub fn stderr(&self) -> String {
-        self.stderr.0.lock().unwrap().clone()
-    }
-
-    /// Waits until stdout has a line containing `needle`.
-    pub fn wait_for_stdout(&self, needle: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while !self.stdout().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} on stdout within {timeout:?}:\n{}\n{}",
-                self.stdout(),
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Resident set size of the JVM now (VmRSS), in bytes.
-    pub fn rss_bytes(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap();
-        kb * 1024
-    }
-
-    /// Names of the JVM's threads now (`/proc/PID/task/*/comm`).
-    pub fn thread_names(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
-            for t in tasks.flatten() {
-                if let Ok(n) = std::fs::read_to_string(t.path().join("comm")) {
-                    names.push(n.trim_end().to_owned());
-                }
-            }
-        }
-        names
-    }
-
-    /// Waits for the JVM to exit (killing it after `timeout`) and returns what it did.
-    pub fn wait(mut self, timeout: Duration) -> RunOutput {
-        let mut child = self.child.take().unwrap();
-        let deadline = Instant::now() + timeout;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let elapsed = self.started.elapsed();
-        let take = |c: &mut Collected| {
-            let handle = std::mem::replace(&mut c.1, std::thread::spawn(|| {}));
-            let _ = handle.join();
-            c.0.lock().unwrap().clone()
-        };
-        let stdout = take(&mut self.stdout);
-        let stderr = take(&mut self.stderr);
-        assert!(
-            status.is_some(),
-            "the JVM did not finish within {timeout:?} (killed).\nstdout:\n{stdout}\nstderr:\n{stderr}"
-        );
-        RunOutput {
-            exit_code: status.and_then(|s| s.code()),
-            stdout,
-            stderr,
-            out_dir: self.out_dir.clone(),
-            elapsed,
-        }
-    }
-}
-
-impl Drop for RunningJvm {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }

@@ -10,8 +10,9 @@
 //! - [`environment`]: the agent, jar and CLI the build made, scratch directories, tools on
 //!   the PATH, the Python venv, free ports;
 //! - [`jdks`]: the JDKs and the Java workloads compiled for them;
-//! - [`jvm_run`]: a JVM run to its end ([`JvmRun`], [`RunOutput`]) or left running
-//!   ([`RunningJvm`]); [`process`]: any program run with a deadline;
+//! - [`jvm_run`]: a JVM run to its end ([`JvmRun`], [`RunOutput`]); [`running_jvm`]: one
+//!   that keeps running while the test works on it ([`RunningJvm`]); [`process`]: any
+//!   program run with a deadline;
 //! - [`pprof`]: `go tool pprof -top` and `-traces`, parsed;
 //! - [`otlp_receiver`]: the independent OTLP receiver; [`receive`]: a real `otelprof
 //!   receive` or `serve`;
@@ -27,11 +28,11 @@ pub mod attach;
 pub mod environment;
 pub mod jdks;
 pub mod jvm_run;
-pub mod live;
 pub mod otlp_receiver;
 pub mod pprof;
 pub mod process;
 pub mod receive;
+pub mod running_jvm;
 
 pub use attach::{attach_load, AttachReply};
 pub use environment::{
@@ -39,9 +40,10 @@ pub use environment::{
     scratch_dir, which,
 };
 pub use jdks::{all_jdks, classes, jdk17, jdk25, otel_classes, otel_sdk_jar, Jdk};
-pub use jvm_run::{AgentMode, JvmRun, RunOutput, RunningJvm, NO_LOOP_SAFEPOINTS};
+pub use jvm_run::{AgentMode, JvmRun, RunOutput, NO_LOOP_SAFEPOINTS};
 pub use otlp_receiver::{OtlpProtocol, Receiver};
 pub use pprof::{
     parse_pprof_top, parse_pprof_traces, pprof_top, pprof_traces, Top, TopRow, TraceSample,
 };
 pub use process::run_with_timeout;
+pub use running_jvm::RunningJvm;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use otelprof_tests::attach::*;
-use otelprof_tests::live::LiveJvm;
+use otelprof_tests::RunningJvm;
 use otelprof_tests::{all_jdks, cli_path, jdk25, pprof_top, scratch_dir};
 
 /// `otelprof attach PID ARGS` run in `cwd`.
@@ -49,7 +49,7 @@ fn assert_profile(file: &Path) {
 fn start_status_dump_stop_and_start_again_on_jdk17_and_jdk25() {
     for jdk in all_jdks() {
         let jvm_cwd = scratch_dir("attach-agent-jvm");
-        let jvm = LiveJvm::start(java(&jdk, &jvm_cwd, &[]));
+        let jvm = RunningJvm::start(java(&jdk, &jvm_cwd, &[]));
         // Our side: a relative out= and -o are ours, made absolute here.
         let here = scratch_dir("attach-agent-here");
         std::fs::create_dir(here.join("profiles")).unwrap();
@@ -114,7 +114,7 @@ fn verbs_reach_another_users_jvm_in_its_own_namespaces() {
     let staged = Staged::create();
     let (nobody, _) = nobody_ids();
     let jvm_cwd = scratch_dir("attach-agent-ns");
-    let jvm = LiveJvm::start(java_in_namespaces(
+    let jvm = RunningJvm::start(java_in_namespaces(
         &jdk25(),
         &jvm_cwd,
         &AS_NOBODY,
@@ -172,7 +172,7 @@ fn an_agent_loaded_at_start_is_reached_through_its_own_path() {
     let jdk = otelprof_tests::jdk17();
     let loaded = otelprof_tests::agent_path();
     let jvm_cwd = scratch_dir("attach-agent-early");
-    let jvm = LiveJvm::start(java(
+    let jvm = RunningJvm::start(java(
         &jdk,
         &jvm_cwd,
         &[&format!(

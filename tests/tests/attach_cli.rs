@@ -13,14 +13,14 @@ use std::process::Command;
 use std::time::Duration;
 
 use otelprof_tests::attach::*;
-use otelprof_tests::live::LiveJvm;
+use otelprof_tests::RunningJvm;
 use otelprof_tests::{all_jdks, cli_path, jdk17, jdk25, scratch_dir};
 
 #[test]
 fn attach_starts_the_listener_then_reuses_it_on_jdk17_and_jdk25() {
     for jdk in all_jdks() {
         let cwd = scratch_dir("attach-plain");
-        let jvm = LiveJvm::start(java(&jdk, &cwd, &[]));
+        let jvm = RunningJvm::start(java(&jdk, &cwd, &[]));
         let socket = PathBuf::from(format!("/tmp/.java_pid{}", jvm.pid));
         assert!(
             !socket.exists(),
@@ -57,7 +57,7 @@ fn attach_reaches_a_jvm_in_its_own_mount_and_pid_namespace() {
     for jdk in all_jdks() {
         let cwd = scratch_dir("attach-ns");
         // A private /tmp: the JVM's socket and files are not in ours.
-        let jvm = LiveJvm::start(java_in_namespaces(
+        let jvm = RunningJvm::start(java_in_namespaces(
             &jdk,
             &cwd,
             &[],
@@ -103,7 +103,7 @@ fn root_attaches_to_another_users_jvm_and_a_user_only_to_its_own() {
             .arg("-cp")
             .arg(staged.0.join("classes"))
             .arg(MAIN);
-        let jvm = LiveJvm::start(cmd);
+        let jvm = RunningJvm::start(cmd);
         let meta = std::fs::metadata(format!("/proc/{}", jvm.pid)).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (nobody, nogroup));
 
@@ -129,7 +129,7 @@ fn root_attaches_to_another_users_jvm_and_a_user_only_to_its_own() {
 
     // Another user's JVM, for a user that is not root: refused before anything is sent.
     let cwd = scratch_dir("attach-root-jvm");
-    let jvm = LiveJvm::start(java(&jdk17(), &cwd, &[]));
+    let jvm = RunningJvm::start(java(&jdk17(), &cwd, &[]));
     let pid = jvm.pid.to_string();
     let otelprof = staged.0.join("otelprof");
     assert_refused(
@@ -149,7 +149,7 @@ fn a_jvm_that_cannot_be_attached_is_refused_in_one_line_and_left_running() {
     let jdk = jdk25();
     // -XX:+DisableAttachMechanism, read from the JVM's performance data: no signal at all.
     let cwd = scratch_dir("attach-disabled");
-    let jvm = LiveJvm::start(java(&jdk, &cwd, &["-XX:+DisableAttachMechanism"]));
+    let jvm = RunningJvm::start(java(&jdk, &cwd, &["-XX:+DisableAttachMechanism"]));
     assert_refused(
         &attach(jvm.pid, &["status"]),
         &format!(
@@ -172,7 +172,7 @@ fn a_jvm_that_cannot_be_attached_is_refused_in_one_line_and_left_running() {
         "-XX:+DisableAttachMechanism -XX:-UsePerfData",
     )
     .unwrap();
-    let jvm = LiveJvm::start(java(&jdk, &cwd, &["@flags"]));
+    let jvm = RunningJvm::start(java(&jdk, &cwd, &["@flags"]));
     let started = std::time::Instant::now();
     assert_refused(
         &attach(jvm.pid, &["--timeout", "2s", "jcmd", "VM.version"]),
@@ -193,7 +193,7 @@ fn a_jvm_that_cannot_be_attached_is_refused_in_one_line_and_left_running() {
 
     // -Xrs: HotSpot starts the listener at start-up (it will not handle SIGQUIT later).
     let cwd = scratch_dir("attach-xrs");
-    let jvm = LiveJvm::start(java(&jdk, &cwd, &["-Xrs"]));
+    let jvm = RunningJvm::start(java(&jdk, &cwd, &["-Xrs"]));
     let socket = PathBuf::from(format!("/tmp/.java_pid{}", jvm.pid));
     for _ in 0..100 {
         if socket.exists() {
@@ -256,7 +256,7 @@ fn processes_that_are_not_jvms_are_never_signalled() {
 #[test]
 fn agent_options_are_checked_before_the_jvm_is_touched() {
     let cwd = scratch_dir("attach-options");
-    let jvm = LiveJvm::start(java(&jdk17(), &cwd, &[]));
+    let jvm = RunningJvm::start(java(&jdk17(), &cwd, &[]));
     let socket = PathBuf::from(format!("/tmp/.java_pid{}", jvm.pid));
     let long_service = format!("service={}", "s".repeat(1000));
     for (options, expected) in [
@@ -391,7 +391,7 @@ fn a_library_the_jvm_cannot_load_is_reported_with_the_jvms_words() {
     std::fs::write(dir.join("libotelprof.so"), "not an ELF file\n").unwrap();
     for jdk in all_jdks() {
         let cwd = scratch_dir("attach-bad-lib-jvm");
-        let jvm = LiveJvm::start(java(&jdk, &cwd, &[]));
+        let jvm = RunningJvm::start(java(&jdk, &cwd, &[]));
         let pid = jvm.pid.to_string();
         let lib = std::fs::canonicalize(dir.join("libotelprof.so")).unwrap();
         assert_refused(
@@ -427,7 +427,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     let staged = Staged::create();
     let classes_dir = &staged;
     let cwd = scratch_dir("attach-copy-ns");
-    let jvm = LiveJvm::start(java_in_namespaces(
+    let jvm = RunningJvm::start(java_in_namespaces(
         &jdk25(),
         &cwd,
         &[],
@@ -472,7 +472,7 @@ fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
         .arg("-cp")
         .arg(staged.0.join("classes"))
         .arg(MAIN);
-    let jvm = LiveJvm::start(cmd);
+    let jvm = RunningJvm::start(cmd);
     let pid = jvm.pid.to_string();
     let _ = run(&private.join("otelprof"), &["attach", &pid, "start"]);
     assert_eq!(mapped_agents(jvm.pid), vec![copy.clone()]);
@@ -494,7 +494,7 @@ fn planted_files_in_the_jvms_tmp_are_refused() {
     // The JVM's class from /var/tmp: its private /tmp hides ours, where a checkout may be.
     let classes_dir = Staged::create();
     let cwd = scratch_dir("attach-planted");
-    let jvm = LiveJvm::start(java_in_namespaces(
+    let jvm = RunningJvm::start(java_in_namespaces(
         &jdk17(),
         &cwd,
         &[],
@@ -575,7 +575,7 @@ fn the_jvms_words_are_shown_escaped_and_a_closed_pipe_is_quiet() {
     let cwd = scratch_dir("attach-output");
     let mut cmd = java(&jdk17(), &cwd, &[]);
     cmd.args(["120", "evil\\e]0;pwned\\e\\\\\\e[2J"]);
-    let jvm = LiveJvm::start(cmd);
+    let jvm = RunningJvm::start(cmd);
     let (code, stdout, stderr) = attach(jvm.pid, &["jcmd", "Thread.print"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("\"evil\\x1b]0;pwned"), "{stdout}");
@@ -621,7 +621,7 @@ fn attach_reaches_a_jvm_that_is_root_in_its_own_user_namespace() {
         .arg("-cp")
         .arg(staged.0.join("classes"))
         .arg(MAIN);
-    let jvm = LiveJvm::start(cmd);
+    let jvm = RunningJvm::start(cmd);
     let uid_map = std::fs::read_to_string(format!("/proc/{}/uid_map", jvm.pid)).unwrap();
     assert_eq!(
         uid_map.split_whitespace().collect::<Vec<_>>(),
@@ -650,7 +650,7 @@ fn attach_reaches_a_jvm_that_is_root_in_its_own_user_namespace() {
 #[test]
 fn a_jvm_that_does_not_answer_costs_the_timeout_and_one_line() {
     let cwd = scratch_dir("attach-hung");
-    let jvm = LiveJvm::start(java(&jdk17(), &cwd, &[]));
+    let jvm = RunningJvm::start(java(&jdk17(), &cwd, &[]));
     assert_version(&attach(jvm.pid, &["jcmd", "VM.version"]), &jdk17());
     // SAFETY: kill has no memory-safety preconditions; the pid is the JVM just started.
     unsafe { libc::kill(jvm.pid as i32, libc::SIGSTOP) };
