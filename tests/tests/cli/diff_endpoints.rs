@@ -10,7 +10,7 @@
 //! tests/python/endpoint_cpu.py reads from the store with the official OTLP classes, divided by
 //! the requests the workload counted.
 
-mod diff_support;
+use crate::diff_support;
 
 use std::collections::BTreeMap;
 use std::process::Command;

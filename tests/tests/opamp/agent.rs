@@ -5,7 +5,7 @@
 //! must refuse with the reason, and says goodbye at exit. An unreachable server costs one log
 //! line and nothing else.
 
-mod opamp_support;
+use crate::opamp_support;
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

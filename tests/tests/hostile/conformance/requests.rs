@@ -5,8 +5,8 @@ use otel_bridge::otlp::{self, EncodeOptions, ProfileId};
 use otel_bridge::resource::{build_resource, ProcessFacts, ResourceInputs};
 use otel_bridge::{FrameKind, Link, LocationId, Profile, ProfileBuilder};
 
-use crate::rng::Rng;
-use crate::tree::{kind, parse, unpack, Body, Field, Kind, Msg};
+use super::rng::Rng;
+use super::tree::{kind, parse, unpack, Body, Field, Kind, Msg};
 
 /// A period of a small service: `stacks` stacks of 3 to 12 frames (JVM, native and kernel, and
 /// a pseudo-frame), thread names and states, endpoints on most samples, thread ids on some,

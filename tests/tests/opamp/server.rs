@@ -4,7 +4,7 @@
 //! through the JSON API, and answers them; then the server is attacked with what a hostile
 //! client might send (wrong token, oversized, malformed, wrong method or type).
 
-mod opamp_support;
+use crate::opamp_support;
 
 use std::io::Read as _;
 use std::net::TcpStream;

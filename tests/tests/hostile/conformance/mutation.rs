@@ -1,7 +1,7 @@
 //! The mutations: on the message tree and on the encoded bytes.
 
-use crate::rng::Rng;
-use crate::tree::{
+use super::rng::Rng;
+use super::tree::{
     encode, encode_field, kind, read_varint, unpack, Body, Field, Kind, Msg, END_GROUP, FIXED32,
     FIXED64, LEN, START_GROUP, VARINT,
 };

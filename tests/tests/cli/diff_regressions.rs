@@ -17,7 +17,7 @@
 //! pairs share their two processes, so a difference between the processes would show in all
 //! 20 at once rather than hide in one.
 
-mod diff_support;
+use crate::diff_support;
 
 use std::sync::OnceLock;
 
