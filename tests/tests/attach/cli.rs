@@ -415,7 +415,7 @@ fn a_library_the_jvm_cannot_load_is_reported_with_the_jvms_words() {
 
 /// Where the JVM cannot open our library, otelprof copies it into the JVM's /tmp as the
 /// JVM's user, loads it from there, and reuses the copy. What the agent then answers is the
-/// agent's business (tests/tests/attach_agent.rs); here: which file the JVM mapped.
+/// agent's business (tests/tests/attach/agent.rs); here: which file the JVM mapped.
 #[test]
 fn the_agent_library_is_copied_where_the_jvm_can_open_it_and_reused() {
     let library = otelprof_tests::agent_path();

@@ -267,7 +267,7 @@ fn workers_cpu_ns(jvm: &RunningJvm) -> u64 {
 
 /// The shares of CpuSplit's three callers (truth 60/30/10) on a JVM that ran 10 s before the
 /// agent was loaded: its worker threads were running already, its classes loaded and its hot
-/// loop compiled. Within ±1.5 pp, as with -agentpath (tests/tests/accuracy.rs); and the CPU
+/// loop compiled. Within ±1.5 pp, as with -agentpath (tests/tests/agent/accuracy.rs); and the CPU
 /// sampled from the workers is the CPU the kernel says they used while the agent ran, neither
 /// more (their CPU from before the start is not counted) nor less (they had timers).
 #[test]
@@ -290,7 +290,7 @@ fn a_late_start_is_as_accurate_as_an_early_one() {
             &format!("start,cpu=1ms,period=600s,out={}", out.display()),
         )
         .assert_ok();
-        // As in accuracy.rs: 2 x 32 s of worker CPU (about 16,000 signals; the binomial error
+        // As in agent/accuracy.rs: 2 x 32 s of worker CPU (about 16,000 signals; the binomial error
         // of a 30 % share is then a quarter of the tolerance), however busy the machine is.
         let deadline = std::time::Instant::now() + Duration::from_secs(240);
         while workers_cpu_ns(&jvm) - before < 64_000_000_000 {
