@@ -12,8 +12,8 @@
 //! started). After that, a scan is repeated after 1000 times the CPU time the last one took,
 //! but at least every [`MAX_EVERY`] and at most every [`MIN_EVERY`]. Listing
 //! `/proc/self/task` is most of a scan's cost, and it grows with the number of threads:
-//! about 80 µs of CPU for a JVM with 20 threads, 0.3 ms with 200 and 2.5 ms with 2000 on the
-//! development machine (a shared 2-vCPU VM). So scanning costs at most 0.1 % of one CPU up to
+//! about 80 µs of CPU for a JVM with 20 threads, 0.3 ms with 200 and 2.5 ms with 2000 (on
+//! a virtual machine with 2 vCPUs). So scanning costs at most 0.1 % of one CPU up to
 //! about a thousand threads, 0.25 % at 2000, and a thread started between two scans waits
 //! 100 ms to 1 s to be seen. The CPU it used meanwhile is credited when it is found, so the
 //! interval bounds how late that CPU is dated, not how much of it is counted.

@@ -24,7 +24,7 @@ const CLASS: &str = "otelprof.tests.GcChurn";
 /// which the collector takes 80-85 % (measured without the agent on both JDKs and GCs).
 const ARGS: [&str; 3] = ["2", "2000000", "120"];
 const HEAP: &str = "-Xmx300m";
-/// How far the profile's CPU total may be from the process's: the bound.
+/// How far the profile's CPU total may be from the process's.
 const TOLERANCE: f64 = 0.05;
 
 /// The process's CPU time as the kernel counts it at exit.

@@ -1,4 +1,4 @@
-//! Loading the agent into a running JVM and driving it there (issue 17): the verbs and their
+//! Loading the agent into a running JVM and driving it there: the verbs and their
 //! replies, a stop that leaves nothing running, start again with other options, an agent
 //! started by `-agentpath` taking the same verbs, a second copy of the library refused, and a
 //! late start as accurate as an early one. Every request goes through

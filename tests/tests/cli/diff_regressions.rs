@@ -165,7 +165,8 @@ fn an_inclusive_regression_through_a_shared_helper_is_named_with_its_call_path()
     assert!(top.delta_self.abs() < 2.0, "{top:?}");
     // Truth: 20% → 42.9% of the units (+22.9 pp). Per-unit costs differ a little by method
     // and by run (what the JIT made of each JVM): measured +23.4, +23.9 and +28.8 pp in three
-    // runs on a shared 2-core machine, the last with base 17.9% and head 46.7%. 8 pp still
+    // runs with other builds competing for two cores, the last with base 17.9% and head
+    // 46.7%. 8 pp still
     // tells a total counted once from one counted twice (+45 pp) or not at all.
     assert!(
         (top.delta_total - 22.9).abs() < 8.0,

@@ -1,5 +1,5 @@
-//! Hostile input against the real `otelprof` binary and the real agent: the attacks of issue
-//! 15, points 6 and 7, kept running.
+//! Hostile input against the real `otelprof` binary and the real agent, on the command line,
+//! in the files they read and in the options they echo:
 //!
 //! - a closed pipe behind every command (`otelprof top | head -1`);
 //! - terminal escape sequences in function, thread, endpoint and resource names of a profile

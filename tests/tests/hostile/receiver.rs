@@ -1,5 +1,5 @@
-//! Hostile clients against the real `otelprof receive` (issue 15, points 3, 4 and the HTTP
-//! headers of 5): each attack runs against the binary as users run it, and each test says
+//! Hostile clients against the real `otelprof receive` (connections, timeouts, request sizes
+//! and HTTP headers): each attack runs against the binary as users run it, and each test says
 //! which limit of `cli/src/receiver/limits.rs` it attacks.
 //!
 //! - Idle and slow-loris connections, more than the receiver has file descriptors, cannot

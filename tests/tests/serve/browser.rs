@@ -1,4 +1,4 @@
-//! The web UI of `otelprof serve` in a real browser (issue 16 point 5): Debian's Chromium,
+//! The web UI of `otelprof serve` in a real browser: Debian's Chromium,
 //! driven by Playwright's `playwright-core` (tests/browser/serve_ui.js; scripts/test.sh
 //! installs the pinned version under target/browser-node). The store is the one
 //! `otelprof demo` writes with real JVMs and the real agent (shop 1.0 and 2.0, traces,

@@ -1,5 +1,5 @@
 //! `otelprof serve` as a real process fed by real JVMs with the agent: the UI's JSON answers
-//! agree with what the CLI prints for the same selection (one engine, issue 16 point 3), and
+//! agree with what the CLI prints for the same selection (one engine answers both), and
 //! the UI keeps the receiver's security rules.
 
 use std::io::{Read as _, Write as _};

@@ -1,5 +1,5 @@
-//! Protobuf conformance of otelprof's OTLP decoder, measured against the official parser (issue
-//! 15, point 5): thousands of mutated valid requests go to `otlp::check_request` (what the
+//! Protobuf conformance of otelprof's OTLP decoder, measured against the official parser:
+//! thousands of mutated valid requests go to `otlp::check_request` (what the
 //! receiver runs on every request) and to Google's protobuf for Python (its upb parser, on the
 //! generated classes of PyPI `opentelemetry-proto`, via tests/python/otlp_verdicts.py: one
 //! process for all cases), and their verdicts are compared.
