@@ -2,7 +2,8 @@
 //! replies, a stop that leaves nothing running, start again with other options, an agent
 //! started by `-agentpath` taking the same verbs, a second copy of the library refused, and a
 //! late start as accurate as an early one. Every request goes through
-//! [`otelprof_tests::attach_load`] (the JDK's `jcmd JVMTI.agent_load` for now).
+//! [`otelprof_tests::attach_load`] (the `JVMTI.agent_load` diagnostic command, sent by
+//! `otelprof attach PID jcmd`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
