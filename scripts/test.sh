@@ -19,13 +19,13 @@ fi
 if ! command -v openssl >/dev/null 2>&1; then
   apt_install openssl
 fi
-# `otelprof attach`'s tests (tests/tests/attach_cli.rs, as root) run JVMs in their own mount
+# `otelprof attach`'s tests (tests/tests/attach/cli.rs, as root) run JVMs in their own mount
 # and pid namespaces (unshare) and as the user nobody (setpriv): util-linux.
 if ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
   apt_install util-linux
 fi
 
-# The web UI's browser test (tests/tests/serve_browser.rs) drives that Chromium with
+# The web UI's browser test (tests/tests/serve/browser.rs) drives that Chromium with
 # Playwright's playwright-core from npm, pinned in tests/browser/package.json and installed
 # under the target directory (never committed; reinstalled when the pin changes; no browser
 # download: it uses /usr/bin/chromium).

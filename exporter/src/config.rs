@@ -193,34 +193,76 @@ impl OtlpConfig {
         lookup: impl Fn(&str) -> Option<String>,
         agent: &AgentOtlpOptions,
     ) -> Result<Option<OtlpConfig>, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        // The first of (specific, generic) that is set, with the name it came from.
-        let pick = |specific: &'static str, generic: &'static str| {
-            get(specific)
-                .map(|v| (specific, v))
-                .or_else(|| get(generic).map(|v| (generic, v)))
-        };
-
+        let settings = Settings(lookup);
         let protocol = match agent.protocol {
             Some(p) => p,
-            None => match pick(env::PROFILES_PROTOCOL, env::PROTOCOL) {
-                Some((var, v)) => Protocol::parse(&v).ok_or(ConfigError::BadProtocol {
-                    var,
-                    value: v.clone(),
-                })?,
-                // The OTel specification's default.
-                None => Protocol::HttpProtobuf,
-            },
+            None => settings.protocol()?,
         };
+        let Some((profiles_endpoint, metrics_endpoint)) = settings.endpoints(agent, protocol)?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(OtlpConfig {
+            protocol,
+            profiles_endpoint,
+            metrics_endpoint,
+            headers: settings.headers()?,
+            timeout: settings.timeout()?,
+            compression: settings.compression()?,
+            certificate: settings
+                .pick(env::PROFILES_CERTIFICATE, env::CERTIFICATE)
+                .map(|(_, path)| PathBuf::from(path.trim())),
+            queue_bytes: DEFAULT_QUEUE_BYTES,
+            retry_budget: DEFAULT_RETRY_BUDGET,
+        }))
+    }
+}
 
+/// The environment as [`OtlpConfig::resolve`] reads it, through its lookup function.
+struct Settings<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Settings<F> {
+    /// The variable `name`, when it is set and not blank.
+    fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// The first of (specific, generic) that is set, with the name it came from.
+    fn pick(
+        &self,
+        specific: &'static str,
+        generic: &'static str,
+    ) -> Option<(&'static str, String)> {
+        self.get(specific)
+            .map(|v| (specific, v))
+            .or_else(|| self.get(generic).map(|v| (generic, v)))
+    }
+
+    fn protocol(&self) -> Result<Protocol, ConfigError> {
+        match self.pick(env::PROFILES_PROTOCOL, env::PROTOCOL) {
+            Some((var, v)) => Protocol::parse(&v).ok_or(ConfigError::BadProtocol {
+                var,
+                value: v.clone(),
+            }),
+            // The OTel specification's default.
+            None => Ok(Protocol::HttpProtobuf),
+        }
+    }
+
+    /// Where profiles go and where the agent's metrics go; `None` when no endpoint is set.
+    fn endpoints(
+        &self,
+        agent: &AgentOtlpOptions,
+        protocol: Protocol,
+    ) -> Result<Option<(String, Option<String>)>, ConfigError> {
         // Endpoint: the agent's base URL, else the profiles URL (used as is), else the
         // generic base URL.
         let base = agent
             .endpoint
             .clone()
             .map(|e| ("endpoint=", e))
-            .or_else(|| get(env::ENDPOINT).map(|e| (env::ENDPOINT, e)));
-        let specific = get(env::PROFILES_ENDPOINT);
+            .or_else(|| self.get(env::ENDPOINT).map(|e| (env::ENDPOINT, e)));
+        let specific = self.get(env::PROFILES_ENDPOINT);
         let profiles_endpoint = match (&agent.endpoint, specific, &base) {
             (None, Some(url), _) => {
                 check_url(env::PROFILES_ENDPOINT, &url)?;
@@ -233,10 +275,12 @@ impl OtlpConfig {
             (_, None, None) | (Some(_), _, None) => return Ok(None),
         };
 
-        let metrics_off = get(env::METRICS_EXPORTER).is_some_and(|v| v.trim() == "none");
+        let metrics_off = self
+            .get(env::METRICS_EXPORTER)
+            .is_some_and(|v| v.trim() == "none");
         let metrics_endpoint = if metrics_off {
             None
-        } else if let Some(url) = get(env::METRICS_ENDPOINT) {
+        } else if let Some(url) = self.get(env::METRICS_ENDPOINT) {
             check_url(env::METRICS_ENDPOINT, &url)?;
             Some(url.trim().to_owned())
         } else if let Some((_, url)) = &base {
@@ -249,46 +293,42 @@ impl OtlpConfig {
                 HTTP_METRICS_PATH,
             ))
         };
+        Ok(Some((profiles_endpoint, metrics_endpoint)))
+    }
 
-        let headers = match pick(env::PROFILES_HEADERS, env::HEADERS) {
+    fn headers(&self) -> Result<Vec<(String, String)>, ConfigError> {
+        match self.pick(env::PROFILES_HEADERS, env::HEADERS) {
             Some((var, v)) => {
-                parse_key_values(&v).map_err(|entry| ConfigError::BadHeaders { var, entry })?
+                parse_key_values(&v).map_err(|entry| ConfigError::BadHeaders { var, entry })
             }
-            None => Vec::new(),
-        };
-        let timeout = match pick(env::PROFILES_TIMEOUT, env::TIMEOUT) {
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn timeout(&self) -> Result<Duration, ConfigError> {
+        match self.pick(env::PROFILES_TIMEOUT, env::TIMEOUT) {
             Some((var, v)) => v
                 .trim()
                 .parse::<u64>()
                 .ok()
                 .filter(|ms| *ms > 0)
                 .map(Duration::from_millis)
-                .ok_or(ConfigError::BadTimeout { var, value: v })?,
-            None => DEFAULT_TIMEOUT,
-        };
-        let compression = match pick(env::PROFILES_COMPRESSION, env::COMPRESSION) {
+                .ok_or(ConfigError::BadTimeout { var, value: v }),
+            None => Ok(DEFAULT_TIMEOUT),
+        }
+    }
+
+    fn compression(&self) -> Result<Compression, ConfigError> {
+        match self.pick(env::PROFILES_COMPRESSION, env::COMPRESSION) {
             Some((var, v)) => match v.trim() {
-                "gzip" => Compression::Gzip,
-                "none" => Compression::None,
-                _ => return Err(ConfigError::BadCompression { var, value: v }),
+                "gzip" => Ok(Compression::Gzip),
+                "none" => Ok(Compression::None),
+                _ => Err(ConfigError::BadCompression { var, value: v }),
             },
             // Profiles compress 3-5x and every OTLP receiver accepts gzip; the SDKs' default
             // (none) would send several times the bytes.
-            None => Compression::Gzip,
-        };
-        let certificate = pick(env::PROFILES_CERTIFICATE, env::CERTIFICATE)
-            .map(|(_, path)| PathBuf::from(path.trim()));
-        Ok(Some(OtlpConfig {
-            protocol,
-            profiles_endpoint,
-            metrics_endpoint,
-            headers,
-            timeout,
-            compression,
-            certificate,
-            queue_bytes: DEFAULT_QUEUE_BYTES,
-            retry_budget: DEFAULT_RETRY_BUDGET,
-        }))
+            None => Ok(Compression::Gzip),
+        }
     }
 }
 

@@ -21,11 +21,12 @@ use crate::config::OtlpConfig;
 use crate::error::{ExportError, StartError};
 use crate::export_counters::ExportCounters;
 use crate::logger::{LogLevel, Logger};
+use crate::queue::Item;
 use crate::retry::{
     classify, spends_retry_budget, Backoff, Disposition, BACKOFF_INITIAL, BACKOFF_MAX,
 };
 use crate::self_metrics::{CounterSource, SelfMetrics};
-use crate::transport::{HttpClient, Transport};
+use crate::transport::{HttpClient, Sent, Transport};
 
 /// What the handle and the export thread share.
 pub(crate) struct SharedState {
@@ -131,7 +132,9 @@ fn thread_main(
         match setup {
             Ok((transport, metrics)) => {
                 let _ = ready.send(Ok(()));
-                run(&config, &shared, transport, metrics, metrics_interval).await;
+                ExportLoop::new(&config, &shared, transport, metrics, metrics_interval)
+                    .run()
+                    .await;
             }
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -153,211 +156,296 @@ struct Outage {
     kinds: HashSet<String>,
 }
 
-async fn run(
-    config: &OtlpConfig,
-    shared: &SharedState,
-    mut transport: Transport,
+/// The export loop: the queue drained in order through `transport`, one request at a time,
+/// with the backoff, the outage and what has been logged, and the agent's own metrics
+/// exported on their schedule.
+struct ExportLoop<'a> {
+    config: &'a OtlpConfig,
+    shared: &'a SharedState,
+    transport: Transport,
     metrics: Option<SelfMetrics>,
     metrics_interval: Duration,
-) {
-    let log = |level: LogLevel, msg: &str| (shared.log)(level, msg);
-    let c = &shared.counters;
-    let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX, jitter_seed());
-    let mut outage: Option<Outage> = None;
-    let mut rejected_kinds: HashSet<String> = HashSet::new();
-    let mut exhausted_kinds: HashSet<String> = HashSet::new();
-    let mut failing: Option<Failing> = None;
-    let mut partial_logged: HashSet<String> = HashSet::new();
-    let metrics_interval = metrics_interval.max(Duration::from_millis(100));
-    let mut next_metrics = tokio::time::Instant::now() + metrics_interval;
-    let mut metrics_failing = false;
-    let deadline = || *shared.deadline.lock().unwrap_or_else(|p| p.into_inner());
+    next_metrics: tokio::time::Instant,
+    metrics_failing: bool,
+    backoff: Backoff,
+    outage: Option<Outage>,
+    /// Kinds of permanent rejection logged (once each for the whole run).
+    rejected_kinds: HashSet<String>,
+    /// Kinds of failure logged when a request's retry budget ran out.
+    exhausted_kinds: HashSet<String>,
+    failing: Option<Failing>,
+    /// Messages of partial successes logged.
+    partial_logged: HashSet<String>,
+}
 
-    loop {
-        let d = deadline();
-        if let Some(d) = d {
-            if c.queue.is_empty() || Instant::now() >= d {
-                break;
+impl<'a> ExportLoop<'a> {
+    fn new(
+        config: &'a OtlpConfig,
+        shared: &'a SharedState,
+        transport: Transport,
+        metrics: Option<SelfMetrics>,
+        metrics_interval: Duration,
+    ) -> ExportLoop<'a> {
+        let metrics_interval = metrics_interval.max(Duration::from_millis(100));
+        ExportLoop {
+            config,
+            shared,
+            transport,
+            metrics,
+            metrics_interval,
+            next_metrics: tokio::time::Instant::now() + metrics_interval,
+            metrics_failing: false,
+            backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX, jitter_seed()),
+            outage: None,
+            rejected_kinds: HashSet::new(),
+            exhausted_kinds: HashSet::new(),
+            failing: None,
+            partial_logged: HashSet::new(),
+        }
+    }
+
+    /// Exports until shutdown: when the deadline set at shutdown passes, or the queue is
+    /// empty after it was set. Then exports the metrics a last time.
+    async fn run(mut self) {
+        let c = &self.shared.counters;
+        loop {
+            let d = self.deadline();
+            if let Some(d) = d {
+                if c.queue.is_empty() || Instant::now() >= d {
+                    break;
+                }
+            }
+            if d.is_none() {
+                self.export_metrics_when_due().await;
+            }
+            let Some(item) = c.queue.peek() else {
+                self.wait_for_work().await;
+                continue;
+            };
+            let limit = match d {
+                Some(d) => self
+                    .config
+                    .timeout
+                    .min(d.saturating_duration_since(Instant::now())),
+                None => self.config.timeout,
+            };
+            c.attempts.fetch_add(1, Relaxed);
+            let sent = self.transport.send(item.bytes.clone());
+            let result = match tokio::time::timeout(limit, sent).await {
+                Ok(r) => r,
+                Err(_) => Err(ExportError::Timeout(limit)),
+            };
+            match result {
+                Ok(sent) => self.sent(&item, sent),
+                Err(error) => {
+                    if let Some(wait) = self.failed(&item, &error) {
+                        self.back_off(wait).await;
+                    }
+                }
             }
         }
-        if let Some(m) = &metrics {
-            if d.is_none() && tokio::time::Instant::now() >= next_metrics {
-                next_metrics += metrics_interval;
-                export_metrics(m, config.timeout, c, &mut metrics_failing, shared).await;
+        if let Some(m) = &self.metrics {
+            // The final collection: short runs report their counters too.
+            let left = Duration::from_secs(1).min(self.config.timeout);
+            export_metrics(m, left, c, &mut self.metrics_failing, self.shared).await;
+        }
+        c.unsent_at_exit.fetch_add(c.queue.len() as u64, Relaxed);
+    }
+
+    fn log(&self, level: LogLevel, msg: &str) {
+        (self.shared.log)(level, msg)
+    }
+
+    /// The deadline shutdown set, if it has begun.
+    fn deadline(&self) -> Option<Instant> {
+        *self
+            .shared
+            .deadline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Exports the agent's metrics when their time has come.
+    async fn export_metrics_when_due(&mut self) {
+        if let Some(m) = &self.metrics {
+            if tokio::time::Instant::now() >= self.next_metrics {
+                self.next_metrics += self.metrics_interval;
+                let c = &self.shared.counters;
+                let timeout = self.config.timeout;
+                export_metrics(m, timeout, c, &mut self.metrics_failing, self.shared).await;
             }
         }
-        let Some(item) = c.queue.peek() else {
-            if metrics.is_some() {
-                tokio::select! {
-                    _ = shared.wake.notified() => {}
-                    _ = shared.stop.notified() => {}
-                    _ = tokio::time::sleep_until(next_metrics) => {}
-                }
-            } else {
-                tokio::select! {
-                    _ = shared.wake.notified() => {}
-                    _ = shared.stop.notified() => {}
-                }
-            }
-            continue;
-        };
+    }
 
-        let limit = match d {
-            Some(d) => config
-                .timeout
-                .min(d.saturating_duration_since(Instant::now())),
-            None => config.timeout,
-        };
-        c.attempts.fetch_add(1, Relaxed);
-        let result = match tokio::time::timeout(limit, transport.send(item.bytes.clone())).await {
-            Ok(r) => r,
-            Err(_) => Err(ExportError::Timeout(limit)),
-        };
-        let error = match result {
-            Ok(sent) => {
-                c.queue.remove(item.seq);
-                failing = None;
-                c.sent.fetch_add(1, Relaxed);
-                c.bytes_sent.fetch_add(item.bytes.len() as u64, Relaxed);
-                backoff.reset();
-                // Rejections stay logged once per kind for the whole run (then counted), even
-                // with sends between them: a refused burst every few periods is one line.
-                if shared.queue_full_logged.swap(false, Relaxed) || outage.is_some() {
-                    let o = outage.take();
-                    log(
-                        LogLevel::Info,
+    /// Waits for work queued, shutdown, or the metrics' next time.
+    async fn wait_for_work(&self) {
+        let shared = self.shared;
+        if self.metrics.is_some() {
+            tokio::select! {
+                _ = shared.wake.notified() => {}
+                _ = shared.stop.notified() => {}
+                _ = tokio::time::sleep_until(self.next_metrics) => {}
+            }
+        } else {
+            tokio::select! {
+                _ = shared.wake.notified() => {}
+                _ = shared.stop.notified() => {}
+            }
+        }
+    }
+
+    /// `item` went: it leaves the queue, the backoff starts again, a recovery is logged
+    /// once, and a partial success once per message.
+    fn sent(&mut self, item: &Item, sent: Sent) {
+        let c = &self.shared.counters;
+        c.queue.remove(item.seq);
+        self.failing = None;
+        c.sent.fetch_add(1, Relaxed);
+        c.bytes_sent.fetch_add(item.bytes.len() as u64, Relaxed);
+        self.backoff.reset();
+        // Rejections stay logged once per kind for the whole run (then counted), even
+        // with sends between them: a refused burst every few periods is one line.
+        if self.shared.queue_full_logged.swap(false, Relaxed) || self.outage.is_some() {
+            let o = self.outage.take();
+            self.log(
+                LogLevel::Info,
+                &format!(
+                    "profiles reach {} again{}; {} profiles dropped so far (queue bound)",
+                    self.shared.endpoint,
+                    o.map(|o| format!(
+                        " after {} failed attempts over {:.0?}",
+                        o.failures,
+                        o.since.elapsed()
+                    ))
+                    .unwrap_or_default(),
+                    c.queue.counters.dropped_items.load(Relaxed),
+                ),
+            );
+        }
+        if let Some(p) = sent.response.partial_success {
+            if p.rejected_profiles > 0 || !p.error_message.is_empty() {
+                c.partially_rejected
+                    .fetch_add(p.rejected_profiles.max(0) as u64, Relaxed);
+                if self.partial_logged.insert(p.error_message.clone()) {
+                    self.log(
+                        LogLevel::Warn,
                         &format!(
-                            "profiles reach {} again{}; {} profiles dropped so far (queue bound)",
-                            shared.endpoint,
-                            o.map(|o| format!(
-                                " after {} failed attempts over {:.0?}",
-                                o.failures,
-                                o.since.elapsed()
-                            ))
-                            .unwrap_or_default(),
-                            c.queue.counters.dropped_items.load(Relaxed),
+                            "{} accepted an export partially: {} profiles rejected: {}",
+                            self.shared.endpoint, p.rejected_profiles, p.error_message
                         ),
                     );
                 }
-                if let Some(p) = sent.response.partial_success {
-                    if p.rejected_profiles > 0 || !p.error_message.is_empty() {
-                        c.partially_rejected
-                            .fetch_add(p.rejected_profiles.max(0) as u64, Relaxed);
-                        if partial_logged.insert(p.error_message.clone()) {
-                            log(
-                                LogLevel::Warn,
-                                &format!(
-                                    "{} accepted an export partially: {} profiles rejected: {}",
-                                    shared.endpoint, p.rejected_profiles, p.error_message
-                                ),
-                            );
-                        }
-                    }
-                }
-                continue;
             }
-            Err(e) => e,
-        };
+        }
+    }
+
+    /// `item` failed with `error`: drops it when the server rejected it for good or its
+    /// retry budget is spent (`None`), else returns how long to wait before trying again.
+    fn failed(&mut self, item: &Item, error: &ExportError) -> Option<Duration> {
+        let c = &self.shared.counters;
         let failure = error.failure();
         let disposition = classify(&failure);
         if disposition != Disposition::Permanent && spends_retry_budget(&failure) {
-            let since = match &failing {
+            let since = match &self.failing {
                 Some(f) if f.seq == item.seq => f.since,
                 _ => Instant::now(),
             };
-            failing = Some(Failing {
+            self.failing = Some(Failing {
                 seq: item.seq,
                 since,
             });
-            if since.elapsed() >= config.retry_budget {
+            if since.elapsed() >= self.config.retry_budget {
                 // Its retry budget is spent: drop it so that the newer ones go. The backoff
                 // is kept, so a server failing every request is not hammered.
                 c.queue.remove(item.seq);
                 c.retries_exhausted.fetch_add(1, Relaxed);
-                failing = None;
-                if exhausted_kinds.insert(error.kind()) {
-                    log(
+                self.failing = None;
+                if self.exhausted_kinds.insert(error.kind()) {
+                    self.log(
                         LogLevel::Warn,
                         &format!(
                             "{} still failed a profile after {:.0?} of retries ({error}); it is dropped so that the newer ones can go",
-                            shared.endpoint,
+                            self.shared.endpoint,
                             since.elapsed()
                         ),
                     );
                 }
-                continue;
+                return None;
             }
         }
         let wait = match disposition {
             Disposition::Permanent => {
                 c.queue.remove(item.seq);
-                failing = None;
+                self.failing = None;
                 c.permanent.fetch_add(1, Relaxed);
-                if rejected_kinds.insert(error.kind()) {
-                    log(
+                if self.rejected_kinds.insert(error.kind()) {
+                    self.log(
                         LogLevel::Warn,
                         &format!(
                             "{} rejected a profile ({error}); it is dropped, not retried",
-                            shared.endpoint
+                            self.shared.endpoint
                         ),
                     );
                 }
-                continue;
+                return None;
             }
             Disposition::Retry => {
                 c.retryable.fetch_add(1, Relaxed);
-                backoff.next_delay()
+                self.backoff.next_delay()
             }
             Disposition::Throttled(d) => {
                 c.throttled.fetch_add(1, Relaxed);
                 d
             }
         };
-        let o = outage.get_or_insert_with(|| Outage {
+        self.note_outage(error, wait);
+        Some(wait)
+    }
+
+    /// Counts a failure of the outage, and logs it: the first kind of failure as a warning,
+    /// other new kinds as information, repeats at debug level only.
+    fn note_outage(&mut self, error: &ExportError, wait: Duration) {
+        let o = self.outage.get_or_insert_with(|| Outage {
             since: Instant::now(),
             failures: 0,
             kinds: HashSet::new(),
         });
         o.failures += 1;
-        if o.kinds.insert(error.kind()) {
-            let level = if o.kinds.len() == 1 {
+        let (new_kind, first_kind) = (o.kinds.insert(error.kind()), o.kinds.len() == 1);
+        let endpoint = &self.shared.endpoint;
+        if new_kind {
+            let level = if first_kind {
                 LogLevel::Warn
             } else {
                 LogLevel::Info
             };
-            log(
+            let limit = self.shared.counters.queue.limit() as u64;
+            self.log(
                 level,
                 &format!(
-                    "cannot export profiles to {} ({error}); retrying with backoff, keeping at most {} (oldest dropped)",
-                    shared.endpoint,
-                    crate::config::format_size(c.queue.limit() as u64)
+                    "cannot export profiles to {endpoint} ({error}); retrying with backoff, keeping at most {} (oldest dropped)",
+                    crate::config::format_size(limit)
                 ),
             );
         } else {
-            log(
+            self.log(
                 LogLevel::Debug,
-                &format!(
-                    "export to {} failed again ({error}); next try in {wait:.1?}",
-                    shared.endpoint
-                ),
+                &format!("export to {endpoint} failed again ({error}); next try in {wait:.1?}"),
             );
         }
-        let wait = match deadline() {
+    }
+
+    /// Waits `wait` before the next try, no longer than the shutdown deadline allows.
+    async fn back_off(&self, wait: Duration) {
+        let wait = match self.deadline() {
             Some(d) => wait.min(d.saturating_duration_since(Instant::now())),
             None => wait,
         };
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = shared.stop.notified() => {}
+            _ = self.shared.stop.notified() => {}
         }
     }
-
-    if let Some(m) = &metrics {
-        // The final collection: short runs report their counters too.
-        let left = Duration::from_secs(1).min(config.timeout);
-        export_metrics(m, left, c, &mut metrics_failing, shared).await;
-    }
-    c.unsent_at_exit.fetch_add(c.queue.len() as u64, Relaxed);
 }
 
 async fn export_metrics(

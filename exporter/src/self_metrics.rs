@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::metrics::{Meter, MeterProvider as _};
 use opentelemetry::KeyValue;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -159,13 +159,61 @@ fn register_instruments(
     export: Arc<ExportCounters>,
 ) {
     let meter = provider.meter("otelprof");
-    let s = source.clone();
+    register_sampler_instruments(&meter, source);
+    register_export_instruments(&meter, export);
+}
+
+/// A counter of what `read` returns at each collection.
+fn counter(
+    meter: &Meter,
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    read: impl Fn() -> u64 + Send + Sync + 'static,
+) {
     meter
-        .u64_observable_counter(names::SAMPLES)
-        .with_description("Signals that produced a CPU sample")
-        .with_unit("{sample}")
-        .with_callback(move |o| o.observe(s().samples, &[]))
+        .u64_observable_counter(name)
+        .with_description(description)
+        .with_unit(unit)
+        .with_callback(move |o| o.observe(read(), &[]))
         .build();
+}
+
+/// A counter with one series per value of attribute `key`: what `read` returns at each
+/// collection, `(value, count)` pairs.
+fn counter_by<I>(
+    meter: &Meter,
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    key: &'static str,
+    read: impl Fn() -> I + Send + Sync + 'static,
+) where
+    I: IntoIterator<Item = (&'static str, u64)>,
+{
+    meter
+        .u64_observable_counter(name)
+        .with_description(description)
+        .with_unit(unit)
+        .with_callback(move |o| {
+            for (value, n) in read() {
+                o.observe(n, &[KeyValue::new(key, value)]);
+            }
+        })
+        .build();
+}
+
+/// The sampler's instruments: samples, the CPU time they stand for, drops and failed walks
+/// by reason, truncated stacks, samples with a span, and the CPU utilization they show.
+fn register_sampler_instruments(meter: &Meter, source: CounterSource) {
+    let s = source.clone();
+    counter(
+        meter,
+        names::SAMPLES,
+        "Signals that produced a CPU sample",
+        "{sample}",
+        move || s().samples,
+    );
     let s = source.clone();
     meter
         .f64_observable_counter(names::SAMPLED_CPU)
@@ -177,51 +225,52 @@ fn register_instruments(
         })
         .build();
     let s = source.clone();
-    meter
-        .u64_observable_counter(names::DROPPED)
-        .with_description("Samples the agent could not record, by reason")
-        .with_unit("{sample}")
-        .with_callback(move |o| {
-            for (reason, n) in s().dropped {
-                o.observe(n, &[KeyValue::new("reason", reason)]);
-            }
-        })
-        .build();
+    counter_by(
+        meter,
+        names::DROPPED,
+        "Samples the agent could not record, by reason",
+        "{sample}",
+        "reason",
+        move || s().dropped,
+    );
     let s = source.clone();
-    meter
-        .u64_observable_counter(names::FAILED_WALKS)
-        .with_description("Stack walks that failed (recorded as pseudo-frames), by reason")
-        .with_unit("{sample}")
-        .with_callback(move |o| {
-            for (reason, n) in s().failed_walks {
-                o.observe(n, &[KeyValue::new("reason", reason)]);
-            }
-        })
-        .build();
+    counter_by(
+        meter,
+        names::FAILED_WALKS,
+        "Stack walks that failed (recorded as pseudo-frames), by reason",
+        "{sample}",
+        "reason",
+        move || s().failed_walks,
+    );
     let s = source.clone();
-    meter
-        .u64_observable_counter(names::TRUNCATED)
-        .with_description("Stacks cut at the depth limit")
-        .with_unit("{sample}")
-        .with_callback(move |o| o.observe(s().truncated, &[]))
-        .build();
+    counter(
+        meter,
+        names::TRUNCATED,
+        "Stacks cut at the depth limit",
+        "{sample}",
+        move || s().truncated,
+    );
     let s = source.clone();
-    meter
-        .u64_observable_counter(names::WITH_SPAN)
-        .with_description("Samples taken while the thread worked for a span")
-        .with_unit("{sample}")
-        .with_callback(move |o| o.observe(s().samples_with_span, &[]))
-        .build();
-    // CPU seen by the sampler per second of wall time since the previous collection, in
-    // cores (1.0 = one core busy): the rate users compare with their CPU metrics.
-    let s = source;
+    counter(
+        meter,
+        names::WITH_SPAN,
+        "Samples taken while the thread worked for a span",
+        "{sample}",
+        move || s().samples_with_span,
+    );
+    register_cpu_utilization(meter, source);
+}
+
+/// CPU seen by the sampler per second of wall time since the previous collection, in cores
+/// (1.0 = one core busy): the rate users compare with their CPU metrics.
+fn register_cpu_utilization(meter: &Meter, source: CounterSource) {
     let last: Mutex<Option<(u64, Instant)>> = Mutex::new(None);
     meter
         .f64_observable_gauge(names::CPU_UTILIZATION)
         .with_description("CPU used by the profiled threads as seen by the sampler, in cores")
         .with_unit("1")
         .with_callback(move |o| {
-            let c = s();
+            let c = source();
             let now = Instant::now();
             let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((intervals, at)) = *last {
@@ -235,43 +284,45 @@ fn register_instruments(
             *last = Some((c.sampled_intervals, now));
         })
         .build();
+}
 
+/// The exporter's instruments: requests sent, failures by what happened next, bytes
+/// accepted, profiles dropped by reason, and the queue's size.
+fn register_export_instruments(meter: &Meter, export: Arc<ExportCounters>) {
     let e = export.clone();
-    meter
-        .u64_observable_counter(names::EXPORT_ATTEMPTS)
-        .with_description("Profile export requests sent")
-        .with_unit("{request}")
-        .with_callback(move |o| o.observe(e.attempts(), &[]))
-        .build();
+    counter(
+        meter,
+        names::EXPORT_ATTEMPTS,
+        "Profile export requests sent",
+        "{request}",
+        move || e.attempts(),
+    );
     let e = export.clone();
-    meter
-        .u64_observable_counter(names::EXPORT_FAILURES)
-        .with_description("Profile export requests that failed, by what happened next")
-        .with_unit("{request}")
-        .with_callback(move |o| {
-            for (kind, n) in e.failures() {
-                o.observe(n, &[KeyValue::new("disposition", kind)]);
-            }
-        })
-        .build();
+    counter_by(
+        meter,
+        names::EXPORT_FAILURES,
+        "Profile export requests that failed, by what happened next",
+        "{request}",
+        "disposition",
+        move || e.failures(),
+    );
     let e = export.clone();
-    meter
-        .u64_observable_counter(names::EXPORT_BYTES)
-        .with_description("Encoded profile bytes accepted by the receiver (before compression)")
-        .with_unit("By")
-        .with_callback(move |o| o.observe(e.bytes_sent(), &[]))
-        .build();
+    counter(
+        meter,
+        names::EXPORT_BYTES,
+        "Encoded profile bytes accepted by the receiver (before compression)",
+        "By",
+        move || e.bytes_sent(),
+    );
     let e = export.clone();
-    meter
-        .u64_observable_counter(names::EXPORT_DROPPED)
-        .with_description("Profiles dropped before delivery, by reason")
-        .with_unit("{profile}")
-        .with_callback(move |o| {
-            for (reason, n) in e.dropped() {
-                o.observe(n, &[KeyValue::new("reason", reason)]);
-            }
-        })
-        .build();
+    counter_by(
+        meter,
+        names::EXPORT_DROPPED,
+        "Profiles dropped before delivery, by reason",
+        "{profile}",
+        "reason",
+        move || e.dropped(),
+    );
     let e = export;
     meter
         .u64_observable_gauge(names::QUEUE_BYTES)

@@ -4,7 +4,7 @@
 //! permanent rejection (gRPC INVALID_ARGUMENT) is dropped at once; an endpoint that cannot
 //! be reached at all does not spend the budget. The servers tell the requests apart by size,
 //! the way a receiver with a size limit does. The agent end to end, against `otelprof
-//! receive`, is in tests/tests/hostile_receiver.rs.
+//! receive`, is in tests/tests/hostile/receiver.rs.
 // clippy.toml lets #[test] functions unwrap; this file's helpers are not tests to clippy.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

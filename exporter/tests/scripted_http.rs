@@ -1,7 +1,7 @@
 //! The export thread against a scripted HTTP endpoint on loopback (a mock, in the manner of
 //! opentelemetry-rust's tests): it retries 503, waits out 429 + Retry-After, drops a profile
 //! on 400 without retrying, and a shutdown returns within its bound when nobody listens.
-//! The real receivers (the official Python classes) are exercised in tests/tests/otlp*.rs.
+//! The real receivers (the official Python classes) are exercised in tests/tests/otlp/.
 // clippy.toml lets #[test] functions unwrap; this file's helpers (serve, config) are not
 // tests to clippy, hence the crate-level allow.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

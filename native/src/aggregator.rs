@@ -23,12 +23,13 @@ use crate::jvm::symbols::Symbols;
 use crate::kinds::{SampleKind, ThreadState};
 use crate::sampling::event_sample::STACK_TRACE_FAILED;
 use crate::sampling::os;
+use crate::sampling::own_threads;
 use crate::sampling::sample_buffer::Record;
 use crate::sampling::signal_handler::{self, Sampler, NOT_A_JAVA_THREAD};
-use crate::sampling::thread_registry;
 use crate::sampling::thread_roles::ThreadRole;
 use crate::stats::{self, COUNTERS};
 use crate::sys::ticks;
+use crate::threads::thread_registry;
 
 /// Set once a failed OTLP submission has been reported (one line per problem).
 static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
@@ -97,7 +98,7 @@ impl Aggregator {
         let theirs = mailbox.clone();
         let worker = crate::worker::Worker::spawn("otelprof-aggregator", move |control| {
             let tid = os::gettid();
-            thread_registry::add_own_tid(tid);
+            own_threads::add_own_tid(tid);
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 run(config, &control, &theirs)
             }));
@@ -105,7 +106,7 @@ impl Aggregator {
                 signal_handler::set_active(false);
                 log_error!("internal error in the aggregator thread; profiling stopped");
             }
-            thread_registry::remove_own_tid(tid);
+            own_threads::remove_own_tid(tid);
             crate::worker::mark_done(&control);
         })?;
         Ok(Aggregator { worker, mailbox })
@@ -405,7 +406,7 @@ impl Lane {
     /// there to be named. Read off the signal handler: it opens a file.
     fn unknown_thread(&mut self, tid: i32) -> &(ThreadRole, String) {
         self.unknown_threads.entry(tid).or_insert_with(|| {
-            match crate::sampling::process_threads::name(tid) {
+            match crate::threads::process_threads::name(tid) {
                 Some(name) => (ThreadRole::of_name(&name), name),
                 None => (ThreadRole::Java, String::new()),
             }

@@ -16,7 +16,7 @@ use crate::context::record::{ContextRecord, RECORDS, RECORD_SIZE};
 use crate::context::tls;
 use crate::ffi::guard;
 use crate::sampling::os::gettid;
-use crate::sampling::thread_registry;
+use crate::threads::thread_registry;
 
 /// Layout of the record, checked by the shim before it writes anything:
 /// `RECORD_SIZE << 32 | offset of local_root_span_id << 16 | offset of samples`
@@ -94,7 +94,7 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
         unsafe { tls::publish(record) };
         // Kept in the thread's JVMTI storage too: when profiling stops and starts again the
         // table is rebuilt, and the thread, which goes on writing this record, is found with
-        // it (crate::sampling::running_threads).
+        // it (crate::threads::running_threads).
         if let Some(jvmti) = crate::jvm::jvmti::agent_env() {
             // SAFETY: null names the calling (platform) thread; the value is a pool record.
             let _ =
@@ -106,7 +106,7 @@ unsafe fn register_current_thread(env: *mut JNIEnv) -> jobject {
 }
 
 /// `ByteBuffer registerVirtualThread0()`: like `registerThread0`, for a virtual thread: the
-/// record is the virtual thread's own and follows it across carriers (see `sampling::virtual_threads`).
+/// record is the virtual thread's own and follows it across carriers (see `threads::virtual_threads`).
 ///
 /// # Safety
 /// Called by the JVM on a virtual thread with its JNIEnv.
@@ -120,7 +120,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerVirtua
         std::ptr::null_mut(),
         || {
             if !crate::sampling::signal_handler::is_active()
-                || !crate::sampling::virtual_threads::enabled()
+                || !crate::threads::virtual_threads::enabled()
             {
                 return std::ptr::null_mut();
             }
@@ -128,7 +128,7 @@ pub unsafe extern "system" fn Java_otelprof_internal_NativeBridge_registerVirtua
                 return std::ptr::null_mut();
             };
             // SAFETY: called on the virtual thread itself.
-            let record = unsafe { crate::sampling::virtual_threads::register_current(&jvmti) };
+            let record = unsafe { crate::threads::virtual_threads::register_current(&jvmti) };
             // SAFETY: `env` is this thread's JNIEnv; `record` is null or a pool record.
             unsafe { record_buffer(env, record) }
         },

@@ -12,6 +12,8 @@
 //!   `log`, `ffi` (no panic crosses into the JVM), `stats` (the agent's counters) and
 //!   `worker` (start and stop of the agent's own threads);
 //! - `sampling`: timers, the SIGPROF handler, the thread table, the sample buffer;
+//! - `threads`: which threads are sampled: Java threads registered at ThreadStart, those
+//!   already running at a late start, virtual threads, and the scan for the rest;
 //! - `engines`: wall clock, allocations, locks;
 //! - `context`: the thread-context records and the process context
 //!   (docs/context-protocol.md);
@@ -30,7 +32,7 @@
 //! appends the frames to `sampling::sample_buffer`; the `aggregator` thread names the frames
 //! (`jvm::symbols`) and writes a profile every period. The threads JVMTI does not announce
 //! (garbage collector, JIT compilers, VM thread, native libraries) are found in
-//! `/proc/self/task` by `sampling::thread_scan`, get timers too, and are recorded under one
+//! `/proc/self/task` by `threads::thread_scan`, get timers too, and are recorded under one
 //! frame naming their role (`[GC]`, `[JIT compiler]`, `[VM]`: `sampling::thread_roles`), so
 //! the CPU profile adds up to the process's CPU time.
 //!
@@ -40,10 +42,10 @@
 //! `sampling::event_sample`, naming the leaf class with `jvm::class_names`.
 //!
 //! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
-//! -> `otlp_export`, `remote`, `aggregator`, `engines` -> `sampling` -> `jvm`, `context` ->
-//! `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`, `options`,
-//! `stats`, `worker`, `kinds` and `dump_file` are leaves any layer may use. No module imports one
-//! that imports it.
+//! -> `otlp_export`, `remote`, `aggregator`, `engines` -> `threads` -> `sampling` -> `jvm`,
+//! `context` -> `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`,
+//! `options`, `stats`, `worker`, `kinds` and `dump_file` are leaves any layer may use. No
+//! module imports one that imports it.
 
 #[macro_use]
 mod log;
@@ -63,6 +65,7 @@ mod remote;
 mod sampling;
 mod stats;
 mod sys;
+mod threads;
 mod worker;
 
 use std::ffi::CStr;

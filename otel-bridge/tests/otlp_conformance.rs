@@ -1,7 +1,7 @@
 //! The OTLP decoder against the protobuf encoding rules
 //! (<https://protobuf.dev/programming-guides/encoding/>), one case per rule, as the official
 //! parser (upb, behind Google's protobuf for Python) applies them. Each case was first found by
-//! the differential test against that parser (`tests/tests/hostile_conformance`), which needs
+//! the differential test against that parser (`tests/tests/hostile/conformance`), which needs
 //! Python; these run with `cargo test -p otel-bridge`.
 //!
 //! The requests are written byte by byte from a small valid one, so that each case changes

@@ -1,4 +1,4 @@
-//! Generates the benchmark store of issue 16.4: `--hours` (24) × `--instances` (10) JVMs of a
+//! Generates a benchmark store, a day of a fleet: `--hours` (24) × `--instances` (10) JVMs of a
 //! shop service at one profile a `--period` (60 s), i.e. 14,400 CPU profiles, each of about
 //! `--stacks` (2,000) distinct stacks of 20 to 60 frames over ~700 Java methods, with six
 //! endpoints (`span_name`), eight executor threads, a fifth of the samples linked to traces,
@@ -12,7 +12,7 @@
 //!
 //!     cargo run --release -p otelprof-store --example bench_store -- --out /tmp/fleet
 //!
-//! What to measure on it (not here: the machine is shared), see the `columnar` module doc.
+//! It only generates the store; what to measure on it, and how, is in the `columnar` module doc.
 
 use std::path::PathBuf;
 

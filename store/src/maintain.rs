@@ -242,7 +242,7 @@ pub(crate) fn received_at(name: &str) -> Option<i64> {
 /// commit): the next conversion writes them again.
 fn remove_uncommitted(store: &Path, marker: Option<i64>) -> Result<(), Error> {
     let root = store.join(columnar::DIR);
-    let Ok(partitions) = columnar::read::list_partitions(&root) else {
+    let Ok(partitions) = columnar::read::partitions::list_partitions(&root) else {
         return Ok(());
     };
     for p in partitions {

@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap as FxMap;
 
 use std::sync::{Arc, Weak};
 
-use otel_bridge::model::{Dictionary, FunctionId, Link, Profile, StackId};
+use otel_bridge::model::{Dictionary, FunctionId, Link, Profile, Sample, StackId};
 use otelprof_primitives::thread_role;
 
 use crate::select::{
@@ -316,19 +316,7 @@ impl Merger {
         else {
             return false;
         };
-        let resource_group = self
-            .group_by
-            .as_deref()
-            .and_then(|k| resource_value(resource, k));
-        let group_on_samples = self.group_by.is_some() && resource_group.is_none();
-        let fixed_group = match (&self.group_by, &resource_group) {
-            (None, _) => 0,
-            (Some(_), Some(g)) => self.intern_group(g),
-            (Some(_), None) => u32::MAX,
-        };
-        if self.group_by.is_none() && self.merged.groups.is_empty() {
-            self.merged.groups.push(String::new());
-        }
+        let fixed_group = self.profile_group(resource);
 
         let mut cache = std::mem::take(&mut self.cache);
         cache.enter(profile);
@@ -355,21 +343,9 @@ impl Merger {
                 continue;
             }
             used = true;
-            let group = if group_on_samples {
-                let name = self
-                    .group_by
-                    .as_deref()
-                    .and_then(|k| sample_value(profile, sample, k))
-                    .map(SampleText::to_text);
-                match name {
-                    Some(name) => self.intern_group(&name),
-                    // A GC, JIT compiler or VM thread's CPU has no span (nor any other
-                    // label it lacks) because it runs no request code: it is grouped under
-                    // its role, not with Java code outside any span.
-                    None => self.intern_group(role_of(profile, sample.stack).unwrap_or(NO_GROUP)),
-                }
-            } else {
-                fixed_group
+            let group = match fixed_group {
+                Some(group) => group,
+                None => self.sample_group(profile, sample),
             };
             let merged = self.merged_stack(&mut cache, profile, sample.stack, group);
             if let Some(s) = self.merged.stacks.get_mut(merged) {
@@ -378,44 +354,103 @@ impl Merger {
             }
             if self.collect_spans {
                 if let Some(link) = sample.link {
-                    let stats = self.merged.spans.entry(link).or_default();
-                    stats.value += value;
-                    stats.count += count;
-                    if let Some(SampleText::Str(ep)) = sample_value(profile, sample, "span_name") {
-                        if !stats.endpoints.iter().any(|e| e == ep) {
-                            stats.endpoints.push(ep.to_owned());
-                        }
-                    }
-                    if let Some(root) = sample_value(profile, sample, "local_root_span_id") {
-                        stats.local_root_span_id = Some(root.to_text());
-                    }
-                    for &t in &sample.timestamps {
-                        stats.first = Some(stats.first.map_or(t, |f| f.min(t)));
-                        stats.last = Some(stats.last.map_or(t, |l| l.max(t)));
-                    }
-                    stats.window = Some(match stats.window {
-                        Some((a, b)) => (a.min(window.0), b.max(window.1)),
-                        None => window,
-                    });
+                    self.add_to_span(link, profile, sample, (value, count), window);
                 }
             }
         }
         self.cache = cache;
         if used {
-            self.merged.profiles_used += stands_for(profile).1;
-            self.merged.window = Some(match self.merged.window {
-                Some((a, b)) => (a.min(window.0), b.max(window.1)),
-                None => window,
-            });
-            let instance = resource_value(resource, "service.instance.id")
-                .or_else(|| resource_value(resource, "process.pid"));
-            if let Some(instance) = instance {
-                if self.instance_index.insert(instance.clone(), ()).is_none() {
-                    self.merged.instances.push(instance);
-                }
-            }
+            self.note_used(resource, profile, window);
         }
         used
+    }
+
+    /// The group every sample of a profile with `resource` goes to: none when the key the
+    /// merger groups by is not a resource attribute (each sample's own labels decide:
+    /// [`Merger::sample_group`]).
+    fn profile_group(&mut self, resource: &[opentelemetry::KeyValue]) -> Option<u32> {
+        let resource_group = self
+            .group_by
+            .as_deref()
+            .and_then(|k| resource_value(resource, k));
+        let fixed_group = match (&self.group_by, &resource_group) {
+            (None, _) => Some(0),
+            (Some(_), Some(g)) => Some(self.intern_group(g)),
+            (Some(_), None) => None,
+        };
+        if self.group_by.is_none() && self.merged.groups.is_empty() {
+            self.merged.groups.push(String::new());
+        }
+        fixed_group
+    }
+
+    /// The group of `sample` by its own label of the key the merger groups by.
+    fn sample_group(&mut self, profile: &Profile, sample: &Sample) -> u32 {
+        let name = self
+            .group_by
+            .as_deref()
+            .and_then(|k| sample_value(profile, sample, k))
+            .map(SampleText::to_text);
+        match name {
+            Some(name) => self.intern_group(&name),
+            // A GC, JIT compiler or VM thread's CPU has no span (nor any other
+            // label it lacks) because it runs no request code: it is grouped under
+            // its role, not with Java code outside any span.
+            None => self.intern_group(role_of(profile, sample.stack).unwrap_or(NO_GROUP)),
+        }
+    }
+
+    /// Adds `sample`'s share (`value`, `count`) to the statistics of the span it links to;
+    /// `window` is its profile's.
+    fn add_to_span(
+        &mut self,
+        link: Link,
+        profile: &Profile,
+        sample: &Sample,
+        (value, count): (f64, f64),
+        window: (i64, i64),
+    ) {
+        let stats = self.merged.spans.entry(link).or_default();
+        stats.value += value;
+        stats.count += count;
+        if let Some(SampleText::Str(ep)) = sample_value(profile, sample, "span_name") {
+            if !stats.endpoints.iter().any(|e| e == ep) {
+                stats.endpoints.push(ep.to_owned());
+            }
+        }
+        if let Some(root) = sample_value(profile, sample, "local_root_span_id") {
+            stats.local_root_span_id = Some(root.to_text());
+        }
+        for &t in &sample.timestamps {
+            stats.first = Some(stats.first.map_or(t, |f| f.min(t)));
+            stats.last = Some(stats.last.map_or(t, |l| l.max(t)));
+        }
+        stats.window = Some(match stats.window {
+            Some((a, b)) => (a.min(window.0), b.max(window.1)),
+            None => window,
+        });
+    }
+
+    /// Counts `profile`, some of whose samples were selected: its profiles, its `window`, its
+    /// instance.
+    fn note_used(
+        &mut self,
+        resource: &[opentelemetry::KeyValue],
+        profile: &Profile,
+        window: (i64, i64),
+    ) {
+        self.merged.profiles_used += stands_for(profile).1;
+        self.merged.window = Some(match self.merged.window {
+            Some((a, b)) => (a.min(window.0), b.max(window.1)),
+            None => window,
+        });
+        let instance = resource_value(resource, "service.instance.id")
+            .or_else(|| resource_value(resource, "process.pid"));
+        if let Some(instance) = instance {
+            if self.instance_index.insert(instance.clone(), ()).is_none() {
+                self.merged.instances.push(instance);
+            }
+        }
     }
 
     /// The merged stack that `stack` (of `profile`'s dictionary) goes to in `group`, made at

@@ -6,7 +6,7 @@
 //! power loss, and a crash mid-write leaves only a `.tmp/` file, which readers never look at
 //! and the next open removes. A gzip body is kept as it came; anything else is stored
 //! uncompressed, because compressing at request rate was the receiver's largest cost, more than
-//! checking the request (measured when it stopped, in commit d4204c1).
+//! checking the request (measured on the receiver's benchmark before compression was dropped).
 
 use std::fs::File;
 use std::io::Write as _;

@@ -1,6 +1,6 @@
 // The web UI of `otelprof serve` in Debian's Chromium, driven by Playwright (playwright-core,
 // pinned in package.json, installed by scripts/test.sh under target/; no browser download).
-// Run by tests/tests/serve_browser.rs against a serve of a store written by real agents:
+// Run by tests/tests/serve/browser.rs against a serve of a store written by real agents:
 //   OTELPROF_UI=http://127.0.0.1:PORT OTELPROF_REGRESSED=pkg.Class.method \
 //   OTELPROF_SCREENSHOTS=docs/screenshots NODE_PATH=target/browser-node/node_modules \
 //   node tests/browser/serve_ui.js

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile OTLP/gRPC clients for tests/tests/hostile_receiver.rs, on grpcio (the wire a
+"""Hostile OTLP/gRPC clients for tests/tests/hostile/receiver.rs, on grpcio (the wire a
 Collector's exporter speaks): many large exports at once, with or without the token.
 
     hostile_client.py flood --target HOST:PORT --count N --bytes SIZE [--token T] [--gzip]

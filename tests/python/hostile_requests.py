@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes hostile and edge-case OTLP profiles requests, built with the official generated
-classes (PyPI opentelemetry-proto), for tests/tests/hostile_store.rs.
+classes (PyPI opentelemetry-proto), for tests/tests/hostile/store.rs.
 
     hostile_requests.py OUTDIR
 

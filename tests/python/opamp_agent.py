@@ -1,7 +1,7 @@
 """An OpAMP agent that is not otelprof's: PyPI opentelemetry-opamp-client's OpAMPClient (its
 messages, transport and sequence numbers), polling otelprof serve's OpAMP server the way the
 plain-HTTP transport says, and acting the capture protocol of io.opentelemetry.otelprof.capture
-by hand. Used by tests/tests/opamp_server.rs.
+by hand. Used by tests/tests/opamp/server.rs.
 
   opamp_agent.py URL INSTANCE_ID SECONDS [TOKEN]
 

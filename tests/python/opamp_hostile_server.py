@@ -1,4 +1,4 @@
-"""A hostile OpAMP server for otelprof's agent-side client (tests/tests/opamp_client.rs): its
+"""A hostile OpAMP server for otelprof's agent-side client (tests/tests/opamp/client.rs): its
 answers, in turn, are 2 MiB of protobuf-looking bytes, garbage, an HTML 500 page, a
 BAD_REQUEST error_response, a capture of 5 KiB, a capture asking for a path, a remote config
 with a file that is not otelprof's, and a settings file that is not UTF-8; then, once, a good

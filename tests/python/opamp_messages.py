@@ -7,7 +7,7 @@ structs (opamp/src/proto.rs) to the real field numbers and types.
                                                                DIR/server_to_agent.bin, every
                                                                field otelprof reads set
 
-Used by tests/tests/opamp_messages.rs.
+Used by tests/tests/opamp/messages.rs.
 """
 import json
 import sys

@@ -1,5 +1,5 @@
 """An OpAMP server played with the generated classes of PyPI opentelemetry-opamp-client (its
-opamp_pb2), for otelprof's agent-side client (tests/tests/opamp_client.rs).
+opamp_pb2), for otelprof's agent-side client (tests/tests/opamp/client.rs).
 
   opamp_server.py PORT TOKEN
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The official protobuf parser's verdict on many OTLP profiles requests, for
-tests/tests/hostile_conformance.rs.
+tests/tests/hostile/conformance.
 
     otlp_verdicts.py CASES OUT
 

@@ -6,8 +6,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::live::LiveJvm;
-use crate::{classes, cli_path, Jdk};
+use crate::environment::cli_path;
+use crate::jdks::{classes, Jdk};
+use crate::running_jvm::RunningJvm;
 
 pub const MAIN: &str = "otelprof.tests.AttachTarget";
 
@@ -109,7 +110,7 @@ pub fn names(dir: &Path, prefix: &str) -> Vec<String> {
 /// No attach trigger for this JVM, and no reply or dump file of an `otelprof` this test
 /// process ran, left in the JVM's working directory or /tmp (which other tests share).
 #[track_caller]
-pub fn assert_no_leftovers(jvm: &LiveJvm, cwd: &Path) {
+pub fn assert_no_leftovers(jvm: &RunningJvm, cwd: &Path) {
     let pids = CLI_PIDS.lock().unwrap().clone();
     let ours = |name: &str| {
         name == format!(".attach_pid{}", jvm.own_pid)
@@ -266,4 +267,121 @@ pub fn java_in_namespaces(jdk: &Jdk, cwd: &Path, wrapper: &[&str], classes: &Pat
         .arg(classes)
         .arg(MAIN);
     cmd
+}
+
+/// A reply to an attach request: `ok` or `error: ...`, then `key: value` lines.
+#[derive(Clone, Debug, Default)]
+pub struct AttachReply {
+    pub error: Option<String>,
+    pub lines: Vec<(String, String)>,
+    /// The whole text, for messages.
+    pub text: String,
+}
+
+impl AttachReply {
+    pub fn parse(text: &str) -> AttachReply {
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or("");
+        let error = match first {
+            "ok" => None,
+            other => Some(
+                other
+                    .strip_prefix("error: ")
+                    .unwrap_or_else(|| panic!("a reply starts with ok or error: {text:?}"))
+                    .to_owned(),
+            ),
+        };
+        AttachReply {
+            error,
+            lines: lines
+                .map(|l| {
+                    let (k, v) = l
+                        .split_once(": ")
+                        .unwrap_or_else(|| panic!("not a key: value line: {l:?} in {text:?}"));
+                    (k.to_owned(), v.to_owned())
+                })
+                .collect(),
+            text: text.to_owned(),
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The first value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.lines
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of `key`, in order.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.lines
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    pub fn assert_ok(&self) -> &Self {
+        assert!(self.is_ok(), "attach failed: {}", self.text);
+        self
+    }
+}
+
+/// Loads `library` into the running JVM with `args` (`VERB[,key=value...]` for
+/// libotelprof.so, the agent argument for otelprof.jar) plus `reply=<file>`, and returns the
+/// reply: the `JVMTI.agent_load` diagnostic command (the dynamic attach protocol's `load`, as
+/// `otelprof attach start|stop|…` sends it, but with any library path and argument a test
+/// needs), sent by `otelprof attach PID jcmd`. The reply file is made as the CLI makes it:
+/// empty, mode 0600, under /tmp.
+pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let reply = PathBuf::from(format!("/tmp/otelprof-reply-{}-{n}", std::process::id()));
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::remove_file(&reply);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&reply)
+            .unwrap();
+    }
+    let full = if args.is_empty() {
+        format!("reply={}", reply.display())
+    } else {
+        format!("{args},reply={}", reply.display())
+    };
+    // Through otelprof's own attach client (`otelprof attach PID jcmd`, no JDK tool), which
+    // sends the diagnostic command as jcmd does. Its parser reads `key=value` words as named
+    // arguments: the agent's argument string is quoted to reach the agent whole.
+    let out = Command::new(cli_path())
+        .arg("attach")
+        .arg(jvm.pid.to_string())
+        .arg("jcmd")
+        .arg("JVMTI.agent_load")
+        .arg(library)
+        .arg(format!("\"{full}\""))
+        .output()
+        .unwrap();
+    let jcmd = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = std::fs::read_to_string(&reply).unwrap_or_default();
+    let _ = std::fs::remove_file(&reply);
+    assert!(
+        out.status.success() && jcmd.contains("return code: 0"),
+        "otelprof attach jcmd JVMTI.agent_load {} {full:?} failed: {jcmd} {}\nreply: {text}",
+        library.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.is_empty(),
+        "no reply to {full:?} (jcmd said: {jcmd})\nJVM stderr:\n{}",
+        jvm.stderr()
+    );
+    AttachReply::parse(&text)
 }

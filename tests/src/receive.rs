@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{cli_path, free_port, scratch_dir};
+use crate::environment::{cli_path, free_port, scratch_dir};
 
 pub struct ReceiveProcess {
     child: Child,

@@ -1,6 +1,6 @@
 //! The receiver's limits against slow, idle and greedy clients, in one place: every number
 //! here is a rule a client cannot talk its way past, and each is attacked by
-//! tests/tests/hostile_receiver.rs.
+//! tests/tests/hostile/receiver.rs.
 //!
 //! - A connection must complete its TLS handshake within [`Limits::tls_handshake_timeout`]
 //!   and start its first request within [`Limits::header_read_timeout`] (HTTP/1.1 headers

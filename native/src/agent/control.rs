@@ -19,6 +19,7 @@
 //! a stop does. A start by the user (attach, shim, `-agentpath`) keeps the server's
 //! settings over its options.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -326,104 +327,119 @@ unsafe fn carry_out(vm: *mut JavaVM, verb: Verb) -> Reply {
     let mut c = lock();
     match verb {
         Verb::Status => status(&c),
-        Verb::Start { options } => {
-            match &c.phase {
-                Phase::Running(s) => {
-                    return Reply::error(format!(
-                        "already running ({}; {})",
-                        s.types(),
-                        s.options.in_force()
-                    ))
-                }
-                Phase::Dead => return Reply::error("the JVM is shutting down"),
-                Phase::Idle | Phase::Stopped(_) => {}
-            }
-            let options = match checked_options(&options) {
-                Ok(Some(o)) => o,
-                Ok(None) => {
-                    return Reply::error(
-                        "nothing to profile: cpu=off and no wall, alloc or lock profiling",
-                    )
-                }
-                Err(e) => return Reply::error(e),
-            };
-            let Some(env) = jni_env(vm) else {
-                return Reply::error("cannot get this thread's JNIEnv");
-            };
-            c.local = Some(options.clone());
-            c.capture = None;
-            let options = with_settings(options, &c.remote);
-            // SAFETY: per this function's contract; `env` is this thread's.
-            match unsafe { start_locked(&mut c, vm, env, options, StartKind::Late) } {
-                Ok(()) => {
-                    let mut r = Reply::ok();
-                    if let Phase::Running(s) = &c.phase {
-                        running_lines(&mut r, s);
-                    }
-                    r
-                }
-                Err(e) => Reply::error(e),
-            }
+        // SAFETY: per this function's contract.
+        Verb::Start { options } => unsafe { attach_start(&mut c, vm, &options) },
+        // SAFETY: per this function's contract.
+        Verb::Stop => unsafe { attach_stop(&mut c, vm) },
+        Verb::Dump { file } => attach_dump(&c, file),
+    }
+}
+
+/// The attach verb `start`: a session with `options`, unless one runs already.
+///
+/// # Safety
+/// As for [`on_attach`].
+unsafe fn attach_start(c: &mut Control, vm: *mut JavaVM, options: &str) -> Reply {
+    match &c.phase {
+        Phase::Running(s) => {
+            return Reply::error(format!(
+                "already running ({}; {})",
+                s.types(),
+                s.options.in_force()
+            ))
         }
-        Verb::Stop => {
-            let Phase::Running(_) = &c.phase else {
-                return Reply::error("not running");
-            };
-            let Some(env) = jni_env(vm) else {
-                return Reply::error("cannot get this thread's JNIEnv");
-            };
-            let Phase::Running(session) = std::mem::replace(&mut c.phase, Phase::Idle) else {
-                return Reply::error("not running");
-            };
-            let (types, options) = (session.types(), session.options.in_force());
-            let destinations = session.destinations();
-            let started = session.started_at;
-            // SAFETY: `env` is this thread's JNIEnv.
-            let stopped = unsafe { session.stop(env, false) };
-            let summary = summary_of(Some((types, options, destinations, started)));
-            let mut r = Reply::ok().with("state", "stopped");
-            r.push("samples", summary.samples.to_string());
-            for f in &stopped.flushed.files {
-                r.push("file", f.display().to_string());
+        Phase::Dead => return Reply::error("the JVM is shutting down"),
+        Phase::Idle | Phase::Stopped(_) => {}
+    }
+    let options = match checked_options(options) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            return Reply::error("nothing to profile: cpu=off and no wall, alloc or lock profiling")
+        }
+        Err(e) => return Reply::error(e),
+    };
+    let Some(env) = jni_env(vm) else {
+        return Reply::error("cannot get this thread's JNIEnv");
+    };
+    c.local = Some(options.clone());
+    c.capture = None;
+    let options = with_settings(options, &c.remote);
+    // SAFETY: per this function's contract; `env` is this thread's.
+    match unsafe { start_locked(c, vm, env, options, StartKind::Late) } {
+        Ok(()) => {
+            let mut r = Reply::ok();
+            if let Phase::Running(s) = &c.phase {
+                running_lines(&mut r, s);
             }
-            if stopped.flushed.exported > 0 {
-                r.push("exported", format!("{} profiles", stopped.flushed.exported));
-            }
-            for p in stopped.flushed.errors.iter().chain(&stopped.problems) {
-                r.push("note", p.clone());
-            }
-            c.phase = Phase::Stopped(summary);
-            c.capture = None;
-            crate::remote::update(None, None);
             r
         }
-        Verb::Dump { file } => {
-            let Phase::Running(session) = &c.phase else {
-                return Reply::error("not running");
-            };
-            match session.dump(file) {
-                Ok(flushed) => {
-                    let mut r = Reply::ok();
-                    if flushed.files.is_empty() && flushed.exported == 0 {
-                        r.push("note", "nothing was written (no out= and no endpoint)");
-                    }
-                    for f in &flushed.files {
-                        r.push("file", f.display().to_string());
-                    }
-                    if flushed.exported > 0 {
-                        r.push("exported", format!("{} profiles", flushed.exported));
-                    }
-                    for e in &flushed.errors {
-                        r.push("note", e.clone());
-                    }
-                    if !flushed.errors.is_empty() && flushed.files.is_empty() {
-                        r.error = flushed.errors.first().cloned();
-                    }
-                    r
-                }
-                Err(e) => Reply::error(e),
+        Err(e) => Reply::error(e),
+    }
+}
+
+/// The attach verb `stop`: stops the running session; the reply says what it wrote.
+///
+/// # Safety
+/// As for [`on_attach`].
+unsafe fn attach_stop(c: &mut Control, vm: *mut JavaVM) -> Reply {
+    let Phase::Running(_) = &c.phase else {
+        return Reply::error("not running");
+    };
+    let Some(env) = jni_env(vm) else {
+        return Reply::error("cannot get this thread's JNIEnv");
+    };
+    let Phase::Running(session) = std::mem::replace(&mut c.phase, Phase::Idle) else {
+        return Reply::error("not running");
+    };
+    let (types, options) = (session.types(), session.options.in_force());
+    let destinations = session.destinations();
+    let started = session.started_at;
+    // SAFETY: `env` is this thread's JNIEnv.
+    let stopped = unsafe { session.stop(env, false) };
+    let summary = summary_of(Some((types, options, destinations, started)));
+    let mut r = Reply::ok().with("state", "stopped");
+    r.push("samples", summary.samples.to_string());
+    for f in &stopped.flushed.files {
+        r.push("file", f.display().to_string());
+    }
+    if stopped.flushed.exported > 0 {
+        r.push("exported", format!("{} profiles", stopped.flushed.exported));
+    }
+    for p in stopped.flushed.errors.iter().chain(&stopped.problems) {
+        r.push("note", p.clone());
+    }
+    c.phase = Phase::Stopped(summary);
+    c.capture = None;
+    crate::remote::update(None, None);
+    r
+}
+
+/// The attach verb `dump`: ends the running session's period now (and writes it to `file`).
+fn attach_dump(c: &Control, file: Option<PathBuf>) -> Reply {
+    let Phase::Running(session) = &c.phase else {
+        return Reply::error("not running");
+    };
+    match session.dump(file) {
+        Ok(flushed) => {
+            let mut r = Reply::ok();
+            if flushed.files.is_empty() && flushed.exported == 0 {
+                r.push("note", "nothing was written (no out= and no endpoint)");
             }
+            for f in &flushed.files {
+                r.push("file", f.display().to_string());
+            }
+            if flushed.exported > 0 {
+                r.push("exported", format!("{} profiles", flushed.exported));
+            }
+            for e in &flushed.errors {
+                r.push("note", e.clone());
+            }
+            if !flushed.errors.is_empty() && flushed.files.is_empty() {
+                r.error = flushed.errors.first().cloned();
+            }
+            r
         }
+        Err(e) => Reply::error(e),
     }
 }
 
@@ -592,7 +608,7 @@ fn on_jvm_thread(
     };
     let vm = loaded.vm;
     let tid = crate::sampling::os::gettid();
-    crate::sampling::thread_registry::add_own_tid(tid);
+    crate::sampling::own_threads::add_own_tid(tid);
     // SAFETY: `vm` is the live JavaVM*; a JVM that is exiting refuses the attach.
     let env = unsafe { crate::jvm::jvmti::attach_current_thread_as_daemon(vm, c"otelprof-opamp") };
     let result = match env {
@@ -604,7 +620,7 @@ fn on_jvm_thread(
         }
         None => Err("cannot attach to the JVM (is it exiting?)".to_owned()),
     };
-    crate::sampling::thread_registry::remove_own_tid(tid);
+    crate::sampling::own_threads::remove_own_tid(tid);
     result
 }
 

@@ -19,7 +19,7 @@ pub(crate) unsafe fn register_current_thread(env: *mut jni::sys::JNIEnv) {
     if loaded.jvmti.current_thread(&mut thread).is_ok() {
         // SAFETY: the calling thread's JNIEnv and Thread.
         unsafe {
-            crate::sampling::thread_registry::on_thread_start(&loaded.jvmti, env, thread);
+            crate::threads::thread_registry::on_thread_start(&loaded.jvmti, env, thread);
             crate::jvm::jvmti::delete_local_ref(env, thread);
         }
     }

@@ -25,11 +25,11 @@ use crate::kinds::SampleKind;
 use crate::options::{Clock, Options};
 use crate::otlp_export::{self, ExportEnv};
 use crate::sampling::signal_handler;
-use crate::sampling::thread_registry::{self, Registration};
-use crate::sampling::thread_scan::{self, ThreadScan};
 use crate::sampling::timers::ProcessItimer;
 use crate::stats;
 use crate::sys::{capability, event};
+use crate::threads::thread_registry::{self, Registration};
+use crate::threads::thread_scan::{self, ThreadScan};
 
 /// Where a session starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,22 +157,52 @@ impl Session {
         let jvmti = self.loaded.jvmti;
         self.started_at = SystemTime::now();
         let preloaded = preload_loaded_classes(&jvmti, jni);
-        let mut threads_note = String::new();
+        // SAFETY: per this function's contract.
+        let threads_note = unsafe { self.register_threads(jni, thread, kind) };
+        // SAFETY: per this function's contract.
+        unsafe { self.start_export(jni)? };
+        signal_handler::set_active(true);
+        let mut what = Vec::new();
+        what.extend(self.start_cpu(kind)?);
+        what.extend(self.start_wall());
+        what.extend(self.start_alloc());
+        // SAFETY: per this function's contract.
+        unsafe { self.start_locks(jni, &mut what) };
+        log_info!(
+            "profiling {} (depth {}); {} every {:?} ({preloaded} classes preloaded{threads_note})",
+            what.join(", "),
+            self.loaded.sampler.max_depth(),
+            self.destinations(),
+            self.options.period,
+        );
+        Ok(())
+    }
+
+    /// Registers the threads to sample as `kind` requires: the calling thread (the others
+    /// registered themselves at ThreadStart, or are left to the thread scan), or every thread
+    /// already running. Returns what the start line says about them.
+    ///
+    /// # Safety
+    /// As [`Session::start`].
+    unsafe fn register_threads(
+        &mut self,
+        jni: *mut JNIEnv,
+        thread: jobject,
+        kind: StartKind,
+    ) -> String {
+        let jvmti = self.loaded.jvmti;
         match kind {
             StartKind::VmInit | StartKind::Shim => {
                 // SAFETY: per this function's contract.
                 unsafe { thread_registry::on_thread_start(&jvmti, jni, thread) };
                 thread_registry::credit_cpu_before_start(self.registration());
+                String::new()
             }
             StartKind::Late => {
                 // SAFETY: per this function's contract; ThreadStart/End are on.
                 let added = unsafe {
-                    crate::sampling::running_threads::register(&jvmti, jni, self.registration())
+                    crate::threads::running_threads::register(&jvmti, jni, self.registration())
                 };
-                threads_note = format!(
-                    "; {} running threads registered of {} listed",
-                    added.registered, added.listed
-                );
                 if let Some(problem) = &added.problem {
                     let note = format!(
                         "{} threads already running are profiled without Java stacks: {problem}",
@@ -183,22 +213,41 @@ impl Session {
                 } else if added.unmapped > 0 {
                     log_debug!("{} running threads could not be mapped", added.unmapped);
                 }
-                // Methods compiled before now are announced too (JVMTI GenerateEvents).
-                if self
-                    .loaded
-                    .has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS)
-                {
-                    if let Err(e) = jvmti.generate_events(event::EVENT_COMPILED_METHOD_LOAD) {
-                        log_debug!("cannot announce the methods compiled so far: {e}");
-                    }
-                    self.notes.push(
-                        "methods compiled before the start keep HotSpot's safepoint-only debug \
-                         information until recompiled: their inlined frames are less exact"
-                            .to_owned(),
-                    );
-                }
+                self.announce_compiled_methods();
+                format!(
+                    "; {} running threads registered of {} listed",
+                    added.registered, added.listed
+                )
             }
         }
+    }
+
+    /// At a late start: has the methods compiled before now announced too (JVMTI
+    /// GenerateEvents), so that their frames are named.
+    fn announce_compiled_methods(&mut self) {
+        if !self
+            .loaded
+            .has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS)
+        {
+            return;
+        }
+        let jvmti = self.loaded.jvmti;
+        if let Err(e) = jvmti.generate_events(event::EVENT_COMPILED_METHOD_LOAD) {
+            log_debug!("cannot announce the methods compiled so far: {e}");
+        }
+        self.notes.push(
+            "methods compiled before the start keep HotSpot's safepoint-only debug \
+             information until recompiled: their inlined frames are less exact"
+                .to_owned(),
+        );
+    }
+
+    /// Where profiles go: the resource, published as the process context too; the OpAMP
+    /// client; the OTLP exporter; the aggregator thread.
+    ///
+    /// # Safety
+    /// `jni` is the calling thread's JNIEnv, in the live phase.
+    unsafe fn start_export(&mut self, jni: *mut JNIEnv) -> Result<(), String> {
         // SAFETY: `jni` is this thread's JNIEnv, in the live phase.
         let resource = unsafe { otlp_export::build_resource(jni, &self.export_env, &self.options) };
         // Out-of-process readers (the OpenTelemetry eBPF profiler) learn who we are and how to
@@ -221,7 +270,7 @@ impl Session {
             otlp_export::start(resource, &self.export_env, &self.options, cpu_interval)?;
         let aggregator = Aggregator::start(aggregator::Config {
             vm: self.loaded.vm,
-            jvmti,
+            jvmti: self.loaded.jvmti,
             sampler: self.loaded.sampler,
             kinds: self.kinds(),
             period: self.options.period,
@@ -231,106 +280,130 @@ impl Session {
         })
         .map_err(|e| format!("cannot start the aggregator thread: {e}"))?;
         self.aggregator = Some(aggregator);
-        signal_handler::set_active(true);
-        let mut what = Vec::new();
-        if let Some(interval) = self.cpu_interval {
-            let engine = match self.options.clock {
-                Clock::ThreadCpu => "per-thread CPU timers",
-                Clock::Itimer => {
-                    ProcessItimer::start(interval)
-                        .map_err(|e| format!("cannot start ITIMER_PROF: {e}"))?;
-                    self.itimer = true;
-                    "setitimer(ITIMER_PROF)"
-                }
-            };
-            let scan = ThreadScan::start(thread_scan::Config {
-                sampler: self.loaded.sampler,
-                timer_interval: self.registration().cpu_timer,
-                signo: libc::SIGPROF,
-                credit_first_scan: kind != StartKind::Late,
-            });
-            let threads = match scan {
-                Ok(s) => {
-                    self.scan = Some(s);
-                    "all threads"
-                }
-                Err(e) => {
-                    log_warn!("cannot start the thread scan: {e}; only Java threads are profiled");
-                    "Java threads"
-                }
-            };
-            what.push(format!("CPU every {interval:?} ({engine}, {threads})"));
-        }
-        if let Some(interval) = self.options.wall_interval {
-            let started = WallClock::start(wall::Config {
-                vm: self.loaded.vm,
-                jvmti,
-                interval,
-                max_samples: self.options.wall_threads as usize,
-            });
-            match started {
-                Ok(w) => {
-                    self.wall = Some(w);
-                    what.push(format!(
-                        "wall clock every {interval:?} (at most {} threads sampled per interval)",
-                        self.options.wall_threads
-                    ));
-                }
-                Err(e) => {
-                    log_error!("cannot start the wall-clock thread: {e}; wall profiling is off")
-                }
-            }
-        }
-        if let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) {
-            crate::engines::alloc::configure(bytes, self.options.alloc_rate);
-            let on = jvmti
-                .set_heap_sampling_interval(bytes as i32)
-                .and_then(|()| jvmti.set_event(true, event::EVENT_SAMPLED_OBJECT_ALLOC));
-            match on {
-                Ok(()) if bytes == 0 => what.push("every allocation".to_owned()),
-                Ok(()) if self.options.alloc_rate == 0 => what.push(format!(
-                    "allocations (one sample per {} allocated, on average)",
-                    otelprof_exporter::config::format_size(u64::from(bytes))
-                )),
-                Ok(()) => what.push(format!(
-                    "allocations (one sample per {} allocated, on average; at most {} samples/s, \
-                     the interval growing while allocation is faster)",
-                    otelprof_exporter::config::format_size(u64::from(bytes)),
-                    self.options.alloc_rate
-                )),
-                Err(e) => log_error!("cannot start allocation sampling: {e}; it stays off"),
-            }
-        }
-        if let (true, Some(threshold)) = (self.lock, self.options.lock_threshold) {
-            crate::engines::locks::set_threshold(threshold);
-            let on = jvmti
-                .set_event(true, event::EVENT_MONITOR_CONTENDED_ENTER)
-                .and_then(|()| jvmti.set_event(true, event::EVENT_MONITOR_CONTENDED_ENTERED));
-            match on {
-                Ok(()) if threshold.is_zero() => {
-                    what.push("contended monitors (every wait)".to_owned())
-                }
-                Ok(()) => what.push(format!(
-                    "contended monitors (waits of {threshold:?} or more, shorter ones sampled)"
-                )),
-                Err(e) => log_error!("cannot start lock profiling: {e}; it stays off"),
-            }
-            // SAFETY: `jni` is this thread's JNIEnv, in the live phase.
-            match unsafe { crate::engines::parks::install(&jvmti, jni) } {
-                Ok(()) => what.push("java.util.concurrent lock parks".to_owned()),
-                Err(e) => log_warn!(
-                    "java.util.concurrent locks are not profiled: {e} (contended monitors are)"
-                ),
-            }
-        }
-        log_info!(
-            "profiling {} (depth {}); {} every {:?} ({preloaded} classes preloaded{threads_note})",
-            what.join(", "),
-            self.loaded.sampler.max_depth(),
-            self.destinations(),
-            self.options.period,
-        );
         Ok(())
+    }
+
+    /// Starts the CPU engine and the thread scan, when CPU is profiled; returns what the
+    /// start line says of them.
+    fn start_cpu(&mut self, kind: StartKind) -> Result<Option<String>, String> {
+        let Some(interval) = self.cpu_interval else {
+            return Ok(None);
+        };
+        let engine = match self.options.clock {
+            Clock::ThreadCpu => "per-thread CPU timers",
+            Clock::Itimer => {
+                ProcessItimer::start(interval)
+                    .map_err(|e| format!("cannot start ITIMER_PROF: {e}"))?;
+                self.itimer = true;
+                "setitimer(ITIMER_PROF)"
+            }
+        };
+        let scan = ThreadScan::start(thread_scan::Config {
+            sampler: self.loaded.sampler,
+            timer_interval: self.registration().cpu_timer,
+            signo: libc::SIGPROF,
+            credit_first_scan: kind != StartKind::Late,
+        });
+        let threads = match scan {
+            Ok(s) => {
+                self.scan = Some(s);
+                "all threads"
+            }
+            Err(e) => {
+                log_warn!("cannot start the thread scan: {e}; only Java threads are profiled");
+                "Java threads"
+            }
+        };
+        Ok(Some(format!(
+            "CPU every {interval:?} ({engine}, {threads})"
+        )))
+    }
+
+    /// Starts the wall-clock thread, when wall time is profiled; a failure is logged and
+    /// leaves wall profiling off.
+    fn start_wall(&mut self) -> Option<String> {
+        let interval = self.options.wall_interval?;
+        let started = WallClock::start(wall::Config {
+            vm: self.loaded.vm,
+            jvmti: self.loaded.jvmti,
+            interval,
+            max_samples: self.options.wall_threads as usize,
+        });
+        match started {
+            Ok(w) => {
+                self.wall = Some(w);
+                Some(format!(
+                    "wall clock every {interval:?} (at most {} threads sampled per interval)",
+                    self.options.wall_threads
+                ))
+            }
+            Err(e) => {
+                log_error!("cannot start the wall-clock thread: {e}; wall profiling is off");
+                None
+            }
+        }
+    }
+
+    /// Starts allocation sampling, when asked for and this JVM can; a failure is logged and
+    /// leaves it off.
+    fn start_alloc(&mut self) -> Option<String> {
+        let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) else {
+            return None;
+        };
+        let jvmti = self.loaded.jvmti;
+        crate::engines::alloc::configure(bytes, self.options.alloc_rate);
+        let on = jvmti
+            .set_heap_sampling_interval(bytes as i32)
+            .and_then(|()| jvmti.set_event(true, event::EVENT_SAMPLED_OBJECT_ALLOC));
+        match on {
+            Ok(()) if bytes == 0 => Some("every allocation".to_owned()),
+            Ok(()) if self.options.alloc_rate == 0 => Some(format!(
+                "allocations (one sample per {} allocated, on average)",
+                otelprof_exporter::config::format_size(u64::from(bytes))
+            )),
+            Ok(()) => Some(format!(
+                "allocations (one sample per {} allocated, on average; at most {} samples/s, \
+                 the interval growing while allocation is faster)",
+                otelprof_exporter::config::format_size(u64::from(bytes)),
+                self.options.alloc_rate
+            )),
+            Err(e) => {
+                log_error!("cannot start allocation sampling: {e}; it stays off");
+                None
+            }
+        }
+    }
+
+    /// Starts lock profiling, when asked for and this JVM can: contended monitors, and the
+    /// parks of `java.util.concurrent` locks; what started goes to `what`.
+    ///
+    /// # Safety
+    /// `jni` is the calling thread's JNIEnv, in the live phase.
+    unsafe fn start_locks(&mut self, jni: *mut JNIEnv, what: &mut Vec<String>) {
+        let (true, Some(threshold)) = (self.lock, self.options.lock_threshold) else {
+            return;
+        };
+        let jvmti = self.loaded.jvmti;
+        crate::engines::locks::set_threshold(threshold);
+        let on = jvmti
+            .set_event(true, event::EVENT_MONITOR_CONTENDED_ENTER)
+            .and_then(|()| jvmti.set_event(true, event::EVENT_MONITOR_CONTENDED_ENTERED));
+        match on {
+            Ok(()) if threshold.is_zero() => {
+                what.push("contended monitors (every wait)".to_owned())
+            }
+            Ok(()) => what.push(format!(
+                "contended monitors (waits of {threshold:?} or more, shorter ones sampled)"
+            )),
+            Err(e) => log_error!("cannot start lock profiling: {e}; it stays off"),
+        }
+        // SAFETY: `jni` is this thread's JNIEnv, in the live phase.
+        match unsafe { crate::engines::parks::install(&jvmti, jni) } {
+            Ok(()) => what.push("java.util.concurrent lock parks".to_owned()),
+            Err(e) => log_warn!(
+                "java.util.concurrent locks are not profiled: {e} (contended monitors are)"
+            ),
+        }
     }
 
     /// What the session runs, as an OpAMP server is told ([`crate::remote::Running`]).

@@ -15,8 +15,8 @@ use crate::ffi::guard;
 use crate::jvm::jvmti::{self, Jvmti};
 use crate::sampling::sample_buffer::SampleBuffer;
 use crate::sampling::signal_handler::{self, Sampler};
-use crate::sampling::thread_registry;
 use crate::sys::{self, capability, event, JvmtiCapabilities, JvmtiEnv, JvmtiEventCallbacks};
+use crate::threads::thread_registry;
 
 /// Sample buffer sizing: enough shards that two cores rarely collide, arenas large enough
 /// for many drain intervals of the fastest sampling we accept.
@@ -151,6 +151,40 @@ pub(crate) unsafe fn load(
     let potential = jvmti
         .potential_capabilities()
         .map_err(|e| format!("cannot read JVMTI capabilities: {e}"))?;
+    // java.util.concurrent parks: the JDK binds Unsafe.park during startup; catching that
+    // binding needs the event from OnLoad on (see crate::engines::parks).
+    let park_bind = wants.lock
+        && at_onload
+        && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
+    let caps = add_capabilities(&jvmti, &potential, at_onload, park_bind)?;
+    set_callbacks(&jvmti, wants, at_onload, park_bind)?;
+    let sampler = install_sampler(walk, wants.depth)?;
+    let loaded = Loaded {
+        vm,
+        jvmti,
+        sampler,
+        potential,
+        granted: Mutex::new(caps),
+    };
+    let env = loaded.jvmti;
+    let loaded = match LOADED.set(loaded) {
+        Ok(()) => LOADED.get(),
+        Err(_) => None,
+    }
+    .ok_or("internal error: the agent was set up twice")?;
+    // The callbacks and JNI methods that fetch the environment see it once the agent is complete.
+    jvmti::publish_agent_env(env);
+    Ok(loaded)
+}
+
+/// Adds the capabilities every session needs that this JVM has (of those in `potential`);
+/// returns them.
+fn add_capabilities(
+    jvmti: &Jvmti,
+    potential: &JvmtiCapabilities,
+    at_onload: bool,
+    park_bind: bool,
+) -> Result<JvmtiCapabilities, String> {
     let mut caps = JvmtiCapabilities::default();
     for bit in [
         capability::CAN_GET_LINE_NUMBERS,
@@ -172,11 +206,6 @@ pub(crate) unsafe fn load(
             caps = caps.with(bit);
         }
     }
-    // java.util.concurrent parks: the JDK binds Unsafe.park during startup; catching that
-    // binding needs the event from OnLoad on (see crate::engines::parks).
-    let park_bind = wants.lock
-        && at_onload
-        && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     if park_bind {
         caps = caps.with(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     }
@@ -188,7 +217,17 @@ pub(crate) unsafe fn load(
     jvmti
         .add_capabilities(&caps)
         .map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
+    Ok(caps)
+}
 
+/// Sets every event callback, and enables the events the agent needs whether or not a
+/// session runs (VMDeath, VMInit at OnLoad, the park hook's NativeMethodBind).
+fn set_callbacks(
+    jvmti: &Jvmti,
+    wants: &Wants,
+    at_onload: bool,
+    park_bind: bool,
+) -> Result<(), String> {
     let callbacks = JvmtiEventCallbacks {
         VMInit: Some(wants.vm_init),
         VMDeath: Some(wants.vm_death),
@@ -220,13 +259,21 @@ pub(crate) unsafe fn load(
             .set_event(true, e)
             .map_err(|err| format!("cannot enable JVMTI event {e}: {err}"))?;
     }
+    Ok(())
+}
 
-    let frames = wants.depth.max(MIN_FRAMES);
+/// Makes the sampler (its buffer sized for stacks of `depth` frames, at least
+/// [`MIN_FRAMES`]) and installs it and the SIGPROF handler.
+fn install_sampler(
+    walk: crate::sys::AsyncGetCallTraceFn,
+    depth: u32,
+) -> Result<&'static Sampler, String> {
+    let frames = depth.max(MIN_FRAMES);
     let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
         table: &thread_registry::TABLE,
         buffer: SampleBuffer::new(SHARDS, frames as usize, ARENA_BYTES),
         walk,
-        depth: std::sync::atomic::AtomicI32::new(wants.depth as i32),
+        depth: std::sync::atomic::AtomicI32::new(depth as i32),
     }));
     if !signal_handler::install(sampler) {
         return Err("internal error: sampler installed twice".into());
@@ -238,22 +285,7 @@ pub(crate) unsafe fn load(
         Ok(None) => {}
         Err(e) => return Err(format!("cannot install the SIGPROF handler: {e}")),
     }
-    let loaded = Loaded {
-        vm,
-        jvmti,
-        sampler,
-        potential,
-        granted: Mutex::new(caps),
-    };
-    let env = loaded.jvmti;
-    let loaded = match LOADED.set(loaded) {
-        Ok(()) => LOADED.get(),
-        Err(_) => None,
-    }
-    .ok_or("internal error: the agent was set up twice")?;
-    // The callbacks and JNI methods that fetch the environment see it once the agent is complete.
-    jvmti::publish_agent_env(env);
-    Ok(loaded)
+    Ok(sampler)
 }
 
 /// Enables or disables the events a session needs besides its profile types' (thread
@@ -271,7 +303,7 @@ pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
     }
     let vthreads = loaded.has(capability::CAN_SUPPORT_VIRTUAL_THREADS);
     if on && vthreads {
-        if crate::sampling::virtual_threads::enable(
+        if crate::threads::virtual_threads::enable(
             &loaded.jvmti,
             virtual_thread_mount,
             virtual_thread_unmount,
@@ -279,7 +311,7 @@ pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
             events.push(event::EVENT_VIRTUAL_THREAD_END);
         }
     } else if !on {
-        crate::sampling::virtual_threads::disable(&loaded.jvmti);
+        crate::threads::virtual_threads::disable(&loaded.jvmti);
         if vthreads {
             events.push(event::EVENT_VIRTUAL_THREAD_END);
         }
@@ -301,7 +333,7 @@ unsafe extern "C" fn virtual_thread_end(
     guard("VirtualThreadEnd", (), || {
         if let Some(l) = loaded() {
             // SAFETY: the event's own arguments.
-            unsafe { crate::sampling::virtual_threads::on_end(&l.jvmti, vthread) };
+            unsafe { crate::threads::virtual_threads::on_end(&l.jvmti, vthread) };
         }
     })
 }
@@ -315,7 +347,7 @@ unsafe extern "C" fn virtual_thread_mount(
     guard("VirtualThreadMount", (), || {
         if let Some(l) = loaded() {
             // SAFETY: the event's own arguments, on the carrier.
-            unsafe { crate::sampling::virtual_threads::mount(&l.jvmti, vthread) };
+            unsafe { crate::threads::virtual_threads::mount(&l.jvmti, vthread) };
         }
     })
 }
@@ -329,7 +361,7 @@ unsafe extern "C" fn virtual_thread_unmount(
     guard(
         "VirtualThreadUnmount",
         (),
-        crate::sampling::virtual_threads::unmount,
+        crate::threads::virtual_threads::unmount,
     )
 }
 

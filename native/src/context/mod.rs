@@ -8,7 +8,7 @@
 //! - [`process_context`]: the process context (OTEP 4719).
 //!
 //! Handing records to threads is done by the thread registry
-//! ([`crate::sampling::thread_registry`], [`crate::sampling::virtual_threads`]) and the shim's
+//! ([`crate::threads::thread_registry`], [`crate::threads::virtual_threads`]) and the shim's
 //! native methods ([`crate::jni_api`]); the modules here import nothing else of the crate.
 
 pub(crate) mod endpoints;

@@ -71,14 +71,15 @@ use otelprof_primitives::rng::SplitMix64;
 use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
 use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::own_threads;
 use crate::sampling::sample_buffer::{self, RecordHeader};
 use crate::sampling::signal_handler::{self, Sampler};
-use crate::sampling::thread_registry;
 use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::ThreadSlot;
 use crate::sampling::wall_signal::{self, WallSignal};
 use crate::stats::{self, COUNTERS};
 use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo};
+use crate::threads::thread_registry;
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
 pub(crate) const IDLE_AFTER: u32 = 8;
@@ -105,13 +106,13 @@ impl WallClock {
     pub(crate) fn start(config: Config) -> std::io::Result<WallClock> {
         let worker = crate::worker::Worker::spawn("otelprof-wall", move |control| {
             let tid = gettid();
-            thread_registry::add_own_tid(tid);
+            own_threads::add_own_tid(tid);
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(config, &control)));
             if result.is_err() {
                 log_error!("internal error in the wall-clock thread; wall profiling stopped");
             }
-            thread_registry::remove_own_tid(tid);
+            own_threads::remove_own_tid(tid);
             crate::worker::mark_done(&control);
         })?;
         Ok(WallClock { worker })
@@ -250,7 +251,7 @@ impl Rotation {
                 let (tid, serial) = (slot.tid(), slot.serial());
                 // Java threads only: the GC, JIT and VM threads in the table are there for
                 // the CPU profile.
-                if thread_registry::is_own_tid(tid) || slot.role() != ThreadRole::Java {
+                if own_threads::is_own_tid(tid) || slot.role() != ThreadRole::Java {
                     return true;
                 }
                 visits += 1;

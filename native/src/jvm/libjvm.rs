@@ -83,7 +83,7 @@ pub(crate) fn local_function(jvmti: &Jvmti, name: &str) -> Result<usize, String>
 /// at `path` (None for those absent).
 ///
 /// Hand-written, not the `object` crate, for speed on the thread that starts the agent: on the
-/// JDK 17 and Temurin 25 libjvm here (24 and 30 MB) it reads the section headers, `.symtab` and
+/// libjvm of OpenJDK 17 and Temurin 25 (24 and 30 MB) it reads the section headers, `.symtab` and
 /// `.strtab` in 1.3-3.7 ms (release build, file in the page cache); `object` 0.40 through its
 /// `ReadCache` found the same two symbols in 34-48 ms.
 fn elf_symbols(path: &str, names: &[&str]) -> Result<Vec<Option<u64>>, String> {

@@ -13,9 +13,9 @@
 use crate::jvm::jvmti::Jvmti;
 use crate::kinds::SampleKind;
 use crate::sampling::os::{gettid, monotonic_ns};
+use crate::sampling::own_threads;
 use crate::sampling::sample_buffer::{self, RecordHeader};
 use crate::sampling::signal_handler;
-use crate::sampling::thread_registry;
 use crate::stats::{self, COUNTERS};
 use crate::sys::{AsgctCallFrame, JvmtiFrameInfo};
 
@@ -42,7 +42,7 @@ pub(crate) fn wanted() -> Option<i32> {
         return None;
     }
     let tid = gettid();
-    (!thread_registry::is_own_tid(tid)).then_some(tid)
+    (!own_threads::is_own_tid(tid)).then_some(tid)
 }
 
 /// Records `sample` for the calling thread `tid`, with its stack and span context.

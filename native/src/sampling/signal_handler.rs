@@ -14,7 +14,7 @@
 //!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler), on
 //!   Java threads only: a thread registered without a JNIEnv (a GC, JIT compiler or VM
-//!   thread, found by [`crate::sampling::native_threads`]) is recorded under its role's frame
+//!   thread, found by [`crate::threads::native_threads`]) is recorded under its role's frame
 //!   ([`Sampler::record_unwalked`]), never walked;
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
 //! - volatile loads of the thread's span context record ([`crate::context::reader::read`]),

@@ -14,7 +14,7 @@
 //!   is retracted before fields are cleared.
 //! - **Threads that are not walked** (GC, JIT compilers, the VM thread, …: a
 //!   [`ThreadRole`] other than `Java`), registered and removed by the thread scan
-//!   ([`crate::sampling::native_threads`]) on behalf of the thread. The key is still published
+//!   ([`crate::threads::native_threads`]) on behalf of the thread. The key is still published
 //!   after the fields, so a handler that finds the tid sees them complete; such an entry is
 //!   removed only once its thread has left `/proc/self/task`, when no handler can run on it.
 //!   A Java thread that starts under a tid the scan registered (it saw the thread before its
@@ -438,7 +438,7 @@ impl ThreadTable {
     }
 
     /// Unregisters every thread (profiling stopped: see
-    /// [`crate::sampling::thread_registry::clear`]), returning each one's tid and timer.
+    /// [`crate::threads::thread_registry::clear`]), returning each one's tid and timer.
     /// Context records are left to their threads.
     pub(crate) fn remove_all(&self) -> Vec<(i32, u64)> {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());

@@ -11,7 +11,7 @@
 //! except that equal entries are not merged, which no reader depends on, and that
 //! `thread.state` keeps its OTLP spelling; `tests/otlp_codec.rs` holds the two to that.
 //!
-//! It reads protobuf as the official parser does (`tests/tests/hostile_conformance` holds it to
+//! It reads protobuf as the official parser does (`tests/tests/hostile/conformance` holds it to
 //! Google's protobuf for Python, upb, on 24,000 mutated requests). A message field that occurs
 //! twice is merged, as the encoding guide says: a dictionary or a resource split over two
 //! occurrences is one, a value type written in two parts is one. Of a scalar written twice
@@ -98,7 +98,7 @@ pub enum DecodeError {
 
 /// Which rules an input broke, as [`DecodeError::layer`] tells: the protobuf encoding, which
 /// any protobuf parser (the official one included) rejects, or OTLP's rules for valid protobuf,
-/// which only an OTLP reader checks. `tests/tests/hostile_conformance` holds the decoder to
+/// which only an OTLP reader checks. `tests/tests/hostile/conformance` holds the decoder to
 /// the official parser with this split: whatever that parser accepts, [`check_request`] accepts
 /// or rejects at the [`Otlp`](ErrorLayer::Otlp) layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

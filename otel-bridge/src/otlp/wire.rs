@@ -4,7 +4,7 @@
 //!
 //! It accepts the encodings the official parser accepts and rejects the others. Where the
 //! encoding guide leaves the limits open, these are upb's (the parser behind Google's protobuf
-//! for Python, Ruby and PHP), as measured by `tests/tests/hostile_conformance`:
+//! for Python, Ruby and PHP), as measured by `tests/tests/hostile/conformance`:
 //!
 //! - a varint has at most 10 bytes; bits past the 64th are dropped;
 //! - a tag is a varint of at most 5 bytes whose value fits 32 bits, and field number 0 is

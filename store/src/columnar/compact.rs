@@ -17,11 +17,13 @@ use std::sync::Arc;
 use otel_bridge::model::{Dictionary, Label, LabelValue, Link, Profile, Sample, StackId, StrId};
 use rustc_hash::FxHashMap;
 
-use super::read::{
-    files_in, list_partitions, live_files, read_detailed, LiveFiles, COMPACTED_SAMPLES,
-    COMPACTED_STACKS, META_DERIVED, META_PROFILES, META_REPLACES, META_ROLLUP_OF, META_SLOTS,
-    META_WINDOW, ROLLUP, SERIES, SLOTS_FILE, SPANS,
+use super::read::live::{
+    live_files, LiveFiles, COMPACTED_SAMPLES, COMPACTED_STACKS, META_DERIVED, META_PROFILES,
+    META_REPLACES, META_ROLLUP_OF, META_SLOTS, META_WINDOW, ROLLUP, SERIES, SLOTS_FILE, SPANS,
 };
+use super::read::partitions::{files_in, list_partitions};
+use super::read::rows::{read_detailed, read_samples_file};
+use super::read::stacks::read_stacks_file;
 use super::schema::{self, DERIVED_VERSION, DROPPED_LABELS, HOUR, SERIES_TICK};
 use super::write::{write_stacks, Meta, SamplesFile};
 use crate::error::{Error, FileError};
@@ -59,179 +61,229 @@ pub fn compact(store: &Path, now: i64, grace: i64) -> Result<Vec<PathBuf>, Error
 /// the [`STEPS`] changes (fewer only to test a crash); returns whether anything changed.
 #[doc(hidden)]
 pub fn compact_partition(root: &Path, dir: &Path, now: i64, steps: usize) -> Result<bool, Error> {
-    let name = |p: &PathBuf| {
-        p.file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned()
-    };
-    // A conversion's files past the marker are not the partition's yet ([`super::commit`]).
-    let marker = super::commit::marker_in(root);
-    let committed = |files: Vec<PathBuf>| -> Vec<String> {
-        files
-            .iter()
-            .map(name)
-            .filter(|n| super::commit::committed(n, marker))
-            .collect()
-    };
     // Decided from names and footers alone: a compacted hour is not read again (this runs
     // on every maintenance pass, over every closed hour of the store).
-    let mut failed = Vec::new();
-    let live = live_files(dir, &mut failed);
-    if let Some((path, FileError::Columnar(source))) = failed.pop() {
-        return Err(Error::Uncompactable { path, source });
-    }
-    let all_samples = committed(files_in(dir, "samples-"));
-    let all_stacks = committed(files_in(dir, "stacks-"));
-    let rollups: Vec<PathBuf> = files_in(dir, ROLLUP);
-    let series: Vec<PathBuf> = files_in(dir, SERIES);
-    let spans: Vec<PathBuf> = files_in(dir, SPANS);
-    let slots: Vec<PathBuf> = files_in(dir, SLOTS_FILE);
-    let compacted = live.samples.len() == 1
-        && live
-            .samples
-            .iter()
-            .all(|p| name(p).starts_with(COMPACTED_SAMPLES))
-        && all_samples.len() == 1
-        && all_stacks.len() == 1;
-    let derived = live.rollup.is_some()
-        && live.series.is_some()
-        && live.spans.is_some()
-        && live.slots.is_some()
-        && rollups.len() == 1
-        && series.len() == 1
-        && spans.len() == 1
-        && slots.len() == 1;
-    if live.samples.is_empty() || (compacted && derived) {
+    let files = PartitionFiles::list(root, dir)?;
+    let compacted = files.compacted();
+    if files.live.samples.is_empty() || (compacted && files.derived()) {
         return Ok(false);
     }
     if compacted {
         // Compacted before this version of the rollup, series and spans: only they are
         // written.
-        let olds = rollups
+        let olds = files
+            .rollups
             .into_iter()
-            .chain(series)
-            .chain(spans)
-            .chain(slots)
-            .collect();
-        return add_derived(root, dir, &live, now, olds);
+            .chain(files.series)
+            .chain(files.spans);
+        let olds = olds.chain(files.slots).collect();
+        return add_derived(root, dir, &files.live, now, olds);
     }
     let (_, stacks, profiles) =
         read_detailed(dir).map_err(|(path, source)| Error::Uncompactable { path, source })?;
     let tmp = root.join(crate::layout::TMP);
     std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
-    let stem = format!("{now}-{:05}", std::process::id() % 100_000);
-    let samples_name = format!("{COMPACTED_SAMPLES}{stem}.parquet");
-    let stacks_name = format!("{COMPACTED_STACKS}{stem}.parquet");
-    let rollup_name = format!("{ROLLUP}{stem}.parquet");
-    let series_name = format!("{SERIES}{stem}.parquet");
-    let spans_name = format!("{SPANS}{stem}.parquet");
-    let slots_name = format!("{SLOTS_FILE}{stem}.parquet");
+    let names = Compacted::named(now);
+    write_compacted(&tmp, &names, &files, stacks, &profiles)?;
+    if !publish(dir, &tmp, &names, steps)? {
+        return Ok(true);
+    }
+    remove_replaced(dir, &names, files)?;
+    Ok(true)
+}
 
+/// A partition's files as compaction sees them: those that count, and every file by kind
+/// (a conversion's files past the marker left out: they are not the partition's yet).
+struct PartitionFiles {
+    live: LiveFiles,
+    all_samples: Vec<String>,
+    all_stacks: Vec<String>,
+    rollups: Vec<PathBuf>,
+    series: Vec<PathBuf>,
+    spans: Vec<PathBuf>,
+    slots: Vec<PathBuf>,
+}
+
+impl PartitionFiles {
+    /// Lists partition `dir` of the store at `root`; fails when a compacted file's footer
+    /// cannot be read (compaction never drops what it could not read).
+    fn list(root: &Path, dir: &Path) -> Result<PartitionFiles, Error> {
+        // A conversion's files past the marker are not the partition's yet ([`super::commit`]).
+        let marker = super::commit::marker_in(root);
+        let committed = |files: Vec<PathBuf>| -> Vec<String> {
+            files
+                .iter()
+                .map(|p| file_name(p))
+                .filter(|n| super::commit::committed(n, marker))
+                .collect()
+        };
+        let mut failed = Vec::new();
+        let live = live_files(dir, &mut failed);
+        if let Some((path, FileError::Columnar(source))) = failed.pop() {
+            return Err(Error::Uncompactable { path, source });
+        }
+        Ok(PartitionFiles {
+            live,
+            all_samples: committed(files_in(dir, "samples-")),
+            all_stacks: committed(files_in(dir, "stacks-")),
+            rollups: files_in(dir, ROLLUP),
+            series: files_in(dir, SERIES),
+            spans: files_in(dir, SPANS),
+            slots: files_in(dir, SLOTS_FILE),
+        })
+    }
+
+    /// Whether the partition is one compacted samples file and one stacks file.
+    fn compacted(&self) -> bool {
+        self.live.samples.len() == 1
+            && self
+                .live
+                .samples
+                .iter()
+                .all(|p| file_name(p).starts_with(COMPACTED_SAMPLES))
+            && self.all_samples.len() == 1
+            && self.all_stacks.len() == 1
+    }
+
+    /// Whether the partition has one rollup, series, spans and slot rollup of this version,
+    /// made of its samples file.
+    fn derived(&self) -> bool {
+        self.live.rollup.is_some()
+            && self.live.series.is_some()
+            && self.live.spans.is_some()
+            && self.live.slots.is_some()
+            && self.rollups.len() == 1
+            && self.series.len() == 1
+            && self.spans.len() == 1
+            && self.slots.len() == 1
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The names of the files one compaction writes.
+struct Compacted {
+    samples: String,
+    stacks: String,
+    rollup: String,
+    series: String,
+    spans: String,
+    slots: String,
+}
+
+impl Compacted {
+    /// Names unique to this process and time.
+    fn named(now: i64) -> Compacted {
+        let stem = format!("{now}-{:05}", std::process::id() % 100_000);
+        Compacted {
+            samples: format!("{COMPACTED_SAMPLES}{stem}.parquet"),
+            stacks: format!("{COMPACTED_STACKS}{stem}.parquet"),
+            rollup: format!("{ROLLUP}{stem}.parquet"),
+            series: format!("{SERIES}{stem}.parquet"),
+            spans: format!("{SPANS}{stem}.parquet"),
+            slots: format!("{SLOTS_FILE}{stem}.parquet"),
+        }
+    }
+
+    /// The files in the order they are published, the one that keeps every moment readable
+    /// and counted once: the stacks first (they hold every old stack), the samples last
+    /// (their rename swaps the old samples for the new).
+    fn in_order(&self) -> [&String; 6] {
+        [
+            &self.stacks,
+            &self.rollup,
+            &self.series,
+            &self.spans,
+            &self.slots,
+            &self.samples,
+        ]
+    }
+}
+
+/// Writes under `tmp` the partition's compacted samples file, its rollup, series, spans and
+/// slot rollup, and its compacted stacks file, named as `names` says.
+fn write_compacted(
+    tmp: &Path,
+    names: &Compacted,
+    files: &PartitionFiles,
+    stacks: FxHashMap<i64, Vec<schema::Frame>>,
+    profiles: &[Decoded],
+) -> Result<(), Error> {
     // The samples, profile after profile (a profile's rows stay together: the reader rebuilds
     // a profile from consecutive rows), ordered by type and time.
     let mut order: Vec<&Decoded> = profiles.iter().collect();
     order.sort_by_key(|d| (d.profile.sample_types.len(), d.profile.time_nanos));
-    let replaces = |names: &[String]| vec![Meta::new(META_REPLACES.to_owned(), names.join("\n"))];
-    let samples_tmp = tmp.join(&samples_name);
+    let replaces =
+        |replaced: &[String]| vec![Meta::new(META_REPLACES.to_owned(), replaced.join("\n"))];
+    let samples_tmp = tmp.join(&names.samples);
     write_tmp(&samples_tmp, |f| {
-        let mut out = SamplesFile::new(f, replaces(&all_samples))?;
+        let mut out = SamplesFile::new(f, replaces(&files.all_samples))?;
         let mut seen = FxHashMap::default();
         for (n, d) in order.iter().enumerate() {
-            let id = schema::stack_id([(samples_name.as_str(), "", n as i64)]);
+            let id = schema::stack_id([(names.samples.as_str(), "", n as i64)]);
             out.add_profile(id, &d.resource, &d.profile, &mut seen)?;
         }
         out.finish()
     })?;
 
     // The rollup, from the compacted file: one dictionary for all its profiles.
-    let rolled = super::read::read_samples_file(&samples_tmp, &stacks).map_err(|source| {
-        Error::Uncompactable {
+    let rolled =
+        read_samples_file(&samples_tmp, &stacks).map_err(|source| Error::Uncompactable {
             path: samples_tmp.clone(),
             source,
-        }
-    })?;
+        })?;
     let rolled = relabel(&rolled);
-    let rollup_tmp = tmp.join(&rollup_name);
-    write_rollup(&rollup_tmp, &rolled, &samples_name)?;
-    let series_tmp = tmp.join(&series_name);
-    write_series(&series_tmp, &rolled, &samples_name, false)?;
-    let spans_tmp = tmp.join(&spans_name);
-    write_series(&spans_tmp, &rolled, &samples_name, true)?;
-    let slots_tmp = tmp.join(&slots_name);
-    write_slots(&slots_tmp, &rolled, &samples_name)?;
+    write_rollup(&tmp.join(&names.rollup), &rolled, &names.samples)?;
+    write_series(&tmp.join(&names.series), &rolled, &names.samples, false)?;
+    write_series(&tmp.join(&names.spans), &rolled, &names.samples, true)?;
+    write_slots(&tmp.join(&names.slots), &rolled, &names.samples)?;
 
     let mut all: Vec<(i64, Vec<schema::Frame>)> = stacks.into_iter().collect();
     all.sort_by_key(|(id, _)| *id);
-    let stacks_tmp = tmp.join(&stacks_name);
-    write_tmp(&stacks_tmp, |f| {
-        write_stacks(f, &all, replaces(&all_stacks))
-    })?;
+    write_tmp(&tmp.join(&names.stacks), |f| {
+        write_stacks(f, &all, replaces(&files.all_stacks))
+    })
+}
 
-    // The changes, in the order that keeps every moment readable and counted once.
-    let publish = |from: &Path, to_name: &str| -> Result<(), Error> {
-        let to = dir.join(to_name);
-        std::fs::rename(from, &to).map_err(Error::io("move into", &to))?;
-        crate::writer::sync_dir(dir)
-    };
-    let mut step = 0;
-    let mut next = || {
-        step += 1;
-        step <= steps
-    };
-    if !next() {
-        return Ok(true);
+/// Moves the files written under `tmp` into partition `dir` ([`Compacted::in_order`]), each
+/// one a step of at most `steps`; returns whether the removal of the replaced files, the
+/// last step, is still to be done.
+fn publish(dir: &Path, tmp: &Path, names: &Compacted, steps: usize) -> Result<bool, Error> {
+    let in_order = names.in_order();
+    for (step, name) in in_order.iter().enumerate() {
+        if step >= steps {
+            return Ok(false);
+        }
+        let to = dir.join(name);
+        std::fs::rename(tmp.join(name), &to).map_err(Error::io("move into", &to))?;
+        crate::writer::sync_dir(dir)?;
     }
-    publish(&stacks_tmp, &stacks_name)?;
-    if !next() {
-        return Ok(true);
-    }
-    publish(&rollup_tmp, &rollup_name)?;
-    if !next() {
-        return Ok(true);
-    }
-    publish(&series_tmp, &series_name)?;
-    if !next() {
-        return Ok(true);
-    }
-    publish(&spans_tmp, &spans_name)?;
-    if !next() {
-        return Ok(true);
-    }
-    publish(&slots_tmp, &slots_name)?;
-    if !next() {
-        return Ok(true);
-    }
-    publish(&samples_tmp, &samples_name)?;
-    if !next() {
-        return Ok(true);
-    }
-    // Replaced files, old rollups, series and spans: readers skip them already.
-    let olds = all_samples
+    Ok(in_order.len() < steps)
+}
+
+/// Removes the files the compaction replaced and the old rollups, series, spans and slot
+/// rollups (readers skip them already).
+fn remove_replaced(dir: &Path, names: &Compacted, files: PartitionFiles) -> Result<(), Error> {
+    let new = names.in_order();
+    let olds = files
+        .all_samples
         .iter()
-        .chain(&all_stacks)
+        .chain(&files.all_stacks)
         .map(|n| dir.join(n))
-        .chain(rollups)
-        .chain(series)
-        .chain(spans)
-        .chain(slots)
-        .filter(|p| {
-            let n = name(p);
-            ![
-                &samples_name,
-                &stacks_name,
-                &rollup_name,
-                &series_name,
-                &spans_name,
-                &slots_name,
-            ]
-            .contains(&&n)
-        });
+        .chain(files.rollups)
+        .chain(files.series)
+        .chain(files.spans)
+        .chain(files.slots)
+        .filter(|p| !new.contains(&&file_name(p)));
     for old in olds {
         std::fs::remove_file(&old).map_err(Error::io("remove", &old))?;
     }
-    crate::writer::sync_dir(dir)?;
-    Ok(true)
+    crate::writer::sync_dir(dir)
 }
 
 /// Writes the rollup, series and spans of a compacted partition that has none of this
@@ -253,13 +305,12 @@ fn add_derived(
     };
     let mut stacks: FxHashMap<i64, Vec<schema::Frame>> = FxHashMap::default();
     for path in &live.stacks {
-        let found = super::read::read_stacks_file(path).map_err(uncompactable(path))?;
+        let found = read_stacks_file(path).map_err(uncompactable(path))?;
         for (id, frames) in found {
             stacks.entry(id).or_insert(frames);
         }
     }
-    let profiles =
-        super::read::read_samples_file(samples, &stacks).map_err(uncompactable(samples))?;
+    let profiles = read_samples_file(samples, &stacks).map_err(uncompactable(samples))?;
     let profiles = relabel(&profiles);
     let tmp = root.join(crate::layout::TMP);
     std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
@@ -531,96 +582,20 @@ type SeriesKey = (Vec<(u32, u32)>, u32, usize, Option<i64>, Option<Link>);
 /// the others of its labels, and its timestamps shrink to the first and the last: what the
 /// list of traces needs (value, count, endpoints, window per span) in a row a span.
 fn series(profiles: &[Decoded], links: bool) -> Vec<Decoded> {
-    /// A profile's series samples being added up.
-    #[derive(Default)]
-    struct Rows {
-        samples: Vec<Sample>,
-        index: FxHashMap<SeriesKey, usize>,
-    }
-    impl Rows {
-        /// Adds `values` of `s` to the row of `key`; `span` (a linked sample's first and
-        /// last timestamps) widens the row's own.
-        fn add(
-            &mut self,
-            key: SeriesKey,
-            s: &Sample,
-            values: impl Iterator<Item = i64>,
-            span: Option<(i64, i64)>,
-        ) {
-            let stamp = key.3.map(|t| {
-                t.saturating_mul(SERIES_TICK)
-                    .saturating_add(SERIES_TICK / 2)
-            });
-            let (stack, link) = (StackId(key.1), key.4);
-            let samples = &mut self.samples;
-            let i = *self.index.entry(key).or_insert_with(|| {
-                samples.push(Sample {
-                    stack,
-                    values: vec![0; s.values.len()],
-                    labels: s.labels.clone(),
-                    link,
-                    timestamps: stamp.into_iter().collect(),
-                });
-                samples.len() - 1
-            });
-            if let Some(r) = samples.get_mut(i) {
-                for (a, b) in r.values.iter_mut().zip(values) {
-                    *a = a.saturating_add(b);
-                }
-                if let Some((first, last)) = span {
-                    let (a, b) = match r.timestamps.as_slice() {
-                        [a, b] => (first.min(*a), last.max(*b)),
-                        [a] => (first.min(*a), last.max(*a)),
-                        _ => (first, last),
-                    };
-                    r.timestamps = if a == b { vec![a] } else { vec![a, b] };
-                }
-            }
-        }
-    }
     let mut out = Vec::with_capacity(profiles.len());
     let mut ticks: Vec<i64> = Vec::new();
     for d in profiles {
         let p = &d.profile;
         let counted = counted(p);
-        let mut rows = Rows::default();
+        let mut rows = SeriesRows::default();
         for (n, s) in p.samples.iter().enumerate() {
-            let labels = label_key(s);
             let stack = if crate::merge::role_of(p, s.stack).is_some() {
                 s.stack.0
             } else {
                 0
             };
             let apart = if counted { 0 } else { n + 1 };
-            if let (true, Some(link)) = (links, s.link) {
-                let span = s.timestamps.iter().fold(None, |w: Option<(i64, i64)>, &t| {
-                    Some(w.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
-                });
-                let key = (labels, stack, apart, None, Some(link));
-                rows.add(key, s, s.values.iter().copied(), span);
-                continue;
-            }
-            if s.timestamps.is_empty() {
-                let key = (labels, stack, apart, None, None);
-                rows.add(key, s, s.values.iter().copied(), None);
-                continue;
-            }
-            ticks.clear();
-            ticks.extend(s.timestamps.iter().map(|t| t.div_euclid(SERIES_TICK)));
-            ticks.sort_unstable();
-            // Each tick's share of every value, rounded so that the shares add up to it.
-            let all = ticks.len() as i128;
-            let mut before = 0i128;
-            for run in ticks.chunk_by(|a, b| a == b) {
-                let after = before + run.len() as i128;
-                let tick = run.first().copied();
-                let share = s.values.iter().map(|&v| {
-                    let v = i128::from(v);
-                    i64::try_from(v * after / all - v * before / all).unwrap_or(0)
-                });
-                rows.add((labels.clone(), stack, apart, tick, None), s, share, None);
-                before = after;
-            }
+            rows.add_sample(s, stack, apart, links, &mut ticks);
         }
         out.push(Decoded {
             resource: d.resource.clone(),
@@ -637,6 +612,98 @@ fn series(profiles: &[Decoded], links: bool) -> Vec<Decoded> {
         });
     }
     out
+}
+
+/// A profile's series samples being added up ([`series`]).
+#[derive(Default)]
+struct SeriesRows {
+    samples: Vec<Sample>,
+    index: FxHashMap<SeriesKey, usize>,
+}
+
+impl SeriesRows {
+    /// Adds sample `s` (its stack kept as `stack`, its row apart as `apart` says): with
+    /// `links` and a trace link, to its span's row; without timestamps, to its labels' row;
+    /// else shared out among the rows of its timestamps' ticks (`ticks` a scratch buffer).
+    fn add_sample(
+        &mut self,
+        s: &Sample,
+        stack: u32,
+        apart: usize,
+        links: bool,
+        ticks: &mut Vec<i64>,
+    ) {
+        let labels = label_key(s);
+        if let (true, Some(link)) = (links, s.link) {
+            let span = s.timestamps.iter().fold(None, |w: Option<(i64, i64)>, &t| {
+                Some(w.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+            });
+            let key = (labels, stack, apart, None, Some(link));
+            self.add(key, s, s.values.iter().copied(), span);
+            return;
+        }
+        if s.timestamps.is_empty() {
+            let key = (labels, stack, apart, None, None);
+            self.add(key, s, s.values.iter().copied(), None);
+            return;
+        }
+        ticks.clear();
+        ticks.extend(s.timestamps.iter().map(|t| t.div_euclid(SERIES_TICK)));
+        ticks.sort_unstable();
+        // Each tick's share of every value, rounded so that the shares add up to it.
+        let all = ticks.len() as i128;
+        let mut before = 0i128;
+        for run in ticks.chunk_by(|a, b| a == b) {
+            let after = before + run.len() as i128;
+            let tick = run.first().copied();
+            let share = s.values.iter().map(|&v| {
+                let v = i128::from(v);
+                i64::try_from(v * after / all - v * before / all).unwrap_or(0)
+            });
+            self.add((labels.clone(), stack, apart, tick, None), s, share, None);
+            before = after;
+        }
+    }
+
+    /// Adds `values` of `s` to the row of `key`; `span` (a linked sample's first and last
+    /// timestamps) widens the row's own.
+    fn add(
+        &mut self,
+        key: SeriesKey,
+        s: &Sample,
+        values: impl Iterator<Item = i64>,
+        span: Option<(i64, i64)>,
+    ) {
+        let stamp = key.3.map(|t| {
+            t.saturating_mul(SERIES_TICK)
+                .saturating_add(SERIES_TICK / 2)
+        });
+        let (stack, link) = (StackId(key.1), key.4);
+        let samples = &mut self.samples;
+        let i = *self.index.entry(key).or_insert_with(|| {
+            samples.push(Sample {
+                stack,
+                values: vec![0; s.values.len()],
+                labels: s.labels.clone(),
+                link,
+                timestamps: stamp.into_iter().collect(),
+            });
+            samples.len() - 1
+        });
+        if let Some(r) = samples.get_mut(i) {
+            for (a, b) in r.values.iter_mut().zip(values) {
+                *a = a.saturating_add(b);
+            }
+            if let Some((first, last)) = span {
+                let (a, b) = match r.timestamps.as_slice() {
+                    [a, b] => (first.min(*a), last.max(*b)),
+                    [a] => (first.min(*a), last.max(*a)),
+                    _ => (first, last),
+                };
+                r.timestamps = if a == b { vec![a] } else { vec![a, b] };
+            }
+        }
+    }
 }
 
 /// What a rollup profile is keyed by: resource, the header of its type, and (in a slot

@@ -17,10 +17,12 @@ use parquet::file::reader::FileReader;
 use rustc_hash::FxHashMap;
 
 use super::compact::counted;
-use super::read::{
-    open, read_group, ColumnarSource, DictionaryBuilder, GroupColumns, Interned, Partition,
-    Pending, Task,
-};
+use super::read::columns::open;
+use super::read::dictionary::{DictionaryBuilder, Interned};
+use super::read::row_groups::{read_group, Task};
+use super::read::rows::{GroupColumns, Pending};
+use super::read::{ColumnarSource, Partition};
+use super::schema::Frame;
 use crate::error::ColumnarFileError;
 use crate::error::Error;
 use crate::linked::{rows_of, LinkedRow};
@@ -68,52 +70,132 @@ fn read_linked_group(
     let mut b = (*task.base).clone();
     let cols = GroupColumns::read(rg.as_ref(), true)?;
     let mut strings = Interned::default();
-    // Attribute sets, by their interned (key, value) pairs.
-    let mut sets: FxHashMap<Vec<(StrId, StrId)>, u32> = FxHashMap::default();
-    let mut set = Vec::new();
-    let mut pending: Vec<Pending> = Vec::with_capacity(cols.runs.len());
-    // Per profile, its linked rows: (sample of its labels, row).
-    let mut linked: Vec<Vec<(usize, usize, Link)>> = Vec::with_capacity(cols.runs.len());
-    // The current profile's samples by (attribute set, stack id), and by attribute set
-    // alone (the sample whose labels its linked rows share).
-    let mut summed: FxHashMap<(u32, i64), usize> = FxHashMap::default();
-    let mut labelled: FxHashMap<u32, usize> = FxHashMap::default();
-    let mut whole = true;
+    let mut group = LinkedProfiles::with_capacity(cols.runs.len());
     let mut run = 0;
     for r in 0..cols.rows {
         if r > 0 && cols.id(r - 1) != cols.id(r) {
             run += 1;
         }
-        if pending.len() == run {
+        if group.pending.len() == run {
             let p = cols.header(run, r, &mut b)?;
-            whole = counted(&header_profile(&p, &b));
-            pending.push(p);
-            linked.push(Vec::new());
-            summed.clear();
-            labelled.clear();
+            group.start(p, &b);
         }
-        let (Some(p), Some(rows)) = (pending.last_mut(), linked.last_mut()) else {
-            continue;
-        };
         if cols.is_placeholder(r) {
             continue;
         }
-        set.clear();
-        for (k, v) in cols.attrs(r) {
-            set.push((strings.get(k, &mut b)?, strings.get(v, &mut b)?));
+        let set = group.attribute_set(&cols, r, &mut strings, &mut b)?;
+        let row = Row {
+            r,
+            set,
+            links_apart,
+        };
+        group.add(&cols, row, &mut b, &task.stacks);
+    }
+    let dictionary = Arc::new(b.dictionary);
+    let n = group.pending.len();
+    let mut out = Vec::new();
+    for (p, rows) in group.pending.into_iter().zip(group.linked) {
+        out.clear();
+        out.extend(rows.into_iter().map(|(sample, r, link)| LinkedRow {
+            sample,
+            link,
+            values: cols.row_values(r),
+            timestamps: cols.row_timestamps(r),
+        }));
+        visit(&p.into_decoded(&dictionary), &out);
+    }
+    Ok(n)
+}
+
+/// The profiles of one row group being rebuilt by [`read_linked_group`].
+struct LinkedProfiles {
+    /// Attribute sets, by their interned (key, value) pairs.
+    sets: FxHashMap<Vec<(StrId, StrId)>, u32>,
+    /// The current row's attribute set.
+    set: Vec<(StrId, StrId)>,
+    pending: Vec<Pending>,
+    /// Per profile, its linked rows: (sample of its labels, row).
+    linked: Vec<Vec<(usize, usize, Link)>>,
+    /// The current profile's samples by (attribute set, stack id), and by attribute set
+    /// alone (the sample whose labels its linked rows share).
+    summed: FxHashMap<(u32, i64), usize>,
+    labelled: FxHashMap<u32, usize>,
+    /// Whether the current profile's type counts its observations by a value, so that its
+    /// rows may be added up ([`counted`]).
+    whole: bool,
+}
+
+/// A row to add: its index, its attribute set, and whether linked rows stay apart.
+struct Row {
+    r: usize,
+    set: u32,
+    links_apart: bool,
+}
+
+impl LinkedProfiles {
+    fn with_capacity(profiles: usize) -> LinkedProfiles {
+        LinkedProfiles {
+            sets: FxHashMap::default(),
+            set: Vec::new(),
+            pending: Vec::with_capacity(profiles),
+            linked: Vec::with_capacity(profiles),
+            summed: FxHashMap::default(),
+            labelled: FxHashMap::default(),
+            whole: true,
         }
-        let next = u32::try_from(sets.len()).unwrap_or(u32::MAX);
-        let id = match sets.get(set.as_slice()) {
+    }
+
+    /// Starts the next profile, `p` (its header; its strings in `b`).
+    fn start(&mut self, p: Pending, b: &DictionaryBuilder) {
+        self.whole = counted(&header_profile(&p, b));
+        self.pending.push(p);
+        self.linked.push(Vec::new());
+        self.summed.clear();
+        self.labelled.clear();
+    }
+
+    /// The id of row `r`'s attribute set (kept in `self.set`), its strings interned.
+    fn attribute_set(
+        &mut self,
+        cols: &GroupColumns,
+        r: usize,
+        strings: &mut Interned,
+        b: &mut DictionaryBuilder,
+    ) -> Result<u32, ColumnarFileError> {
+        self.set.clear();
+        for (k, v) in cols.attrs(r) {
+            self.set.push((strings.get(k, b)?, strings.get(v, b)?));
+        }
+        let next = u32::try_from(self.sets.len()).unwrap_or(u32::MAX);
+        Ok(match self.sets.get(self.set.as_slice()) {
             Some(&id) => id,
             None => {
-                sets.insert(set.clone(), next);
+                self.sets.insert(self.set.clone(), next);
                 next
             }
+        })
+    }
+
+    /// Adds `row` to the current profile: a sample of its own when it must stay apart (a
+    /// type counted by rows, timestamps, or a linked row when links stay apart), else
+    /// added up into the sample of its attribute set and stack; a linked row is noted with
+    /// the sample of its labels.
+    fn add(
+        &mut self,
+        cols: &GroupColumns,
+        row: Row,
+        b: &mut DictionaryBuilder,
+        stacks: &FxHashMap<i64, Vec<Frame>>,
+    ) {
+        let (Some(p), Some(rows)) = (self.pending.last_mut(), self.linked.last_mut()) else {
+            return;
         };
+        let r = row.r;
         let stack_id = cols.stack.get(r).copied().unwrap_or(0);
         let link = cols.link(r);
         let values = cols.row_values(r);
         let timestamps = cols.row_timestamps(r);
+        let set = &self.set;
         let labels = || -> Vec<Label> {
             set.iter()
                 .map(|&(key, value)| Label {
@@ -122,10 +204,10 @@ fn read_linked_group(
                 })
                 .collect()
         };
-        let apart = !whole || !timestamps.is_empty() || (links_apart && link.is_some());
+        let apart = !self.whole || !timestamps.is_empty() || (row.links_apart && link.is_some());
         let at = if apart {
             p.samples.push(Sample {
-                stack: b.stack(stack_id, &task.stacks),
+                stack: b.stack(stack_id, stacks),
                 values: values.to_vec(),
                 labels: labels(),
                 link,
@@ -133,9 +215,9 @@ fn read_linked_group(
             });
             p.samples.len() - 1
         } else {
-            let at = *summed.entry((id, stack_id)).or_insert_with(|| {
+            let at = *self.summed.entry((row.set, stack_id)).or_insert_with(|| {
                 p.samples.push(Sample {
-                    stack: b.stack(stack_id, &task.stacks),
+                    stack: b.stack(stack_id, stacks),
                     values: vec![0; values.len()],
                     labels: labels(),
                     link: None,
@@ -154,24 +236,10 @@ fn read_linked_group(
             at
         };
         if let Some(link) = link {
-            let sample = *labelled.entry(id).or_insert(at);
+            let sample = *self.labelled.entry(row.set).or_insert(at);
             rows.push((sample, r, link));
         }
     }
-    let dictionary = Arc::new(b.dictionary);
-    let n = pending.len();
-    let mut out = Vec::new();
-    for (p, rows) in pending.into_iter().zip(linked) {
-        out.clear();
-        out.extend(rows.into_iter().map(|(sample, r, link)| LinkedRow {
-            sample,
-            link,
-            values: cols.row_values(r),
-            timestamps: cols.row_timestamps(r),
-        }));
-        visit(&p.into_decoded(&dictionary), &out);
-    }
-    Ok(n)
 }
 
 /// The header of `p` (types, period, window) as a profile without samples: what the

@@ -154,12 +154,13 @@
 //!
 //! Writing Parquet by hand (Thrift compact footers, page headers, RLE/bit-packed levels) is a
 //! format implementation of its own to keep conformant with every engine; the `parquet` crate
-//! is the reference Rust one. Its Arrow integration (and arrow-* crates, several minutes of
-//! compile on this 2-core machine) is not needed: the low-level column writers and readers
+//! is the reference Rust one. Its Arrow integration (and the arrow-* crates, several minutes
+//! of compile on two cores) is not needed: the low-level column writers and readers
 //! take plain vectors of values and levels, which is all a row of a sample is. Default
 //! features are off; only `snap` (pure Rust snappy) is on, so no C library (zstd, lz4) is
 //! built. A cold debug build of this crate with all its dependencies, parquet included, took
-//! 35 s here (parquet alone was not timed apart; measure it with `cargo build --timings`).
+//! 35 s on two cores (parquet alone was not timed apart; measure it with
+//! `cargo build --timings`).
 
 pub mod commit;
 pub mod compact;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::read::{list_partitions, Partition};
+use super::read::partitions::{list_partitions, Partition};
 use super::schema::HOUR;
 use crate::error::Error;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use opentelemetry::KeyValue;
-use otel_bridge::model::{LabelValue, Profile, StackId, ValueType};
+use otel_bridge::model::{LabelValue, Profile, Sample, StackId, ValueType};
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::WriterProperties;
@@ -21,7 +21,7 @@ use super::schema::{self, Frame};
 use crate::error::Error;
 use crate::merge::UNKNOWN_FRAME;
 use crate::reader::{decode_file, discover};
-use crate::select::{resource_value, Measure, ProfileType};
+use crate::select::{resource_value, Measure, ProfileType, ValueIndex};
 
 /// Partitions whose stack ids the writer keeps in memory; past this it forgets them all
 /// (and reads a partition's ids back from its files when it writes there again).
@@ -161,7 +161,7 @@ impl ColumnarWriter {
         }
         // A stacks file that cannot be read is left out: its stacks are written again, and
         // the reader keeps the first row of an id.
-        let ids = super::read::stack_ids_in(dir);
+        let ids = super::read::stacks::stack_ids_in(dir);
         let set = Arc::new(Mutex::new(ids));
         known.insert(key.clone(), set.clone());
         Ok(set)
@@ -345,6 +345,44 @@ fn optional<T>(column: &mut (Vec<T>, Vec<i16>), value: Option<T>) {
     }
 }
 
+/// What every row of one profile repeats, worked out once per profile.
+struct RowHeader {
+    id: i64,
+    ty: Option<ProfileType>,
+    amount: Option<ValueIndex>,
+    count: Option<ValueIndex>,
+    sample_types: String,
+    period_type: String,
+    resource: Vec<(String, String)>,
+}
+
+impl RowHeader {
+    fn of(id: i64, resource: &[KeyValue], profile: &Profile) -> RowHeader {
+        let ty = ProfileType::of(profile).or_else(|| {
+            [ProfileType::Alloc, ProfileType::Lock]
+                .into_iter()
+                .find(|t| t.value_index(profile, Measure::Count).is_some())
+        });
+        RowHeader {
+            id,
+            ty,
+            amount: ty.and_then(|t| t.value_index(profile, Measure::Amount)),
+            count: ty.and_then(|t| t.value_index(profile, Measure::Count)),
+            sample_types: profile
+                .sample_types
+                .iter()
+                .map(|vt| type_text(profile, vt))
+                .collect::<Vec<_>>()
+                .join(","),
+            period_type: type_text(profile, &profile.period_type),
+            resource: resource
+                .iter()
+                .map(|kv| (kv.key.as_str().to_owned(), kv.value.to_string()))
+                .collect(),
+        }
+    }
+}
+
 impl SampleRows {
     /// Rows of the [`schema::SPANS`] table.
     fn spans() -> SampleRows {
@@ -361,24 +399,7 @@ impl SampleRows {
         profile: &Profile,
         stacks: &mut FxHashMap<i64, Vec<Frame>>,
     ) {
-        let ty = ProfileType::of(profile).or_else(|| {
-            [ProfileType::Alloc, ProfileType::Lock]
-                .into_iter()
-                .find(|t| t.value_index(profile, Measure::Count).is_some())
-        });
-        let amount = ty.and_then(|t| t.value_index(profile, Measure::Amount));
-        let count = ty.and_then(|t| t.value_index(profile, Measure::Count));
-        let sample_types = profile
-            .sample_types
-            .iter()
-            .map(|vt| type_text(profile, vt))
-            .collect::<Vec<_>>()
-            .join(",");
-        let period_type = type_text(profile, &profile.period_type);
-        let resource_kv: Vec<(String, String)> = resource
-            .iter()
-            .map(|kv| (kv.key.as_str().to_owned(), kv.value.to_string()))
-            .collect();
+        let header = RowHeader::of(id, resource, profile);
         // Stack ids of this profile's dictionary, each computed once.
         let mut ids: FxHashMap<u32, i64> = FxHashMap::default();
         // A profile without samples still counts as seen: one row with no values and stack
@@ -390,66 +411,10 @@ impl SampleRows {
             profile.samples.as_slice()
         };
         for sample in samples {
-            self.profile.push(id);
-            self.time.push(profile.time_nanos);
-            self.duration.push(profile.duration_nanos);
-            self.ty
-                .push(ByteArray::from(ty.map_or("other", ProfileType::name)));
-            self.sample_types
-                .push(ByteArray::from(sample_types.as_str()));
-            self.period_type.push(ByteArray::from(period_type.as_str()));
-            self.period.push(profile.period);
-            optional(
-                &mut self.value,
-                amount.and_then(|v| sample.values.get(v.value).copied()),
-            );
-            optional(
-                &mut self.count,
-                count.and_then(|v| sample.values.get(v.value).copied()),
-            );
-            self.values.0.extend_from_slice(&sample.values);
-            self.values.1.list(sample.values.len());
-            for (k, v) in &resource_kv {
-                self.resource.0.push(ByteArray::from(k.as_str()));
-                self.resource.1.push(ByteArray::from(v.as_str()));
-            }
-            self.resource.2.list(resource_kv.len());
-            let mut span_name = None;
-            for label in &sample.labels {
-                let key = profile.str(label.key);
-                let value = match label.value {
-                    LabelValue::Str(s) => profile.str(s).to_owned(),
-                    LabelValue::Num { value, .. } => value.to_string(),
-                };
-                if key == "span_name" && span_name.is_none() {
-                    span_name = Some(ByteArray::from(value.as_str()));
-                }
-                self.attributes.0.push(ByteArray::from(key));
-                self.attributes.1.push(ByteArray::from(value.into_bytes()));
-            }
-            self.attributes.2.list(sample.labels.len());
-            optional(&mut self.span_name, span_name);
-            if let Some([hi, lo, span]) = &mut self.link_bits {
-                let bits = sample.link.as_ref().map(schema::link_bits);
-                optional(hi, bits.map(|b| b.0));
-                optional(lo, bits.map(|b| b.1));
-                optional(span, bits.map(|b| b.2));
-                optional(&mut self.trace_id, None);
-                optional(&mut self.span_id, None);
-            } else {
-                optional(
-                    &mut self.trace_id,
-                    sample
-                        .link
-                        .map(|l| ByteArray::from(l.trace_id_hex().into_bytes())),
-                );
-                optional(
-                    &mut self.span_id,
-                    sample
-                        .link
-                        .map(|l| ByteArray::from(l.span_id_hex().into_bytes())),
-                );
-            }
+            self.push_header(&header, profile);
+            self.push_values(&header, sample);
+            self.push_labels(profile, sample);
+            self.push_link(sample);
             if profile.samples.is_empty() {
                 self.stack_id.push(0);
                 self.timestamps.1.list(0);
@@ -468,6 +433,83 @@ impl SampleRows {
             self.stack_id.push(stack_id);
             self.timestamps.0.extend_from_slice(&sample.timestamps);
             self.timestamps.1.list(sample.timestamps.len());
+        }
+    }
+
+    /// The columns that repeat the profile's header on each of its rows.
+    fn push_header(&mut self, h: &RowHeader, profile: &Profile) {
+        self.profile.push(h.id);
+        self.time.push(profile.time_nanos);
+        self.duration.push(profile.duration_nanos);
+        self.ty
+            .push(ByteArray::from(h.ty.map_or("other", ProfileType::name)));
+        self.sample_types
+            .push(ByteArray::from(h.sample_types.as_str()));
+        self.period_type
+            .push(ByteArray::from(h.period_type.as_str()));
+        self.period.push(profile.period);
+        for (k, v) in &h.resource {
+            self.resource.0.push(ByteArray::from(k.as_str()));
+            self.resource.1.push(ByteArray::from(v.as_str()));
+        }
+        self.resource.2.list(h.resource.len());
+    }
+
+    /// The sample's values: every one, and the type's amount and count apart.
+    fn push_values(&mut self, h: &RowHeader, sample: &Sample) {
+        optional(
+            &mut self.value,
+            h.amount.and_then(|v| sample.values.get(v.value).copied()),
+        );
+        optional(
+            &mut self.count,
+            h.count.and_then(|v| sample.values.get(v.value).copied()),
+        );
+        self.values.0.extend_from_slice(&sample.values);
+        self.values.1.list(sample.values.len());
+    }
+
+    /// The sample's attributes, and its `span_name` in a column of its own.
+    fn push_labels(&mut self, profile: &Profile, sample: &Sample) {
+        let mut span_name = None;
+        for label in &sample.labels {
+            let key = profile.str(label.key);
+            let value = match label.value {
+                LabelValue::Str(s) => profile.str(s).to_owned(),
+                LabelValue::Num { value, .. } => value.to_string(),
+            };
+            if key == "span_name" && span_name.is_none() {
+                span_name = Some(ByteArray::from(value.as_str()));
+            }
+            self.attributes.0.push(ByteArray::from(key));
+            self.attributes.1.push(ByteArray::from(value.into_bytes()));
+        }
+        self.attributes.2.list(sample.labels.len());
+        optional(&mut self.span_name, span_name);
+    }
+
+    /// The sample's trace link: as integers in a spans file, as hex text otherwise.
+    fn push_link(&mut self, sample: &Sample) {
+        if let Some([hi, lo, span]) = &mut self.link_bits {
+            let bits = sample.link.as_ref().map(schema::link_bits);
+            optional(hi, bits.map(|b| b.0));
+            optional(lo, bits.map(|b| b.1));
+            optional(span, bits.map(|b| b.2));
+            optional(&mut self.trace_id, None);
+            optional(&mut self.span_id, None);
+        } else {
+            optional(
+                &mut self.trace_id,
+                sample
+                    .link
+                    .map(|l| ByteArray::from(l.trace_id_hex().into_bytes())),
+            );
+            optional(
+                &mut self.span_id,
+                sample
+                    .link
+                    .map(|l| ByteArray::from(l.span_id_hex().into_bytes())),
+            );
         }
     }
 

@@ -75,21 +75,7 @@ pub fn drill(
     let mut selector = target.selector.clone();
     let mut notes = Vec::new();
     if target.children && !selector.span_ids.is_empty() {
-        let (spans, labelled) = children_of(source, ty, target, &selector, &selector.span_ids)?;
-        if !labelled {
-            notes.push(
-                "--children: these profiles carry no local_root_span_id, so only the span itself \
-                 is shown (pprof files from the agent's out= have it; drop --span-id to see the \
-                 whole trace)"
-                    .to_owned(),
-            );
-        } else if spans.len() > selector.span_ids.len() {
-            notes.push(format!(
-                "--children: {} spans with this local root included",
-                spans.len() - selector.span_ids.len()
-            ));
-        }
-        selector.span_ids = spans;
+        add_children(source, ty, target, &mut selector, &mut notes)?;
     }
     let mut trace_only = selector.clone();
     trace_only.span_ids.clear();
@@ -119,64 +105,7 @@ pub fn drill(
         } else {
             Merged::default()
         };
-        let endpoint = trace
-            .spans
-            .values()
-            .flat_map(|s| s.endpoints.iter().cloned())
-            .next();
-        let what = match (target.selector.span_ids.first(), target.selector.trace_id) {
-            (Some(s), _) => format!("span {}", otel_bridge::model::hex(s)),
-            (None, Some(t)) => format!("trace {}", otel_bridge::model::hex(&t)),
-            (None, None) => "the selection".to_owned(),
-        };
-        notes.push(format!(
-            "{what} got no samples: spans shorter than the sampling interval (or waiting off-CPU) \
-             are often missed, and unsampled traces carry no trace link"
-        ));
-        if !trace.stacks.is_empty() {
-            let mut other: Vec<String> = trace
-                .spans
-                .keys()
-                .map(|l| otel_bridge::model::hex(&l.span_id))
-                .collect();
-            other.sort();
-            other.truncate(5);
-            notes.push(format!(
-                "other spans of this trace have samples: {}",
-                other.join(", ")
-            ));
-        }
-        let group = |name: &str| by_endpoint.groups.iter().position(|g| g == name);
-        match endpoint {
-            Some(endpoint) => {
-                if let Some(g) = group(&endpoint) {
-                    let mut m = by_endpoint.clone();
-                    let g = u32::try_from(g).unwrap_or(u32::MAX);
-                    m.stacks.retain(|s| s.group == g);
-                    notes.push(format!(
-                        "instead, the profile of its endpoint {endpoint:?} (every request to it) \
-                         follows; this is `otelprof top --where 'span_name={endpoint}'`"
-                    ));
-                    fallback = Some((endpoint, m));
-                }
-            }
-            None => {
-                let mut names: Vec<&str> = by_endpoint
-                    .groups
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|g| *g != crate::merge::NO_GROUP)
-                    .collect();
-                names.truncate(10);
-                if !names.is_empty() {
-                    notes.push(format!(
-                        "its endpoint is not known from the profiles; pick one for the \
-                         endpoint-level profile with --endpoint NAME (seen: {})",
-                        names.join(", ")
-                    ));
-                }
-            }
-        }
+        fallback = no_samples(target, &trace, &by_endpoint, &mut notes);
     }
     Ok((
         Drilldown {
@@ -187,4 +116,106 @@ pub fn drill(
         },
         ty,
     ))
+}
+
+/// With `--children`: adds to `selector` the spans whose local root is one of its spans, and
+/// says in `notes` how many, or why none can be.
+fn add_children(
+    source: &impl Profiles,
+    ty: Option<ProfileType>,
+    target: &Target,
+    selector: &mut Selector,
+    notes: &mut Vec<String>,
+) -> Result<(), Error> {
+    let (spans, labelled) = children_of(source, ty, target, selector, &selector.span_ids)?;
+    if !labelled {
+        notes.push(
+            "--children: these profiles carry no local_root_span_id, so only the span itself \
+             is shown (pprof files from the agent's out= have it; drop --span-id to see the \
+             whole trace)"
+                .to_owned(),
+        );
+    } else if spans.len() > selector.span_ids.len() {
+        notes.push(format!(
+            "--children: {} spans with this local root included",
+            spans.len() - selector.span_ids.len()
+        ));
+    }
+    selector.span_ids = spans;
+    Ok(())
+}
+
+/// When the selection got no samples: says so in `notes`, names the trace's other spans that
+/// have some, and offers the profile of the endpoint (from the `trace`'s spans), or the
+/// endpoints to pick from.
+fn no_samples(
+    target: &Target,
+    trace: &Merged,
+    by_endpoint: &Merged,
+    notes: &mut Vec<String>,
+) -> Option<(String, Merged)> {
+    let endpoint = trace
+        .spans
+        .values()
+        .flat_map(|s| s.endpoints.iter().cloned())
+        .next();
+    let what = match (target.selector.span_ids.first(), target.selector.trace_id) {
+        (Some(s), _) => format!("span {}", otel_bridge::model::hex(s)),
+        (None, Some(t)) => format!("trace {}", otel_bridge::model::hex(&t)),
+        (None, None) => "the selection".to_owned(),
+    };
+    notes.push(format!(
+        "{what} got no samples: spans shorter than the sampling interval (or waiting off-CPU) \
+         are often missed, and unsampled traces carry no trace link"
+    ));
+    if !trace.stacks.is_empty() {
+        let mut other: Vec<String> = trace
+            .spans
+            .keys()
+            .map(|l| otel_bridge::model::hex(&l.span_id))
+            .collect();
+        other.sort();
+        other.truncate(5);
+        notes.push(format!(
+            "other spans of this trace have samples: {}",
+            other.join(", ")
+        ));
+    }
+    match endpoint {
+        Some(endpoint) => endpoint_profile(endpoint, by_endpoint, notes),
+        None => {
+            let mut names: Vec<&str> = by_endpoint
+                .groups
+                .iter()
+                .map(String::as_str)
+                .filter(|g| *g != crate::merge::NO_GROUP)
+                .collect();
+            names.truncate(10);
+            if !names.is_empty() {
+                notes.push(format!(
+                    "its endpoint is not known from the profiles; pick one for the \
+                     endpoint-level profile with --endpoint NAME (seen: {})",
+                    names.join(", ")
+                ));
+            }
+            None
+        }
+    }
+}
+
+/// The profile of `endpoint` (every request to it), from the merge grouped by endpoint.
+fn endpoint_profile(
+    endpoint: String,
+    by_endpoint: &Merged,
+    notes: &mut Vec<String>,
+) -> Option<(String, Merged)> {
+    let g = by_endpoint.groups.iter().position(|g| *g == endpoint)?;
+    let mut m = by_endpoint.clone();
+    let g = u32::try_from(g).unwrap_or(u32::MAX);
+    m.stacks.retain(|s| s.group == g);
+    notes.push(format!(
+        "instead, the profile of its endpoint {endpoint:?} (every request to it) \
+         follows; this is `otelprof top --where 'span_name={endpoint}'`"
+    ));
+    Some((endpoint, m))
 }

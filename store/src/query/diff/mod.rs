@@ -40,7 +40,7 @@
 //!   Slices of one side cannot see that. The tests ask "could these samples come from one
 //!   distribution", not "did the code change": compare runs under the same load, leave
 //!   warm-up out (time ranges), and let `--fail-above` set a size below which no change fails
-//!   a build. `tests/tests/diff_regressions.rs` measures the false alarm rate of real A/A
+//!   a build. `tests/tests/cli/diff_regressions.rs` measures the false alarm rate of real A/A
 //!   pairs.
 //! - Per request, the request counts are taken as exact and the CPU of one request as varying
 //!   little around its mean; counts read from cumulative metrics over a time range are exact

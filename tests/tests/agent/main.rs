@@ -1,0 +1,15 @@
+//! The agent in a real JVM, read back with independent tools: CPU, wall-clock, allocation
+//! and lock accuracy against workloads whose truth is known, the whole process's CPU, the
+//! profile types and their units, source lines, span context through the real OpenTelemetry
+//! SDK, and a JVM that is never harmed.
+
+mod accuracy;
+mod allocation;
+mod lines;
+mod locks;
+mod process_cpu;
+mod profile_types;
+mod safety;
+mod span_context;
+mod units;
+mod wall_clock;

@@ -1,0 +1,9 @@
+//! Profiling a JVM that is already running: the agent's attach verbs (`Agent_OnAttach`),
+//! `otelprof attach` and its transport, span context at attach, and repeated starts and
+//! stops.
+
+mod agent;
+mod cli;
+mod context;
+mod cycles;
+mod on_attach;

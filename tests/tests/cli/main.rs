@@ -1,0 +1,10 @@
+//! The `otelprof` commands end to end on stores written by real JVMs: `demo`, `receive`, and
+//! `diff` (regressions with a known truth, endpoints, the CI gate).
+
+mod demo;
+mod diff_ci_gate;
+mod diff_endpoints;
+mod diff_regressions;
+mod diff_short_runs;
+mod diff_support;
+mod receive;

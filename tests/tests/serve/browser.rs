@@ -1,0 +1,188 @@
+//! The web UI of `otelprof serve` in a real browser: Debian's Chromium,
+//! driven by Playwright's `playwright-core` (tests/browser/serve_ui.js; scripts/test.sh
+//! installs the pinned version under target/browser-node). The store is the one
+//! `otelprof demo` writes with real JVMs and the real agent (shop 1.0 and 2.0, traces,
+//! endpoints, a known regression), compacted as a receiver compacts an hour that is over
+//! (`otelprof compact`), and served as `scripts/demo.sh --serve` serves it.
+//! The script opens every view, drags a time range, searches a frame, opens a trace from the
+//! keyboard, compares the versions and follows shared URLs; it takes a screenshot of each view,
+//! into a scratch directory, or into docs/screenshots/ (the README's) with
+//! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
+//! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
+//! starts a capture on it from the keyboard.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use otelprof_tests::{
+    cli_path, free_port, otelprof, python, release_dir, repo_root, run_with_timeout, scratch_dir,
+};
+
+const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
+/// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
+const OPAMP_INSTANCE: &str = "i-browser";
+const SCREENS: [&str; 5] = [
+    "explore.png",
+    "traces.png",
+    "trace.png",
+    "compare.png",
+    "instances.png",
+];
+
+/// `otelprof serve` on free loopback ports; killed on drop.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn node_modules() -> PathBuf {
+    let dir = release_dir()
+        .parent()
+        .unwrap()
+        .join("browser-node/node_modules");
+    assert!(
+        dir.join("playwright-core/package.json").is_file(),
+        "{} has no playwright-core: run scripts/test.sh (it installs the version pinned in \
+         tests/browser/package.json)",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn every_view_works_in_chromium() {
+    let modules = node_modules();
+    assert!(
+        Path::new("/usr/bin/chromium").is_file(),
+        "no /usr/bin/chromium: install Debian chromium (scripts/test.sh does)"
+    );
+    let started = SystemTime::now();
+
+    let dir = scratch_dir("serve-browser");
+    let mut demo = Command::new(cli_path());
+    demo.args(["demo", "--seconds", "8", "--dir"]).arg(&dir);
+    let (code, stdout, stderr, _) = run_with_timeout(demo, Duration::from_secs(180));
+    assert_eq!(code, Some(0), "demo failed:\n{stdout}\n{stderr}");
+    // The store as a receiver leaves it once its hours are over: converted into the columnar
+    // store and compacted (rollups, series and spans answer the whole hours).
+    let (code, out, err) = otelprof(&[
+        "compact",
+        "--store",
+        dir.join("store").to_str().unwrap(),
+        "--keep-otlp",
+        "forever",
+    ]);
+    assert_eq!(code, 0, "compact failed:\n{out}\n{err}");
+    assert!(
+        !out.starts_with("0 requests converted") && !out.contains(" 0 hours compacted"),
+        "{out}"
+    );
+    let columnar = std::fs::read_dir(dir.join("store/columnar"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("service="))
+        .flat_map(|service| std::fs::read_dir(service.path()).unwrap().flatten())
+        .flat_map(|hour| std::fs::read_dir(hour.path()).unwrap().flatten())
+        .map(|f| f.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    for kind in ["rollup-", "series-", "spans-", "samples-compacted-"] {
+        assert!(columnar.iter().any(|f| f.starts_with(kind)), "{columnar:?}");
+    }
+
+    let (grpc, http, ui) = (free_port(), free_port(), free_port());
+    let _serve = Serve(
+        Command::new(cli_path())
+            .args(["serve", "--quiet", "--store"])
+            .arg(dir.join("store"))
+            .args(["--grpc", &format!("127.0.0.1:{grpc}")])
+            .args(["--http", &format!("127.0.0.1:{http}")])
+            .args(["--ui", &format!("127.0.0.1:{ui}")])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", ui)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // An agent connected over OpAMP for the Instances view (PyPI opentelemetry-opamp-client,
+    // answering captures as tests/python/opamp_agent.py says), polling until killed.
+    let _opamp_agent = Serve(
+        Command::new(python())
+            .arg(repo_root().join("tests/python/opamp_agent.py"))
+            .arg(format!("http://127.0.0.1:{ui}/v1/opamp"))
+            .args([OPAMP_INSTANCE, "600"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    let screenshots = if std::env::var_os("OTELPROF_UPDATE_SCREENSHOTS").is_some() {
+        repo_root().join("docs/screenshots")
+    } else {
+        scratch_dir("screenshots")
+    };
+    std::fs::create_dir_all(&screenshots).unwrap();
+    // The Traces view must list what `otelprof traces` prints: its first trace.
+    let (code, traces, err) = otelprof(&[
+        "traces",
+        "--limit",
+        "3",
+        dir.join("store").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "otelprof traces failed:\n{traces}\n{err}");
+    let first_trace = traces
+        .lines()
+        .nth(2)
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(first_trace.len(), 32, "{traces}");
+
+    let mut node = Command::new("node");
+    node.arg(repo_root().join("tests/browser/serve_ui.js"))
+        .env("NODE_PATH", &modules)
+        .env("OTELPROF_UI", format!("http://127.0.0.1:{ui}"))
+        .env("OTELPROF_REGRESSED", REGRESSED)
+        .env("OTELPROF_FIRST_TRACE", &first_trace)
+        .env("OTELPROF_OPAMP_INSTANCE", OPAMP_INSTANCE)
+        .env("OTELPROF_SCREENSHOTS", &screenshots);
+    let (code, stdout, stderr, _) = run_with_timeout(node, Duration::from_secs(240));
+    println!("{stdout}{stderr}");
+    assert_eq!(
+        code,
+        Some(0),
+        "the browser test failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("all views checked"), "{stdout}");
+
+    // One fresh PNG per view, written by this run.
+    for name in SCREENS {
+        let path = screenshots.join(name);
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{}",
+            path.display()
+        );
+        assert!(bytes.len() > 10_000, "{} is nearly empty", path.display());
+        let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert!(
+            written >= started,
+            "{} is not from this run",
+            path.display()
+        );
+    }
+}
