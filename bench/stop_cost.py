@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a stopped agent costs: the same fixed work timed in JVMs that never had the agent,
-that have it loaded and running, and that had it loaded, running, and stopped (issue 17:
-after `stop` the application must run at its no-agent speed).
+that have it loaded and running, and that had it loaded, running, and stopped: after `stop`,
+the application must run at its no-agent speed.
 
 Each round runs the three configurations once, in a freshly shuffled order, each in a JVM of
 its own (bench/workloads/AfterStop.java): the JVM warms up, then the agent is loaded into it
