@@ -7,7 +7,7 @@
 //! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers, [`ui`] is
 //! `serve`'s web UI over the same answers, [`attach`] HotSpot's attach protocol. Everything
 //! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
-//! outside through [`escape`] (no terminal escape injection).
+//! outside through [`escape`] (`otelprof_primitives::escape`: no terminal escape injection).
 
 /// The store's readers allocate and free a row group's columns per task and an hour's
 /// traces per hour: mimalloc keeps that memory for the next one where glibc's malloc gives it
@@ -22,7 +22,6 @@ mod output;
 mod attach;
 mod cli;
 mod commands;
-mod escape;
 mod flame;
 mod opamp;
 mod receiver;
@@ -33,6 +32,7 @@ mod ui;
 use std::process::ExitCode;
 
 use clap::Parser as _;
+use otelprof_primitives::escape;
 
 use cli::{Cli, Cmd};
 

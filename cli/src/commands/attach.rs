@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use crate::attach::{self, AgentFiles, Verb};
 use crate::cli::{AttachArgs, AttachVerb};
 use crate::commands::run::{AGENT_FILE, JAR};
-use crate::escape;
+use otelprof_primitives::escape;
 
 pub fn run(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let verb = match &args.verb {

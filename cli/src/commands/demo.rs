@@ -406,7 +406,7 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     }
     outln!("\n== Flame graphs (self-contained: open them in any browser, offline)")?;
     for p in &written {
-        outln!("   {}", crate::escape::path(p))?;
+        outln!("   {}", otelprof_primitives::escape::path(p))?;
     }
     outln!(
         "\nThe store is plain OTLP: explore it with otelprof top|flame|drilldown|diff {store_arg}\n\

@@ -22,7 +22,7 @@ use otelprof_store::select::{self, Measure, Op, ProfileType, Selector};
 use otelprof_store::{chain, format_time, StoreSource};
 
 use crate::cli::SelectArgs;
-use crate::escape;
+use otelprof_primitives::escape;
 
 pub fn now_unix_nanos() -> i64 {
     SystemTime::now()

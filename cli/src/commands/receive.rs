@@ -16,7 +16,7 @@ fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
         .with_context(|| {
             format!(
                 "--{what} {} is not a listen address (e.g. {})",
-                crate::escape::quote(text),
+                otelprof_primitives::escape::quote(text),
                 if what == "grpc" {
                     DEFAULT_GRPC
                 } else {
@@ -28,7 +28,7 @@ fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
         .with_context(|| {
             format!(
                 "--{what} {} resolves to no address",
-                crate::escape::quote(text)
+                otelprof_primitives::escape::quote(text)
             )
         })?;
     Ok(Some(addr))

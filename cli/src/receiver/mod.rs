@@ -171,7 +171,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 Ok(None) => {}
                 Err(e) => eprintln!(
                     "otelprof: cannot take the store's maintenance lock: {}",
-                    crate::escape::escape(&otelprof_store::chain(&e))
+                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
                 ),
             }
         }
@@ -196,8 +196,8 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 for (path, err) in &done.unconvertible {
                     eprintln!(
                         "otelprof: cannot convert a stored request (kept as {}, not read): {}",
-                        crate::escape::path(path),
-                        crate::escape::escape(&otelprof_store::chain(err))
+                        otelprof_primitives::escape::path(path),
+                        otelprof_primitives::escape::escape(&otelprof_store::chain(err))
                     );
                 }
                 // A pass that converted only a few minutes of requests stays quiet.
@@ -215,7 +215,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 failing = true;
                 eprintln!(
                     "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
-                    crate::escape::escape(&otelprof_store::chain(&e))
+                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
                 );
             }
             _ => {}

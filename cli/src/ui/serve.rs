@@ -19,11 +19,16 @@ pub fn ui_address(text: &str, token: Option<&str>) -> anyhow::Result<SocketAddr>
         .with_context(|| {
             format!(
                 "--ui {} is not a listen address (e.g. {DEFAULT_UI})",
-                crate::escape::quote(text)
+                otelprof_primitives::escape::quote(text)
             )
         })?
         .next()
-        .with_context(|| format!("--ui {} resolves to no address", crate::escape::quote(text)))?;
+        .with_context(|| {
+            format!(
+                "--ui {} resolves to no address",
+                otelprof_primitives::escape::quote(text)
+            )
+        })?;
     if !addr.ip().is_loopback() && token.is_none() {
         bail!(
             "serving the UI on {addr} would show the profiles to other machines with no \

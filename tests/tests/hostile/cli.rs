@@ -103,7 +103,7 @@ fn craft(dir: &Path, kind: &str) -> PathBuf {
     out
 }
 
-/// Characters a terminal acts on instead of drawing (the rule of `cli/src/escape.rs`), bar
+/// Characters a terminal acts on instead of drawing (the rule of `primitives/src/escape.rs`), bar
 /// the line break.
 fn is_terminal_control(c: char) -> bool {
     (c.is_control() && c != '\n')
