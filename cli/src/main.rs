@@ -19,7 +19,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[macro_use]
 mod output;
 
-mod attach;
 mod cli;
 mod commands;
 mod flame;
