@@ -23,7 +23,6 @@ mod cli;
 mod commands;
 mod flame;
 mod opamp;
-mod receiver;
 mod signals;
 mod table;
 mod ui;

@@ -17,7 +17,7 @@ use anyhow::{bail, Context as _};
 
 use crate::cli::{DemoArgs, DiffArgs, DrilldownArgs, FlameArgs, SelectArgs, TopArgs};
 use crate::commands;
-use crate::receiver::{self, ReceiveConfig};
+use otelprof_receiver::{self as receiver, ReceiveConfig};
 
 /// The demo service, compiled at run time.
 const SOURCES: [(&str, &str); 6] = [

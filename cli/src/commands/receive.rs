@@ -5,7 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs as _};
 use anyhow::Context as _;
 
 use crate::cli::ReceiveArgs;
-use crate::receiver::{self, Limits, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
+use otelprof_receiver::{self as receiver, Limits, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
 
 fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
     if text == "off" {

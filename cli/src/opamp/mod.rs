@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::Full;
 
-use crate::receiver::ResponseBody;
+use otelprof_receiver::ResponseBody;
 
 pub use otelprof_opamp::server::Agents;
 

@@ -31,7 +31,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::sync::Semaphore;
 
-use crate::receiver::{token_matches, Handler, ResponseBody};
+use otelprof_receiver::{token_matches, Handler, ResponseBody};
 use params::Params;
 
 /// Queries computed at once: the machine's other work (receiving) keeps a core.

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, ToSocketAddrs as _};
 use anyhow::{bail, Context as _};
 
 use crate::cli::{ServeArgs, DEFAULT_UI};
-use crate::receiver::{self, ExtraListener};
+use otelprof_receiver::{self as receiver, ExtraListener};
 
 /// The UI's address, checked against the receiver's rule: nothing beyond loopback without a
 /// token. TLS alone is not enough for the UI: a browser has no client certificate to show,

@@ -1,6 +1,6 @@
 //! Hostile clients against the real `otelprof receive` (connections, timeouts, request sizes
 //! and HTTP headers): each attack runs against the binary as users run it, and each test says
-//! which limit of `cli/src/receiver/limits.rs` it attacks.
+//! which limit of `receiver/src/limits.rs` it attacks.
 //!
 //! - Idle and slow-loris connections, more than the receiver has file descriptors, cannot
 //!   lock out legitimate exports (connection limit, eviction of idle connections, fd

@@ -18,6 +18,10 @@
 //! `deadline_body`); `grpc` and `http` (the two wires over `ingest` and `request_gate`);
 //! `connection`, then `accept`; this file wires them.
 
+// First: the other modules use its `errln!`.
+#[macro_use]
+mod stderr;
+
 mod accept;
 mod connection;
 mod connection_limit;
