@@ -10,6 +10,7 @@ pub mod drilldown;
 pub mod flame;
 pub mod receive;
 pub mod run;
+pub mod serve;
 pub mod top;
 pub mod traces;
 

@@ -6,7 +6,7 @@
 //! page, which reads its URL (query parameters are the CLI's flags, [`params`]); the page
 //! asks `/api/<view>?<the same parameters>`.
 //!
-//! Security, with the receiver's rules ([`serve`] refuses a non-loopback UI
+//! Security, with the receiver's rules ([`crate::commands::serve`] refuses a non-loopback UI
 //! without `--token`): with a token, every `/api/` request must carry it (`Authorization:
 //! Bearer`, which the page asks for once and keeps for the tab); without one (loopback only),
 //! requests must name a loopback host, so that a web page elsewhere cannot read the profiles
@@ -20,7 +20,6 @@
 mod api;
 mod export;
 mod params;
-pub mod serve;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -52,11 +52,11 @@ fn lowest_priority() {
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let config = crate::commands::receive::config(&args.receive)?;
     let addr = ui_address(&args.ui, config.token.as_deref())?;
-    let state = super::State::new(config.store.clone(), config.token.clone());
+    let state = crate::ui::State::new(config.store.clone(), config.token.clone());
     let extra = ExtraListener {
         addr,
         what: "ui",
-        handler: super::handler(state),
+        handler: crate::ui::handler(state),
     };
     let running = receiver::start_with(&config, Some(extra))?;
     // The stacks of the newest hours, read once in the background at the lowest priority
