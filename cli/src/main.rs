@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::Run(args) => commands::run::run(args).map(ExitCode::from),
         Cmd::Receive(args) => commands::receive::run(args).map(|()| ExitCode::SUCCESS),
-        Cmd::Serve(args) => commands::serve::run(args).map(|()| ExitCode::SUCCESS),
+        Cmd::Serve(args) => commands::serve::run(args, ui::over_store).map(|()| ExitCode::SUCCESS),
         Cmd::Compact(args) => commands::compact::run(args).map(|()| ExitCode::SUCCESS),
         Cmd::Top(args) => commands::top::run(args),
         Cmd::Flame(args) => commands::flame::run(args),

@@ -185,7 +185,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 tokio::task::spawn_blocking(move || {
                     otelprof_store::maintain::maintain(
                         &store,
-                        ingest::now_unix_nanos(),
+                        otelprof_store::now_unix_nanos(),
                         &policy,
                         &lock,
                     )

@@ -14,7 +14,7 @@
 //! Queries read the store on blocking threads, at most [`CONCURRENT_QUERIES`] at once, so the
 //! UI never starves the receiver.
 //!
-//! Module map: `params` (leaf), `api` and `export` (over `params`), this file wires them and
+//! Module map: `params` (leaf), `api` and `export` (over `params`), this file wires them;
 //! `serve` (the command) starts them with the receiver.
 
 mod api;
@@ -43,7 +43,7 @@ const STYLE: &str = include_str!("assets/app.css");
 const AGENTS: &str = include_str!("assets/agents.js");
 
 /// What every request of the UI needs.
-pub struct State {
+struct State {
     store: PathBuf,
     token: Option<String>,
     queries: Semaphore,
@@ -52,7 +52,7 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(store: PathBuf, token: Option<String>) -> Arc<State> {
+    fn new(store: PathBuf, token: Option<String>) -> Arc<State> {
         Arc::new(State {
             store,
             token,
@@ -251,8 +251,10 @@ fn answer(store: &std::path::Path, endpoint: &str, p: &Params) -> Response<Respo
     }
 }
 
-/// The request handler for the receiver's extra listener.
-pub fn handler(state: Arc<State>) -> Handler {
+/// The UI over `store`, as the request handler of the receiver's extra listener (see
+/// [`crate::commands::serve::Ui`]).
+pub fn over_store(store: PathBuf, token: Option<String>) -> Handler {
+    let state = State::new(store, token);
     Arc::new(move |request| {
         let state = state.clone();
         Box::pin(handle(state, request))
