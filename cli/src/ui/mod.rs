@@ -1,6 +1,7 @@
-//! `otelprof serve`'s web UI: a single page (plain HTML, CSS and JavaScript in [`assets`],
-//! embedded in the binary: nothing is fetched from elsewhere, it works offline) and the JSON
-//! answers it shows ([`api`], the CLI's answers serialised), plus exports ([`export`]).
+//! `otelprof serve`'s web UI: a single page (plain HTML, CSS and JavaScript in `assets/`, with
+//! the HTML files' flame graph viewer, [`crate::flame::VIEWER`], embedded in the binary:
+//! nothing is fetched from elsewhere, it works offline) and the JSON answers it shows
+//! ([`api`], the CLI's answers serialised), plus exports ([`export`]).
 //!
 //! Routes: the views `/`, `/traces`, `/trace/<trace_id>`, `/diff`, `/instances` all serve the
 //! page, which reads its URL (query parameters are the CLI's flags, [`params`]); the page
@@ -37,10 +38,21 @@ use params::Params;
 pub const CONCURRENT_QUERIES: usize = 2;
 
 const INDEX: &str = include_str!("assets/index.html");
-const SCRIPT: &str = include_str!("assets/app.js");
-const FLAME: &str = include_str!("assets/flame.js");
-const STYLE: &str = include_str!("assets/app.css");
-const AGENTS: &str = include_str!("assets/agents.js");
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// The page's scripts and style, by path: (path, content type, content).
+const ASSETS: [(&str, &str, &str); 5] = [
+    ("/dom.js", JS, include_str!("assets/dom.js")),
+    ("/flame.js", JS, crate::flame::VIEWER),
+    ("/agents.js", JS, include_str!("assets/agents.js")),
+    ("/app.js", JS, include_str!("assets/app.js")),
+    (
+        "/app.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/app.css"),
+    ),
+];
 
 /// What every request of the UI needs.
 struct State {
@@ -162,29 +174,10 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Respo
     }
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or("").to_owned();
+    if let Some(&(_, content_type, body)) = ASSETS.iter().find(|a| a.0 == path) {
+        return response(StatusCode::OK, content_type, body.into());
+    }
     match path.as_str() {
-        "/app.js" => {
-            return response(
-                StatusCode::OK,
-                "text/javascript; charset=utf-8",
-                SCRIPT.into(),
-            )
-        }
-        "/flame.js" => {
-            return response(
-                StatusCode::OK,
-                "text/javascript; charset=utf-8",
-                FLAME.into(),
-            )
-        }
-        "/agents.js" => {
-            return response(
-                StatusCode::OK,
-                "text/javascript; charset=utf-8",
-                AGENTS.into(),
-            )
-        }
-        "/app.css" => return response(StatusCode::OK, "text/css; charset=utf-8", STYLE.into()),
         // Browsers ask for it on their own; no icon, and no 404 in the console.
         "/favicon.ico" => return response(StatusCode::NO_CONTENT, "image/x-icon", Vec::new()),
         p if is_page(p) => {
