@@ -4,10 +4,12 @@
 //! `demo` shows all of it.
 //!
 //! [`cli`] declares the commands and their flags, [`commands`] runs them (one module each),
-//! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers, [`ui`] is
-//! `serve`'s web UI over the same answers, [`attach`] HotSpot's attach protocol. Everything
-//! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
-//! outside through [`escape`] (`otelprof_primitives::escape`: no terminal escape injection).
+//! [`flame`] and [`table`] draw the answers, [`ui`] is `serve`'s web UI over the same answers
+//! (handed to `serve` from here: the UI reads the commands' answers, so no command names it),
+//! [`opamp`] the OpAMP server's HTTP side. The OTLP receiver ([`otelprof_receiver`]) and
+//! HotSpot's attach protocol ([`otelprof_attach`]) are crates of their own. Everything printed
+//! goes through [`output`] (a closed pipe stops the command quietly) and text from outside
+//! through [`escape`] ([`otelprof_primitives::escape`]: no terminal escape injection).
 
 /// The store's readers allocate and free a row group's columns per task and an hour's
 /// traces per hour: mimalloc keeps that memory for the next one where glibc's malloc gives it
