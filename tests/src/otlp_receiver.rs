@@ -1,6 +1,7 @@
 //! An independent OTLP receiver (`tests/python/otlp_receiver.py`, on the official generated
 //! classes) that saves what it receives, and its checker (`tests/python/otlp_check.py`).
 
+use crate::process::Tied as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,7 +62,7 @@ impl Receiver {
             .arg("--ready")
             .arg(&ready)
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap();
         let mut r = Receiver {
             protocol,
@@ -107,7 +108,7 @@ impl Receiver {
         let out = Command::new(python())
             .arg(repo_root().join("tests/python/otlp_check.py"))
             .arg(&self.dir)
-            .output()
+            .output_tied()
             .unwrap();
         assert!(
             out.status.success(),

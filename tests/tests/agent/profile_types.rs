@@ -3,6 +3,7 @@
 //! -raw`); one OTLP profile per sample type, checked by the independent receiver
 //! (tests/python); strict options; and safety under thread churn with every type on.
 
+use otelprof_tests::Tied as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -19,7 +20,7 @@ fn pprof_types(file: &Path) -> (Vec<String>, String) {
     let out = Command::new(which("go").unwrap())
         .args(["tool", "pprof", "-raw"])
         .arg(file)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),

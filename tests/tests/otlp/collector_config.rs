@@ -2,6 +2,7 @@
 //! a profiles pipeline the Collector accepts (memory_limiter first, no batch processor).
 //! Checked by tests/python/check_collector_config.py (PyYAML).
 
+use otelprof_tests::Tied as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,7 +12,7 @@ fn check(files: &[PathBuf]) -> (bool, String) {
     let out = Command::new(python())
         .arg(repo_root().join("tests/python/check_collector_config.py"))
         .args(files)
-        .output()
+        .output_tied()
         .unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);

@@ -1,6 +1,7 @@
 //! The official parser's verdicts (tests/python/otlp_verdicts.py, one process for all cases)
 //! and the comparison of otelprof's model with what the official classes read.
 
+use otelprof_tests::Tied as _;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -26,7 +27,7 @@ pub fn official_verdicts(dir: &Path, cases: &[Vec<u8>]) -> Vec<Json> {
         .arg(repo_root().join("tests/python/otlp_verdicts.py"))
         .arg(&input)
         .arg(&output)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
