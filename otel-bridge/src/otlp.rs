@@ -42,7 +42,8 @@
 //!   ([`LinkTarget`]); its trace id can be left out ([`EncodeOptions::no_link_trace_id`]).
 //! - [`Bounds`] (none by default; Pyroscope's in [`pyroscope::BOUNDS`]) limit the sample
 //!   attributes sent, cut stacks deeper than a bound at the root side with a `[truncated]`
-//!   frame, and send a sample type with too many samples or bytes as several OTLP profiles.
+//!   frame, and ([`encode_bounded`]) send a profile with too many samples or bytes in parts,
+//!   each part a request of its own.
 //! - Timestamps are optional ([`EncodeOptions::timestamps`]); see there for the trade-off.
 //! - Model comments (pprof `comment`) are not sent: OTLP has no place for them, and the
 //!   agent's counters go out as OTLP metrics instead.
@@ -60,7 +61,7 @@ pub use bounds::Bounds;
 
 pub use decode::{check_request, decode, Checked, DecodeError, ErrorLayer, Limits};
 pub(crate) use encode::resource_to_pb;
-pub use encode::{encode, encode_to_vec, EncodeError};
+pub use encode::{encode, encode_bounded, encode_to_vec, EncodeError};
 
 pub use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceRequest, ExportProfilesServiceResponse,

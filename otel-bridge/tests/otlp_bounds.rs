@@ -211,69 +211,130 @@ fn many_stacks(n: usize, depth: usize) -> Profile {
     b.build(T0, 10_000_000_000)
 }
 
+/// `p` encoded in parts within `options`' bounds, each part a request.
+fn encode_parts(p: &Profile, options: &EncodeOptions) -> Vec<ExportProfilesServiceRequest> {
+    let resource = Resource::builder_empty()
+        .with_attributes([KeyValue::new("service.name", "shop")])
+        .build();
+    let mut n = 0u8;
+    let mut next_id = || {
+        n += 1;
+        ProfileId::new([n; 16]).unwrap()
+    };
+    otlp::encode_bounded(p, &resource, options, &mut next_id).unwrap()
+}
+
 #[test]
-fn a_profile_over_the_sample_bound_is_sent_as_several_of_the_same_type() {
+fn a_profile_over_the_sample_bound_is_sent_in_parts_of_the_same_type() {
     let n = 40_000;
     let p = many_stacks(n, 3);
-    let r = encode(&p, &EncodeOptions::default());
-    assert_eq!(profiles(&r).len(), 1);
-    assert_eq!(profiles(&r)[0].samples.len(), n);
+    let parts = encode_parts(&p, &EncodeOptions::default());
+    assert_eq!(parts.len(), 1);
+    assert_eq!(profiles(&parts[0])[0].samples.len(), n);
     let options = EncodeOptions {
         bounds: pyroscope::BOUNDS,
         ..Default::default()
     };
-    let r = encode(&p, &options);
-    let parts = profiles(&r);
-    let sizes: Vec<usize> = parts.iter().map(|p| p.samples.len()).collect();
+    let parts = encode_parts(&p, &options);
+    let sizes: Vec<usize> = parts.iter().map(|r| profiles(r)[0].samples.len()).collect();
     assert_eq!(sizes, [16_000, 16_000, 8_000]);
-    let ids: BTreeSet<&Vec<u8>> = parts.iter().map(|p| &p.profile_id).collect();
-    assert_eq!(ids.len(), 3, "each part has an id of its own");
-    for part in parts {
-        assert_eq!(part.sample_type, parts[0].sample_type);
-        assert_eq!(part.period_type, parts[0].period_type);
+    let first = &profiles(&parts[0])[0];
+    let mut ids = BTreeSet::new();
+    for r in &parts {
+        let part = &profiles(r)[0];
+        assert_eq!(profiles(r).len(), 1);
+        ids.insert(part.profile_id.clone());
+        assert_eq!(
+            (&part.sample_type, &part.period_type, part.period),
+            (&first.sample_type, &first.period_type, first.period)
+        );
         assert_eq!(
             (part.time_unix_nano, part.duration_nano),
-            (parts[0].time_unix_nano, parts[0].duration_nano)
+            (first.time_unix_nano, first.duration_nano)
         );
+        // Each part's dictionary holds only what its own samples use.
+        let d = r.dictionary.as_ref().unwrap();
+        assert!(d.stack_table.len() <= part.samples.len() + 1);
     }
+    assert_eq!(ids.len(), 3, "each part has an id of its own");
     // Nothing lost or counted twice.
     let total: i64 = parts
         .iter()
-        .flat_map(|p| &p.samples)
+        .flat_map(|r| &profiles(r)[0].samples)
         .map(|s| s.values[0])
         .sum();
     assert_eq!(total, (1..=n as i64).sum::<i64>());
-    let decoded = otlp::decode(&prost::Message::encode_to_vec(&r)).unwrap();
-    assert_eq!(decoded.len(), 3);
+    for r in &parts {
+        assert_eq!(
+            otlp::decode(&prost::Message::encode_to_vec(r))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
 }
 
 #[test]
 fn a_profile_over_the_byte_bound_is_split_too() {
-    // 5,000 samples of 400 frames: ~4 MB as pprof (400 location ids each), far below the
-    // sample bound but over the byte bound.
+    // 5,000 samples of 400 frames: 2 MB and more as pprof (400 location ids each), far
+    // below the sample bound but over the byte bound.
     let p = many_stacks(5_000, 400);
     let bounds = pyroscope::BOUNDS;
-    let r = encode(
+    let parts = encode_parts(
         &p,
         &EncodeOptions {
             bounds,
             ..Default::default()
         },
     );
-    let parts = profiles(&r);
-    assert!(parts.len() >= 3, "{} parts", parts.len());
-    let d = r.dictionary.as_ref().unwrap();
-    for part in parts {
-        // What a converted pprof of this part holds, counted from the request: each sample's
-        // location ids (one byte at least each) bound it from below.
-        let ids: usize = part
+    assert!(parts.len() >= 2, "{} parts", parts.len());
+    for r in &parts {
+        let d = r.dictionary.as_ref().unwrap();
+        // What a converted pprof of this part holds, counted from the request: each
+        // sample's location ids, one byte at least each, bound it from below.
+        let ids: usize = profiles(r)[0]
             .samples
             .iter()
             .map(|s| d.stack_table[s.stack_index as usize].location_indices.len())
             .sum();
         assert!(ids <= bounds.max_profile_bytes, "{ids}");
+        assert!(prost::Message::encoded_len(r) < pyroscope::BURST_BYTES);
     }
-    assert_eq!(parts.iter().map(|p| p.samples.len()).sum::<usize>(), 5_000);
+    let sent: usize = parts.iter().map(|r| profiles(r)[0].samples.len()).sum();
+    assert_eq!(sent, 5_000);
+}
+
+#[test]
+fn alloc_profiles_split_alike_for_both_sample_types() {
+    let mut b = ProfileBuilder::new(
+        &[("alloc_objects", "count"), ("alloc_space", "bytes")],
+        ("memory", "bytes"),
+        1,
+    );
+    let frames: Vec<_> = (0..200)
+        .map(|i| {
+            let f = b.function(&format!("shop.A.f{i}"), "A.java", 1);
+            b.location(f, 1, FrameKind::Jvm)
+        })
+        .collect();
+    for i in 0..20_000usize {
+        let stack = [frames[i % 200], frames[(i / 200) % 200]];
+        b.add_linked_sample(&stack, &[], None, &[1, 48], &[]);
+    }
+    let p = b.build(T0, 1);
+    let options = EncodeOptions {
+        bounds: pyroscope::BOUNDS,
+        ..Default::default()
+    };
+    let parts = encode_parts(&p, &options);
+    assert_eq!(parts.len(), 2);
+    for r in &parts {
+        let types: Vec<usize> = profiles(r).iter().map(|p| p.samples.len()).collect();
+        assert_eq!(types.len(), 2);
+        assert!(types
+            .iter()
+            .all(|n| *n <= pyroscope::MAX_SAMPLES && *n == types[0]));
+    }
 }
 
 #[test]

@@ -1,12 +1,15 @@
 //! Bounds on what one OTLP profile may hold, for backends that refuse or cut what is larger
 //! (Grafana Pyroscope's are in [`super::pyroscope`]): which sample attributes are sent, how
-//! deep a stack may be, and how many samples and bytes one profile may carry. A sample type
-//! whose samples do not fit is sent as several OTLP profiles of the same type and time window,
-//! in the same request; a reader adds them up like any two profiles of one series.
+//! deep a stack may be, and how many samples and bytes one profile may carry. A profile whose
+//! samples do not fit is sent in parts, each a request of its own with the same types and
+//! time window ([`super::encode_bounded`]); a reader adds them up like any two profiles of one
+//! series. Parts are requests rather than profiles of one request so that each request stays
+//! small too (a Collector's OTLP gRPC receiver takes 4 MiB by default).
 
 use std::collections::HashSet;
+use std::ops::Range;
 
-use super::proto as pb;
+use crate::model::{FunctionId, LabelValue, Link, LocationId, Profile, Sample, StrId};
 
 /// What the encoder keeps each OTLP profile within. [`Bounds::NONE`] (the default) bounds
 /// nothing.
@@ -60,39 +63,34 @@ fn field_len(len: usize) -> usize {
     1 + varint_len(len as u64) + len
 }
 
-/// An upper estimate of the pprof profile one OTLP profile converts to, grown sample by
-/// sample: what each sample takes (its value, location ids and labels) plus each location,
-/// function and string the chunk reaches for the first time. The dictionary of the request is
-/// shared by all its profiles, but a converted profile carries only what its own samples use
-/// (grafana/pyroscope `pkg/ingester/otlp/convert.go` converts locations, functions and strings
-/// as samples reach them), so a chunk is charged for its own.
-pub(super) struct ChunkSize<'a> {
-    dict: Tables<'a>,
-    locations: HashSet<i32>,
-    functions: HashSet<i32>,
-    strings: HashSet<i32>,
-    links: HashSet<i32>,
-    pub(super) bytes: usize,
-    pub(super) samples: usize,
-}
-
 /// What a converted sample's label takes: tag and length, key and value string ids.
 const LABEL_BYTES: usize = 2 + 3 + 3;
+/// A varint field of any value: tag and at most 10 bytes.
+const NUMBER_BYTES: usize = 11;
 
-/// The request's dictionary tables as far as they are built.
-#[derive(Clone, Copy)]
-pub(super) struct Tables<'a> {
-    pub(super) strings: &'a [String],
-    pub(super) functions: &'a [pb::Function],
-    pub(super) locations: &'a [pb::Location],
-    pub(super) stacks: &'a [pb::Stack],
-    pub(super) attributes: &'a [pb::KeyValueAndUnit],
+/// An upper estimate of the pprof profile one part of a profile converts to, per sample type,
+/// grown sample by sample: what each sample takes (its value, location ids and labels) plus
+/// each location, function and string the part reaches for the first time. A converted
+/// profile carries only what its samples use (grafana/pyroscope `pkg/ingester/otlp/convert.go`
+/// converts locations, functions and strings as samples reach them), so a part is charged for
+/// its own. Stacks count as the encoder sends them, cut at the depth bound, and labels only
+/// when they may be sent.
+struct PartSize<'a> {
+    p: &'a Profile,
+    bounds: &'a Bounds,
+    locations: HashSet<LocationId>,
+    functions: HashSet<FunctionId>,
+    strings: HashSet<StrId>,
+    links: HashSet<Link>,
+    bytes: usize,
+    samples: usize,
 }
 
-impl<'a> ChunkSize<'a> {
-    pub(super) fn new(dict: Tables<'a>) -> ChunkSize<'a> {
-        ChunkSize {
-            dict,
+impl<'a> PartSize<'a> {
+    fn new(p: &'a Profile, bounds: &'a Bounds) -> PartSize<'a> {
+        PartSize {
+            p,
+            bounds,
             locations: HashSet::new(),
             functions: HashSet::new(),
             strings: HashSet::new(),
@@ -102,93 +100,85 @@ impl<'a> ChunkSize<'a> {
         }
     }
 
-    fn string(&mut self, i: i32) -> usize {
-        if !self.strings.insert(i) {
+    fn string(&mut self, id: StrId) -> usize {
+        if !self.strings.insert(id) {
             return 0;
         }
-        let len = usize::try_from(i)
-            .ok()
-            .and_then(|i| self.dict.strings.get(i))
-            .map_or(0, String::len);
-        field_len(len)
+        field_len(self.p.str(id).len())
     }
 
-    fn function(&mut self, i: i32) -> usize {
-        if !self.functions.insert(i) {
+    fn function(&mut self, id: FunctionId) -> usize {
+        if !self.functions.insert(id) {
             return 0;
         }
-        let Some(f) = usize::try_from(i)
-            .ok()
-            .and_then(|i| self.dict.functions.get(i))
-        else {
+        let Some(f) = self.p.function(id) else {
             return 0;
         };
-        let (name, system, file) = (f.name_strindex, f.system_name_strindex, f.filename_strindex);
-        // id, three string ids, start line: at most 5 varints of 1 + 10 bytes, framed.
-        field_len(5 * 11) + self.string(name) + self.string(system) + self.string(file)
+        let (name, system, file) = (f.name, f.system_name, f.filename);
+        // id, three string ids, start line.
+        field_len(5 * NUMBER_BYTES) + self.string(name) + self.string(system) + self.string(file)
     }
 
-    fn location(&mut self, i: i32) -> usize {
-        if !self.locations.insert(i) {
+    fn location(&mut self, id: LocationId) -> usize {
+        if !self.locations.insert(id) {
             return 0;
         }
-        let Some(loc) = usize::try_from(i)
-            .ok()
-            .and_then(|i| self.dict.locations.get(i))
-        else {
+        let Some(loc) = self.p.location(id) else {
             return 0;
         };
+        let lines: Vec<FunctionId> = loc.lines.iter().map(|l| l.function).collect();
         // id, mapping id, address, and per line a framed function id and line number.
-        let mut n = field_len(3 * 11 + loc.lines.len() * field_len(2 * 11));
-        for line in &loc.lines {
-            n += self.function(line.function_index);
+        let mut n = field_len(3 * NUMBER_BYTES + lines.len() * field_len(2 * NUMBER_BYTES));
+        for f in lines {
+            n += self.function(f);
         }
         n
     }
 
-    /// What `sample` adds to the chunk.
-    pub(super) fn cost(&mut self, sample: &pb::Sample) -> usize {
-        let stack = usize::try_from(sample.stack_index)
-            .ok()
-            .and_then(|i| self.dict.stacks.get(i));
+    /// What `sample` adds to the part.
+    fn cost(&mut self, sample: &Sample) -> usize {
+        let p = self.p;
+        let stack = p.stack(sample.stack);
+        let depth = stack.len().min(self.bounds.max_stack_depth);
         let mut n = 0;
         let mut ids = 0;
-        if let Some(stack) = stack {
-            for &l in &stack.location_indices {
-                ids += varint_len(u64::try_from(l).unwrap_or(0)).max(1) + 1;
-                n += self.location(l);
-            }
+        for &l in stack.iter().take(depth) {
+            ids += varint_len(u64::from(l.0));
+            n += self.location(l);
         }
-        let mut labels = sample.attribute_indices.len();
-        for &a in &sample.attribute_indices {
-            if let Some(kv) = usize::try_from(a)
-                .ok()
-                .and_then(|a| self.dict.attributes.get(a))
+        if depth < stack.len() {
+            // The `[truncated]` frame: a location, a function, a name.
+            ids += 1;
+            n += 2 * field_len(5 * NUMBER_BYTES) + field_len(TRUNCATED_FRAME.len());
+        }
+        let mut labels = 0;
+        for label in &sample.labels {
+            if !self
+                .bounds
+                .allows_attribute(super::attribute_key_for_label(p.str(label.key)))
             {
-                n += self.string(kv.key_strindex);
-                // The value's text: a string of the table's, or an int written out.
-                n += match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                    Some(
-                        opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(s),
-                    ) => field_len(s.len()),
-                    _ => field_len(20),
-                };
+                continue;
             }
+            labels += 1;
+            n += self.string(label.key);
+            n += match label.value {
+                LabelValue::Str(v) => self.string(v),
+                LabelValue::Num { .. } => field_len(20),
+            };
         }
-        if sample.link_index != 0 {
-            // span_id and trace_id labels, their hex strings once per chunk.
+        if let Some(link) = sample.link {
+            // span_id and trace_id labels, their hex strings once per part.
             labels += 2;
-            if self.links.insert(sample.link_index) {
+            if self.links.insert(link) {
                 n += field_len(16) + field_len(32) + 2 * field_len(8);
             }
         }
-        // Values (one, or one per timestamp), location ids and labels, framed.
-        let values = 11 * sample.values.len().max(1);
+        let values = NUMBER_BYTES * sample.timestamps.len().max(1);
         n + field_len(field_len(values) + field_len(ids) + labels * LABEL_BYTES)
     }
 
-    /// Starts the next chunk.
-    pub(super) fn reset(&mut self) {
+    /// Starts the next part.
+    fn reset(&mut self) {
         self.locations.clear();
         self.functions.clear();
         self.strings.clear();
@@ -198,36 +188,33 @@ impl<'a> ChunkSize<'a> {
     }
 }
 
-/// `samples` in chunks within `bounds`: each chunk at most `max_samples` samples and, unless it
-/// holds a single sample, at most `max_profile_bytes` as [`ChunkSize`] counts. Order is kept.
-pub(super) fn split(
-    samples: Vec<pb::Sample>,
-    dict: Tables<'_>,
-    bounds: &Bounds,
-) -> Vec<Vec<pb::Sample>> {
-    if bounds.max_samples >= samples.len() && bounds.max_profile_bytes == usize::MAX {
-        return vec![samples];
+/// The samples of `p` in parts within `bounds`, as ranges of `p.samples`, in order: each part
+/// at most `max_samples` samples and, unless it holds a single sample, at most
+/// `max_profile_bytes` as [`PartSize`] counts them. The encoder merges samples, never splits
+/// them, so a part sends at most as many samples per OTLP profile as it holds.
+pub(super) fn parts(p: &Profile, bounds: &Bounds) -> Vec<Range<usize>> {
+    let all = 0..p.samples.len();
+    if bounds.max_samples >= p.samples.len() && bounds.max_profile_bytes == usize::MAX {
+        return vec![all];
     }
-    let mut size = ChunkSize::new(dict);
-    let mut chunks = Vec::new();
-    let mut chunk = Vec::new();
-    for s in samples {
-        let mut cost = size.cost(&s);
+    let mut size = PartSize::new(p, bounds);
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (i, s) in p.samples.iter().enumerate() {
+        let mut cost = size.cost(s);
         let full = size.samples >= bounds.max_samples.max(1)
             || (size.samples > 0 && size.bytes.saturating_add(cost) > bounds.max_profile_bytes);
         if full {
-            chunks.push(std::mem::take(&mut chunk));
+            parts.push(start..i);
+            start = i;
             size.reset();
-            cost = size.cost(&s);
+            cost = size.cost(s);
         }
         size.bytes = size.bytes.saturating_add(cost);
         size.samples += 1;
-        chunk.push(s);
     }
-    if !chunk.is_empty() || chunks.is_empty() {
-        chunks.push(chunk);
-    }
-    chunks
+    parts.push(start..p.samples.len());
+    parts
 }
 
 #[cfg(test)]

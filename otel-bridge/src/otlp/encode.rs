@@ -6,7 +6,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, Instrumentatio
 use opentelemetry_proto::tonic::resource::v1::Resource as PbResource;
 use prost::Message;
 
-use super::bounds::{self, Tables, TRUNCATED_FRAME};
+use super::bounds::{self, TRUNCATED_FRAME};
 use super::proto as pb;
 use super::{
     attribute_key_for_label, EncodeOptions, ExportProfilesServiceRequest, LinkTarget, ProfileId,
@@ -29,25 +29,56 @@ pub enum EncodeError {
 
 /// Encodes `profile` with `resource` into one export request (see the module docs for the
 /// rules). `id` becomes the first OTLP profile's id; further ones (one per extra sample
-/// type, and per part of a sample type split to fit [`EncodeOptions::bounds`]) derive from
-/// it.
+/// type) derive from it. Of [`EncodeOptions::bounds`] this applies the sample attributes and
+/// the stack depth; [`encode_bounded`] the sample and byte bounds too.
 pub fn encode(
     profile: &Profile,
     resource: &opentelemetry_sdk::Resource,
     id: ProfileId,
     options: &EncodeOptions,
 ) -> Result<ExportProfilesServiceRequest, EncodeError> {
+    encode_part(profile, &profile.samples, resource, id, options)
+}
+
+/// Encodes `profile` as export requests within [`EncodeOptions::bounds`]: one, unless its
+/// samples are over the bounds' sample or byte bound, when they are sent in parts, each part
+/// a request of its own with the profile's types and time window (and a dictionary of only
+/// what it uses), which a reader adds up like any two profiles of one series. Each request
+/// takes the id of its first OTLP profile from `next_id`.
+pub fn encode_bounded(
+    profile: &Profile,
+    resource: &opentelemetry_sdk::Resource,
+    options: &EncodeOptions,
+    next_id: &mut dyn FnMut() -> ProfileId,
+) -> Result<Vec<ExportProfilesServiceRequest>, EncodeError> {
+    bounds::parts(profile, &options.bounds)
+        .into_iter()
+        .map(|part| {
+            let samples = profile.samples.get(part).unwrap_or_default();
+            encode_part(profile, samples, resource, next_id(), options)
+        })
+        .collect()
+}
+
+/// `samples` of `profile` as one export request.
+fn encode_part(
+    profile: &Profile,
+    samples: &[Sample],
+    resource: &opentelemetry_sdk::Resource,
+    id: ProfileId,
+    options: &EncodeOptions,
+) -> Result<ExportProfilesServiceRequest, EncodeError> {
     let mut dict = Dictionary::new(options);
     let mut profiles = Vec::new();
-    for type_index in emitted_sample_types(profile) {
-        let (head, samples) = encode_one(profile, type_index, options, &mut dict)?;
-        for part in bounds::split(samples, dict.tables(), &options.bounds) {
-            profiles.push(pb::Profile {
-                samples: part,
-                profile_id: id.nth(profiles.len()).bytes().to_vec(),
-                ..head.clone()
-            });
-        }
+    for (n, type_index) in emitted_sample_types(profile).into_iter().enumerate() {
+        profiles.push(encode_one(
+            profile,
+            samples,
+            type_index,
+            id.nth(n),
+            options,
+            &mut dict,
+        )?);
     }
     Ok(ExportProfilesServiceRequest {
         resource_profiles: vec![pb::ResourceProfiles {
@@ -213,17 +244,6 @@ impl Dictionary {
             no_link_trace_id: options.no_link_trace_id,
             max_stack_depth: options.bounds.max_stack_depth.max(1),
             truncated: None,
-        }
-    }
-
-    /// The tables as far as they are built, for sizing parts of a profile.
-    fn tables(&self) -> Tables<'_> {
-        Tables {
-            strings: &self.strings,
-            functions: &self.functions,
-            locations: &self.locations,
-            stacks: &self.stacks,
-            attributes: &self.attributes,
         }
     }
 
@@ -475,19 +495,20 @@ fn sample_link(p: &Profile, s: &Sample, options: &EncodeOptions) -> Option<Link>
     Some(link)
 }
 
-/// The OTLP profile of one sample type without its id, and its samples, apart: the caller
-/// sends them as one profile or, to keep within [`EncodeOptions::bounds`], as several.
+/// The OTLP profile of `samples` (of `p`) for one sample type.
 fn encode_one(
     p: &Profile,
+    samples: &[Sample],
     type_index: usize,
+    id: ProfileId,
     options: &EncodeOptions,
     dict: &mut Dictionary,
-) -> Result<(pb::Profile, Vec<pb::Sample>), EncodeError> {
+) -> Result<pb::Profile, EncodeError> {
     let sample_type = p.sample_types.get(type_index).copied().unwrap_or_default();
     let counts = p.str(sample_type.unit) == "count";
     let mut order: Vec<(i32, Vec<i32>, i32)> = Vec::new();
     let mut merged: HashMap<(i32, Vec<i32>, i32), Merged> = HashMap::new();
-    for s in &p.samples {
+    for s in samples {
         let value = s.values.get(type_index).copied().unwrap_or(0);
         if value == 0 && s.timestamps.is_empty() {
             continue;
@@ -561,20 +582,19 @@ fn encode_one(
     } else {
         Some(value_type(dict, &p.period_type)?)
     };
-    let head = pb::Profile {
+    Ok(pb::Profile {
         sample_type: Some(value_type(dict, &sample_type)?),
-        samples: Vec::new(),
+        samples,
         time_unix_nano: window.0.max(0) as u64,
         duration_nano: window.1.saturating_sub(window.0).max(0) as u64,
         period_type,
         period: p.period,
-        profile_id: Vec::new(),
+        profile_id: id.bytes().to_vec(),
         dropped_attributes_count: 0,
         original_payload_format: String::new(),
         original_payload: Vec::new(),
         attribute_indices: Vec::new(),
-    };
-    Ok((head, samples))
+    })
 }
 
 /// One timestamp per counted interval: `total` intervals over `timestamps.len()` signals,
