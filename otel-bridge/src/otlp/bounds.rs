@@ -18,7 +18,7 @@ pub struct Bounds {
     /// Most samples per OTLP profile.
     pub max_samples: usize,
     /// Most bytes per OTLP profile, counted as the pprof profile a backend converts it to
-    /// would take (see [`ChunkSize`]): its samples and the locations, functions and strings
+    /// would take, estimated from above: its samples and the locations, functions and strings
     /// they reach.
     pub max_profile_bytes: usize,
     /// Most locations per stack. A deeper stack keeps its leaf end (where the time is) and
