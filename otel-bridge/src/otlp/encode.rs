@@ -416,8 +416,11 @@ impl Dictionary {
     }
 
     fn link(&mut self, link: Option<Link>) -> Result<i32, EncodeError> {
-        // An all-zero trace id is invalid (W3C trace context): such a link is no link.
-        let Some(link) = link.filter(|l| l.trace_id != [0; 16] && l.span_id != [0; 8]) else {
+        // An all-zero trace id is invalid (W3C trace context): such a link is no link, unless
+        // links go without their trace id anyway (a decoded span without its trace).
+        let valid =
+            |l: &Link| l.span_id != [0; 8] && (self.no_link_trace_id || l.trace_id != [0; 16]);
+        let Some(link) = link.filter(valid) else {
             return Ok(0);
         };
         if let Some(&i) = self.link_index.get(&link) {
