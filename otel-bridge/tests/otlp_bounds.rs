@@ -116,6 +116,12 @@ fn a_link_without_its_trace_id_keeps_the_span_and_decodes() {
         (link.trace_id, link.span_id_hex()),
         ([0; 16], ROOT.to_owned())
     );
+    // Encoded again the same way, it stays a link; with trace ids on, an all-zero trace id
+    // is no link.
+    let again = encode(&decoded[0].1, &options);
+    assert_eq!(again.dictionary.as_ref().unwrap().link_table.len(), 2);
+    let with_traces = encode(&decoded[0].1, &EncodeOptions::default());
+    assert_eq!(with_traces.dictionary.as_ref().unwrap().link_table.len(), 1);
 }
 
 trait DecodeFrom {
