@@ -118,6 +118,25 @@ impl Receiver {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// `tests/python/pyroscope_check.py` over everything received: Grafana Pyroscope's ingest
+    /// rules, each with its source, and the names it would give the profiles. `bounded` also
+    /// checks what `backend=pyroscope` promises beyond what Pyroscope refuses.
+    pub fn pyroscope_check(&self, bounded: bool) -> serde_json::Value {
+        let mut cmd = Command::new(python());
+        cmd.arg(repo_root().join("tests/python/pyroscope_check.py"))
+            .arg(&self.dir);
+        if bounded {
+            cmd.arg("--bounded");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "pyroscope_check.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// The receiver's request log: one JSON object per request received.
     pub fn requests(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.dir.join("requests.log"))

@@ -237,7 +237,12 @@ pub fn compare(summary: &Json, decoded: &[(Vec<KeyValue>, Profile)]) -> Result<(
             } else {
                 let l = &links[link_index as usize];
                 let (trace, span) = (l[0].as_str().unwrap(), l[1].as_str().unwrap());
-                (!trace.is_empty()).then(|| Link::from_hex(trace, span).unwrap())
+                // A span id alone reads as a span of an all-zero trace id.
+                match (trace.len(), span.len()) {
+                    (0, 16) => Link::from_hex(&"0".repeat(32), span),
+                    (0, _) => None,
+                    _ => Some(Link::from_hex(trace, span).unwrap()),
+                }
             };
             let ours = (i128::from(s.stack.0), s.values[0], &s.timestamps, s.link);
             let official = (int(&t[0]), value, &timestamps, link);
