@@ -128,7 +128,7 @@ impl Receiver {
         if bounded {
             cmd.arg("--bounded");
         }
-        let out = cmd.output().unwrap();
+        let out = cmd.output_tied().unwrap();
         assert!(
             out.status.success(),
             "pyroscope_check.py failed: {}",
