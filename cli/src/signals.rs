@@ -11,9 +11,15 @@
 //! inherited across `exec` by a child spawned later, a handler is reset to the default.
 //!
 //! Async-signal-safe calls made in this file's handler: `kill(2)`, and reading/writing `errno`.
+//!
+//! The other direction too: helper processes a command starts for itself (the demo's shop and
+//! its load generator) get `SIGTERM` from the kernel when the command ends, however it ends
+//! ([`end_with_parent`]).
 
 use std::ffi::c_void;
 use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::c_int;
@@ -96,4 +102,28 @@ pub fn wait_for_exit(pid: u32) -> io::Result<()> {
 /// Stops forwarding; the handlers stay installed but do nothing.
 pub fn stop_forwarding() {
     CHILD.store(0, Ordering::SeqCst);
+}
+
+/// Has the kernel send `SIGTERM` to `command`'s child when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`), so a helper process never outlives the command that needs it, even one
+/// killed by `SIGKILL`. Spawn from a thread that lives as long as the child is wanted (the
+/// main thread). A parent that ended before the child could ask makes the spawn fail.
+pub fn end_with_parent(command: &mut Command) {
+    // SAFETY: getpid(2) has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes two system calls, prctl(2) and getppid(2),
+    // and builds its error from an errno value, without allocating.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have ended before the request: the child was reparented then.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        })
+    };
 }

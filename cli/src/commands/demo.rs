@@ -103,7 +103,9 @@ fn spawn_shop(
     version: &str,
 ) -> anyhow::Result<Child> {
     let options = format!("endpoint=http://{grpc},protocol=grpc,period=5s,timestamps=on,log=warn");
-    Command::new(java)
+    let mut command = Command::new(java);
+    crate::signals::end_with_parent(&mut command);
+    command
         .arg(format!("-agentpath:{}={options}", agent.display()))
         .args([
             "-Xms256m",
@@ -151,7 +153,9 @@ fn run_load(
     base: &str,
     seconds: u32,
 ) -> anyhow::Result<std::process::Output> {
-    Command::new(java)
+    let mut command = Command::new(java);
+    crate::signals::end_with_parent(&mut command);
+    command
         .args([
             "-Xms64m",
             "-Xmx256m",

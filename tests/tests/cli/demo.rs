@@ -360,3 +360,68 @@ fn flame_writes_svg_and_refuses_unknown_formats() {
     assert_eq!(code, 1);
     assert!(err.contains("*.html") && err.contains("*.svg"), "{err}");
 }
+
+/// The processes whose parent is `pid` (from /proc; empty once it has none or is gone).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has no command line left; anything else still runs.
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
+}
+
+/// The demo's shop and load generator end with the demo, even when it is killed with SIGKILL
+/// (no chance to clean up): the kernel signals them (PR_SET_PDEATHSIG).
+#[test]
+fn a_killed_demo_leaves_no_jvm_behind() {
+    use otelprof_tests::Tied as _;
+    let dir = scratch_dir("demo-killed");
+    let mut demo = Command::new(cli_path())
+        .args(["demo", "--seconds", "30", "--dir"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn_tied()
+        .expect("start otelprof demo");
+    // Wait for the shop and its load: two JVMs at once.
+    let start = Instant::now();
+    let mut jvms = Vec::new();
+    while start.elapsed() < Duration::from_secs(120) {
+        jvms = children(demo.id());
+        if jvms.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        jvms.len() >= 2,
+        "the demo never ran its shop and load: {jvms:?}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    demo.kill().expect("SIGKILL the demo");
+    demo.wait().expect("reap the demo");
+    // The shop flushes its last profile on SIGTERM (at most 5 s with nobody receiving).
+    let start = Instant::now();
+    while jvms.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let left: Vec<u32> = jvms.iter().copied().filter(|&p| alive(p)).collect();
+    println!(
+        "demo's JVMs {jvms:?}: all ended {:?} after SIGKILL",
+        start.elapsed()
+    );
+    assert!(left.is_empty(), "the demo's JVMs outlived it: {left:?}");
+}
