@@ -7,7 +7,7 @@
 //! and `out=` is a path on the JVM's side. A relative `out=` is made absolute against our
 //! working directory when the JVM sees the same files as we do; otherwise it is refused (our
 //! working directory means nothing to the JVM) and an absolute one is checked inside the
-//! JVM's root.
+//! JVM's root. `out=none` (no files at all) is a word, passed as it is.
 
 use otelprof_agent_options::{check_item, items, known_keys, Kind, Problem};
 
@@ -60,7 +60,10 @@ pub fn check(
                 ))
             }
         };
-        if option.kind == Kind::Dir {
+        if option.kind == Kind::Dir && value == "none" {
+            // No files at all: a word, not a path.
+            out.push("out=none".to_owned());
+        } else if option.kind == Kind::Dir {
             out.push(format!("out={}", out_dir(value, &resolve_out)?));
         } else {
             out.push(format!("{key}={value}"));
@@ -117,6 +120,10 @@ mod tests {
         assert_eq!(
             check("out=p,cpu=5ms", abs).unwrap(),
             "out=/srv/app/p,cpu=5ms"
+        );
+        assert_eq!(
+            check("cpu=5ms,out=none", no_out).unwrap(),
+            "cpu=5ms,out=none"
         );
         let refuse = |_: &str| Err("relative".to_owned());
         assert_eq!(

@@ -65,6 +65,45 @@ pub enum Cmd {
     /// Start a capture on an agent connected to `otelprof serve` over OpAMP: extra profile
     /// types for a bounded time, e.g. `--instance ID --wall 20ms --alloc 256k --seconds 60`
     Capture(CaptureArgs),
+    /// Profile a running JVM once and write one file: attach, profile for a while, write,
+    /// stop (e.g. `otelprof profile 1234 --duration 30s -o cpu.html`)
+    #[command(after_help = PROFILE_HELP)]
+    Profile(ProfileArgs),
+}
+
+const PROFILE_HELP: &str = "\
+Examples:
+  otelprof profile 1234 --duration 30s -o cpu.html
+  otelprof profile 1234 --type wall --interval 20ms -o wall.collapsed
+  otelprof profile 1234 --type alloc -o alloc.pb.gz       (go tool pprof reads it)
+The format follows the file name: .html (interactive flame graph), .svg, .pb.gz (pprof),
+.collapsed or .folded (one stack per line), .otlp.pb (OTLP ProfilesData). Ctrl-C ends the
+profile early and still writes the file. Refused while the JVM already runs an otelprof
+session (`otelprof attach PID dump -o FILE` takes that one's profile without ending it).";
+
+/// `otelprof profile`.
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// Process id of the JVM, as seen from here (the host's pid of a containerised JVM)
+    #[arg(value_name = "PID", value_parser = parse_pid)]
+    pub pid: u32,
+    /// How long to profile
+    #[arg(long, short = 'd', value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// What to profile: cpu, wall, alloc, lock or live
+    #[arg(long = "type", short = 't', value_name = "TYPE", default_value = "cpu", value_parser = ["cpu", "wall", "alloc", "lock", "live"])]
+    pub ty: String,
+    /// Sampling interval (cpu, wall: a duration, default 10ms and 50ms), bytes between
+    /// samples (alloc, live: a size, default 512k), or the shortest wait recorded (lock:
+    /// default 1ms)
+    #[arg(long, short = 'i', value_name = "INTERVAL")]
+    pub interval: Option<String>,
+    /// The file to write; its name gives the format
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+    /// How long to wait for the JVM at each step
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
 }
 
 const ATTACH_HELP: &str = "\

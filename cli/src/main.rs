@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         Cmd::Demo(args) => commands::demo::command(args),
         Cmd::Attach(args) => commands::attach::run(args),
         Cmd::Capture(args) => commands::capture::run(args).map(ExitCode::from),
+        Cmd::Profile(args) => commands::profile::run(args),
     };
     match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,

@@ -20,7 +20,7 @@ use std::ffi::c_void;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use libc::c_int;
 
@@ -126,4 +126,39 @@ pub fn end_with_parent(command: &mut Command) {
             Ok(())
         })
     };
+}
+
+/// Set by [`note_interrupt`] when Ctrl-C (or SIGTERM, SIGHUP) arrives after
+/// [`catch_interrupts`].
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// # Signal safety
+/// Stores to an atomic; nothing else.
+extern "C" fn note_interrupt(_sig: c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on Ctrl-C, SIGTERM and SIGHUP end a wait ([`interrupted`]) instead of the
+/// process, so a command can finish its work (write its file, stop what it started) first.
+pub fn catch_interrupts() -> io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: sigaction is a plain C struct for which all-zero bytes is a valid value.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        let handler: extern "C" fn(c_int) = note_interrupt;
+        action.sa_sigaction = handler as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        // SAFETY: `action.sa_mask` is a valid, exclusively borrowed sigset_t.
+        unsafe { libc::sigemptyset(&mut action.sa_mask) };
+        // SAFETY: `action` is fully initialised and outlives the call; the old action is not
+        // requested (null is allowed).
+        if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether an interrupt arrived since [`catch_interrupts`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
 }

@@ -48,6 +48,9 @@ pub(crate) struct Options {
     pub(crate) max_depth: u32,
     /// Directory for pprof files.
     pub(crate) out_dir: Option<PathBuf>,
+    /// `out=none`: no pprof files at all, not even in the working directory when nothing is
+    /// exported (a dump's `file=` still writes; `otelprof profile` takes its profile so).
+    pub(crate) files_off: bool,
     /// How often a profile is cut and written.
     pub(crate) period: Duration,
     pub(crate) log: LogLevel,
@@ -102,6 +105,7 @@ impl Default for Options {
             clock: Clock::ThreadCpu,
             max_depth: 2048,
             out_dir: None,
+            files_off: false,
             period: Duration::from_secs(60),
             log: LogLevel::Info,
             endpoint: None,
@@ -289,6 +293,10 @@ impl Options {
             ("service", T(t)) => self.service = Some(t.to_owned()),
             ("endpoint", T(t)) => self.endpoint = Some(t.to_owned()),
             ("opamp", T(t)) => self.opamp = Some(t.to_owned()),
+            ("out", T("none")) => {
+                self.out_dir = None;
+                self.files_off = true;
+            }
             ("out", T(t)) => {
                 let dir = PathBuf::from(t);
                 if !dir.is_dir() {
@@ -354,6 +362,8 @@ impl Options {
         ];
         if let Some(d) = &self.out_dir {
             o.push(format!("out={}", d.display()));
+        } else if self.files_off {
+            o.push("out=none".to_owned());
         }
         if let Some(e) = &self.endpoint {
             o.push(format!(
@@ -532,6 +542,15 @@ mod tests {
             let e = Options::parse(opts).unwrap_err().to_string();
             assert!(e.contains(mention), "{opts}: {e}");
         }
+    }
+
+    #[test]
+    fn out_none_turns_files_off_and_round_trips() {
+        let o = Options::parse("out=none").unwrap();
+        assert!(o.files_off && o.out_dir.is_none());
+        assert!(o.in_force().contains("out=none"), "{}", o.in_force());
+        let o = Options::parse("out=/tmp").unwrap();
+        assert!(!o.files_off && o.out_dir.is_some());
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub fn run(args: &AttachArgs) -> anyhow::Result<ExitCode> {
 
 /// `libotelprof.so` and `otelprof.jar` beside this executable (resolved: the JVM gets the
 /// same path whichever link `otelprof` was started through).
-fn agent_files() -> anyhow::Result<AgentFiles> {
+pub(crate) fn agent_files() -> anyhow::Result<AgentFiles> {
     let exe = std::env::current_exe().context("cannot find this executable's path")?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
     let dir = exe.parent().map(PathBuf::from).unwrap_or_default();

@@ -85,10 +85,12 @@ impl Session {
         let lookup = |name: &str| std::env::var(name).ok();
         let export_env = otlp_export::read_env(&options, &lookup)?;
         // Files: where out= says; with OTLP and no out=, none (the working directory is the
-        // application's, not ours); with neither, the working directory as before.
+        // application's, not ours); with neither, the working directory as before, unless
+        // out=none.
         let out_dir = match (&options.out_dir, &export_env.config) {
             (Some(d), _) => Some(d.clone()),
             (None, Some(_)) => None,
+            (None, None) if options.files_off => None,
             (None, None) => Some(
                 std::env::current_dir()
                     .map_err(|e| format!("no out= given and no current directory: {e}"))?,

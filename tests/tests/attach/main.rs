@@ -7,3 +7,4 @@ mod cli;
 mod context;
 mod cycles;
 mod on_attach;
+mod profile;
