@@ -385,6 +385,17 @@ pub struct SelectArgs {
     /// Break functions down to source lines: `Class.method (File.java:123)`
     #[arg(long)]
     pub lines: bool,
+    /// Keep only stacks with a frame matching GLOB (`*` for any run of characters, matched
+    /// against the whole `pkg.Class.method`, e.g. 'com.mycompany.*'); repeatable: any
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Drop stacks with a frame matching GLOB; repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Remove frames matching GLOB from every stack (e.g. 'java.*' wrappers); a stack left
+    /// empty is dropped; repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub hide: Vec<String>,
 }
 
 impl SelectArgs {

@@ -18,6 +18,7 @@
 
 pub mod columnar;
 mod error;
+pub mod focus;
 pub mod layout;
 pub mod linked;
 pub mod maintain;

@@ -15,6 +15,7 @@ use std::sync::{Arc, Weak};
 use otel_bridge::model::{Dictionary, FunctionId, Link, Profile, Sample, StackId};
 use otelprof_primitives::thread_role;
 
+use crate::focus::FrameVerdict;
 use crate::select::{
     resource_value, sample_value, Measure, ProfileType, ProfileVerdict, SampleText, Selector,
 };
@@ -157,6 +158,8 @@ pub struct Merger {
     collect_spans: bool,
     merged: Merged,
     frame_index: FxMap<String, u32>,
+    /// What the selector's focus says of each frame, by frame id (filled as frames come).
+    verdicts: Vec<FrameVerdict>,
     group_index: FxMap<String, u32>,
     /// Merged stack by `[group, frames…]`, so that a lookup can borrow a scratch slice.
     stack_index: FxMap<Vec<u32>, usize>,
@@ -208,6 +211,9 @@ impl DictionaryCache {
     }
 }
 
+/// A stack the selector's focus drops ([`Merger::merged_stack`]).
+const DROPPED: usize = usize::MAX;
+
 /// A location not resolved yet ([`DictionaryCache::location_frames`]).
 const UNRESOLVED: u32 = u32::MAX;
 /// A location of other than one line.
@@ -225,6 +231,7 @@ impl Merger {
             collect_spans: false,
             merged: Merged::default(),
             frame_index: FxMap::default(),
+            verdicts: Vec::new(),
             group_index: FxMap::default(),
             stack_index: FxMap::default(),
             key: Vec::new(),
@@ -342,12 +349,15 @@ impl Merger {
             if value == 0.0 && count == 0.0 {
                 continue;
             }
-            used = true;
             let group = match fixed_group {
                 Some(group) => group,
                 None => self.sample_group(profile, sample),
             };
             let merged = self.merged_stack(&mut cache, profile, sample.stack, group);
+            if merged == DROPPED {
+                continue;
+            }
+            used = true;
             if let Some(s) = self.merged.stacks.get_mut(merged) {
                 s.value += value;
                 s.count += count;
@@ -485,10 +495,30 @@ impl Merger {
                 key.extend(frames.iter().rev());
             }
         }
-        let i = self.index_of_key(&key);
+        let i = if self.selector.focus.is_empty() || self.focused(&mut key) {
+            self.index_of_key(&key)
+        } else {
+            DROPPED
+        };
         self.key = key;
         cache.merged.insert((stack.0, group), i);
         i
+    }
+
+    /// Applies the selector's focus to a merged stack's key (`[group, frames…]`): false when
+    /// the stack is dropped, else its hidden frames are gone from the key.
+    fn focused(&mut self, key: &mut Vec<u32>) -> bool {
+        let focus = &self.selector.focus;
+        for name in self.merged.frames.iter().skip(self.verdicts.len()) {
+            self.verdicts.push(focus.frame(name));
+        }
+        let mut frames = key.split_off(1.min(key.len()));
+        let verdicts = &self.verdicts;
+        let kept = focus.keep(&mut frames, |f| {
+            verdicts.get(f as usize).copied().unwrap_or_default()
+        });
+        key.extend(frames);
+        kept
     }
 
     /// Resolves location `index`: its frame id if it has one line, else [`MANY`] with its
@@ -650,6 +680,8 @@ impl Merger {
     /// Adds what another merger (of the same type and selection, e.g. on another thread)
     /// collected.
     pub fn absorb(&mut self, other: Merger) {
+        // Frame ids change below; verdicts are found again as needed.
+        self.verdicts.clear();
         if self.holds_nothing() {
             // Nothing to add to (a worker's first, a slice's empty half): take the other's
             // tables whole instead of interning each frame and stack again.

@@ -8,6 +8,7 @@
 //! matched in both spellings, the OTLP attribute key (`thread.name`) and the pprof label key
 //! (`thread_name`), because the same data arrives through both formats.
 
+use crate::focus::Focus;
 use crate::time::parse_time;
 use otel_bridge::model::{LabelValue, Link, Profile, Sample};
 
@@ -200,6 +201,8 @@ pub struct Selector {
     pub from: Option<i64>,
     /// Unix nanoseconds, exclusive.
     pub to: Option<i64>,
+    /// Which stacks and frames are kept, by frame name.
+    pub focus: Focus,
 }
 
 /// What a selector says about one profile before looking at its samples.
@@ -327,6 +330,9 @@ impl Selector {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        s.focus.include.extend(other.focus.include.iter().cloned());
+        s.focus.exclude.extend(other.focus.exclude.iter().cloned());
+        s.focus.hide.extend(other.focus.hide.iter().cloned());
         s
     }
 

@@ -86,6 +86,17 @@ impl SelectArgs {
                 bail!("--from must be before --to");
             }
         }
+        for (flag, texts, globs) in [
+            ("--include", &self.include, &mut s.focus.include),
+            ("--exclude", &self.exclude, &mut s.focus.exclude),
+            ("--hide", &self.hide, &mut s.focus.hide),
+        ] {
+            for t in texts {
+                let glob = otelprof_store::focus::Glob::parse(t)
+                    .map_err(|why| anyhow::anyhow!("{flag} {}: {why}", escape::quote(t)))?;
+                globs.push(glob);
+            }
+        }
         Ok(s)
     }
 }
@@ -119,6 +130,9 @@ pub fn describe(selector: &Selector, ty: ProfileType) -> String {
     }
     for s in &selector.span_ids {
         parts.push(format!("span {}", otel_bridge::model::hex(s)));
+    }
+    if !selector.focus.is_empty() {
+        parts.push(selector.focus.describe());
     }
     if let Some(f) = selector.from {
         parts.push(format!("from {}", format_time(f)));

@@ -186,6 +186,13 @@ pub fn explain_empty(
         ty.name(),
         merged.profiles_seen
     );
+    if !selector.focus.is_empty() {
+        why.push_str(&format!(
+            " (with {}: patterns match the whole pkg.Class.method, `*` for any run, e.g. \
+             'com.shop.*' or '*.findProduct')",
+            selector.focus.describe()
+        ));
+    }
     let resource_keys: Vec<&str> = selector
         .conditions
         .iter()

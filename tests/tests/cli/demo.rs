@@ -425,3 +425,68 @@ fn a_killed_demo_leaves_no_jvm_behind() {
     );
     assert!(left.is_empty(), "the demo's JVMs outlived it: {left:?}");
 }
+
+/// `top --value samples` on the demo's store with `extra` flags: the header's total and each
+/// row's function with its total.
+fn top_samples(extra: &[&str]) -> (f64, Vec<(String, f64)>) {
+    let store = demo().dir.join("store");
+    let mut args = vec!["top", "--value", "samples", "--limit", "0"];
+    args.extend_from_slice(extra);
+    args.push(store.to_str().unwrap());
+    let (code, out, err) = otelprof(&args);
+    assert_eq!(code, 0, "otelprof {}:\n{out}\n{err}", args.join(" "));
+    let total: f64 = out
+        .lines()
+        .next()
+        .and_then(|h| h.rsplit_once("total "))
+        .and_then(|(_, t)| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no total in {out}"));
+    let rows = out
+        .lines()
+        .skip(2)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let name = cols.get(4)?.to_string();
+            Some((name, cols.get(2)?.parse().ok()?))
+        })
+        .collect();
+    (total, rows)
+}
+
+/// Focus on real data: `--include` keeps exactly the stacks through a function (their total
+/// is the function's total), `--exclude` the rest, `--hide` removes frames and keeps the
+/// samples.
+#[test]
+fn focus_includes_excludes_and_hides_frames() {
+    let (all, rows) = top_samples(&[]);
+    let through = rows
+        .iter()
+        .find(|(n, _)| n == REGRESSED)
+        .map(|(_, t)| *t)
+        .expect("the regressed function in top");
+    let (included, rows_in) = top_samples(&["--include", "otelprof.demo.Catalog.findProduct"]);
+    assert_eq!(included, through, "include keeps the stacks through it");
+    assert!(rows_in
+        .iter()
+        .any(|(n, t)| n == REGRESSED && *t == included));
+    let (excluded, rows_ex) = top_samples(&["--exclude", "*.Catalog.findProduct"]);
+    assert_eq!(excluded, all - through, "exclude drops exactly those");
+    assert!(rows_ex.iter().all(|(n, _)| n != REGRESSED));
+    let (hidden, rows_hid) = top_samples(&["--hide", "java.*", "--hide", "jdk.*"]);
+    assert!(
+        rows_hid
+            .iter()
+            .all(|(n, _)| !n.starts_with("java.") && !n.starts_with("jdk.")),
+        "{rows_hid:?}"
+    );
+    // Only stacks made of nothing but JDK frames go: a small part of the demo's samples.
+    assert!(hidden <= all && hidden >= 0.8 * all, "{hidden} of {all}");
+    let (code, _, err) = otelprof(&[
+        "top",
+        "--include",
+        "no.such.*",
+        demo().dir.join("store").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--include no.such.*"), "{err}");
+}
