@@ -112,13 +112,12 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<ExitCode> {
     }
     let written = write(&taken, output, args);
     let _ = std::fs::remove_file(&taken);
-    let samples = written?;
+    let (samples, amount) = written?;
     let size = std::fs::metadata(&args.output)
         .map(|m| m.len())
         .unwrap_or(0);
     outln!(
-        "{} samples in {:.1} s{}; wrote {} ({})",
-        samples,
+        "{amount} in {:.1} s{}; wrote {} ({})",
         elapsed.as_secs_f64(),
         if early { " (ended early)" } else { "" },
         escape::path(&args.output),
@@ -215,9 +214,9 @@ fn wait(duration: Duration) -> anyhow::Result<bool> {
 }
 
 /// Writes the profile in `taken` (gzipped pprof, as the agent dumps it) to the output in its
-/// format; returns the samples it holds (signals for cpu and wall, sampled allocations,
-/// recorded waits).
-fn write(taken: &Path, output: Output, args: &ProfileArgs) -> anyhow::Result<u64> {
+/// format; returns the samples it holds and, as `top`'s header says it, how many and how
+/// much (`307 samples, total 3.07s`; for allocations the samples are the estimated objects).
+fn write(taken: &Path, output: Output, args: &ProfileArgs) -> anyhow::Result<(u64, String)> {
     let bytes = std::fs::read(taken).with_context(|| format!("cannot read {}", taken.display()))?;
     let profile = otel_bridge::pprof::decode(&bytes)
         .with_context(|| format!("the agent's profile {}", taken.display()))?;
@@ -225,6 +224,11 @@ fn write(taken: &Path, output: Output, args: &ProfileArgs) -> anyhow::Result<u64
     let selector = Selector::default();
     let (merged, _) = query::merge(&source, query::Spec::new(None, &selector))?;
     let samples = merged.total_count() as u64;
+    let header = crate::table::render_header(&merged, merged.total(), merged.total_count());
+    let amount = match header.rsplit_once("; ") {
+        Some((_, a)) if samples > 0 => a.to_owned(),
+        _ => format!("{samples} samples"),
+    };
     let title = format!("otelprof: {} of JVM {}", args.ty, args.pid);
     match output {
         Output::Pprof => save(&args.output, &bytes)?,
@@ -261,7 +265,7 @@ fn write(taken: &Path, output: Output, args: &ProfileArgs) -> anyhow::Result<u64
             }
         }
     }
-    Ok(samples)
+    Ok((samples, amount))
 }
 
 /// Writes `bytes` to `path` under a temporary name first (a reader never sees half a file).
