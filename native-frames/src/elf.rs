@@ -3,7 +3,9 @@
 //! its own addresses.
 #![forbid(unsafe_code)]
 
-use object::{Object, ObjectSegment};
+use std::path::Path;
+
+use object::{Object, ObjectSection, ObjectSegment};
 
 /// The facts of one ELF image that symbolisation and unwinding need.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,7 +26,7 @@ pub struct Segment {
 }
 
 impl ElfInfo {
-    pub fn parse(data: &[u8]) -> Result<ElfInfo, String> {
+    pub fn parse<'data, R: object::ReadRef<'data>>(data: R) -> Result<ElfInfo, String> {
         let file = object::File::parse(data).map_err(|e| e.to_string())?;
         let segments = file
             .segments()
@@ -77,6 +79,75 @@ impl ElfInfo {
     }
 }
 
+/// The sections the unwind table needs.
+pub const UNWIND_SECTIONS: &[&str] = &[
+    ".eh_frame",
+    ".eh_frame_hdr",
+    ".text",
+    ".got",
+    ".plt",
+    ".plt.got",
+    ".plt.sec",
+];
+/// The sections a symbol table needs.
+pub const SYMBOL_SECTIONS: &[&str] = &[".symtab", ".strtab", ".dynsym", ".dynstr"];
+
+/// A copy of the ELF file at `path` that holds its headers, its notes (the build id), its
+/// debug link and the
+/// sections named in `wanted`, at their offsets; everything else reads as zero. The copy is
+/// as long as the file, but the parts never written cost no memory (a zeroed allocation of
+/// that size is fresh pages the kernel maps on first touch), and only the parts wanted are
+/// read: a library's debug information or code can be most of its file (the agent's own is
+/// 60 MB, of which its unwind table needs 3).
+pub fn read_sections(path: &Path, wanted: &[&str]) -> std::io::Result<Vec<u8>> {
+    use object::read::elf::{ElfFile64, FileHeader};
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = usize::try_from(file.metadata()?.len())
+        .map_err(|_| std::io::Error::other("file too large"))?;
+    let mut ranges = vec![(0u64, len.min(4096) as u64)];
+    {
+        let cache = object::ReadCache::new(&file);
+        let Ok(elf) = ElfFile64::<object::Endianness, _>::parse(&cache) else {
+            // Not a 64-bit ELF file: all of it, for the caller's parser to judge.
+            return std::fs::read(path);
+        };
+        let (header, endian) = (elf.elf_header(), elf.endian());
+        let table = |at: u64, n: u64, size: u16| (at, n.saturating_mul(u64::from(size)));
+        ranges.push(table(
+            header.e_phoff(endian),
+            u64::from(header.e_phnum(endian)),
+            header.e_phentsize(endian),
+        ));
+        ranges.push(table(
+            header.e_shoff(endian),
+            elf.elf_section_table().len() as u64,
+            header.e_shentsize(endian),
+        ));
+        for section in elf.sections() {
+            let Ok(name) = section.name() else { continue };
+            let always =
+                name.starts_with(".note") || name == ".shstrtab" || name == ".gnu_debuglink";
+            if wanted.contains(&name) || always {
+                if let Some(range) = section.file_range() {
+                    ranges.push(range);
+                }
+            }
+        }
+    }
+    let mut image = vec![0u8; len];
+    for (offset, size) in ranges {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(len);
+        let end = start
+            .saturating_add(usize::try_from(size).unwrap_or(usize::MAX))
+            .min(len);
+        if let Some(part) = image.get_mut(start..end) {
+            file.read_exact_at(part, offset)?;
+        }
+    }
+    Ok(image)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,7 +159,7 @@ mod tests {
             .iter()
             .find(|m| m.executable() && m.file_name() == "libc.so.6")
             .expect("libc.so.6 mapped");
-        let info = ElfInfo::parse(&std::fs::read(&text.path).unwrap()).unwrap();
+        let info = ElfInfo::parse(&std::fs::read(&text.path).unwrap()[..]).unwrap();
         assert_eq!(info.build_id.as_ref().map(Vec::len), Some(20));
         assert_eq!(info.build_id_hex().len(), 40);
         let bias = info.load_bias(text.start, text.offset).unwrap();
@@ -119,6 +190,36 @@ mod tests {
             Some(0x7f00_0025_3000 - 0x254000)
         );
         assert_eq!(lld.load_bias(0x7f00_0000_0000, 0), Some(0x7f00_0000_0000));
-        assert!(ElfInfo::parse(b"\x7fELF").is_err());
+    }
+
+    #[test]
+    fn a_partial_copy_gives_the_same_tables_and_build_id() {
+        let maps = crate::maps::read_self().unwrap();
+        let path = &maps
+            .iter()
+            .find(|m| m.executable() && m.file_name() == "libc.so.6")
+            .unwrap()
+            .path;
+        let whole = std::fs::read(path).unwrap();
+        let unwind = read_sections(Path::new(path), UNWIND_SECTIONS).unwrap();
+        let symbols = read_sections(Path::new(path), SYMBOL_SECTIONS).unwrap();
+        assert_eq!(unwind.len(), whole.len());
+        assert_ne!(unwind, whole, "the code was not read");
+        assert_eq!(ElfInfo::parse(&unwind[..]), ElfInfo::parse(&whole[..]));
+        assert_eq!(
+            crate::unwind_table::UnwindTable::from_elf(&unwind[..]).unwrap(),
+            crate::unwind_table::UnwindTable::from_elf(&whole[..]).unwrap()
+        );
+        let named = |data: &[u8]| {
+            let t = crate::symbols::SymbolTable::from_elf(data, None);
+            (
+                t.len(),
+                t.lookup(t.address_of("qsort").unwrap())
+                    .map(|f| f.name.to_owned()),
+            )
+        };
+        assert_eq!(named(&symbols), named(&whole));
+        assert!(read_sections(Path::new("/nonexistent"), &[]).is_err());
+        assert!(ElfInfo::parse(&b"\x7fELF"[..]).is_err());
     }
 }

@@ -42,6 +42,22 @@ impl KernelSymbols {
             .unwrap_or_default()
     }
 
+    /// Whether this process sees kernel addresses in `/proc/kallsyms` (its first line only:
+    /// the kernel hides all of them or none).
+    pub fn visible() -> bool {
+        use std::io::BufRead;
+        let Ok(file) = std::fs::File::open("/proc/kallsyms") else {
+            return false;
+        };
+        let mut line = String::new();
+        std::io::BufReader::new(file).read_line(&mut line).is_ok()
+            && line
+                .split_ascii_whitespace()
+                .next()
+                .and_then(|a| u64::from_str_radix(a, 16).ok())
+                .is_some_and(|a| a != 0)
+    }
+
     /// Whether any address was visible.
     pub fn usable(&self) -> bool {
         !self.starts.is_empty()
@@ -127,6 +143,8 @@ mod tests {
         assert_eq!(k.lookup(0x1000), None);
         let hidden = KernelSymbols::parse("0000000000000000 T _stext\n0000000000000000 t x\n");
         assert!(!hidden.usable());
+        // This process's view agrees with a full read.
+        assert_eq!(KernelSymbols::visible(), KernelSymbols::read().usable());
     }
 
     #[test]

@@ -49,7 +49,10 @@ pub struct Found<'a> {
 impl SymbolTable {
     /// The functions of `data` (an ELF image). When it has no `.symtab`, `debug_dirs` are
     /// searched for a debug file (by build id, then by debug link); `None` skips that.
-    pub fn from_elf(data: &[u8], debug: Option<&DebugSearch>) -> SymbolTable {
+    pub fn from_elf<'data, R: object::ReadRef<'data>>(
+        data: R,
+        debug: Option<&DebugSearch>,
+    ) -> SymbolTable {
         let Ok(file) = object::File::parse(data) else {
             return SymbolTable::empty();
         };
@@ -173,7 +176,10 @@ impl DebugSearch {
     }
 
     /// The symbols of the debug file of `file`, if one is found and has a `.symtab`.
-    fn find(&self, file: &object::File<'_>) -> Option<SymbolTable> {
+    fn find<'data, R: object::ReadRef<'data>>(
+        &self,
+        file: &object::File<'data, R>,
+    ) -> Option<SymbolTable> {
         let mut candidates = Vec::new();
         if let Some(id) = file.build_id().ok().flatten().filter(|id| id.len() >= 2) {
             let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
@@ -195,7 +201,8 @@ impl DebugSearch {
             }
         }
         candidates.into_iter().find_map(|path| {
-            let data = std::fs::read(path).ok()?;
+            // Only its symbol tables: a debug file is mostly DWARF this does not need.
+            let data = crate::elf::read_sections(&path, crate::elf::SYMBOL_SECTIONS).ok()?;
             let debug = object::File::parse(&*data).ok()?;
             let table = SymbolTable::collect(debug.symbols());
             (!table.entries.is_empty()).then_some(SymbolTable {
@@ -218,7 +225,7 @@ pub(crate) mod tests {
             .find(|m| m.executable() && m.file_name() == "libc.so.6")
             .expect("libc.so.6 mapped");
         let data = std::fs::read(&text.path).unwrap();
-        let info = crate::elf::ElfInfo::parse(&data).unwrap();
+        let info = crate::elf::ElfInfo::parse(&data[..]).unwrap();
         let bias = info.load_bias(text.start, text.offset).unwrap();
         (data, bias)
     }
@@ -268,7 +275,7 @@ pub(crate) mod tests {
             .map(|m| PathBuf::from(&m.path))
             .unwrap();
         let data = std::fs::read(&path).unwrap();
-        let t = SymbolTable::from_elf(&data, Some(&DebugSearch::new(&path)));
+        let t = SymbolTable::from_elf(&data[..], Some(&DebugSearch::new(&path)));
         assert_ne!(t.source, Source::None);
         let (_, bias) = mapped_libc();
         // write(2)'s wrapper and qsort, where this process has them: named (by one of their
@@ -282,7 +289,7 @@ pub(crate) mod tests {
             assert!(names.contains(&found.name), "{}", found.name);
             assert_eq!(found.start, vaddr);
         }
-        let dynsym = SymbolTable::from_elf(&data, None);
+        let dynsym = SymbolTable::from_elf(&data[..], None);
         assert!(dynsym.len() > 1000, "{}", dynsym.len());
     }
 }

@@ -107,8 +107,9 @@ struct Change {
 }
 
 impl UnwindTable {
-    /// The table of an ELF image (a file's bytes, or a vDSO copied from memory).
-    pub fn from_elf(data: &[u8]) -> Result<UnwindTable, TableError> {
+    /// The table of an ELF image: a file's bytes, a vDSO copied from memory, or a file read
+    /// on demand (`object::ReadCache`: only the headers and `.eh_frame` are read).
+    pub fn from_elf<'data, R: object::ReadRef<'data>>(data: R) -> Result<UnwindTable, TableError> {
         let file = object::File::parse(data).map_err(|e| TableError::NotElf(e.to_string()))?;
         let eh = file
             .section_by_name(".eh_frame")
@@ -384,7 +385,7 @@ mod tests {
     #[test]
     fn glibc_table_is_compact_and_describes_its_functions() {
         let (data, bias) = crate::symbols::tests::mapped_libc();
-        let table = UnwindTable::from_elf(&data).unwrap();
+        let table = UnwindTable::from_elf(&data[..]).unwrap();
         assert!(table.rows() > 5_000, "{} rows", table.rows());
         assert!(table.distinct_rules() < 2_000, "{}", table.distinct_rules());
         // write(2)'s wrapper, where this process has it.
@@ -393,6 +394,15 @@ mod tests {
             Some(Rule::Frame { .. }) => {}
             other => panic!("write has rule {other:?}"),
         }
-        assert!(UnwindTable::from_elf(b"not an elf").is_err());
+        assert!(UnwindTable::from_elf(&b"not an elf"[..]).is_err());
+        // Read on demand from the file, the same table.
+        let path = crate::maps::read_self()
+            .unwrap()
+            .into_iter()
+            .find(|m| m.executable() && m.file_name() == "libc.so.6")
+            .unwrap()
+            .path;
+        let cache = object::ReadCache::new(std::fs::File::open(path).unwrap());
+        assert_eq!(UnwindTable::from_elf(&cache).unwrap(), table);
     }
 }

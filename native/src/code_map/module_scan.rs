@@ -11,6 +11,7 @@
 //! sets hold it.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -104,11 +105,14 @@ impl ModuleScanner {
     }
 }
 
-/// The bytes of a mapped library: its file, or for the vDSO (and a file deleted since it was
-/// mapped) the memory itself.
+/// The bytes of a mapped library, and whether they are a copy of its memory: its file
+/// (or, for a file deleted since it was mapped, the mapping's link in `/proc/self/map_files`),
+/// of which only the headers and the unwind information are read; for the vDSO, which has no
+/// file, its memory.
 fn image_of(m: &Mapping) -> Option<(Vec<u8>, bool)> {
+    let sections = otelprof_native_frames::elf::UNWIND_SECTIONS;
     if m.is_file() && !m.path.ends_with(" (deleted)") {
-        if let Ok(data) = std::fs::read(&m.path) {
+        if let Ok(data) = otelprof_native_frames::elf::read_sections(Path::new(&m.path), sections) {
             return Some((data, false));
         }
     }
@@ -119,9 +123,10 @@ fn image_of(m: &Mapping) -> Option<(Vec<u8>, bool)> {
         let bytes = unsafe { std::slice::from_raw_parts(m.start as *const u8, len) };
         return Some((bytes.to_vec(), true));
     }
-    // A deleted file is still readable through its mapping's link.
     let link = format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end);
-    std::fs::read(link).ok().map(|d| (d, false))
+    otelprof_native_frames::elf::read_sections(Path::new(&link), sections)
+        .ok()
+        .map(|d| (d, false))
 }
 
 /// Reads one library: unwind table and build id (an unreadable file gives an empty table:
@@ -132,7 +137,14 @@ fn read_library(m: &Mapping) -> Library {
         .strip_suffix(" (deleted)")
         .unwrap_or(&m.path)
         .to_owned();
-    let Some((data, in_memory)) = image_of(m) else {
+    let parsed = image_of(m).map(|(bytes, in_memory)| {
+        (
+            ElfInfo::parse(&bytes[..]),
+            UnwindTable::from_elf(&bytes[..]),
+            in_memory.then_some(bytes),
+        )
+    });
+    let Some((info, table, image)) = parsed else {
         COUNTERS
             .unwind_tables_failed
             .fetch_add(1, Ordering::Relaxed);
@@ -144,8 +156,8 @@ fn read_library(m: &Mapping) -> Library {
             segments: Vec::new(),
         };
     };
-    let info = ElfInfo::parse(&data).unwrap_or_default();
-    let table = match UnwindTable::from_elf(&data) {
+    let info = info.unwrap_or_default();
+    let table = match table {
         Ok(t) => {
             COUNTERS.unwind_tables.fetch_add(1, Ordering::Relaxed);
             log_debug!(
@@ -168,7 +180,7 @@ fn read_library(m: &Mapping) -> Library {
         path,
         build_id: info.build_id_hex(),
         table,
-        image: in_memory.then_some(data),
+        image,
         segments: info.segments,
     }
 }

@@ -133,11 +133,15 @@ impl NativeNames {
 /// debug file searched when the file has no `.symtab`.
 fn symbols_of(library: &Library) -> SymbolTable {
     if let Some(image) = &library.image {
-        return SymbolTable::from_elf(image, None);
+        return SymbolTable::from_elf(&image[..], None);
     }
     let path = Path::new(&library.path);
-    match std::fs::read(path) {
-        Ok(data) => SymbolTable::from_elf(&data, Some(&DebugSearch::new(path))),
+    // The symbol tables only, not the code or the debug information.
+    match otelprof_native_frames::elf::read_sections(
+        path,
+        otelprof_native_frames::elf::SYMBOL_SECTIONS,
+    ) {
+        Ok(data) => SymbolTable::from_elf(&data[..], Some(&DebugSearch::new(path))),
         Err(_) => SymbolTable::empty(),
     }
 }

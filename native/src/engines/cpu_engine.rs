@@ -113,8 +113,7 @@ pub(crate) fn choose(clock: Clock, interval: Duration) -> Chosen {
 
 /// How kernel frames will be named (the end of the description).
 fn kernel_frames_note() -> &'static str {
-    let visible = otelprof_native_frames::kallsyms::KernelSymbols::read().usable();
-    if visible {
+    if otelprof_native_frames::kallsyms::KernelSymbols::visible() {
         "kernel frames)"
     } else {
         "kernel time counted, kernel frames unnamed: /proc/kallsyms shows no addresses)"
