@@ -177,3 +177,94 @@ pub(crate) unsafe fn walk(
         }
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::undocumented_unsafe_blocks
+)]
+mod tests {
+    //! The real walk, with the real stack bounds, over garbage: registers and stack words
+    //! drawn at random (pointers into the stack, into libraries, and noise), a stack pointer
+    //! in unmapped memory, on another thread's stack, or far from this one. No read faults
+    //! (the test would die), every walk ends, and only inside this thread's stack.
+    use super::*;
+    use crate::sampling::os::gettid;
+    use crate::sampling::thread_table::ThreadTable;
+
+    fn context(regs: Regs) -> libc::ucontext_t {
+        let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+        uc.uc_mcontext.gregs[libc::REG_RIP as usize] = regs.pc as i64;
+        uc.uc_mcontext.gregs[libc::REG_RSP as usize] = regs.sp as i64;
+        uc.uc_mcontext.gregs[libc::REG_RBP as usize] = regs.fp as i64;
+        uc
+    }
+
+    #[test]
+    fn garbage_registers_and_smashed_stacks_never_fault() {
+        static TABLE: ThreadTable = ThreadTable::new();
+        crate::code_map::module_scan::ModuleScanner::new(None)
+            .scan()
+            .unwrap();
+        TABLE.insert(gettid(), std::ptr::null_mut(), 1).unwrap();
+        let slot = TABLE.lookup(gettid()).unwrap();
+        let code = libc::qsort as *const () as u64;
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // A smashed stack: a frame of this thread's stack full of random words.
+        let mut words = [0u64; 4096];
+        let base = words.as_ptr() as u64;
+        let mut out = [0u64; 64];
+        let mut ends = [0usize; 8];
+        for round in 0..50_000 {
+            for w in words.iter_mut().step_by(1 + round % 7) {
+                *w = match next() % 4 {
+                    0 => base + (next() % 4200) * 8,
+                    1 => code.wrapping_add(next() % 0x10000),
+                    2 => next() % 0x1_0000_0000,
+                    _ => next(),
+                };
+            }
+            std::hint::black_box(&words);
+            let sp = match round % 10 {
+                // Unmapped, on another region, or unaligned.
+                0 => 0x1000,
+                1 => next(),
+                2 => base + 3,
+                _ => base + (next() % 4096) * 8,
+            };
+            let regs = Regs {
+                pc: if next() % 2 == 0 {
+                    code + next() % 0x1000
+                } else {
+                    next()
+                },
+                sp,
+                fp: if next() % 2 == 0 {
+                    base + (next() % 4200) * 8
+                } else {
+                    next()
+                },
+            };
+            let uc = context(regs);
+            let w = unsafe { walk(&uc as *const _ as *const libc::c_void, slot, &mut out) };
+            assert!(w.frames <= out.len());
+            ends[w.end as usize] += 1;
+        }
+        println!("ends: {ends:?}");
+        // Walks that could read a stack did; the others recorded their pc only.
+        assert!(ends[End::NoStack as usize] >= 5_000, "{ends:?}");
+        assert!(
+            ends[End::BadFrame as usize] + ends[End::NoModule as usize] >= 10_000,
+            "{ends:?}"
+        );
+        assert_eq!(ends[End::NotWalked as usize], 0);
+        TABLE.remove(gettid());
+    }
+}

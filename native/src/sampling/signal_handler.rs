@@ -656,6 +656,133 @@ mod tests {
         }
     }
 
+    static COMPARISONS: AtomicU64 = AtomicU64::new(0);
+
+    /// A qsort comparator that burns a little CPU, and signals its own thread every 5,000th
+    /// call: samples land in it, under glibc's qsort (built without frame pointers).
+    extern "C" fn compare(a: *const libc::c_void, b: *const libc::c_void) -> libc::c_int {
+        let (a, b) = unsafe { (*(a as *const u64), *(b as *const u64)) };
+        let mut x = a ^ b;
+        for _ in 0..50 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        std::hint::black_box(x);
+        if COMPARISONS
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(5_000)
+        {
+            signal_self(1);
+        }
+        a.cmp(&b) as libc::c_int
+    }
+
+    /// The handler's native walk (with the unwind tables of this process's libraries) and a
+    /// real perf event on this thread, when the kernel allows one: samples taken in the
+    /// comparator of a libc qsort walk through qsort to the thread's first frame, and the
+    /// perf records' intervals are the samples' weight.
+    fn native_walks_and_perf_events(sampler: &'static Sampler, table: &ThreadTable, tid: i32) {
+        use crate::code_map::names::NativeNames;
+        use crate::sampling::cpu_clock::ThreadSampler;
+        use crate::sampling::perf_events::{self, PerfConfig, PerfEvent, Probe, Scope};
+        crate::code_map::module_scan::ModuleScanner::new(None)
+            .scan()
+            .unwrap();
+        let interval = std::time::Duration::from_millis(1);
+        let scope = match perf_events::probe(interval) {
+            Probe::Kernel => Some(Scope::Kernel),
+            Probe::UserOnly(_) => Some(Scope::User),
+            Probe::Refused(_) => None,
+        };
+        let event = scope.map(|scope| {
+            let config = PerfConfig {
+                interval,
+                scope,
+                signo: libc::SIGPROF,
+            };
+            PerfEvent::open(tid, &config).unwrap()
+        });
+        if let Some(event) = event {
+            assert!(table.set_sampler(tid, 7, ThreadSampler::Perf(event)));
+        }
+        let records_before = stats::get(&COUNTERS.perf_records);
+        let mut data: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        let (mut native, mut weight, mut bottom, mut with_kernel) = (Vec::new(), 0, 0, 0);
+        let mut ends = [0usize; 8];
+        let start = thread_cpu();
+        let records = || stats::get(&COUNTERS.perf_records) - records_before;
+        let enough = |n: usize| n >= 200 && (scope.is_none() || records() >= 200);
+        while !enough(native.len()) && thread_cpu() - start < std::time::Duration::from_secs(10) {
+            data.reverse();
+            // SAFETY: a valid array of u64 and a comparator for u64.
+            unsafe {
+                libc::qsort(
+                    data.as_mut_ptr() as *mut libc::c_void,
+                    data.len(),
+                    8,
+                    Some(compare),
+                )
+            };
+            sampler.buffer.drain(|r| {
+                weight += r.header.weight;
+                with_kernel += usize::from(!r.kernel.is_empty());
+                if r.header.native_end == End::StackBottom as u8 {
+                    bottom += 1;
+                }
+                if let Some(e) = ends.get_mut(usize::from(r.header.native_end)) {
+                    *e += 1;
+                }
+                native.push(r.native.to_vec());
+            });
+        }
+        for s in table.take_all_samplers() {
+            s.stop();
+        }
+        // Named off the handler, as the aggregator does.
+        let mut names = NativeNames::default();
+        let named: Vec<Vec<String>> = native
+            .iter()
+            .map(|pcs| {
+                pcs.iter()
+                    .enumerate()
+                    .map(|(i, &pc)| names.native(pc, i == 0).name)
+                    .collect()
+            })
+            .collect();
+        let through_qsort = named
+            .iter()
+            .filter(|f| {
+                f.iter().any(|n| n.ends_with("tests::compare"))
+                    && f.iter().any(|n| n.contains("qsort"))
+                    && f.iter()
+                        .any(|n| n.contains("the_sampling_path_does_not_allocate"))
+            })
+            .count();
+        println!(
+            "{} samples, {bottom} walked to the thread's start, {through_qsort} through qsort, \
+             {with_kernel} with kernel frames, weight {weight}; e.g. {:?}",
+            named.len(),
+            named.iter().find(|f| f.iter().any(|n| n.contains("qsort")))
+        );
+        assert!(named.len() >= 200, "{} samples", named.len());
+        assert!(
+            through_qsort >= named.len() / 2,
+            "{through_qsort} of {} samples walked from the comparator through qsort",
+            named.len()
+        );
+        assert!(
+            bottom >= named.len() * 9 / 10,
+            "{bottom} reached the thread's start; ends {ends:?}"
+        );
+        if scope.is_some() {
+            let records = records();
+            assert!(records >= 200, "{records} perf records");
+            // Every record's interval is in some sample's weight (the tgkill ones weigh 1).
+            assert!(weight >= records, "weight {weight} for {records} records");
+        }
+    }
+
     #[test]
     fn the_sampling_path_does_not_allocate() {
         static TABLE_A: ThreadTable = ThreadTable::new();
@@ -725,6 +852,13 @@ mod tests {
         }
         ThreadCpuTimer::delete(timer).unwrap();
         let cpu_used_ms = (thread_cpu() - cpu_start).as_millis() as u64;
+        // Records of the timer's signals are checked below; those of the native walk and
+        // the perf event here.
+        let mut parked = Vec::new();
+        sampler
+            .buffer
+            .drain(|r| parked.push((r.header, r.frames.len())));
+        native_walks_and_perf_events(sampler, table, tid);
         // Wall-clock signals (rt_tgsigqueueinfo, SI_QUEUE) take the wall time left in the slot.
         let slot = table.lookup(tid).unwrap();
         for i in 1..=20u64 {
@@ -754,6 +888,12 @@ mod tests {
             "the handler allocated"
         );
         let (mut unknown, mut weight, mut wall, mut wall_ns) = (0, 0, 0, 0);
+        for (header, frames) in parked {
+            assert_eq!(header.serial, 7);
+            assert_eq!(frames, FAKE_DEPTH);
+            timer_samples += 1;
+            timer_weight += header.weight;
+        }
         sampler.buffer.drain(|r| {
             if r.header.kind == SampleKind::Wall as u8 {
                 wall += 1;
