@@ -592,6 +592,11 @@ impl Session {
         stopped
     }
 
+    /// The CPU engine and why, as the log said it (`None` when CPU is not profiled).
+    pub(crate) fn cpu_engine(&self) -> Option<String> {
+        self.cpu_engine.as_ref().map(Chosen::log_line)
+    }
+
     /// Where profiles go, for the start and stop lines and status replies.
     pub(crate) fn destinations(&self) -> String {
         let files = self
