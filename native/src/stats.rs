@@ -25,6 +25,9 @@ pub(crate) struct Counters {
     /// intervals in all. Ideally one walk per interval (perf events); tick-bound timers
     /// fold several intervals into one walk.
     pub(crate) cpu_walks: AtomicU64,
+    /// Of those, the walks of Java threads (the application's, walked with
+    /// AsyncGetCallTrace); the rest are the JVM's own threads and native ones.
+    pub(crate) cpu_walks_java: AtomicU64,
     /// Wall-clock samples stored.
     pub(crate) wall_samples: AtomicU64,
     /// Threads the wall-clock thread visited.
@@ -129,6 +132,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     samples: ZERO,
     weight: ZERO,
     cpu_walks: ZERO,
+    cpu_walks_java: ZERO,
     wall_samples: ZERO,
     wall_visits: ZERO,
     wall_signals: ZERO,
@@ -221,10 +225,11 @@ pub(crate) fn native_walk_ended(end: otelprof_native_frames::walk::End) {
 /// started again reports what the new session did). Called while nothing samples.
 pub(crate) fn reset() {
     let c = &COUNTERS;
-    let all: [&AtomicU64; 55] = [
+    let all: [&AtomicU64; 56] = [
         &c.samples,
         &c.weight,
         &c.cpu_walks,
+        &c.cpu_walks_java,
         &c.walks_from_native,
         &c.perf_records,
         &c.perf_lost,
@@ -300,7 +305,7 @@ pub(crate) fn summary() -> String {
         })
         .collect();
     format!(
-        "samples_all_types={} cpu_ticks={} cpu_walks={} failed_walks={} walks_recovered={} walks_from_native={} \
+        "samples_all_types={} cpu_ticks={} cpu_walks={} cpu_walks_java={} failed_walks={} walks_recovered={} walks_from_native={} \
          perf_records={} perf_lost={} perf_empty={} perf_foreign={} perf_discarded={} perf_events_opened={} perf_events_closed={} perf_fallbacks={} \
          unwind_tables={} unwind_tables_failed={} module_sets={}{native_ends} \
          truncated={} samples_with_span={} context_torn={} \
@@ -315,6 +320,7 @@ pub(crate) fn summary() -> String {
         get(&c.samples),
         get(&c.weight),
         get(&c.cpu_walks),
+        get(&c.cpu_walks_java),
         failed,
         get(&c.walks_recovered),
         get(&c.walks_from_native),

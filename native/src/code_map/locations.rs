@@ -104,7 +104,12 @@ impl NativeLocations {
         if kind == FrameKind::Native && THREAD_ENTRIES.contains(&named.name.as_str()) {
             self.thread_entries.insert(l);
         }
-        self.by_pc.insert((lookup, pc), l);
+        // A native pc in no known library is named again next time: the library may have
+        // been loaded since (the module set catches up within a second), and this name
+        // would stick to every later sample of that pc in this profile.
+        if kind == FrameKind::Kernel || named.mapping.is_some() {
+            self.by_pc.insert((lookup, pc), l);
+        }
         l
     }
 

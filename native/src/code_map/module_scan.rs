@@ -6,14 +6,16 @@
 //! (libjvm's table takes a few hundred milliseconds of CPU; samples taken meanwhile have no
 //! native frames), then looks again whenever walks have met code in no known library (a
 //! library loaded since, with `dlopen`), at most once per [`RESCAN_EVERY`]: that code's first
-//! samples end their native walk early, they are not wrong. Tables are kept per file
-//! (device and inode) for the life of the process, so a library is read once however many
-//! sets hold it.
+//! samples end their native walk early, they are not wrong. The aggregator, naming a pc in no
+//! known library, asks for a look at once ([`rescan_now`], at most every [`NAMING_RESCAN`]),
+//! so that those first samples are named too. Tables are kept per file (device and inode)
+//! for the life of the process, so a library is read once however many sets hold it.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use otelprof_native_frames::elf::ElfInfo;
 use otelprof_native_frames::maps::{self, Mapping};
@@ -24,8 +26,27 @@ use crate::code_map::modules::{self, Library, Module, ModuleSet};
 use crate::stats::COUNTERS;
 use crate::worker::{self, Shared, Worker};
 
-/// Least time between two looks at the maps.
+/// Least time between two looks at the maps by the watch.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
+/// Least time between two looks asked for by the aggregator.
+const NAMING_RESCAN: Duration = Duration::from_millis(100);
+
+/// The scanner of the running watch (one per process: the module set is process-wide).
+static SCANNER: Mutex<Option<(ModuleScanner, Option<Instant>)>> = Mutex::new(None);
+
+/// Looks at the maps now, for a pc in no known library, unless a look was asked for less than
+/// [`NAMING_RESCAN`] ago or no watch runs. Returns whether a new set was published.
+pub(crate) fn rescan_now() -> bool {
+    let mut scanner = SCANNER.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((scanner, last)) = scanner.as_mut() else {
+        return false;
+    };
+    if last.is_some_and(|t| t.elapsed() < NAMING_RESCAN) {
+        return false;
+    }
+    *last = Some(Instant::now());
+    scanner.scan().unwrap_or(false)
+}
 
 /// What the scans remember.
 pub(crate) struct ModuleScanner {
@@ -204,10 +225,17 @@ pub(crate) struct ModuleWatch {
 impl ModuleWatch {
     /// Starts the thread; it publishes the first set at once.
     pub(crate) fn start(code_cache: Option<(u64, u64)>) -> std::io::Result<ModuleWatch> {
+        {
+            // A later session keeps the libraries read by an earlier one (their tables live
+            // as long as the process anyway).
+            let mut scanner = SCANNER.lock().unwrap_or_else(|p| p.into_inner());
+            match scanner.as_mut() {
+                Some((s, _)) => s.code_cache = code_cache.or(s.code_cache),
+                None => *scanner = Some((ModuleScanner::new(code_cache), None)),
+            }
+        }
         let worker = Worker::spawn("otelprof-modules", move |control| {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run(ModuleScanner::new(code_cache), &control)
-            }));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&control)));
             if result.is_err() {
                 log_error!("internal error reading native code; native frames stop changing");
             }
@@ -221,7 +249,7 @@ impl ModuleWatch {
     }
 }
 
-fn run(mut scanner: ModuleScanner, control: &Shared) {
+fn run(control: &Shared) {
     let unknown = || {
         COUNTERS
             .native_walk_end
@@ -234,7 +262,12 @@ fn run(mut scanner: ModuleScanner, control: &Shared) {
         let now = unknown();
         if now != seen {
             seen = now;
-            if let Err(e) = scanner.scan() {
+            let scanned = SCANNER
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+                .map(|(scanner, _)| scanner.scan());
+            if let Some(Err(e)) = scanned {
                 log_warn!("cannot read /proc/self/maps: {e}; native frames are not unwound");
                 return;
             }

@@ -16,6 +16,7 @@ use otelprof_native_frames::demangle::demangle;
 use otelprof_native_frames::kallsyms::{kernel_build_id, KernelSymbols};
 use otelprof_native_frames::symbols::{DebugSearch, SymbolTable};
 
+use crate::code_map::module_scan;
 use crate::code_map::modules::{self, Library, Module};
 
 /// The binary a frame is in, as a location's mapping shows it.
@@ -60,7 +61,10 @@ impl NativeNames {
     /// up at the call instruction, the byte before).
     pub(crate) fn native(&mut self, pc: u64, leaf: bool) -> Named {
         let at = if leaf { pc } else { pc.wrapping_sub(1) };
-        let Some(module) = modules::current().and_then(|s| s.module_of(at)).copied() else {
+        let module_of = || modules::current().and_then(|s| s.module_of(at)).copied();
+        // A library loaded since the last look at the maps: look again (rate-limited).
+        let module = module_of().or_else(|| module_scan::rescan_now().then(module_of).flatten());
+        let Some(module) = module else {
             return Named {
                 name: "[unknown]".to_owned(),
                 address: pc,

@@ -349,6 +349,9 @@ impl Sampler {
                 SampleKind::Wall => stats::bump(&COUNTERS.wall_samples),
                 _ => {
                     stats::bump(&COUNTERS.cpu_walks);
+                    if !env.is_null() {
+                        stats::bump(&COUNTERS.cpu_walks_java);
+                    }
                     COUNTERS.weight.fetch_add(taken.weight, Ordering::Relaxed);
                     if let Some(c) = taken.role.samples_counter() {
                         c.fetch_add(taken.weight, Ordering::Relaxed);
