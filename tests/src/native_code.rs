@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use crate::environment::{repo_root, scratch_dir, which};
 use crate::jdks::jdk17;
+use crate::process::Tied as _;
 
 /// Builds `tests/c/<name>.c` into `lib<lib>.so` (JNI headers of JDK 17, `-O2
 /// -fomit-frame-pointer`: walking out of it needs its unwind tables) and returns the
@@ -27,7 +28,7 @@ pub fn jni_library(name: &str, lib: &str) -> PathBuf {
         .arg("-I")
         .arg(include.join("linux"))
         .arg(repo_root().join("tests/c").join(format!("{name}.c")))
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
@@ -54,7 +55,7 @@ pub fn seccomp_no_perf() -> &'static Path {
             .args(["-O2", "-o"])
             .arg(&bin)
             .arg(repo_root().join("tests/c/seccomp_no_perf.c"))
-            .output()
+            .output_tied()
             .unwrap();
         assert!(
             out.status.success(),
@@ -129,7 +130,7 @@ pub fn pprof_raw(files: &[PathBuf]) -> Raw {
     let out = Command::new(go)
         .args(["tool", "pprof", "-raw"])
         .args(files)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),

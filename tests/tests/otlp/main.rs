@@ -1,5 +1,7 @@
-//! OTLP out of a real JVM into independent receivers of the official classes, and the
-//! Collector configurations that carry it.
+//! OTLP out of a real JVM into independent receivers of the official classes, the Collector
+//! configurations that carry it, and what Grafana Pyroscope makes of it.
 
 mod collector_config;
 mod export;
+mod pyroscope;
+mod traces_to_profiles;
