@@ -81,10 +81,12 @@ pub struct RawLocation {
     pub mapping: u64,
 }
 
-/// One sample: its first value, labels, and locations leaf first.
+/// One sample: its first value, all its values (in the order of [`Raw::sample_types`]),
+/// labels, and locations leaf first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawSample {
     pub value: i64,
+    pub values: Vec<i64>,
     pub labels: BTreeMap<String, String>,
     pub locations: Vec<u64>,
 }
@@ -92,6 +94,8 @@ pub struct RawSample {
 /// What `go tool pprof -raw` printed.
 #[derive(Clone, Debug, Default)]
 pub struct Raw {
+    /// The sample types, `type/unit` (`cpu/nanoseconds`).
+    pub sample_types: Vec<String>,
     pub samples: Vec<RawSample>,
     pub locations: BTreeMap<u64, RawLocation>,
     pub mappings: BTreeMap<u64, RawMapping>,
@@ -104,6 +108,22 @@ impl Raw {
             .get(&id)
             .and_then(|l| self.mappings.get(&l.mapping))
             .map_or("", |m| m.file.as_str())
+    }
+
+    /// The sum of the values of type `ty` (`cpu`) of the samples `keep` selects.
+    pub fn total(&self, ty: &str, keep: impl Fn(&RawSample) -> bool) -> i64 {
+        let Some(at) = self
+            .sample_types
+            .iter()
+            .position(|t| t.split('/').next() == Some(ty))
+        else {
+            panic!("no sample type {ty} in {:?}", self.sample_types);
+        };
+        self.samples
+            .iter()
+            .filter(|s| keep(s))
+            .map(|s| s.values[at])
+            .sum()
     }
 
     pub fn name_of(&self, id: u64) -> &str {
@@ -159,6 +179,12 @@ pub fn parse_pprof_raw(text: &str) -> Raw {
             continue;
         }
         match section {
+            "Samples:" if raw.sample_types.is_empty() => {
+                raw.sample_types = trimmed
+                    .split_whitespace()
+                    .map(|t| t.trim_end_matches("[dflt]").to_owned())
+                    .collect();
+            }
             "Samples:" => parse_sample_line(trimmed, &mut raw.samples),
             "Locations" => {
                 if let Some((id, loc)) = parse_location_line(trimmed) {
@@ -192,10 +218,11 @@ pub fn parse_pprof_raw(text: &str) -> Raw {
 
 fn parse_sample_line(line: &str, samples: &mut Vec<RawSample>) {
     if let Some((values, locations)) = line.split_once(": ") {
-        let first = values.split_whitespace().next().unwrap_or("");
-        if let Ok(value) = first.parse() {
+        let parsed: Result<Vec<i64>, _> = values.split_whitespace().map(str::parse).collect();
+        if let Some(&value) = parsed.as_ref().ok().and_then(|v| v.first()) {
             samples.push(RawSample {
                 value,
+                values: parsed.unwrap_or_default(),
                 labels: BTreeMap::new(),
                 locations: locations
                     .split_whitespace()
@@ -263,6 +290,8 @@ mod tests {
         let raw = parse_pprof_raw(text);
         assert_eq!(raw.samples.len(), 2);
         assert_eq!(raw.samples[0].value, 2);
+        assert_eq!(raw.sample_types, ["samples/count", "cpu/nanoseconds"]);
+        assert_eq!(raw.total("cpu", |_| true), 3_000_000);
         assert_eq!(raw.samples[0].locations, vec![1, 2, 3]);
         assert_eq!(raw.samples[0].labels["thread_name"], "C2 CompilerThre");
         assert!(raw.has_kernel_frame(&raw.samples[0]));

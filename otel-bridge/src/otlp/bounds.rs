@@ -9,9 +9,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use crate::model::{
-    FunctionId, LabelValue, Link, LocationId, MappingId, Profile, Sample, StrId,
-};
+use crate::model::{FunctionId, LabelValue, Link, LocationId, MappingId, Profile, Sample, StrId};
 
 /// What the encoder keeps each OTLP profile within. [`Bounds::NONE`] (the default) bounds
 /// nothing.

@@ -51,8 +51,23 @@ fn kernel_share(raw: &Raw, thread: &str) -> (i64, i64) {
 /// (±3 pp with perf events), its frames sit under the JNI method and its Java callers, and
 /// under perf events most of the writer's samples carry the kernel's frames (none under the
 /// CPU timers).
+///
+/// Needs what kernel call chains need: root (as the suite runs) or
+/// `kernel.perf_event_paranoid` ≤ 1 (CAP_PERFMON would do too; the check below asks for one
+/// of the first two), checked first so that a run without it fails saying why.
 #[test]
 fn jni_code_gets_its_share_and_a_writer_its_kernel_frames_on_both_engines() {
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        root || paranoid <= 1,
+        "kernel frames need root, CAP_PERFMON or kernel.perf_event_paranoid <= 1 (it is {paranoid})"
+    );
     for jdk in all_jdks() {
         for clock in ["perf", "cpu"] {
             // 4 CPU-seconds per JNI thread: about 8,000 samples at 1 ms with perf events
