@@ -217,19 +217,6 @@ impl DebugSearch {
 pub(crate) mod tests {
     use super::*;
 
-    /// The C library this test process runs on: its file's bytes and its load bias.
-    pub(crate) fn mapped_libc() -> (Vec<u8>, u64) {
-        let maps = crate::maps::read_self().unwrap();
-        let text = maps
-            .iter()
-            .find(|m| m.executable() && m.file_name() == "libc.so.6")
-            .expect("libc.so.6 mapped");
-        let data = std::fs::read(&text.path).unwrap();
-        let info = crate::elf::ElfInfo::parse(&data[..]).unwrap();
-        let bias = info.load_bias(text.start, text.offset).unwrap();
-        (data, bias)
-    }
-
     fn table(entries: &[(u64, u64, &str)]) -> SymbolTable {
         let mut t = SymbolTable::empty();
         for (i, (start, size, name)) in entries.iter().enumerate() {
@@ -277,7 +264,7 @@ pub(crate) mod tests {
         let data = std::fs::read(&path).unwrap();
         let t = SymbolTable::from_elf(&data[..], Some(&DebugSearch::new(&path)));
         assert_ne!(t.source, Source::None);
-        let (_, bias) = mapped_libc();
+        let (_, bias) = crate::elf::tests::mapped_libc();
         // write(2)'s wrapper and qsort, where this process has them: named (by one of their
         // aliases), and the first address found is the function's start.
         for (f, names) in [

@@ -384,7 +384,7 @@ mod tests {
     /// the table is about as compact as measured (glibc 2.41: 25,000 CFI rows, 3,700 FDEs).
     #[test]
     fn glibc_table_is_compact_and_describes_its_functions() {
-        let (data, bias) = crate::symbols::tests::mapped_libc();
+        let (data, bias) = crate::elf::tests::mapped_libc();
         let table = UnwindTable::from_elf(&data[..]).unwrap();
         assert!(table.rows() > 5_000, "{} rows", table.rows());
         assert!(table.distinct_rules() < 2_000, "{}", table.distinct_rules());
