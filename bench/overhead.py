@@ -34,6 +34,12 @@ goals and the current numbers.
     python3 bench/overhead.py --quick              # smoke run for CI (about a minute per JDK)
     python3 bench/overhead.py --configs none-aa,agent --rounds 15 --max-other-load 0.25
     python3 bench/overhead.py --workload service --pairing concurrent --warmup 300000
+    python3 bench/overhead.py --configs agent-timers,agent-perf-1ms,agent-timers-1ms,asprof-cpu-1ms \
+        --async-profiler /path/to/libasyncProfiler.so      # the CPU engines, walks per CPU second
+
+The table's "walks per CPU second" is the stack walks a run made (otelprof's `cpu_walks`; for
+async-profiler the samples in its collapsed output) over the process's CPU time: at `cpu=1ms`
+perf events walk once per millisecond of CPU, the tick-bound CPU timers about once per tick.
 """
 
 from __future__ import annotations
@@ -104,12 +110,16 @@ class BenchError(Exception):
 class Config:
     key: str
     label: str
-    kind: str  # "none" | "agent" | "jfr"
-    setting: str = ""  # agent options (out= and period= are added), or JFR settings name
+    kind: str  # "none" | "agent" | "jfr" | "asprof"
+    setting: str = ""  # agent options (out= and period= are added), JFR settings name, or async-profiler's
     default: bool = True  # measured unless --configs says otherwise
     agent: Path | None = None  # another build of the agent than --agent (--baseline-agent)
 
     def jvm_args(self, run_dir: Path, agent: Path) -> list[str]:
+        if self.kind == "asprof":
+            if ASYNC_PROFILER is None:
+                raise BenchError(f"{self.key} needs --async-profiler PATH (libasyncProfiler.so)")
+            return [f"-agentpath:{ASYNC_PROFILER}=start,{self.setting},collapsed,file={run_dir / 'asprof.txt'}"]
         if self.kind == "agent":
             return [f"-agentpath:{self.agent or agent}={self.setting},out={run_dir / 'out'},period=60s"]
         if self.kind == "jfr":
@@ -117,6 +127,9 @@ class Config:
             return [f"-XX:StartFlightRecording:settings={self.setting},filename={rec},dumponexit=true"]
         return []
 
+
+# libasyncProfiler.so for the `asprof` configurations (--async-profiler).
+ASYNC_PROFILER: Path | None = None
 
 BASELINE = Config("none", "no agent (baseline)", "none")
 CONFIGS = {
@@ -127,6 +140,15 @@ CONFIGS = {
         Config("none-aa", "no agent, again (A/A control)", "none"),
         Config("agent", "otelprof cpu=10ms", "agent", "cpu=10ms"),
         Config("agent-itimer", "otelprof cpu=10ms,clock=itimer", "agent", "cpu=10ms,clock=itimer"),
+        # The CPU engines side by side (not by default): `agent` takes perf events where the
+        # kernel allows them; these name the engine, at 10 ms and 1 ms, and async-profiler's
+        # perf-events engine at 1 ms (--async-profiler).
+        Config("agent-perf", "otelprof cpu=10ms,clock=perf", "agent", "cpu=10ms,clock=perf", default=False),
+        Config("agent-timers", "otelprof cpu=10ms,clock=cpu", "agent", "cpu=10ms,clock=cpu", default=False),
+        Config("agent-perf-1ms", "otelprof cpu=1ms,clock=perf", "agent", "cpu=1ms,clock=perf", default=False),
+        Config("agent-timers-1ms", "otelprof cpu=1ms,clock=cpu", "agent", "cpu=1ms,clock=cpu", default=False),
+        Config("asprof-cpu-1ms", "async-profiler event=cpu,interval=1ms", "asprof", "event=cpu,interval=1ms",
+               default=False),
         # Not by default: a tenth of the signals, so what remains of the overhead at 100 ms is
         # the agent's fixed cost (JVMTI events, start-up, the final write), not sampling.
         Config("agent-100ms", "otelprof cpu=100ms", "agent", "cpu=100ms", default=False),
@@ -343,6 +365,9 @@ def check_agent_output(cfg: Config, run_dir: Path, stderr: str, want_samples: bo
         raise BenchError("the agent did not log that it started profiling")
     if "clock=itimer" in cfg.setting and "ITIMER_PROF" not in started[0]:
         raise BenchError(f"clock=itimer asked, but the agent says: {started[0]}")
+    engine = [l for l in lines if "cpu engine:" in l]
+    if "clock=perf" in cfg.setting and not any("cpu engine: perf (" in l for l in engine):
+        raise BenchError(f"clock=perf asked, but the agent says: {engine}")
     if len(stopped) != 1:
         raise BenchError("no `otelprof: stopped;` line on stderr")
     fatal = [l for l in lines if "profiling is off" in l or "internal error" in l]
@@ -412,6 +437,8 @@ def checked_run(jdk: Jdk, cfg: Config, tag: str, cmd: list[str], run_dir: Path, 
             stats, notes = check_agent_output(cfg, run_dir, stderr, want_samples)
         elif "otelprof" in stderr:
             raise BenchError("otelprof output in a run without the agent")
+        if cfg.kind == "asprof":
+            stats["cpu_walks"] = asprof_samples(run_dir / "asprof.txt")
         if cfg.kind == "jfr":
             rec = run_dir / "recording.jfr"
             if not rec.is_file() or rec.stat().st_size == 0:
@@ -425,6 +452,20 @@ def checked_run(jdk: Jdk, cfg: Config, tag: str, cmd: list[str], run_dir: Path, 
     window = re.search(r"^window cpu_s=([\d.]+)", stdout, re.M)
     return Run(cfg.key, 0, ex.wall_s, ex.cpu_s, ex.other_load, stdout, stats, notes,
                float(window.group(1)) if window else None)
+
+
+def asprof_samples(collapsed: Path) -> int:
+    """The samples in async-profiler's collapsed output: each line ends with its count."""
+    if not collapsed.is_file():
+        raise BenchError("async-profiler wrote no output")
+    total = 0
+    for line in collapsed.read_text(errors="replace").splitlines():
+        count = line.rsplit(" ", 1)[-1]
+        if count.isdigit():
+            total += int(count)
+    if total == 0:
+        raise BenchError("async-profiler's output has no samples")
+    return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,8 +585,8 @@ def cpu_table(configs: list[Config], results: dict[str, list[Run]], steady: bool
         "| configuration | wall median (s) | wall ratio median | wall ratio min–max "
         "| CPU median (s) | CPU ratio median | CPU ratio min–max "
         + ("| steady-state CPU ratio median | steady-state CPU ratio min–max " if steady else "")
-        + "| agent samples (median) | other load (CPUs, median) |",
-        "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if steady else "") + "---:|---:|",
+        + "| agent samples (median) | walks per CPU second (median) | other load (CPUs, median) |",
+        "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if steady else "") + "---:|---:|---:|",
     ]
     summary = {}
     for cfg in configs:
@@ -556,24 +597,27 @@ def cpu_table(configs: list[Config], results: dict[str, list[Run]], steady: bool
         sr = ratios(runs, base, "window_cpu_s") if steady else []
         samples = statistics.median(r.agent_stats["samples_all_types"] for r in runs) if cfg.kind == "agent" else None
         other = statistics.median(r.other_load for r in runs)
+        walks = (statistics.median(r.agent_stats["cpu_walks"] / r.cpu_s for r in runs)
+                 if all("cpu_walks" in r.agent_stats for r in runs) and cfg.kind != "none" else None)
+        walks_cell = "–" if walks is None else f"{walks:.0f}"
         summary[cfg.key] = {
             "wall_median_s": wall, "cpu_median_s": cpu,
             "wall_ratio_median": statistics.median(wr), "wall_ratio_min": min(wr), "wall_ratio_max": max(wr),
             "cpu_ratio_median": statistics.median(cr), "cpu_ratio_min": min(cr), "cpu_ratio_max": max(cr),
-            "samples_median": samples, "other_load_median": other,
+            "samples_median": samples, "walks_per_cpu_s_median": walks, "other_load_median": other,
         }
         if steady:
             summary[cfg.key] |= {"steady_cpu_ratio_median": statistics.median(sr), "steady_cpu_ratio_min": min(sr),
                                  "steady_cpu_ratio_max": max(sr)}
         if cfg.key == BASELINE.key:
             rows.append(f"| {cfg.label} | {wall:.3f} | 1 | – | {cpu:.3f} | 1 | – | " + ("1 | – | " if steady else "")
-                        + f"– | {other:.2f} |")
+                        + f"– | – | {other:.2f} |")
         else:
             rows.append(
                 f"| {cfg.label} | {wall:.3f} | **{statistics.median(wr):.3f}** | {min(wr):.3f}–{max(wr):.3f} "
                 f"| {cpu:.3f} | {statistics.median(cr):.3f} | {min(cr):.3f}–{max(cr):.3f} "
                 + (f"| **{statistics.median(sr):.4f}** | {min(sr):.4f}–{max(sr):.4f} " if steady else "")
-                + f"| {'–' if samples is None else f'{samples:.0f}'} | {other:.2f} |")
+                + f"| {'–' if samples is None else f'{samples:.0f}'} | {walks_cell} | {other:.2f} |")
     return "\n".join(rows), summary
 
 
@@ -647,6 +691,8 @@ def parse_args(argv: list[str]):
                                               f"--quick {QUICK['rounds']})")
     p.add_argument("--mem-rounds", type=int, help=f"rounds of the memory benchmark (default {FULL['mem_rounds']})")
     p.add_argument("--agent", type=Path, default=DEFAULT_AGENT, help="path to libotelprof.so (default: %(default)s)")
+    p.add_argument("--async-profiler", type=Path, metavar="SO",
+                   help="path to libasyncProfiler.so, for the asprof-* configurations")
     p.add_argument("--baseline-agent", type=Path, metavar="SO",
                    help="another build of libotelprof.so: adds the configuration agent-baseline (cpu=10ms "
                         "with that build) to every round, so two builds compare in one run")
@@ -698,11 +744,17 @@ def parse_args(argv: list[str]):
     if unknown:
         p.error(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
     args.config_list = [BASELINE] + [CONFIGS[k] for k in keys if k != BASELINE.key]
+    if any(c.kind == "asprof" for c in args.config_list):
+        if args.async_profiler is None or not args.async_profiler.is_file():
+            p.error("the asprof-* configurations need --async-profiler PATH to libasyncProfiler.so")
     return args
 
 
 def main(argv: list[str]) -> int:
+    global ASYNC_PROFILER
     args = parse_args(argv)
+    if args.async_profiler:
+        ASYNC_PROFILER = args.async_profiler.resolve()
     command = "python3 bench/overhead.py" + ("" if not argv else " " + " ".join(argv))
     work = Path(tempfile.mkdtemp(prefix="otelprof-bench-"))
     exit_code = 0

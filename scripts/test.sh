@@ -19,6 +19,10 @@ fi
 if ! command -v openssl >/dev/null 2>&1; then
   apt_install openssl
 fi
+# The mixed-stack tests build their JNI and seccomp helpers with gcc.
+if ! command -v gcc >/dev/null 2>&1; then
+  apt_install gcc
+fi
 # `otelprof attach`'s tests (tests/tests/attach/cli.rs, as root) run JVMs in their own mount
 # and pid namespaces (unshare) and as the user nobody (setpriv): util-linux.
 if ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then

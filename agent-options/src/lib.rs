@@ -172,9 +172,12 @@ pub const OPTIONS: [AgentOption; 22] = [
     },
     AgentOption {
         key: "clock",
-        kind: Kind::Word(&["cpu", "itimer"]),
+        // auto: perf events when the kernel allows them with kernel time, else cpu;
+        // perf: perf events (user time only where the kernel allows no more); cpu: a POSIX
+        // timer on each thread's CPU clock; itimer: one setitimer(ITIMER_PROF).
+        kind: Kind::Word(&["auto", "perf", "cpu", "itimer"]),
         remote: Remote::Refused(REFUSED_AT_START),
-        example: "cpu",
+        example: "auto",
     },
     AgentOption {
         key: "depth",

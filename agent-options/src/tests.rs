@@ -38,6 +38,8 @@ fn one_verdict_for_the_agent_and_attach() {
         ("lock=10", false),
         ("clock=cpu", true),
         ("clock=itimer", true),
+        ("clock=perf", true),
+        ("clock=auto", true),
         ("clock=wall", false),
         ("depth=1", true),
         ("depth=8192", true),
@@ -105,7 +107,7 @@ fn problems_say_what_the_rule_is() {
         ("depth", "0", "expected a whole number from 1 to 8192"),
         ("alloc", "4g", "the largest is 2047m"),
         ("queue", "1k", "the smallest is 64k"),
-        ("clock", "wall", "expected cpu or itimer"),
+        ("clock", "wall", "expected auto or perf or cpu or itimer"),
         (
             "endpoint",
             "localhost:4317",

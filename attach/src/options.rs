@@ -161,7 +161,7 @@ mod tests {
             ("queue=1k", "agent option \"queue=1k\": the smallest is 64k"),
             (
                 "clock=wall",
-                "agent option \"clock=wall\": expected cpu or itimer",
+                "agent option \"clock=wall\": expected auto or perf or cpu or itimer",
             ),
             (
                 "endpoint=localhost:4317",

@@ -33,6 +33,10 @@ pub struct AgentCounters {
     pub samples: u64,
     /// Sampling intervals those signals stand for (1 + timer overruns each).
     pub sampled_intervals: u64,
+    /// CPU stack walks: one per CPU sample taken in the signal handler. Beside
+    /// `sampled_intervals` it says how finely CPU is sampled (one walk per interval with perf
+    /// events; several intervals per walk with tick-bound timers).
+    pub cpu_walks: u64,
     /// The sampling interval.
     pub interval: Duration,
     /// Samples dropped, by reason (`buffer_full`, `contended`, `unknown_thread`, …).
@@ -54,6 +58,7 @@ pub mod names {
     pub const SAMPLED_CPU: &str = "otelprof.sampled_cpu_time";
     pub const DROPPED: &str = "otelprof.samples.dropped";
     pub const FAILED_WALKS: &str = "otelprof.stack_walks.failed";
+    pub const CPU_WALKS: &str = "otelprof.stack_walks.cpu";
     pub const TRUNCATED: &str = "otelprof.stacks.truncated";
     pub const WITH_SPAN: &str = "otelprof.samples.with_span";
     pub const CPU_UTILIZATION: &str = "otelprof.cpu.utilization";
@@ -241,6 +246,14 @@ fn register_sampler_instruments(meter: &Meter, source: CounterSource) {
         "{sample}",
         "reason",
         move || s().failed_walks,
+    );
+    let s = source.clone();
+    counter(
+        meter,
+        names::CPU_WALKS,
+        "CPU stack walks taken (each stands for one or more sampling intervals)",
+        "{walk}",
+        move || s().cpu_walks,
     );
     let s = source.clone();
     counter(

@@ -15,6 +15,8 @@ use jni::sys::{JNIEnv, JavaVM};
 use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::{FailureLog, OtlpExporter, PprofFileSink};
 
+use crate::code_map::locations::{NativeLocations, NativeStack};
+use crate::code_map::names::NativeNames;
 use crate::context::endpoints::{span_id_hex, ENDPOINTS};
 use crate::context::reader::SpanContext;
 use crate::jvm::class_names::CLASSES;
@@ -204,6 +206,8 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
 struct Period {
     exporter: Option<Arc<OtlpExporter>>,
     symbols: Symbols,
+    /// Names of native and kernel frames (symbol tables kept for the session).
+    native_names: NativeNames,
     lanes: Vec<Lane>,
     /// Lane of each [`SampleKind`] (by index), `None` when that type is off.
     lane_of: [Option<usize>; 4],
@@ -237,6 +241,8 @@ struct Lane {
     roles: HashMap<u8, LocationId>,
     /// Interned class name id -> leaf location (allocated class, monitor class).
     leaves: HashMap<u32, LocationId>,
+    /// Native and kernel frames, valid for this builder only.
+    native: NativeLocations,
     thread_labels: HashMap<u64, [Label; 3]>,
     /// Threads the sampler did not know (no table entry yet: started since the last thread
     /// scan), by tid: their role and kernel name, read when their first sample is drained.
@@ -326,6 +332,7 @@ impl Lane {
             pseudo: HashMap::new(),
             roles: HashMap::new(),
             leaves: HashMap::new(),
+            native: NativeLocations::default(),
             thread_labels: HashMap::new(),
             unknown_threads: HashMap::new(),
             samples: HashMap::new(),
@@ -469,12 +476,30 @@ impl Lane {
         ]
     }
 
-    fn add(&mut self, symbols: &mut Symbols, record: Record<'_>, max_depth: i32, unix_offset: i64) {
+    fn add(
+        &mut self,
+        symbols: &mut Symbols,
+        names: &mut NativeNames,
+        record: Record<'_>,
+        max_depth: i32,
+        unix_offset: i64,
+    ) {
         let h = record.header;
-        let mut stack = Vec::with_capacity(record.frames.len() + 2);
+        let mut stack =
+            Vec::with_capacity(record.frames.len() + record.kernel.len() + record.native.len() + 3);
         if h.class_id != 0 {
             stack.push(self.class_location(h.class_id));
         }
+        // Leaf first: kernel frames, native frames, then the Java frames (or the role or
+        // pseudo-frame) below.
+        let native = NativeStack {
+            kernel: record.kernel,
+            native: record.native,
+            end: otelprof_native_frames::walk::End::from_u8(h.native_end),
+            java_follows: h.num_frames > 0,
+        };
+        self.native
+            .extend(&mut self.builder, names, &native, &mut stack);
         let mut role = ThreadRole::from_u8(h.role);
         if h.num_frames == NOT_A_JAVA_THREAD && role == ThreadRole::Java {
             role = self.unknown_thread(h.tid).0;
@@ -575,6 +600,7 @@ impl Lane {
         self.pseudo.clear();
         self.roles.clear();
         self.leaves.clear();
+        self.native.clear();
         self.thread_labels.clear();
         self.unknown_threads.clear();
         builder.build(started_unix, (now_unix - started_unix).max(0))
@@ -601,6 +627,7 @@ impl Period {
         Period {
             exporter: config.exporter.clone(),
             symbols: Symbols::new(config.jvmti, jni),
+            native_names: NativeNames::default(),
             lanes,
             lane_of,
             started: Instant::now(),
@@ -623,13 +650,18 @@ impl Period {
         self.last_drain_ns = os::monotonic_ns();
         let max_depth = sampler.max_depth();
         let offset = self.unix_minus_monotonic;
-        let (lanes, lane_of, symbols) = (&mut self.lanes, &self.lane_of, &mut self.symbols);
+        let (lanes, lane_of, symbols, names) = (
+            &mut self.lanes,
+            &self.lane_of,
+            &mut self.symbols,
+            &mut self.native_names,
+        );
         sampler.buffer.drain(|record| {
             let lane = SampleKind::from_u8(record.header.kind)
                 .and_then(|k| lane_of.get(k.index()).copied().flatten())
                 .and_then(|i| lanes.get_mut(i));
             match lane {
-                Some(lane) => lane.add(symbols, record, max_depth, offset),
+                Some(lane) => lane.add(symbols, names, record, max_depth, offset),
                 None => stats::bump(&COUNTERS.dropped_kind_off),
             }
         });

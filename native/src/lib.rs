@@ -11,7 +11,10 @@
 //!   VMDeath, from the shim or by attach verbs) and the JVMTI callbacks, with `options`,
 //!   `log`, `ffi` (no panic crosses into the JVM), `stats` (the agent's counters) and
 //!   `worker` (start and stop of the agent's own threads);
-//! - `sampling`: timers, the SIGPROF handler, the thread table, the sample buffer;
+//! - `sampling`: the CPU engines (perf events, CPU timers), the SIGPROF handler, the native
+//!   walk, the thread table, the sample buffer;
+//! - `code_map`: where native code is (libraries, their unwind tables, the code cache) and
+//!   what its frames are called (ELF symbols, kallsyms);
 //! - `threads`: which threads are sampled: Java threads registered at ThreadStart, those
 //!   already running at a late start, virtual threads, and the scan for the rest;
 //! - `engines`: wall clock, allocations, locks;
@@ -43,7 +46,7 @@
 //!
 //! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
 //! -> `otlp_export`, `remote`, `aggregator`, `engines` -> `threads` -> `sampling` -> `jvm`,
-//! `context` -> `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`,
+//! `context`, `code_map` -> `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`,
 //! `options`, `stats`, `worker`, `kinds` and `dump_file` are leaves any layer may use. No
 //! module imports one that imports it.
 
@@ -52,6 +55,7 @@ mod log;
 
 mod agent;
 mod aggregator;
+mod code_map;
 mod context;
 mod dump_file;
 mod engines;

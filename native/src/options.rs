@@ -28,11 +28,19 @@ use crate::log::LogLevel;
 /// OTLP protocols, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
 pub(crate) use otelprof_exporter::Protocol;
 
-/// How CPU samples are triggered.
+/// How CPU samples are triggered (README, "CPU engines").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Clock {
-    /// One POSIX timer per Java thread on that thread's CPU-time clock (`timer_create`),
-    /// delivering SIGPROF to that thread: accurate per-thread CPU attribution.
+    /// `perf` when the kernel allows per-thread perf events that count kernel time, else
+    /// `cpu` (the default).
+    Auto,
+    /// One perf_events `cpu-clock` event per thread (hrtimer-driven: the interval asked is
+    /// the interval sampled), with kernel call chains where allowed; user time only where
+    /// the kernel allows no more.
+    Perf,
+    /// One POSIX timer per thread on that thread's CPU-time clock (`timer_create`),
+    /// delivering SIGPROF to that thread: accurate per-thread CPU attribution, checked on the
+    /// scheduler tick.
     ThreadCpu,
     /// One process-wide `setitimer(ITIMER_PROF)`: the kernel picks the thread. Fallback for
     /// systems where per-thread timers are unavailable.
@@ -102,7 +110,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             cpu_interval: Some(Duration::from_millis(10)),
-            clock: Clock::ThreadCpu,
+            clock: Clock::Auto,
             max_depth: 2048,
             out_dir: None,
             files_off: false,
@@ -272,6 +280,8 @@ impl Options {
                 self.queue_bytes = usize::try_from(n).map_err(|_| "size too large")?
             }
             ("clock", T("itimer")) => self.clock = Clock::Itimer,
+            ("clock", T("perf")) => self.clock = Clock::Perf,
+            ("clock", T("auto")) => self.clock = Clock::Auto,
             ("clock", T(_)) => self.clock = Clock::ThreadCpu,
             ("log", T(w)) => self.log = log_level(w)?,
             ("timestamps", T(w)) => self.timestamps = w == "on",
@@ -339,13 +349,7 @@ impl Options {
         let on_off = |b: bool| if b { "on" } else { "off" };
         let mut o = vec![
             format!("cpu={}", off(self.cpu_interval)),
-            format!(
-                "clock={}",
-                match self.clock {
-                    Clock::ThreadCpu => "cpu",
-                    Clock::Itimer => "itimer",
-                }
-            ),
+            format!("clock={}", self.clock.name()),
             format!("wall={}", off(self.wall_interval)),
             format!("wall_threads={}", self.wall_threads),
             format!(
@@ -388,6 +392,18 @@ impl Options {
             o.push(format!("backend={}", preset.name));
         }
         o.join(",")
+    }
+}
+
+impl Clock {
+    /// The option's word for it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Clock::Auto => "auto",
+            Clock::Perf => "perf",
+            Clock::ThreadCpu => "cpu",
+            Clock::Itimer => "itimer",
+        }
     }
 }
 
@@ -665,7 +681,10 @@ mod tests {
         let o = Options::parse("cpu=off,wall=10ms,endpoint=http://u:secret@h:4317").unwrap();
         assert_eq!(o.types(), "wall=10ms");
         let all = o.in_force();
-        assert!(all.starts_with("cpu=off,clock=cpu,wall=10ms,"), "{all}");
+        assert!(all.starts_with("cpu=off,clock=auto,wall=10ms,"), "{all}");
+        assert_eq!(Options::parse("clock=perf").unwrap().clock, Clock::Perf);
+        assert_eq!(Options::parse("clock=cpu").unwrap().clock, Clock::ThreadCpu);
+        assert_eq!(Options::default().clock, Clock::Auto);
         assert!(
             all.contains("period=60s") && all.contains("depth=2048"),
             "{all}"

@@ -332,6 +332,7 @@ fn agent_counters(interval: Duration) -> AgentCounters {
     AgentCounters {
         samples: stats::get(&c.samples),
         sampled_intervals: stats::get(&c.weight),
+        cpu_walks: stats::get(&c.cpu_walks),
         interval,
         dropped: vec![
             ("buffer_full", stats::get(&c.dropped_buffer_full)),

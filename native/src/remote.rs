@@ -17,7 +17,7 @@ use otelprof_opamp::client::{
 };
 use otelprof_primitives::units::{format_duration, format_size};
 
-use crate::options::{Clock, Options};
+use crate::options::Options;
 
 /// The running client; taken at stop.
 static CLIENT: Mutex<Option<OpampClient>> = Mutex::new(None);
@@ -122,10 +122,7 @@ fn shown_options(o: &Options) -> String {
         "period={},depth={},clock={},wall_threads={},alloc_rate={}",
         format_duration(o.period),
         o.max_depth,
-        match o.clock {
-            Clock::ThreadCpu => "cpu",
-            Clock::Itimer => "itimer",
-        },
+        o.clock.name(),
         o.wall_threads,
         o.alloc_rate
     )
@@ -247,7 +244,7 @@ mod tests {
         let s = shown_options(&o);
         assert_eq!(
             s,
-            "period=10s,depth=2048,clock=cpu,wall_threads=16,alloc_rate=500"
+            "period=10s,depth=2048,clock=auto,wall_threads=16,alloc_rate=500"
         );
     }
 }

@@ -11,13 +11,23 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Number of distinct AsyncGetCallTrace outcomes we count (codes 0 ..= -10).
 pub(crate) const WALK_OUTCOMES: usize = 11;
+/// Number of ways a native walk ends (`otelprof_native_frames::walk::End`).
+pub(crate) const NATIVE_ENDS: usize = 8;
 
 pub(crate) struct Counters {
     /// Sample records stored, of every kind (including failed walks, which are recorded as
     /// pseudo-frames). The Java shim reads this one to learn whether anything was sampled.
     pub(crate) samples: AtomicU64,
-    /// CPU sample weight recorded (1 + timer overruns per signal).
+    /// CPU sample weight recorded: intervals (1 + timer overruns per signal, or the records
+    /// of a perf event's ring).
     pub(crate) weight: AtomicU64,
+    /// CPU samples stored from the signal handler: stack walks, each standing for `weight`
+    /// intervals in all. Ideally one walk per interval (perf events); tick-bound timers
+    /// fold several intervals into one walk.
+    pub(crate) cpu_walks: AtomicU64,
+    /// Of those, the walks of Java threads (the application's, walked with
+    /// AsyncGetCallTrace); the rest are the JVM's own threads and native ones.
+    pub(crate) cpu_walks_java: AtomicU64,
     /// Wall-clock samples stored.
     pub(crate) wall_samples: AtomicU64,
     /// Threads the wall-clock thread visited.
@@ -61,6 +71,27 @@ pub(crate) struct Counters {
     /// Walks AsyncGetCallTrace could only do from the interrupted code's caller
     /// ([`crate::sampling::signal_handler`]'s recovery of `unknown_Java` / `not_walkable_Java`).
     pub(crate) walks_recovered: AtomicU64,
+    /// Walks AsyncGetCallTrace could only do from the first Java frame the native walk found.
+    pub(crate) walks_from_native: AtomicU64,
+    /// Native walks by how they ended (index = `End as u8`).
+    pub(crate) native_walk_end: [AtomicU64; NATIVE_ENDS],
+    /// Perf ring records read (one interval each), and intervals the kernel reported lost.
+    pub(crate) perf_records: AtomicU64,
+    pub(crate) perf_lost: AtomicU64,
+    /// Perf signals with no record to read (an earlier signal's drain took them).
+    pub(crate) perf_empty: AtomicU64,
+    /// SIGIO-style signals from a descriptor that is not the thread's event (ignored).
+    pub(crate) perf_foreign: AtomicU64,
+    /// Intervals of perf records dropped because sampling was off when they were read.
+    pub(crate) perf_discarded: AtomicU64,
+    /// Libraries whose unwind table was read (or could not be), and module sets published.
+    pub(crate) unwind_tables: AtomicU64,
+    pub(crate) unwind_tables_failed: AtomicU64,
+    pub(crate) module_sets: AtomicU64,
+    pub(crate) perf_events_opened: AtomicU64,
+    pub(crate) perf_events_closed: AtomicU64,
+    /// Threads given a CPU timer because their perf event could not be opened.
+    pub(crate) perf_fallbacks: AtomicU64,
     /// Stacks cut at `depth=`.
     pub(crate) truncated: AtomicU64,
     /// Samples taken while the thread was working for a span.
@@ -100,6 +131,8 @@ const ZERO: AtomicU64 = AtomicU64::new(0);
 pub(crate) static COUNTERS: Counters = Counters {
     samples: ZERO,
     weight: ZERO,
+    cpu_walks: ZERO,
+    cpu_walks_java: ZERO,
     wall_samples: ZERO,
     wall_visits: ZERO,
     wall_signals: ZERO,
@@ -120,6 +153,19 @@ pub(crate) static COUNTERS: Counters = Counters {
     unknown_thread: ZERO,
     walk_failed: [ZERO; WALK_OUTCOMES],
     walks_recovered: ZERO,
+    walks_from_native: ZERO,
+    native_walk_end: [ZERO; NATIVE_ENDS],
+    perf_records: ZERO,
+    perf_lost: ZERO,
+    perf_empty: ZERO,
+    perf_foreign: ZERO,
+    perf_discarded: ZERO,
+    unwind_tables: ZERO,
+    unwind_tables_failed: ZERO,
+    module_sets: ZERO,
+    perf_events_opened: ZERO,
+    perf_events_closed: ZERO,
+    perf_fallbacks: ZERO,
     truncated: ZERO,
     samples_with_span: ZERO,
     context_torn: ZERO,
@@ -167,13 +213,35 @@ pub(crate) fn walk_failed(code: i32) {
     }
 }
 
+/// Counts how a native walk ended. Signal safety: a relaxed atomic add, no indexing panic.
+#[inline]
+pub(crate) fn native_walk_ended(end: otelprof_native_frames::walk::End) {
+    if let Some(c) = COUNTERS.native_walk_end.get(end as usize) {
+        bump(c);
+    }
+}
+
 /// Sets every counter to zero: each profiling session counts from its start (a stopped agent
 /// started again reports what the new session did). Called while nothing samples.
 pub(crate) fn reset() {
     let c = &COUNTERS;
-    let all: [&AtomicU64; 42] = [
+    let all: [&AtomicU64; 56] = [
         &c.samples,
         &c.weight,
+        &c.cpu_walks,
+        &c.cpu_walks_java,
+        &c.walks_from_native,
+        &c.perf_records,
+        &c.perf_lost,
+        &c.perf_empty,
+        &c.perf_foreign,
+        &c.perf_discarded,
+        &c.unwind_tables,
+        &c.unwind_tables_failed,
+        &c.module_sets,
+        &c.perf_events_opened,
+        &c.perf_events_closed,
+        &c.perf_fallbacks,
         &c.wall_samples,
         &c.wall_visits,
         &c.wall_signals,
@@ -215,7 +283,11 @@ pub(crate) fn reset() {
         &c.thread_scans,
         &c.thread_scan_cpu_us,
     ];
-    for counter in all.into_iter().chain(c.walk_failed.iter()) {
+    for counter in all
+        .into_iter()
+        .chain(c.walk_failed.iter())
+        .chain(c.native_walk_end.iter())
+    {
         counter.store(0, Relaxed);
     }
 }
@@ -224,8 +296,19 @@ pub(crate) fn reset() {
 pub(crate) fn summary() -> String {
     let c = &COUNTERS;
     let failed: u64 = c.walk_failed.iter().map(get).sum();
+    let native_ends: String = otelprof_native_frames::walk::End::ALL
+        .iter()
+        .skip(1)
+        .map(|&e| {
+            let n = c.native_walk_end.get(e as usize).map_or(0, get);
+            format!(" native_{}={n}", e.name())
+        })
+        .collect();
     format!(
-        "samples_all_types={} cpu_ticks={} failed_walks={} walks_recovered={} truncated={} samples_with_span={} context_torn={} \
+        "samples_all_types={} cpu_ticks={} cpu_walks={} cpu_walks_java={} failed_walks={} walks_recovered={} walks_from_native={} \
+         perf_records={} perf_lost={} perf_empty={} perf_foreign={} perf_discarded={} perf_events_opened={} perf_events_closed={} perf_fallbacks={} \
+         unwind_tables={} unwind_tables_failed={} module_sets={}{native_ends} \
+         truncated={} samples_with_span={} context_torn={} \
          dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={} \
@@ -236,8 +319,22 @@ pub(crate) fn summary() -> String {
          native_threads_found={} native_threads_ended={} native_cpu_credited={} thread_scans={} thread_scan_cpu_us={}",
         get(&c.samples),
         get(&c.weight),
+        get(&c.cpu_walks),
+        get(&c.cpu_walks_java),
         failed,
         get(&c.walks_recovered),
+        get(&c.walks_from_native),
+        get(&c.perf_records),
+        get(&c.perf_lost),
+        get(&c.perf_empty),
+        get(&c.perf_foreign),
+        get(&c.perf_discarded),
+        get(&c.perf_events_opened),
+        get(&c.perf_events_closed),
+        get(&c.perf_fallbacks),
+        get(&c.unwind_tables),
+        get(&c.unwind_tables_failed),
+        get(&c.module_sets),
         get(&c.truncated),
         get(&c.samples_with_span),
         get(&c.context_torn),

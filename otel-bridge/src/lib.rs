@@ -32,5 +32,6 @@ pub mod resource;
 
 pub use model::{
     Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location,
-    LocationId, Profile, ProfileBuilder, Sample, StackId, Stacks, StrId, ValueType,
+    LocationId, Mapping, MappingId, Profile, ProfileBuilder, Sample, StackId, Stacks, StrId,
+    ValueType,
 };

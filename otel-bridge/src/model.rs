@@ -27,6 +27,11 @@ pub struct FunctionId(pub u32);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocationId(pub u32);
 
+/// Index into [`Profile::mappings`]; `MappingId(0)` is the zero mapping ("no mapping": Java
+/// frames and placeholders have none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MappingId(pub u32);
+
 /// Index into the dictionary's [`Stacks`]; `StackId(0)` is the empty stack.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StackId(pub u32);
@@ -83,7 +88,27 @@ pub struct Location {
     /// locations carry exactly one line.
     pub lines: Lines,
     pub kind: FrameKind,
+    /// The run-time address of native code (0 for Java frames and placeholders).
     pub address: u64,
+    /// The binary the address is in, so that a reader can symbolise it again.
+    pub mapping: MappingId,
+}
+
+/// The file name of the mapping of kernel code (as perf and pprof name it).
+pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
+
+/// A binary mapped into the profiled process: where its code was, which file, which build.
+/// A native location's address lies in `[memory_start, memory_limit)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Mapping {
+    pub memory_start: u64,
+    pub memory_limit: u64,
+    /// Offset in the file of `memory_start`.
+    pub file_offset: u64,
+    /// The file's path (`[vdso]`, `[kernel.kallsyms]` for pseudo-files).
+    pub filename: StrId,
+    /// The GNU build id in lowercase hex (empty when unknown).
+    pub build_id: StrId,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -269,6 +294,7 @@ pub struct Dictionary {
     pub functions: Vec<Function>,
     pub locations: Vec<Location>,
     pub stacks: Stacks,
+    pub mappings: Vec<Mapping>,
 }
 
 impl Default for Dictionary {
@@ -278,6 +304,7 @@ impl Default for Dictionary {
             functions: vec![Function::default()],
             locations: vec![Location::default()],
             stacks: Stacks::default(),
+            mappings: vec![Mapping::default()],
         }
     }
 }
@@ -341,6 +368,14 @@ impl Profile {
         &self.dictionary.locations
     }
 
+    pub fn mappings(&self) -> &[Mapping] {
+        &self.dictionary.mappings
+    }
+
+    pub fn mapping(&self, id: MappingId) -> Option<&Mapping> {
+        self.dictionary.mappings.get(id.0 as usize)
+    }
+
     pub fn function(&self, id: FunctionId) -> Option<&Function> {
         self.dictionary.functions.get(id.0 as usize)
     }
@@ -391,6 +426,7 @@ pub struct ProfileBuilder {
     strings: HashMap<String, StrId>,
     functions: HashMap<Function, FunctionId>,
     locations: HashMap<Location, LocationId>,
+    mappings: HashMap<Mapping, MappingId>,
     stacks: HashMap<Vec<LocationId>, StackId>,
     samples: HashMap<SampleKey, usize>,
 }
@@ -407,6 +443,7 @@ impl ProfileBuilder {
             strings: HashMap::from([(String::new(), StrId(0))]),
             functions: HashMap::new(),
             locations: HashMap::new(),
+            mappings: HashMap::new(),
             stacks: HashMap::from([(Vec::new(), StackId(0))]),
             samples: HashMap::new(),
         };
@@ -465,7 +502,54 @@ impl ProfileBuilder {
             lines: Lines::from_buf([Line { function, line }]),
             kind,
             address: 0,
+            mapping: MappingId(0),
         })
+    }
+
+    /// A location of machine code: `function` at run-time `address` in `mapping` (or
+    /// `MappingId(0)`), no line.
+    pub fn code_location(
+        &mut self,
+        function: FunctionId,
+        kind: FrameKind,
+        address: u64,
+        mapping: MappingId,
+    ) -> LocationId {
+        self.intern_location(Location {
+            lines: Lines::from_buf([Line { function, line: 0 }]),
+            kind,
+            address,
+            mapping,
+        })
+    }
+
+    /// A mapping, interned.
+    pub fn mapping(
+        &mut self,
+        memory: std::ops::Range<u64>,
+        file_offset: u64,
+        filename: &str,
+        build_id: &str,
+    ) -> MappingId {
+        let m = Mapping {
+            memory_start: memory.start,
+            memory_limit: memory.end,
+            file_offset,
+            filename: self.intern(filename),
+            build_id: self.intern(build_id),
+        };
+        self.intern_mapping(m)
+    }
+
+    /// A mapping as given, interned.
+    pub(crate) fn intern_mapping(&mut self, m: Mapping) -> MappingId {
+        if let Some(&id) = self.mappings.get(&m) {
+            return id;
+        }
+        let id = MappingId(u32::try_from(self.dictionary.mappings.len()).unwrap_or(u32::MAX));
+        self.dictionary.mappings.push(m.clone());
+        self.mappings.insert(m, id);
+        id
     }
 
     /// A location as given (any number of lines, an address), interned.
@@ -622,6 +706,35 @@ mod tests {
         assert_eq!(p.label_str(&p.samples[0], "thread_name"), Some("main"));
         assert_eq!(p.sample_type_index("cpu"), Some(1));
         assert_eq!(p.str(StrId(999)), "");
+    }
+
+    #[test]
+    fn native_locations_carry_addresses_and_interned_mappings() {
+        let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 10);
+        let m = b.mapping(0x7000..0x9000, 0x1000, "/usr/lib/libjvm.so", "97da31b2");
+        assert_eq!(
+            b.mapping(0x7000..0x9000, 0x1000, "/usr/lib/libjvm.so", "97da31b2"),
+            m
+        );
+        assert_eq!(m, MappingId(1));
+        let f = b.function("StringTable::intern", "", 0);
+        let l = b.code_location(f, FrameKind::Native, 0x7123, m);
+        assert_eq!(b.code_location(f, FrameKind::Native, 0x7123, m), l);
+        b.add_sample(&[l], &[], &[1]);
+        let p = b.build(0, 1);
+        assert_eq!(p.mappings()[0], Mapping::default());
+        let mapping = p.mapping(m).unwrap();
+        assert_eq!(
+            (mapping.memory_start, mapping.memory_limit),
+            (0x7000, 0x9000)
+        );
+        assert_eq!(p.str(mapping.filename), "/usr/lib/libjvm.so");
+        assert_eq!(p.str(mapping.build_id), "97da31b2");
+        let loc = p.location(l).unwrap();
+        assert_eq!(
+            (loc.address, loc.mapping, loc.kind),
+            (0x7123, m, FrameKind::Native)
+        );
     }
 
     #[test]

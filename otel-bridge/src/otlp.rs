@@ -26,6 +26,9 @@
 //! - Samples with the same {stack, attribute set, link} are merged (the sample identity of
 //!   profiles.proto); stacks are leaf first; samples with nothing to say (value 0, no
 //!   timestamps) are left out.
+//! - Native and kernel locations carry their address and the index of their mapping (range,
+//!   file offset, file name, and the GNU build id as `process.executable.build_id.gnu`), so
+//!   that a backend can symbolise them again; Java frames and pseudo-frames have mapping 0.
 //! - Locations carry `profile.frame.type` (`jvm`, `native`, `kernel`). Pseudo-frames (a
 //!   stack that could not be walked, e.g. `[GC_active]`, or `[truncated]`) are typed `jvm`:
 //!   they name JVM states reported by the JVM's own stack walker, every consumer knows `jvm`
@@ -72,6 +75,8 @@ pub use opentelemetry_proto::tonic::profiles::v1development as proto;
 pub const FRAME_TYPE: &str = "profile.frame.type";
 /// Location attribute marking a pseudo-frame (a failed or truncated stack walk).
 pub const PSEUDO_FRAME: &str = "otelprof.frame.pseudo";
+/// Mapping attribute: the binary's GNU build id in hex (OTel semantic conventions).
+pub const BUILD_ID: &str = "process.executable.build_id.gnu";
 /// Sample attribute keys (OTel semantic conventions `thread.*`; Pyroscope's `span_name`).
 pub const THREAD_NAME: &str = "thread.name";
 pub const THREAD_ID: &str = "thread.id";

@@ -6,14 +6,17 @@
 //! Encoding is a direct copy: a model index is a valid pprof id (index 0 is the zero value in
 //! both), so `Function.id`, `Location.id` and string indices are the model's indices and entry
 //! 0 of each table is not emitted (pprof's `string_table[0] == ""` is emitted, as the spec asks).
-//! No `Mapping` is emitted: Java frames have none, and `go tool pprof` does not need one.
+//! Native and kernel locations carry their address and a `Mapping` (range, file offset, file
+//! name, build id, `has_functions` since they are named already); Java frames have none.
 //!
 //! Decoding accepts gzip (what pprof files on disk are) or raw protobuf, treats the input as
 //! untrusted (every id and index is checked, inflation is bounded) and maps arbitrary pprof ids
 //! to dense model indices. It never panics.
 //!
-//! What pprof cannot carry: [`FrameKind`](crate::FrameKind) (every decoded location is
-//! [`FrameKind::Jvm`](crate::FrameKind::Jvm)), and a label that is neither a string nor a
+//! What pprof cannot carry: [`FrameKind`](crate::FrameKind), which decoding infers from the
+//! mapping (none: [`FrameKind::Jvm`](crate::FrameKind::Jvm); `[kernel.kallsyms]`:
+//! [`FrameKind::Kernel`](crate::FrameKind::Kernel); any other: native; placeholders come
+//! back as Java frames), and a label that is neither a string nor a
 //! number (`Label{key}` alone, which is how `LabelValue::Num{value: 0, unit: ""}` encodes)
 //! decodes as the empty string label.
 
@@ -153,6 +156,46 @@ mod tests {
             // Dense model ids encode as-is, so the whole profile survives unchanged.
             assert_eq!(decoded, original);
         }
+    }
+
+    #[test]
+    fn native_and_kernel_frames_keep_their_mappings_and_kinds() {
+        let mut b = ProfileBuilder::new(&[("samples", "count")], ("cpu", "nanoseconds"), 10);
+        let java = b.function("a.B.c", "B.java", 3);
+        let jvm = b.function("StringTable::intern", "", 0);
+        let write = b.function("ksys_write", "", 0);
+        let libjvm = b.mapping(0x7000..0x9000, 0x1000, "/usr/lib/libjvm.so", "97da31b2");
+        let kernel = b.mapping(
+            0xffff_ffff_8000_0000..u64::MAX,
+            0,
+            crate::model::KERNEL_MAPPING,
+            "",
+        );
+        let stack = [
+            b.code_location(write, FrameKind::Kernel, 0xffff_ffff_8100_0000, kernel),
+            b.code_location(jvm, FrameKind::Native, 0x7123, libjvm),
+            b.location(java, 7, FrameKind::Jvm),
+        ];
+        b.add_sample(&stack, &[], &[3]);
+        let original = b.build(0, 1);
+        let pb = proto::Profile::decode(encode(&original).as_slice()).unwrap();
+        assert_eq!(pb.mapping.len(), 2);
+        assert!(pb.mapping.iter().all(|m| m.has_functions && m.id != 0));
+        assert_eq!(
+            pb.string_table[pb.mapping[0].build_id as usize],
+            b"97da31b2"
+        );
+        let decoded = decode(&encode_gzip(&original)).unwrap();
+        assert_eq!(decoded, original);
+        let kinds: Vec<FrameKind> = decoded
+            .stack(decoded.samples[0].stack)
+            .iter()
+            .map(|&l| decoded.location(l).unwrap().kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [FrameKind::Kernel, FrameKind::Native, FrameKind::Jvm]
+        );
     }
 
     #[test]

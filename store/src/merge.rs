@@ -843,6 +843,7 @@ mod tests {
             lines: Lines::new(),
             kind: FrameKind::Native,
             address: 0x1234,
+            mapping: Default::default(),
         };
         let mut m = Merger::new(ProfileType::Cpu, Selector::default(), None);
         assert!(m.add(&[], &p));

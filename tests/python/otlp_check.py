@@ -62,6 +62,10 @@ class Checker:
         self.sample_attr_keys = set()
         self.span_names = defaultdict(int)
         self.frame_types = defaultdict(int)
+        # Native and kernel locations with a mapping, by frame type; the mappings' files and
+        # build ids (process.executable.build_id.gnu).
+        self.mapped_frames = defaultdict(int)
+        self.mappings = {}
         self.pseudo_frames = defaultdict(int)
         self.links = []
         self.links_without_trace = 0
@@ -136,6 +140,18 @@ class Checker:
             if ft not in FRAME_TYPES:
                 self.fail(name, f"location {i}: profile.frame.type is {ft!r}")
             self.frame_types[ft] += 1
+            if loc.mapping_index and ok(loc.mapping_index, d.mapping_table):
+                m = d.mapping_table[loc.mapping_index]
+                if ft == "jvm":
+                    self.fail(name, f"location {i}: a jvm frame with a mapping")
+                if not (m.memory_start <= loc.address < m.memory_limit):
+                    self.fail(name, f"location {i}: address {loc.address:#x} outside its mapping")
+                ma = attrs(m.attribute_indices, f"mapping {loc.mapping_index}")
+                used["attribute"].update(m.attribute_indices)
+                self.mapped_frames[ft] += 1
+                self.mappings[s(m.filename_strindex, f"mapping {loc.mapping_index}")] = str(
+                    ma.get("process.executable.build_id.gnu", "")
+                )
             if not loc.lines:
                 self.fail(name, f"location {i} has no lines")
             frames = []
@@ -312,6 +328,8 @@ class Checker:
             "sample_attribute_keys": sorted(self.sample_attr_keys),
             "span_names": dict(self.span_names),
             "frame_types": {str(k): v for k, v in self.frame_types.items()},
+            "mapped_frames": dict(self.mapped_frames),
+            "mappings": self.mappings,
             "pseudo_frames": dict(self.pseudo_frames),
             "linked_value": self.linked_value,
             "links_without_trace": self.links_without_trace,

@@ -38,6 +38,9 @@ pub struct JvmRun {
     pub classpath: Vec<PathBuf>,
     /// Extra environment variables for the JVM.
     pub env: Vec<(String, String)>,
+    /// A program (and its arguments) that runs the `java` command line given after them,
+    /// e.g. `setpriv --reuid=nobody …` or a launcher that installs a seccomp filter first.
+    pub launcher: Vec<String>,
 }
 
 /// How a [`JvmRun`] loads otelprof.
@@ -132,7 +135,14 @@ impl JvmRun {
             agent_mode: AgentMode::AgentPath,
             classpath: Vec::new(),
             env: Vec::new(),
+            launcher: Vec::new(),
         }
+    }
+
+    /// Runs `java` through `launcher` (see [`JvmRun::launcher`]).
+    pub fn launcher(mut self, launcher: &[&str]) -> Self {
+        self.launcher = launcher.iter().map(|s| s.to_string()).collect();
+        self
     }
 
     pub fn javaagent(mut self) -> Self {
@@ -185,7 +195,14 @@ impl JvmRun {
     }
 
     pub(crate) fn command(&self, out_dir: &Path) -> Command {
-        let mut cmd = Command::new(self.jdk.java());
+        let mut cmd = match self.launcher.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(self.jdk.java());
+                c
+            }
+            None => Command::new(self.jdk.java()),
+        };
         cmd.current_dir(out_dir);
         if let Some(opts) = &self.agent_options {
             let mut opts = opts.clone();

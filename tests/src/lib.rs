@@ -13,7 +13,8 @@
 //! - [`jvm_run`]: a JVM run to its end ([`JvmRun`], [`RunOutput`]); [`running_jvm`]: one
 //!   that keeps running while the test works on it ([`RunningJvm`]); [`process`]: any
 //!   program run with a deadline;
-//! - [`pprof`]: `go tool pprof -top` and `-traces`, parsed;
+//! - [`pprof`]: `go tool pprof -top` and `-traces`, parsed; [`native_code`]: C test
+//!   libraries built with gcc, and `go tool pprof -raw` (locations with their mappings);
 //! - [`otlp_receiver`]: the independent OTLP receiver; [`receive`]: a real `otelprof
 //!   receive` or `serve`;
 //! - [`attach`]: what the attach tests share.
@@ -21,13 +22,14 @@
 //! What the tests use most is re-exported here.
 //!
 //! Prerequisites, installed by `scripts/test.sh`: `cargo build --release` (the agent and CLI),
-//! Debian `golang-go`, OpenJDK 17 and Temurin 25. A missing prerequisite fails the test with a
+//! Debian `golang-go` and `gcc`, OpenJDK 17 and Temurin 25. A missing prerequisite fails the test with a
 //! message saying what to install; nothing is skipped.
 
 pub mod attach;
 pub mod environment;
 pub mod jdks;
 pub mod jvm_run;
+pub mod native_code;
 pub mod otlp_receiver;
 pub mod pprof;
 pub mod process;
@@ -41,6 +43,7 @@ pub use environment::{
 };
 pub use jdks::{all_jdks, classes, jdk17, jdk25, otel_classes, otel_sdk_jar, Jdk};
 pub use jvm_run::{AgentMode, JvmRun, RunOutput, NO_LOOP_SAFEPOINTS};
+pub use native_code::{native_mix_library, pprof_raw, seccomp_no_perf, Raw, RawSample};
 pub use otlp_receiver::{OtlpProtocol, Receiver};
 pub use pprof::{
     parse_pprof_top, parse_pprof_traces, pprof_top, pprof_traces, Top, TopRow, TraceSample,

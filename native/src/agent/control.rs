@@ -493,6 +493,17 @@ fn status(c: &Control) -> Reply {
         Phase::Dead => r.push("state", "stopped (the JVM is shutting down)"),
         Phase::Running(s) => {
             running_lines(&mut r, s);
+            if let Some(engine) = s.cpu_engine() {
+                r.push("cpu", engine);
+            }
+            r.push(
+                "cpu_walks",
+                stats::get(&stats::COUNTERS.cpu_walks).to_string(),
+            );
+            r.push(
+                "cpu_intervals",
+                stats::get(&stats::COUNTERS.weight).to_string(),
+            );
             r.push("samples", stats::get(&stats::COUNTERS.samples).to_string());
             r.push("counters", stats::summary());
         }

@@ -1,5 +1,6 @@
 //! One profiling session, from a start to its stop: the exporter, the aggregator thread, the
-//! CPU timers and the other engines, and the JVMTI events they need. A session starts at
+//! CPU engine (perf events or timers) and the other engines, the watch over native code, and
+//! the JVMTI events they need. A session starts at
 //! VMInit (`-agentpath`), from the Java shim's premain (`-javaagent`), or from an attach
 //! (`start`); it stops at an attach `stop` or at VMDeath, in an order that leaves no thread,
 //! timer or event behind, and writes or sends the last profile.
@@ -19,13 +20,15 @@ use otelprof_exporter::OtlpExporter;
 
 use crate::agent::setup::{self, Loaded};
 use crate::aggregator::{self, Aggregator, Flushed};
+use crate::code_map::module_scan::ModuleWatch;
+use crate::engines::cpu_engine::{self, Chosen, Engine};
 use crate::engines::wall::{self, WallClock};
 use crate::jvm::jvmti::{delete_local_ref, Jvmti};
 use crate::kinds::SampleKind;
-use crate::options::{Clock, Options};
+use crate::options::Options;
 use crate::otlp_export::{self, ExportEnv};
-use crate::sampling::signal_handler;
 use crate::sampling::timers::ProcessItimer;
+use crate::sampling::{cpu_clock, signal_handler};
 use crate::stats;
 use crate::sys::{capability, event};
 use crate::threads::thread_registry::{self, Registration};
@@ -50,6 +53,8 @@ pub(crate) struct Session {
     loaded: &'static Loaded,
     pub(crate) options: Options,
     cpu_interval: Option<Duration>,
+    /// The CPU engine, when CPU is profiled.
+    cpu_engine: Option<Chosen>,
     /// Allocation and lock profiling, when asked for and this JVM can do them.
     alloc: bool,
     lock: bool,
@@ -60,6 +65,7 @@ pub(crate) struct Session {
     aggregator: Option<Aggregator>,
     wall: Option<WallClock>,
     scan: Option<ThreadScan>,
+    modules: Option<ModuleWatch>,
     itimer: bool,
     pub(crate) started_at: SystemTime,
     /// What the caller should know about this session (depth capped, threads not mapped…).
@@ -111,9 +117,16 @@ impl Session {
         }
         stats::reset();
         stats::SESSIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let cpu_engine = options
+            .cpu_interval
+            .map(|interval| cpu_engine::choose(options.clock, interval));
+        if let Some(chosen) = &cpu_engine {
+            log_info!("{}", chosen.log_line());
+        }
         let session = Session {
             loaded,
             cpu_interval: options.cpu_interval,
+            cpu_engine,
             alloc,
             lock,
             out_dir,
@@ -123,6 +136,7 @@ impl Session {
             aggregator: None,
             wall: None,
             scan: None,
+            modules: None,
             itimer: false,
             started_at: SystemTime::now(),
             notes,
@@ -136,12 +150,14 @@ impl Session {
         Ok(session)
     }
 
-    /// How threads are registered: with a CPU timer each, unless `clock=itimer` or `cpu=off`.
+    /// How threads are registered: with a perf event or a CPU timer each, unless
+    /// `clock=itimer` or `cpu=off`.
     fn registration(&self) -> Registration {
         Registration {
-            cpu_timer: self
-                .cpu_interval
-                .filter(|_| self.options.clock == Clock::ThreadCpu),
+            cpu: match self.cpu_engine.as_ref().map(|c| c.engine) {
+                Some(Engine::PerThread(clock)) => Some(clock),
+                _ => None,
+            },
         }
     }
 
@@ -163,6 +179,7 @@ impl Session {
         let threads_note = unsafe { self.register_threads(jni, thread, kind) };
         // SAFETY: per this function's contract.
         unsafe { self.start_export(jni)? };
+        self.start_native_code();
         signal_handler::set_active(true);
         let mut what = Vec::new();
         what.extend(self.start_cpu(kind)?);
@@ -285,25 +302,41 @@ impl Session {
         Ok(())
     }
 
+    /// Starts watching native code (libraries and their unwind tables, the code cache), when
+    /// CPU or wall time is profiled: stacks get native frames once the first tables are read.
+    fn start_native_code(&mut self) {
+        if self.cpu_interval.is_none() && self.options.wall_interval.is_none() {
+            return;
+        }
+        let code_cache = match crate::jvm::hotspot::code_cache::bounds(&self.loaded.jvmti) {
+            Ok(bounds) => Some(bounds),
+            Err(e) => {
+                log_debug!("code cache bounds unknown ({e}); anonymous executable memory counts as Java code");
+                None
+            }
+        };
+        match ModuleWatch::start(code_cache) {
+            Ok(w) => self.modules = Some(w),
+            Err(e) => {
+                log_warn!("cannot start the native code watch: {e}; stacks have no native frames")
+            }
+        }
+    }
+
     /// Starts the CPU engine and the thread scan, when CPU is profiled; returns what the
     /// start line says of them.
     fn start_cpu(&mut self, kind: StartKind) -> Result<Option<String>, String> {
-        let Some(interval) = self.cpu_interval else {
+        let (Some(interval), Some(chosen)) = (self.cpu_interval, &self.cpu_engine) else {
             return Ok(None);
         };
-        let engine = match self.options.clock {
-            Clock::ThreadCpu => "per-thread CPU timers",
-            Clock::Itimer => {
-                ProcessItimer::start(interval)
-                    .map_err(|e| format!("cannot start ITIMER_PROF: {e}"))?;
-                self.itimer = true;
-                "setitimer(ITIMER_PROF)"
-            }
-        };
+        let engine = chosen.description.clone();
+        if let Engine::Itimer(interval) = chosen.engine {
+            ProcessItimer::start(interval).map_err(|e| format!("cannot start ITIMER_PROF: {e}"))?;
+            self.itimer = true;
+        }
         let scan = ThreadScan::start(thread_scan::Config {
             sampler: self.loaded.sampler,
-            timer_interval: self.registration().cpu_timer,
-            signo: libc::SIGPROF,
+            clock: self.registration().cpu,
             credit_first_scan: kind != StartKind::Late,
         });
         let threads = match scan {
@@ -489,15 +522,25 @@ impl Session {
         if self.itimer {
             let _ = ProcessItimer::stop();
         }
-        thread_registry::delete_all_timers();
+        thread_registry::stop_all_samplers();
         if !at_exit {
             // No more thread, class or compiled-method events: they cost while nothing samples.
             let _ = setup::session_events(self.loaded, false);
         }
-        if !signal_handler::quiesce(Duration::from_secs(1)) {
+        if signal_handler::quiesce(Duration::from_secs(1)) {
+            // SAFETY: sampling is off and no handler runs.
+            unsafe { cpu_clock::unmap_retired() };
+        } else {
             stopped
                 .problems
                 .push("a sample was still being taken after 1s".to_owned());
+        }
+        if let Some(m) = self.modules.take() {
+            if !m.stop(Duration::from_secs(1)) {
+                stopped
+                    .problems
+                    .push("the native code watch did not stop within 1s".to_owned());
+            }
         }
         if let Some(a) = self.aggregator.take() {
             match a.stop(Duration::from_secs(10)) {
@@ -552,6 +595,11 @@ impl Session {
             unsafe { thread_registry::clear(jni) };
         }
         stopped
+    }
+
+    /// The CPU engine and why, as the log said it (`None` when CPU is not profiled).
+    pub(crate) fn cpu_engine(&self) -> Option<String> {
+        self.cpu_engine.as_ref().map(Chosen::log_line)
     }
 
     /// Where profiles go, for the start and stop lines and status replies.

@@ -1,10 +1,12 @@
-//! The profile types beyond CPU, one engine each: [`wall`] (a thread that visits the other
-//! threads in turn and signals or walks them), [`alloc`] (JVMTI sampled allocations),
-//! [`locks`] (contended monitors) and [`parks`] (`java.util.concurrent` parks). CPU sampling
-//! has no engine of its own: the per-thread timers and the handler in [`crate::sampling`] are
-//! it. Engines build on [`crate::sampling`]; nothing there imports them.
+//! The engines of each profile type: [`cpu_engine`] (which of perf events, CPU timers or
+//! `setitimer` samples CPU, chosen per session; their mechanics and the handler are in
+//! [`crate::sampling`]), [`wall`] (a thread that visits the other threads in turn and signals
+//! or walks them), [`alloc`] (JVMTI sampled allocations), [`locks`] (contended monitors) and
+//! [`parks`] (`java.util.concurrent` parks). Engines build on [`crate::sampling`]; nothing
+//! there imports them.
 
 pub(crate) mod alloc;
+pub(crate) mod cpu_engine;
 pub(crate) mod locks;
 pub(crate) mod parks;
 pub(crate) mod wall;

@@ -133,6 +133,76 @@ pub(crate) unsafe fn walk_from_caller(
     recovered
 }
 
+/// Walks again from the frame at `regs` (the first Java frame, as the native walk recovered
+/// it: [`crate::sampling::native_walk`]). Returns whether the walk succeeded; if not, `trace`
+/// keeps the first walk's failure code. Exact where [`walk_from_caller`] guesses: the native
+/// walk followed the unwind rules to the return address into Java code, with the caller's
+/// stack and frame pointers.
+///
+/// # Safety
+/// `ucontext` is the context of the signal being handled on this thread; `trace.frames` has
+/// room for `depth` frames.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub(crate) unsafe fn walk_from_frame(
+    walk: AsyncGetCallTraceFn,
+    trace: &mut AsgctCallTrace,
+    depth: i32,
+    ucontext: *mut libc::c_void,
+    regs: otelprof_native_frames::walk::Regs,
+) -> bool {
+    let uc = ucontext.cast::<libc::ucontext_t>();
+    if uc.is_null() {
+        return false;
+    }
+    let index = |r: libc::c_int| r as usize;
+    let (rip, rsp, rbp) = (
+        index(libc::REG_RIP),
+        index(libc::REG_RSP),
+        index(libc::REG_RBP),
+    );
+    // SAFETY: the kernel's ucontext for this signal, valid for the handler's duration; each
+    // borrow ends before AsyncGetCallTrace reads the context.
+    let regs_of = |uc: *mut libc::ucontext_t| unsafe { &mut (*uc).uc_mcontext.gregs };
+    let saved = {
+        let g = regs_of(uc);
+        match (g.get(rip), g.get(rsp), g.get(rbp)) {
+            (Some(&pc), Some(&sp), Some(&fp)) => (pc, sp, fp),
+            _ => return false,
+        }
+    };
+    let set = |pc: i64, sp: i64, fp: i64| {
+        let g = regs_of(uc);
+        for (i, v) in [(rip, pc), (rsp, sp), (rbp, fp)] {
+            if let Some(r) = g.get_mut(i) {
+                *r = v;
+            }
+        }
+    };
+    set(regs.pc as i64, regs.sp as i64, regs.fp as i64);
+    let failure = trace.num_frames;
+    trace.num_frames = 0;
+    // SAFETY: per this function's contract; the context now describes the Java frame.
+    unsafe { walk(trace, depth, ucontext) };
+    set(saved.0, saved.1, saved.2);
+    if trace.num_frames > 0 {
+        return true;
+    }
+    trace.num_frames = failure;
+    false
+}
+
+/// Elsewhere the first walk's failure stands.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+pub(crate) unsafe fn walk_from_frame(
+    _walk: AsyncGetCallTraceFn,
+    _trace: &mut AsgctCallTrace,
+    _depth: i32,
+    _ucontext: *mut libc::c_void,
+    _regs: otelprof_native_frames::walk::Regs,
+) -> bool {
+    false
+}
+
 /// Elsewhere the first walk's failure stands.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 pub(crate) unsafe fn walk_from_caller(

@@ -1,10 +1,12 @@
 //! Where the signal handler (and the JVMTI allocation and monitor callbacks) leave raw samples
 //! for the aggregator thread.
 //!
-//! A few shards, each guarded by a try-lock and holding a scratch frame array plus two arenas
-//! (double buffering). A writer try-locks a shard (trying each shard once, never waiting),
-//! lets AsyncGetCallTrace (or JVMTI GetStackTrace, in a callback) fill the scratch array, and
-//! appends a record (header + the frames it got) to the shard's active arena. The aggregator
+//! A few shards, each guarded by a try-lock and holding scratch arrays (Java frames, and the
+//! addresses of native and kernel frames) plus two arenas (double buffering). A writer
+//! try-locks a shard (trying each shard once, never waiting), fills the scratch arrays (the
+//! perf ring's kernel chain, the native walk, AsyncGetCallTrace; or JVMTI GetStackTrace, in a
+//! callback), and appends a record (header, the kernel and native addresses, then the Java
+//! frames) to the shard's active arena. The aggregator
 //! locks each shard just long enough to swap the active arena, then reads the other one at
 //! leisure. A signal that interrupts a callback holding a shard simply uses another shard.
 //!
@@ -50,11 +52,16 @@ pub(crate) struct RecordHeader {
     /// role of a thread that is not walked otherwise (`num_frames` is then
     /// [`crate::sampling::signal_handler::NOT_A_JAVA_THREAD`]).
     pub(crate) role: u8,
-    /// Zero (explicit padding, so every byte of a record is initialised).
-    pub(crate) reserved: u8,
+    /// How the native walk ended (an `otelprof_native_frames::walk::End`; 0: no walk).
+    pub(crate) native_end: u8,
     /// Interned class name of the leaf frame ([`crate::jvm::class_names`]): the allocated class,
     /// or the class of the contended monitor. 0 for none.
     pub(crate) class_id: u32,
+    /// Kernel frame addresses that follow the header (leaf first), then native ones.
+    pub(crate) kernel_frames: u16,
+    pub(crate) native_frames: u16,
+    /// Zero (explicit padding, so every byte of a record is initialised).
+    pub(crate) reserved: u32,
     /// The span the thread was working for.
     pub(crate) context: SpanContext,
 }
@@ -90,7 +97,21 @@ struct Shard {
     lock: AtomicBool,
     active: AtomicUsize,
     scratch: Box<[UnsafeCell<AsgctCallFrame>]>,
+    /// Kernel then native frame addresses.
+    pcs: Box<[UnsafeCell<u64>]>,
     arenas: [Arena; 2],
+}
+
+/// Kernel and native frame addresses a record holds at most.
+pub(crate) const MAX_PCS: usize = 192;
+
+/// The scratch arrays a writer fills, under the shard's lock.
+pub(crate) struct Scratch<'a> {
+    /// Room for `capacity` Java frames.
+    pub(crate) frames: *mut AsgctCallFrame,
+    pub(crate) capacity: i32,
+    /// Kernel frame addresses first, then native ones; the header says how many of each.
+    pub(crate) pcs: &'a mut [u64],
 }
 
 pub(crate) struct SampleBuffer {
@@ -142,6 +163,10 @@ pub(crate) fn counted(result: Result<(), WriteError>) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Record<'a> {
     pub(crate) header: RecordHeader,
+    /// Kernel frame addresses, leaf first.
+    pub(crate) kernel: &'a [u64],
+    /// Native frame addresses, leaf first: the interrupted pc, then return addresses.
+    pub(crate) native: &'a [u64],
     pub(crate) frames: &'a [AsgctCallFrame],
 }
 
@@ -159,6 +184,7 @@ impl SampleBuffer {
                 scratch: (0..max_depth.max(1))
                     .map(|_| UnsafeCell::new(null))
                     .collect(),
+                pcs: (0..MAX_PCS).map(|_| UnsafeCell::new(0)).collect(),
                 arenas: [
                     Arena::new(arena_bytes / WORD),
                     Arena::new(arena_bytes / WORD),
@@ -188,8 +214,26 @@ impl SampleBuffer {
     pub(crate) fn write(
         &self,
         first_shard: usize,
-        mut header: RecordHeader,
+        header: RecordHeader,
         walk: impl FnOnce(*mut AsgctCallFrame, i32) -> i32,
+    ) -> Result<(), WriteError> {
+        self.write_mixed(first_shard, header, |_, scratch| {
+            walk(scratch.frames, scratch.capacity)
+        })
+    }
+
+    /// Stores one sample with native and kernel frames: `fill` receives the header (to set
+    /// `kernel_frames`, `native_frames` and `native_end`) and the scratch arrays, fills them,
+    /// and returns the AsyncGetCallTrace result.
+    ///
+    /// # Signal safety
+    /// As [`SampleBuffer::write`].
+    #[inline]
+    pub(crate) fn write_mixed(
+        &self,
+        first_shard: usize,
+        mut header: RecordHeader,
+        fill: impl FnOnce(&mut RecordHeader, Scratch<'_>) -> i32,
     ) -> Result<(), WriteError> {
         let n = self.shards.len();
         let shard = (0..n)
@@ -200,7 +244,7 @@ impl SampleBuffer {
                     .is_ok()
             })
             .ok_or(WriteError::Contended)?;
-        let result = Self::write_locked(shard, &mut header, walk);
+        let result = Self::write_locked(shard, &mut header, fill);
         shard.lock.store(false, Ordering::Release);
         result
     }
@@ -208,37 +252,62 @@ impl SampleBuffer {
     fn write_locked(
         shard: &Shard,
         header: &mut RecordHeader,
-        walk: impl FnOnce(*mut AsgctCallFrame, i32) -> i32,
+        fill: impl FnOnce(&mut RecordHeader, Scratch<'_>) -> i32,
     ) -> Result<(), WriteError> {
         let capacity = i32::try_from(shard.scratch.len()).unwrap_or(i32::MAX);
         let scratch = shard.scratch.as_ptr() as *mut AsgctCallFrame;
-        let got = walk(scratch, capacity);
+        // SAFETY: we hold the shard lock, which owns the scratch arrays; UnsafeCell<u64> has
+        // the layout of u64.
+        let pcs = unsafe {
+            std::slice::from_raw_parts_mut(shard.pcs.as_ptr() as *mut u64, shard.pcs.len())
+        };
+        header.kernel_frames = 0;
+        header.native_frames = 0;
+        let got = fill(
+            header,
+            Scratch {
+                frames: scratch,
+                capacity,
+                pcs,
+            },
+        );
         let frames = if got > 0 {
             got.min(capacity) as usize
         } else {
             0
         };
         header.num_frames = if got > 0 { frames as i32 } else { got };
+        let kernel = usize::from(header.kernel_frames).min(MAX_PCS);
+        let native = usize::from(header.native_frames).min(MAX_PCS - kernel);
+        header.kernel_frames = kernel as u16;
+        header.native_frames = native as u16;
+        let pc_words = kernel + native;
 
         let arena = shard
             .arenas
             .get(shard.active.load(Ordering::Relaxed) & 1)
             .ok_or(WriteError::Full)?;
-        let need = HEADER_WORDS + frames * FRAME_WORDS;
+        let need = HEADER_WORDS + pc_words + frames * FRAME_WORDS;
         // SAFETY: we hold the shard lock, which owns the active arena's `len`.
         let len = unsafe { &mut *arena.len.get() };
         if arena.words.len().saturating_sub(*len) < need {
             return Err(WriteError::Full);
         }
-        // SAFETY: `len + need <= words.len()` was checked above, so both copies stay inside
-        // the arena; the source ranges are a local and `frames <= scratch.len()` scratch
-        // entries; arena words are 8-byte aligned, as are RecordHeader and AsgctCallFrame.
+        // SAFETY: `len + need <= words.len()` was checked above, so the copies stay inside
+        // the arena; the source ranges are a local, `pc_words <= MAX_PCS` entries of the pcs
+        // scratch and `frames <= scratch.len()` frame scratch entries; arena words are 8-byte
+        // aligned, as are RecordHeader and AsgctCallFrame.
         unsafe {
             let dst = arena.base().add(*len);
             std::ptr::write(dst as *mut RecordHeader, *header);
             std::ptr::copy_nonoverlapping(
+                shard.pcs.as_ptr() as *const u64,
+                dst.add(HEADER_WORDS),
+                pc_words,
+            );
+            std::ptr::copy_nonoverlapping(
                 scratch as *const AsgctCallFrame,
-                dst.add(HEADER_WORDS) as *mut AsgctCallFrame,
+                dst.add(HEADER_WORDS + pc_words) as *mut AsgctCallFrame,
                 frames,
             );
         }
@@ -281,19 +350,35 @@ impl SampleBuffer {
                 // followed by `num_frames` frames inside `len`; we re-check the bound below.
                 let header = unsafe { std::ptr::read(arena.base().add(at) as *const RecordHeader) };
                 let frames = header.num_frames.max(0) as usize;
-                let end = at + HEADER_WORDS + frames * FRAME_WORDS;
+                let (kernel, native) = (
+                    usize::from(header.kernel_frames),
+                    usize::from(header.native_frames),
+                );
+                let pcs_at = at + HEADER_WORDS;
+                let frames_at = pcs_at + kernel + native;
+                let end = frames_at + frames * FRAME_WORDS;
                 if end > *len {
                     break;
                 }
-                // SAFETY: `at + HEADER_WORDS .. end` is inside the arena and holds `frames`
-                // initialised, aligned AsgctCallFrame values.
-                let frames = unsafe {
-                    std::slice::from_raw_parts(
-                        arena.base().add(at + HEADER_WORDS) as *const AsgctCallFrame,
-                        frames,
+                // SAFETY: `pcs_at .. end` is inside the arena and holds `kernel + native`
+                // initialised u64 values, then `frames` initialised, aligned AsgctCallFrame
+                // values, as `write_locked` wrote them.
+                let (pcs, frames) = unsafe {
+                    (
+                        std::slice::from_raw_parts(arena.base().add(pcs_at), kernel + native),
+                        std::slice::from_raw_parts(
+                            arena.base().add(frames_at) as *const AsgctCallFrame,
+                            frames,
+                        ),
                     )
                 };
-                f(Record { header, frames });
+                let (kernel, native) = pcs.split_at(kernel.min(pcs.len()));
+                f(Record {
+                    header,
+                    kernel,
+                    native,
+                    frames,
+                });
                 at = end;
             }
             *len = 0;
@@ -349,6 +434,51 @@ mod tests {
         let mut again = 0;
         b.drain(|_| again += 1);
         assert_eq!(again, 0);
+    }
+
+    #[test]
+    fn mixed_records_carry_kernel_and_native_addresses_before_java_frames() {
+        let b = SampleBuffer::new(1, 8, 4096);
+        let h = RecordHeader {
+            tid: 5,
+            ..Default::default()
+        };
+        b.write_mixed(0, h, |header, scratch| {
+            scratch.pcs[..2].copy_from_slice(&[0xffff_0001, 0xffff_0002]);
+            scratch.pcs[2..5].copy_from_slice(&[0x1, 0x2, 0x3]);
+            header.kernel_frames = 2;
+            header.native_frames = 3;
+            header.native_end = 1;
+            fill(2)(scratch.frames, scratch.capacity)
+        })
+        .unwrap();
+        // More than the scratch holds is cut to it.
+        b.write_mixed(0, h, |header, _| {
+            header.kernel_frames = 1000;
+            header.native_frames = 1000;
+            -3
+        })
+        .unwrap();
+        b.write(0, h, fill(1)).unwrap();
+        let mut seen = Vec::new();
+        b.drain(|r| {
+            seen.push((
+                r.kernel.to_vec(),
+                r.native.to_vec(),
+                r.frames.len(),
+                r.header.native_end,
+            ))
+        });
+        assert_eq!(seen.len(), 3);
+        assert_eq!(
+            seen[0],
+            (vec![0xffff_0001, 0xffff_0002], vec![0x1, 0x2, 0x3], 2, 1)
+        );
+        assert_eq!(
+            (seen[1].0.len(), seen[1].1.len(), seen[1].2),
+            (MAX_PCS, 0, 0)
+        );
+        assert_eq!((seen[2].0.len(), seen[2].1.len(), seen[2].2), (0, 0, 1));
     }
 
     #[test]

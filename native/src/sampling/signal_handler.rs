@@ -1,10 +1,16 @@
-//! The SIGPROF handler: walk the interrupted thread's Java stack and store it.
+//! The SIGPROF handler: walk the interrupted thread's stack and store it.
 //!
-//! Two sources send SIGPROF: the per-thread CPU timers (`si_code == SI_TIMER`, or the kernel
-//! for `clock=itimer`) and the wall-clock thread ([`crate::engines::wall`],
-//! `si_code == SI_QUEUE` with a tagged `si_value` carrying the thread state; the weight waits
-//! in the thread's slot). The handler tells them apart by the siginfo and records a CPU or a
-//! wall sample.
+//! Three sources send SIGPROF: the per-thread perf events (`si_code` `POLL_IN`, `si_fd` the
+//! event's descriptor: [`crate::sampling::perf_events`]), the per-thread CPU timers
+//! (`si_code == SI_TIMER`, or the kernel for `clock=itimer`) and the wall-clock thread
+//! ([`crate::engines::wall`], `si_code == SI_QUEUE` with a tagged `si_value` carrying the
+//! thread state; the weight waits in the thread's slot). The handler tells them apart by the
+//! siginfo and records a CPU or a wall sample.
+//!
+//! A sample's stack, leaf first: the kernel frames of a perf event's record, the native
+//! frames from the interrupted pc up to the first Java frame ([`native_walk`]), then the Java
+//! frames from AsyncGetCallTrace. A thread with no JNIEnv (a GC, JIT compiler or VM thread)
+//! gets kernel and native frames and its role ([`RecordHeader::role`]).
 //!
 //! Everything reachable from [`on_signal`] is async-signal-safe. The calls it makes:
 //! - `syscall(SYS_gettid)`, `clock_gettime(CLOCK_MONOTONIC)` (async-signal-safe per POSIX;
@@ -12,10 +18,16 @@
 //! - reads of the kernel's siginfo ([`WallSignal::decode`]: shifts and masks), and for wall
 //!   signals an atomic swap and store in the thread's slot
 //!   ([`crate::sampling::thread_table::WallMarks::take_pending`], `no_java`);
+//! - for perf signals, loads and stores in the thread's own ring buffer
+//!   ([`perf_ring::drain`]), never a system call;
+//! - the native walk ([`native_walk::walk`]): searches of the module set, aligned loads
+//!   inside the thread's stack, and one `msync` system call the first time a thread's stack
+//!   reaches a new depth;
 //! - AsyncGetCallTrace (HotSpot's walker, designed to be called from a signal handler), on
 //!   Java threads only: a thread registered without a JNIEnv (a GC, JIT compiler or VM
-//!   thread, found by [`crate::threads::native_threads`]) is recorded under its role's frame
-//!   ([`Sampler::record_unwalked`]), never walked;
+//!   thread, found by [`crate::threads::native_threads`]) is never given to it; when it
+//!   fails on the interrupted frame, again from the first Java frame the native walk found
+//!   ([`walk_from_frame`]);
 //! - atomics, and bounds-checked copies into preallocated memory ([`SampleBuffer`]);
 //! - volatile loads of the thread's span context record ([`crate::context::reader::read`]),
 //!   memory that is never freed;
@@ -29,15 +41,21 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
+use otelprof_native_frames::walk::{End, Walked};
+
 use crate::kinds::SampleKind;
-use crate::sampling::caller_walk::walk_from_caller;
+use crate::sampling::caller_walk::{walk_from_caller, walk_from_frame};
+use crate::sampling::native_walk;
 use crate::sampling::os::{gettid, monotonic_ns};
-use crate::sampling::sample_buffer::{self, RecordHeader, SampleBuffer};
+use crate::sampling::perf_events::MAX_KERNEL_FRAMES;
+use crate::sampling::perf_ring;
+use crate::sampling::sample_buffer::{self, RecordHeader, SampleBuffer, Scratch};
 use crate::sampling::thread_roles::ThreadRole;
-use crate::sampling::thread_table::ThreadTable;
+use crate::sampling::thread_table::{ThreadSlot, ThreadTable};
 use crate::sampling::wall_signal::WallSignal;
 use crate::stats::{self, COUNTERS};
-use crate::sys::{AsgctCallFrame, AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
+use crate::sys::perf::{PollSigInfo, POLL_CODES};
+use crate::sys::{AsgctCallTrace, AsyncGetCallTraceFn, TimerSigInfo, SI_TIMER};
 
 /// `num_frames` code for a sample of a thread that is not walked: one the agent has not
 /// registered (a thread started since the last thread scan, under `clock=itimer`; or one
@@ -205,12 +223,14 @@ pub(crate) unsafe extern "C" fn on_signal(
     // async-signal-safe (a TLS address computed by the C library for every thread at start).
     let errno = unsafe { *libc::__errno_location() };
     IN_HANDLER.fetch_add(1, Ordering::SeqCst);
-    if ACTIVE.load(Ordering::SeqCst) {
-        if let Some(sampler) = installed() {
-            // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
-            let trigger = unsafe { trigger(info) };
+    if let Some(sampler) = installed() {
+        // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
+        let trigger = unsafe { trigger(info) };
+        if ACTIVE.load(Ordering::SeqCst) {
             // SAFETY: `ucontext` is the kernel's context for this signal.
             unsafe { sampler.sample(trigger, ucontext) };
+        } else {
+            sampler.discard(trigger);
         }
     }
     IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
@@ -224,6 +244,9 @@ pub(crate) enum Trigger {
     /// A CPU timer: the sample stands for this many intervals (1 plus the expirations the
     /// kernel merged into the signal when the thread could not take it in time).
     Cpu { intervals: u64 },
+    /// A perf event's overflow, from descriptor `fd`: the records in the thread's ring say
+    /// how many intervals the sample stands for.
+    Perf { fd: i32 },
     /// The wall-clock thread.
     Wall(WallSignal),
 }
@@ -244,6 +267,11 @@ pub(crate) unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     if let Some(wall) = unsafe { WallSignal::from_siginfo(info) } {
         return Trigger::Wall(wall);
     }
+    // SAFETY: PollSigInfo is a prefix of siginfo_t's layout (checked in sys tests).
+    let poll = unsafe { &*(info as *const PollSigInfo) };
+    if POLL_CODES.contains(&poll.si_code) {
+        return Trigger::Perf { fd: poll.si_fd };
+    }
     // SAFETY: TimerSigInfo is a prefix of siginfo_t's layout (checked in sys tests).
     let t = unsafe { &*(info as *const TimerSigInfo) };
     let intervals = if t.si_code == SI_TIMER && t.si_overrun > 0 {
@@ -254,6 +282,16 @@ pub(crate) unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     Trigger::Cpu { intervals }
 }
 
+/// What a sample records of the thread, besides its stack.
+struct Taken {
+    kind: SampleKind,
+    weight: u64,
+    /// A [`crate::kinds::ThreadState`] for wall samples.
+    state: u8,
+    /// The role of a thread that is not walked with AsyncGetCallTrace.
+    role: ThreadRole,
+}
+
 impl Sampler {
     /// Takes one sample of the calling thread.
     ///
@@ -261,104 +299,231 @@ impl Sampler {
     /// `ucontext` is the context of the signal being handled on this thread.
     ///
     /// # Signal safety
-    /// See the module docs. `ucontext` is passed to AsyncGetCallTrace unchanged.
+    /// See the module docs. `ucontext` is passed to AsyncGetCallTrace unchanged (or changed
+    /// and restored before the handler returns).
     pub(crate) unsafe fn sample(&self, trigger: Trigger, ucontext: *mut libc::c_void) {
         let tid = gettid();
         let slot = self.table.lookup(tid);
-        let (env, serial, record) = match slot {
-            Some(s) => (s.env(), s.serial(), s.context()),
-            None => {
-                stats::bump(&COUNTERS.unknown_thread);
-                (std::ptr::null_mut(), 0, std::ptr::null_mut())
-            }
+        if slot.is_none() {
+            stats::bump(&COUNTERS.unknown_thread);
+        }
+        let mut kernel = [0u64; MAX_KERNEL_FRAMES as usize];
+        let Some((taken, kernel_frames)) = Self::what(trigger, slot, &mut kernel) else {
+            return;
         };
-        let (kind, weight, state) = match trigger {
-            Trigger::Cpu { intervals } => {
-                // A thread with a JNIEnv is walked, whatever else its slot says (a Java
-                // thread taking over the scan's entry sets its JNIEnv first).
-                let role = slot.map_or(ThreadRole::Java, |s| s.role());
-                if env.is_null() && role != ThreadRole::Java {
-                    self.record_unwalked(tid, serial, role, intervals);
-                    return;
-                }
-                (SampleKind::Cpu, intervals, 0)
-            }
-            Trigger::Wall(w) => {
-                // The wall time of every wall signal since the last sample (see WallSignal).
-                let weight = slot.map_or(0, |s| s.wall.take_pending());
-                if weight == 0 {
-                    stats::bump(&COUNTERS.wall_empty);
-                    return;
-                }
-                (SampleKind::Wall, weight, w.state as u8)
-            }
-        };
+        let (env, serial, record) = slot
+            .map_or((std::ptr::null_mut(), 0, std::ptr::null_mut()), |s| {
+                (s.env(), s.serial(), s.context())
+            });
         let header = RecordHeader {
             num_frames: 0,
             tid,
             serial,
             time_ns: monotonic_ns(),
-            weight,
-            kind: kind as u8,
-            state,
+            weight: taken.weight,
+            kind: taken.kind as u8,
+            state: taken.state,
+            role: taken.role as u8,
             // SAFETY: slots only ever point to records from the never-freed pool, and this
             // thread's slot to a record this thread (or the virtual thread it runs) owns.
             context: unsafe { crate::context::reader::read(record) },
             ..Default::default()
         };
-        let max_depth = self.max_depth();
-        let walk = self.walk;
+        let kernel = kernel.get(..kernel_frames).unwrap_or(&[]);
         let mut walked = 0;
-        let result = self.buffer.write(
-            tid as usize,
-            header,
-            |frames: *mut AsgctCallFrame, capacity| {
-                if env.is_null() {
-                    return NOT_A_JAVA_THREAD;
-                }
-                let mut trace = AsgctCallTrace {
-                    env_id: env,
-                    num_frames: 0,
-                    frames,
-                };
-                // SAFETY: `frames` has room for `capacity` entries and we ask for at most that
-                // many; `env` is this thread's JNIEnv (cached at ThreadStart); `ucontext` is the
-                // context the kernel gave this handler.
-                unsafe { walk(&mut trace, max_depth.min(capacity), ucontext) };
-                if trace.num_frames == crate::sys::ticks::UNKNOWN_JAVA
-                    || trace.num_frames == crate::sys::ticks::NOT_WALKABLE_JAVA
-                {
-                    // SAFETY: as above; `ucontext` is this handler's context, restored
-                    // before the call returns.
-                    if unsafe {
-                        walk_from_caller(walk, &mut trace, max_depth.min(capacity), ucontext)
-                    } {
-                        stats::bump(&COUNTERS.walks_recovered);
-                    }
-                }
-                walked = trace.num_frames;
-                trace.num_frames
-            },
-        );
-        if let (SampleKind::Wall, Some(slot)) = (kind, slot) {
+        let result = self
+            .buffer
+            .write_mixed(tid as usize, header, |header, scratch| {
+                // SAFETY: `ucontext` is this handler's; `env` this thread's JNIEnv (or null).
+                walked = unsafe { self.fill(header, scratch, kernel, slot, env, ucontext) };
+                walked
+            });
+        if let (SampleKind::Wall, Some(slot)) = (taken.kind, slot) {
             // A thread that runs no Java code (a JVM service thread) is idle to the wall clock.
             let no_java = walked == crate::sys::ticks::NO_JAVA_FRAME
                 || walked == crate::sys::ticks::UNKNOWN_NOT_JAVA;
             slot.wall.no_java.store(no_java, Ordering::Relaxed);
         }
         if sample_buffer::counted(result) {
-            match kind {
+            match taken.kind {
                 SampleKind::Wall => stats::bump(&COUNTERS.wall_samples),
                 _ => {
-                    COUNTERS.weight.fetch_add(weight, Ordering::Relaxed);
+                    stats::bump(&COUNTERS.cpu_walks);
+                    if !env.is_null() {
+                        stats::bump(&COUNTERS.cpu_walks_java);
+                    }
+                    COUNTERS.weight.fetch_add(taken.weight, Ordering::Relaxed);
+                    if let Some(c) = taken.role.samples_counter() {
+                        c.fetch_add(taken.weight, Ordering::Relaxed);
+                    }
                 }
             }
         }
     }
 
+    /// Empties the thread's perf ring while sampling is off (before a session starts, or
+    /// after it stopped): the CPU it stands for was used while nobody asked for a profile,
+    /// and left in the ring it would all be credited to the first sample taken later.
+    ///
+    /// # Signal safety
+    /// As [`Sampler::what`].
+    fn discard(&self, trigger: Trigger) {
+        let Trigger::Perf { fd } = trigger else {
+            return;
+        };
+        let ring = self.table.lookup(gettid()).and_then(|s| s.perf_ring_of(fd));
+        if let Some(ring) = ring {
+            // SAFETY: as in `what`: this thread's own ring, mapped while published.
+            let drained = unsafe { perf_ring::drain(ring, &mut []) };
+            COUNTERS
+                .perf_discarded
+                .fetch_add(drained.intervals(), Ordering::Relaxed);
+        }
+    }
+
+    /// What the signal asks to record, with the kernel frames of a perf sample copied to
+    /// `kernel`; `None` when there is nothing to record.
+    ///
+    /// # Signal safety
+    /// Atomics of the thread's slot, and a drain of its perf ring ([`perf_ring::drain`]).
+    fn what(
+        trigger: Trigger,
+        slot: Option<&ThreadSlot>,
+        kernel: &mut [u64],
+    ) -> Option<(Taken, usize)> {
+        // A thread with a JNIEnv is walked, whatever else its slot says (a Java thread
+        // taking over the scan's entry sets its JNIEnv first).
+        let role = match slot {
+            Some(s) if s.env().is_null() => s.role(),
+            _ => ThreadRole::Java,
+        };
+        let cpu = |weight| Taken {
+            kind: SampleKind::Cpu,
+            weight,
+            state: 0,
+            role,
+        };
+        match trigger {
+            Trigger::Cpu { intervals } => Some((cpu(intervals), 0)),
+            Trigger::Perf { fd } => {
+                let Some(ring) = slot.and_then(|s| s.perf_ring_of(fd)) else {
+                    stats::bump(&COUNTERS.perf_foreign);
+                    return None;
+                };
+                // SAFETY: the ring of this thread's own event, published in its slot; only
+                // this thread's handler drains it, and it stays mapped while the thread is
+                // registered with it (see crate::sampling::cpu_clock).
+                let drained = unsafe { perf_ring::drain(ring, kernel) };
+                COUNTERS
+                    .perf_records
+                    .fetch_add(drained.records, Ordering::Relaxed);
+                COUNTERS
+                    .perf_lost
+                    .fetch_add(drained.lost, Ordering::Relaxed);
+                if drained.intervals() == 0 {
+                    stats::bump(&COUNTERS.perf_empty);
+                    return None;
+                }
+                Some((cpu(drained.intervals()), drained.kernel_frames))
+            }
+            Trigger::Wall(w) => {
+                // The wall time of every wall signal since the last sample (see WallSignal).
+                let weight = slot.map_or(0, |s| s.wall.take_pending());
+                if weight == 0 {
+                    stats::bump(&COUNTERS.wall_empty);
+                    return None;
+                }
+                Some((
+                    Taken {
+                        kind: SampleKind::Wall,
+                        weight,
+                        state: w.state as u8,
+                        role,
+                    },
+                    0,
+                ))
+            }
+        }
+    }
+
+    /// Fills a record's scratch arrays: the kernel frames, the native walk, then the Java
+    /// frames of a thread with a JNIEnv. Returns the AsyncGetCallTrace result (or
+    /// [`NOT_A_JAVA_THREAD`]).
+    ///
+    /// # Safety
+    /// `ucontext` is the context of the signal being handled on this thread; `env` is null
+    /// or this thread's JNIEnv; `slot` is this thread's.
+    ///
+    /// # Signal safety
+    /// Copies, the native walk ([`native_walk::walk`]) and AsyncGetCallTrace.
+    unsafe fn fill(
+        &self,
+        header: &mut RecordHeader,
+        scratch: Scratch<'_>,
+        kernel: &[u64],
+        slot: Option<&ThreadSlot>,
+        env: *mut jni::sys::JNIEnv,
+        ucontext: *mut libc::c_void,
+    ) -> i32 {
+        let k = kernel.len().min(scratch.pcs.len());
+        if let (Some(dst), Some(src)) = (scratch.pcs.get_mut(..k), kernel.get(..k)) {
+            dst.copy_from_slice(src);
+        }
+        header.kernel_frames = k as u16;
+        let native = match (slot, scratch.pcs.get_mut(k..)) {
+            // SAFETY: per this function's contract.
+            (Some(slot), Some(out)) => unsafe { native_walk::walk(ucontext, slot, out) },
+            _ => Walked {
+                frames: 0,
+                end: End::NotWalked,
+                at: Default::default(),
+                guessed: 0,
+            },
+        };
+        header.native_frames = native.frames as u16;
+        header.native_end = native.end as u8;
+        if native.end != End::NotWalked {
+            stats::native_walk_ended(native.end);
+        }
+        if env.is_null() {
+            return NOT_A_JAVA_THREAD;
+        }
+        let mut trace = AsgctCallTrace {
+            env_id: env,
+            num_frames: 0,
+            frames: scratch.frames,
+        };
+        let depth = self.max_depth().min(scratch.capacity);
+        // SAFETY: `frames` has room for `capacity` entries and we ask for at most that many;
+        // `env` is this thread's JNIEnv (cached at ThreadStart); `ucontext` is the context the
+        // kernel gave this handler.
+        unsafe { (self.walk)(&mut trace, depth, ucontext) };
+        let failed = |n: i32| {
+            n == crate::sys::ticks::UNKNOWN_JAVA
+                || n == crate::sys::ticks::NOT_WALKABLE_JAVA
+                || n == crate::sys::ticks::UNKNOWN_NOT_JAVA
+        };
+        if failed(trace.num_frames) && native.end == End::ReachedJava && native.frames > 0 {
+            // SAFETY: as above; the context is restored before the call returns.
+            if unsafe { walk_from_frame(self.walk, &mut trace, depth, ucontext, native.at) } {
+                stats::bump(&COUNTERS.walks_from_native);
+            }
+        }
+        if trace.num_frames == crate::sys::ticks::UNKNOWN_JAVA
+            || trace.num_frames == crate::sys::ticks::NOT_WALKABLE_JAVA
+        {
+            // SAFETY: as above; `ucontext` is this handler's context, restored before the
+            // call returns.
+            if unsafe { walk_from_caller(self.walk, &mut trace, depth, ucontext) } {
+                stats::bump(&COUNTERS.walks_recovered);
+            }
+        }
+        trace.num_frames
+    }
+
     /// Records `intervals` of CPU used by `tid`, a thread that is not walked, under its
-    /// role's frame: from the handler, and from the thread scan for the CPU a thread used
-    /// before it was found. Returns whether the sample was stored.
+    /// role's frame: the CPU a thread used before it was found by the thread scan, or before
+    /// its sampler started. Returns whether the sample was stored.
     ///
     /// # Signal safety
     /// A buffer write (try-locks, bounds-checked copies) and relaxed atomic adds.
@@ -405,6 +570,7 @@ mod tests {
     //! way HotSpot does; the JVM's own walker is designed for signal handlers.
     use super::*;
     use crate::sampling::timers::ThreadCpuTimer;
+    use crate::sys::AsgctCallFrame;
     use jni::sys::{jint, JNIEnv};
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::sync::atomic::{AtomicI32, AtomicU64};
@@ -493,6 +659,133 @@ mod tests {
         }
     }
 
+    static COMPARISONS: AtomicU64 = AtomicU64::new(0);
+
+    /// A qsort comparator that burns a little CPU, and signals its own thread every 5,000th
+    /// call: samples land in it, under glibc's qsort (built without frame pointers).
+    extern "C" fn compare(a: *const libc::c_void, b: *const libc::c_void) -> libc::c_int {
+        let (a, b) = unsafe { (*(a as *const u64), *(b as *const u64)) };
+        let mut x = a ^ b;
+        for _ in 0..50 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        std::hint::black_box(x);
+        if COMPARISONS
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(5_000)
+        {
+            signal_self(1);
+        }
+        a.cmp(&b) as libc::c_int
+    }
+
+    /// The handler's native walk (with the unwind tables of this process's libraries) and a
+    /// real perf event on this thread, when the kernel allows one: samples taken in the
+    /// comparator of a libc qsort walk through qsort to the thread's first frame, and the
+    /// perf records' intervals are the samples' weight.
+    fn native_walks_and_perf_events(sampler: &'static Sampler, table: &ThreadTable, tid: i32) {
+        use crate::code_map::names::NativeNames;
+        use crate::sampling::cpu_clock::ThreadSampler;
+        use crate::sampling::perf_events::{self, PerfConfig, PerfEvent, Probe, Scope};
+        crate::code_map::module_scan::ModuleScanner::new(None)
+            .scan()
+            .unwrap();
+        let interval = std::time::Duration::from_millis(1);
+        let scope = match perf_events::probe(interval) {
+            Probe::Kernel => Some(Scope::Kernel),
+            Probe::UserOnly(_) => Some(Scope::User),
+            Probe::Refused(_) => None,
+        };
+        let event = scope.map(|scope| {
+            let config = PerfConfig {
+                interval,
+                scope,
+                signo: libc::SIGPROF,
+            };
+            PerfEvent::open(tid, &config).unwrap()
+        });
+        if let Some(event) = event {
+            assert!(table.set_sampler(tid, 7, ThreadSampler::Perf(event)));
+        }
+        let records_before = stats::get(&COUNTERS.perf_records);
+        let mut data: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        let (mut native, mut weight, mut bottom, mut with_kernel) = (Vec::new(), 0, 0, 0);
+        let mut ends = [0usize; 8];
+        let start = thread_cpu();
+        let records = || stats::get(&COUNTERS.perf_records) - records_before;
+        let enough = |n: usize| n >= 200 && (scope.is_none() || records() >= 200);
+        while !enough(native.len()) && thread_cpu() - start < std::time::Duration::from_secs(10) {
+            data.reverse();
+            // SAFETY: a valid array of u64 and a comparator for u64.
+            unsafe {
+                libc::qsort(
+                    data.as_mut_ptr() as *mut libc::c_void,
+                    data.len(),
+                    8,
+                    Some(compare),
+                )
+            };
+            sampler.buffer.drain(|r| {
+                weight += r.header.weight;
+                with_kernel += usize::from(!r.kernel.is_empty());
+                if r.header.native_end == End::StackBottom as u8 {
+                    bottom += 1;
+                }
+                if let Some(e) = ends.get_mut(usize::from(r.header.native_end)) {
+                    *e += 1;
+                }
+                native.push(r.native.to_vec());
+            });
+        }
+        for s in table.take_all_samplers() {
+            s.stop();
+        }
+        // Named off the handler, as the aggregator does.
+        let mut names = NativeNames::default();
+        let named: Vec<Vec<String>> = native
+            .iter()
+            .map(|pcs| {
+                pcs.iter()
+                    .enumerate()
+                    .map(|(i, &pc)| names.native(pc, i == 0).name)
+                    .collect()
+            })
+            .collect();
+        let through_qsort = named
+            .iter()
+            .filter(|f| {
+                f.iter().any(|n| n.ends_with("tests::compare"))
+                    && f.iter().any(|n| n.contains("qsort"))
+                    && f.iter()
+                        .any(|n| n.contains("the_sampling_path_does_not_allocate"))
+            })
+            .count();
+        println!(
+            "{} samples, {bottom} walked to the thread's start, {through_qsort} through qsort, \
+             {with_kernel} with kernel frames, weight {weight}; e.g. {:?}",
+            named.len(),
+            named.iter().find(|f| f.iter().any(|n| n.contains("qsort")))
+        );
+        assert!(named.len() >= 200, "{} samples", named.len());
+        assert!(
+            through_qsort >= named.len() / 2,
+            "{through_qsort} of {} samples walked from the comparator through qsort",
+            named.len()
+        );
+        assert!(
+            bottom >= named.len() * 9 / 10,
+            "{bottom} reached the thread's start; ends {ends:?}"
+        );
+        if scope.is_some() {
+            let records = records();
+            assert!(records >= 200, "{records} perf records");
+            // Every record's interval is in some sample's weight (the tgkill ones weigh 1).
+            assert!(weight >= records, "weight {weight} for {records} records");
+        }
+    }
+
     #[test]
     fn the_sampling_path_does_not_allocate() {
         static TABLE_A: ThreadTable = ThreadTable::new();
@@ -562,6 +855,13 @@ mod tests {
         }
         ThreadCpuTimer::delete(timer).unwrap();
         let cpu_used_ms = (thread_cpu() - cpu_start).as_millis() as u64;
+        // Records of the timer's signals are checked below; those of the native walk and
+        // the perf event here.
+        let mut parked = Vec::new();
+        sampler
+            .buffer
+            .drain(|r| parked.push((r.header, r.frames.len())));
+        native_walks_and_perf_events(sampler, table, tid);
         // Wall-clock signals (rt_tgsigqueueinfo, SI_QUEUE) take the wall time left in the slot.
         let slot = table.lookup(tid).unwrap();
         for i in 1..=20u64 {
@@ -591,6 +891,12 @@ mod tests {
             "the handler allocated"
         );
         let (mut unknown, mut weight, mut wall, mut wall_ns) = (0, 0, 0, 0);
+        for (header, frames) in parked {
+            assert_eq!(header.serial, 7);
+            assert_eq!(frames, FAKE_DEPTH);
+            timer_samples += 1;
+            timer_weight += header.weight;
+        }
         sampler.buffer.drain(|r| {
             if r.header.kind == SampleKind::Wall as u8 {
                 wall += 1;

@@ -28,13 +28,15 @@
 #![deny(clippy::indexing_slicing)]
 
 use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 use std::sync::{Mutex, MutexGuard};
 
 use jni::sys::JNIEnv;
 
 use crate::context::record::ContextRecord;
+use crate::sampling::cpu_clock::ThreadSampler;
+use crate::sampling::perf_events::PerfEvent;
 use crate::sampling::thread_roles::ThreadRole;
 
 /// Slots in the table: the number of Java threads that can be profiled at once is about half
@@ -44,15 +46,27 @@ const MAX_PROBE: usize = 128;
 const EMPTY: i32 = 0;
 const TOMBSTONE: i32 = -1;
 /// `timer` value meaning "no timer". glibc's kernel timer ids start at 0, so 0 is a real id.
-pub(crate) const NO_TIMER: u64 = u64::MAX;
+const NO_TIMER: u64 = u64::MAX;
+/// `perf_fd` value meaning "no perf event".
+const NO_FD: i32 = -1;
 
 pub(crate) struct ThreadSlot {
     tid: AtomicI32,
     env: AtomicPtr<JNIEnv>,
     /// Agent-wide unique number of this thread's life (tids are reused; serials are not).
     serial: AtomicU64,
-    /// POSIX timer id of the thread's CPU timer, or [`NO_TIMER`].
+    /// What samples the thread's CPU ([`ThreadSampler`]): a POSIX timer id (or
+    /// [`NO_TIMER`]), or a perf event's descriptor (or [`NO_FD`]) and ring (0 for none). The
+    /// signal handler reads the event's: the ring is stored before the descriptor
+    /// (Release) and cleared after it.
     timer: AtomicU64,
+    perf_fd: AtomicI32,
+    perf_ring: AtomicUsize,
+    /// The part of the thread's stack its handler has confirmed mapped, `[lo, hi)`
+    /// ([`crate::sampling::native_walk`]): written only by the thread's own handler, reset at
+    /// registration.
+    stack_lo: AtomicU64,
+    stack_hi: AtomicU64,
     /// The span context record the thread (or the virtual thread mounted on it) publishes,
     /// or null. Set by the thread itself.
     context: AtomicPtr<ContextRecord>,
@@ -116,6 +130,10 @@ impl ThreadSlot {
             env: AtomicPtr::new(std::ptr::null_mut()),
             serial: AtomicU64::new(0),
             timer: AtomicU64::new(NO_TIMER),
+            perf_fd: AtomicI32::new(NO_FD),
+            perf_ring: AtomicUsize::new(0),
+            stack_lo: AtomicU64::new(0),
+            stack_hi: AtomicU64::new(0),
             context: AtomicPtr::new(std::ptr::null_mut()),
             own_context: AtomicPtr::new(std::ptr::null_mut()),
             wall: WallMarks::new(),
@@ -171,13 +189,73 @@ impl ThreadSlot {
     pub(crate) fn serial(&self) -> u64 {
         self.serial.load(Ordering::Relaxed)
     }
+
+    /// The ring of the thread's perf event if `fd` is that event's descriptor (the signal
+    /// came from it), else `None`.
+    ///
+    /// # Signal safety
+    /// Two atomic loads.
+    #[inline]
+    pub(crate) fn perf_ring_of(&self, fd: i32) -> Option<usize> {
+        (fd != NO_FD && self.perf_fd.load(Ordering::Acquire) == fd)
+            .then(|| self.perf_ring.load(Ordering::Relaxed))
+    }
+
+    /// The stack range confirmed mapped so far (`(0, 0)` for none).
+    ///
+    /// # Signal safety
+    /// Two atomic loads.
+    #[inline]
+    pub(crate) fn stack_confirmed(&self) -> (u64, u64) {
+        (
+            self.stack_lo.load(Ordering::Relaxed),
+            self.stack_hi.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Remembers that `[lo, hi)` of the thread's stack is mapped. Call from the thread's own
+    /// handler only.
+    ///
+    /// # Signal safety
+    /// Two atomic stores.
+    #[inline]
+    pub(crate) fn confirm_stack(&self, lo: u64, hi: u64) {
+        self.stack_lo.store(lo, Ordering::Relaxed);
+        self.stack_hi.store(hi, Ordering::Relaxed);
+    }
+
+    fn store_sampler(&self, sampler: ThreadSampler) {
+        match sampler {
+            ThreadSampler::Timer(id) => self.timer.store(id, Ordering::Relaxed),
+            ThreadSampler::Perf(event) => {
+                self.perf_ring.store(event.ring, Ordering::Relaxed);
+                self.perf_fd.store(event.fd, Ordering::Release);
+            }
+        }
+    }
+
+    /// Takes the sampler out of the slot.
+    fn take_sampler(&self) -> Option<ThreadSampler> {
+        let fd = self.perf_fd.swap(NO_FD, Ordering::AcqRel);
+        let ring = self.perf_ring.swap(0, Ordering::Relaxed);
+        let timer = self.timer.swap(NO_TIMER, Ordering::Relaxed);
+        if fd != NO_FD {
+            return Some(ThreadSampler::Perf(PerfEvent { fd, ring }));
+        }
+        (timer != NO_TIMER).then_some(ThreadSampler::Timer(timer))
+    }
+
+    fn has_sampler(&self) -> bool {
+        self.timer.load(Ordering::Relaxed) != NO_TIMER
+            || self.perf_fd.load(Ordering::Relaxed) != NO_FD
+    }
 }
 
 /// What a removed entry held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Removed {
     pub(crate) serial: u64,
-    pub(crate) timer: u64,
+    pub(crate) sampler: Option<ThreadSampler>,
     /// The thread's own context record (null if it never registered one).
     pub(crate) own_context: *mut ContextRecord,
 }
@@ -274,7 +352,7 @@ impl ThreadTable {
             Slot::Registered(slot) => {
                 let taken_over = Removed {
                     serial: slot.serial.load(Ordering::Relaxed),
-                    timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+                    sampler: slot.take_sampler(),
                     own_context: std::ptr::null_mut(),
                 };
                 // Taken over from the scan: the JNIEnv first, so a handler that still sees
@@ -339,6 +417,9 @@ impl ThreadTable {
         slot.env.store(env, Ordering::Relaxed);
         slot.serial.store(serial, Ordering::Relaxed);
         slot.timer.store(NO_TIMER, Ordering::Relaxed);
+        slot.perf_fd.store(NO_FD, Ordering::Relaxed);
+        slot.perf_ring.store(0, Ordering::Relaxed);
+        slot.confirm_stack(0, 0);
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         slot.own_context
             .store(std::ptr::null_mut(), Ordering::Relaxed);
@@ -378,13 +459,13 @@ impl ThreadTable {
         start
     }
 
-    /// Records the CPU timer of `tid` if it is still registered as the life numbered
-    /// `serial`. Returns false otherwise: the timer is then the caller's to delete.
-    pub(crate) fn set_timer(&self, tid: i32, serial: u64, timer: u64) -> bool {
+    /// Records what samples the CPU of `tid` if it is still registered as the life numbered
+    /// `serial`. Returns false otherwise: the sampler is then the caller's to stop.
+    pub(crate) fn set_sampler(&self, tid: i32, serial: u64, sampler: ThreadSampler) -> bool {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         match self.lookup(tid).filter(|s| s.serial() == serial) {
             Some(slot) => {
-                slot.timer.store(timer, Ordering::Relaxed);
+                slot.store_sampler(sampler);
                 true
             }
             None => false,
@@ -399,7 +480,7 @@ impl ThreadTable {
         slot.context.store(std::ptr::null_mut(), Ordering::Relaxed);
         let removed = Removed {
             serial: slot.serial.swap(0, Ordering::Relaxed),
-            timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+            sampler: slot.take_sampler(),
             own_context: slot
                 .own_context
                 .swap(std::ptr::null_mut(), Ordering::Relaxed),
@@ -418,29 +499,28 @@ impl ThreadTable {
         slot.tid.store(TOMBSTONE, Ordering::Release);
         let removed = Removed {
             serial: slot.serial.swap(0, Ordering::Relaxed),
-            timer: slot.timer.swap(NO_TIMER, Ordering::Relaxed),
+            sampler: slot.take_sampler(),
             own_context: std::ptr::null_mut(),
         };
         slot.role.store(ThreadRole::Java as u8, Ordering::Relaxed);
         Some(removed)
     }
 
-    /// Takes every registered timer out of the table (at shutdown), leaving threads
-    /// registered. Returns the timer ids.
-    pub(crate) fn take_all_timers(&self) -> Vec<u64> {
+    /// Takes every thread's sampler out of the table (at shutdown), leaving threads
+    /// registered.
+    pub(crate) fn take_all_samplers(&self) -> Vec<ThreadSampler> {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         self.slots
             .iter()
             .filter(|s| s.tid.load(Ordering::Relaxed) > 0)
-            .map(|s| s.timer.swap(NO_TIMER, Ordering::Relaxed))
-            .filter(|&t| t != NO_TIMER)
+            .filter_map(|s| s.take_sampler())
             .collect()
     }
 
     /// Unregisters every thread (profiling stopped: see
-    /// [`crate::threads::thread_registry::clear`]), returning each one's tid and timer.
+    /// [`crate::threads::thread_registry::clear`]), returning each one's tid and sampler.
     /// Context records are left to their threads.
-    pub(crate) fn remove_all(&self) -> Vec<(i32, u64)> {
+    pub(crate) fn remove_all(&self) -> Vec<(i32, Option<ThreadSampler>)> {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut removed = Vec::new();
         for slot in self.slots.iter() {
@@ -455,25 +535,25 @@ impl ThreadTable {
             slot.env.store(std::ptr::null_mut(), Ordering::Relaxed);
             slot.serial.store(0, Ordering::Relaxed);
             slot.role.store(ThreadRole::Java as u8, Ordering::Relaxed);
-            removed.push((tid, slot.timer.swap(NO_TIMER, Ordering::Relaxed)));
+            removed.push((tid, slot.take_sampler()));
         }
         removed
     }
 
-    /// Number of registered threads and of registered timers.
+    /// Number of registered threads and of those with a CPU sampler.
     pub(crate) fn occupancy(&self) -> (usize, usize) {
         let live = self
             .slots
             .iter()
             .filter(|s| s.tid.load(Ordering::Relaxed) > 0);
-        let (mut threads, mut timers) = (0, 0);
+        let (mut threads, mut sampled) = (0, 0);
         for s in live {
             threads += 1;
-            if s.timer.load(Ordering::Relaxed) != NO_TIMER {
-                timers += 1;
+            if s.has_sampler() {
+                sampled += 1;
             }
         }
-        (threads, timers)
+        (threads, sampled)
     }
 }
 
@@ -512,6 +592,30 @@ mod tests {
         n as *mut JNIEnv
     }
 
+    fn timer(id: u64) -> ThreadSampler {
+        ThreadSampler::Timer(id)
+    }
+
+    #[test]
+    fn perf_events_are_published_ring_first_and_found_by_descriptor() {
+        static TABLE_G: ThreadTable = ThreadTable::new();
+        let t = &TABLE_G;
+        t.insert(400, env(8), 1).unwrap();
+        let event = PerfEvent {
+            fd: 33,
+            ring: 0x7000,
+        };
+        assert!(t.set_sampler(400, 1, ThreadSampler::Perf(event)));
+        let slot = t.lookup(400).unwrap();
+        assert_eq!(slot.perf_ring_of(33), Some(0x7000));
+        assert_eq!(slot.perf_ring_of(34), None, "another descriptor's signal");
+        assert_eq!(slot.perf_ring_of(NO_FD), None);
+        assert_eq!(t.occupancy(), (1, 1));
+        assert_eq!(t.take_all_samplers(), vec![ThreadSampler::Perf(event)]);
+        assert_eq!(slot.perf_ring_of(33), None);
+        assert_eq!(t.occupancy(), (1, 0));
+    }
+
     #[test]
     fn insert_lookup_remove() {
         static TABLE_A: ThreadTable = ThreadTable::new();
@@ -520,14 +624,14 @@ mod tests {
         t.insert(101, env(16), 2).unwrap();
         assert_eq!(t.lookup(100).unwrap().env(), env(8));
         assert_eq!(t.lookup(101).unwrap().serial(), 2);
-        assert!(!t.set_timer(100, 2, 7), "another life's timer");
-        assert!(t.set_timer(100, 1, 7));
+        assert!(!t.set_sampler(100, 2, timer(7)), "another life's timer");
+        assert!(t.set_sampler(100, 1, timer(7)));
         assert_eq!(t.occupancy(), (2, 1));
         assert_eq!(
             t.remove(100),
             Some(Removed {
                 serial: 1,
-                timer: 7,
+                sampler: Some(timer(7)),
                 own_context: std::ptr::null_mut()
             })
         );
@@ -585,14 +689,14 @@ mod tests {
             t.insert_native(200, 6, ThreadRole::Vm),
             Err(NotInserted::Present)
         );
-        assert!(t.set_timer(200, 5, 70));
+        assert!(t.set_sampler(200, 5, timer(70)));
         // The thread turns out to be a Java thread (ThreadStart after the scan saw it): the
         // Java registration takes the entry over and hands back the scan's timer.
         assert_eq!(
             t.insert(200, env(8), 9),
             Ok(Inserted::TookOver(Removed {
                 serial: 5,
-                timer: 70,
+                sampler: Some(timer(70)),
                 own_context: std::ptr::null_mut()
             }))
         );
@@ -619,10 +723,13 @@ mod tests {
         );
         // A scanned thread that ends is removed with its timer.
         t.insert_native(201, 11, ThreadRole::Jit).unwrap();
-        assert!(t.set_timer(201, 11, 71));
+        assert!(t.set_sampler(201, 11, timer(71)));
         assert_eq!(t.occupancy(), (2, 1));
         assert_eq!(t.remove_native(201, 12), None, "another life");
-        assert_eq!(t.remove_native(201, 11).map(|r| r.timer), Some(71));
+        assert_eq!(
+            t.remove_native(201, 11).map(|r| r.sampler),
+            Some(Some(timer(71)))
+        );
         assert!(t.lookup(201).is_none());
         // Its tombstone serves the next thread, registered as Java.
         assert_eq!(t.insert(201, env(16), 12), Ok(Inserted::New));
@@ -639,10 +746,10 @@ mod tests {
         let t = &TABLE_F;
         t.insert(300, env(8), 1).unwrap();
         t.insert_native(301, 2, ThreadRole::Gc).unwrap();
-        assert!(t.set_timer(301, 2, 9));
+        assert!(t.set_sampler(301, 2, timer(9)));
         let mut removed = t.remove_all();
-        removed.sort();
-        assert_eq!(removed, vec![(300, NO_TIMER), (301, 9)]);
+        removed.sort_by_key(|(tid, _)| *tid);
+        assert_eq!(removed, vec![(300, None), (301, Some(timer(9)))]);
         assert_eq!(t.occupancy(), (0, 0));
         assert!(t.lookup(300).is_none() && t.lookup(301).is_none());
         // The tombstones serve the next registrations.

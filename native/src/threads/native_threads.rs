@@ -7,8 +7,8 @@
 //! registers every thread that is neither in the thread table nor already known: an entry in
 //! the table with the thread's [`ThreadRole`] (from its name) and no JNIEnv, so the signal
 //! handler records a role frame for it and never calls AsyncGetCallTrace on it; its name for
-//! the `thread_name` label; and, with per-thread CPU timers, a timer on its CPU clock, as a
-//! Java thread gets at ThreadStart. Under `clock=itimer` the process timer's signals land on
+//! the `thread_name` label; and, with per-thread CPU sampling, a perf event or a timer on its
+//! CPU clock, as a Java thread gets at ThreadStart. Under `clock=itimer` the process timer's signals land on
 //! these threads already: they only need to be recognised.
 //!
 //! # CPU before the scan
@@ -46,11 +46,12 @@ use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
+use crate::sampling::cpu_clock::CpuClock;
 use crate::sampling::own_threads;
 use crate::sampling::signal_handler::Sampler;
 use crate::sampling::thread_roles::ThreadRole;
-use crate::sampling::thread_table::{NotInserted, ThreadTable, NO_TIMER};
-use crate::sampling::timers::{self, ThreadCpuTimer};
+use crate::sampling::thread_table::{NotInserted, ThreadTable};
+use crate::sampling::timers;
 use crate::stats::{self, COUNTERS};
 use crate::threads::process_threads;
 use crate::threads::thread_registry;
@@ -81,10 +82,8 @@ struct Ended {
 pub(crate) struct NativeThreads {
     /// The handler's table and buffer (credits are written to the buffer).
     sampler: &'static Sampler,
-    /// Interval of the per-thread CPU timers, `None` under `clock=itimer`.
-    timer_interval: Option<Duration>,
-    /// Signal the timers send.
-    signo: libc::c_int,
+    /// What samples each thread's CPU, `None` under `clock=itimer`.
+    clock: Option<CpuClock>,
     /// Threads registered by the scan: tid -> serial.
     known: HashMap<i32, u64>,
     /// Java threads past their ThreadEnd, kept while their tid is listed.
@@ -99,15 +98,10 @@ pub(crate) struct NativeThreads {
 }
 
 impl NativeThreads {
-    pub(crate) fn new(
-        sampler: &'static Sampler,
-        timer_interval: Option<Duration>,
-        signo: libc::c_int,
-    ) -> NativeThreads {
+    pub(crate) fn new(sampler: &'static Sampler, clock: Option<CpuClock>) -> NativeThreads {
         NativeThreads {
             sampler,
-            timer_interval,
-            signo,
+            clock,
             known: HashMap::new(),
             ended: HashMap::new(),
             listed: Vec::new(),
@@ -226,16 +220,17 @@ impl NativeThreads {
         thread_registry::remember_native(serial, name);
         self.known.insert(tid, serial);
         stats::bump(&COUNTERS.native_threads_found);
-        let Some(interval) = self.timer_interval else {
+        let Some(clock) = self.clock else {
             return true;
         };
-        // Read before the timer starts: the CPU the timer will not see.
+        let interval = clock.interval();
+        // Read before the sampler starts: the CPU it will not see.
         let used = process_threads::cpu_time(tid).filter(|_| self.credit);
-        match ThreadCpuTimer::start(tid, self.signo, interval) {
-            Ok(timer) => {
-                stats::bump(&COUNTERS.timers_created);
-                if !table.set_timer(tid, serial, timer) {
-                    thread_registry::delete_timer(timer);
+        match clock.start(tid) {
+            Ok(sampler) => {
+                if !table.set_sampler(tid, serial, sampler) {
+                    // Never published: no handler knows it.
+                    sampler.stop();
                 }
             }
             // A thread that ended since it was listed has no clock left (EINVAL).
@@ -272,8 +267,9 @@ fn take_ended(ended: &mut HashMap<i32, Ended>) {
 /// Unregisters a thread of the scan's that ended.
 fn forget(table: &ThreadTable, tid: i32, serial: u64) {
     if let Some(removed) = table.remove_native(tid, serial) {
-        if removed.timer != NO_TIMER {
-            thread_registry::delete_timer(removed.timer);
+        if let Some(sampler) = removed.sampler {
+            // The thread has ended: no handler of its reads its ring.
+            sampler.stop();
         }
         stats::bump(&COUNTERS.native_threads_ended);
     }
@@ -361,7 +357,11 @@ mod tests {
             .unwrap();
         let (tid, _) = rx.recv().unwrap();
 
-        let mut scan = NativeThreads::new(sampler, Some(interval), libc::SIGUSR2);
+        let clock = CpuClock::Timer {
+            interval,
+            signo: libc::SIGUSR2,
+        };
+        let mut scan = NativeThreads::new(sampler, Some(clock));
         let first = scan.scan().unwrap();
         assert!(first.found >= 2 && first.listed > first.found, "{first:?}");
         let slot = TABLE.lookup(tid).unwrap();
@@ -408,8 +408,8 @@ mod tests {
         assert!(later.gone >= 1, "{later:?}");
         assert!(TABLE.lookup(tid).is_none());
 
-        for timer in TABLE.take_all_timers() {
-            thread_registry::delete_timer(timer);
+        for sampler in TABLE.take_all_samplers() {
+            sampler.stop();
         }
     }
 }

@@ -8,7 +8,8 @@
 //! ([`crate::threads::running_threads`]).
 //!
 //! Registration puts the thread's JNIEnv in the [`ThreadTable`] (the signal handler passes it
-//! to AsyncGetCallTrace) and, with the per-thread CPU clock, starts the thread's timer.
+//! to AsyncGetCallTrace) and starts what samples the thread's CPU (a perf event or a CPU
+//! timer: [`CpuClock`]), unless the session uses the process-wide `clock=itimer`.
 //! Names are kept apart in [`ThreadNames`], which only the aggregator, these callbacks and the
 //! thread scan touch: a thread may end while its samples still sit in the buffer, so its name
 //! outlives it until the profile that contains those samples is written. The threads the scan
@@ -24,12 +25,13 @@ use std::time::Duration;
 use jni::sys::{jobject, JNIEnv};
 
 use crate::jvm::jvmti::{delete_global_ref, new_global_ref, Jvmti};
+use crate::sampling::cpu_clock::CpuClock;
 use crate::sampling::os::{gettid, monotonic_ns};
 use crate::sampling::own_threads::is_own_tid;
 use crate::sampling::signal_handler;
 use crate::sampling::thread_roles::ThreadRole;
-use crate::sampling::thread_table::{Inserted, ThreadTable, NO_TIMER};
-use crate::sampling::timers::{random_fraction, whole_intervals, ThreadCpuTimer};
+use crate::sampling::thread_table::{Inserted, ThreadTable};
+use crate::sampling::timers::{random_fraction, whole_intervals};
 use crate::stats::{self, COUNTERS};
 use crate::threads::process_threads;
 
@@ -38,14 +40,14 @@ pub(crate) static TABLE: ThreadTable = ThreadTable::new();
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 /// Set while profiling runs: ThreadStarts outside that time register nothing.
 static RUNNING: AtomicBool = AtomicBool::new(false);
-/// The per-thread CPU timer interval of the running session in nanoseconds, 0 for none
-/// (`clock=itimer`, `cpu=off`).
-static TIMER_NS: AtomicU64 = AtomicU64::new(0);
+/// What samples each thread's CPU in the running session: `None` for `clock=itimer` and
+/// `cpu=off`.
+static CLOCK: Mutex<Option<CpuClock>> = Mutex::new(None);
 /// Set while the threads already running at a late start are registered: ThreadEnd then notes
 /// its tid in [`ENDED_WHILE_ADDING`] (see [`crate::threads::running_threads`]).
 static ADDING_RUNNING: AtomicBool = AtomicBool::new(false);
 static ENDED_WHILE_ADDING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-static TIMER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
+static SAMPLER_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
 /// Set while the thread scan runs: ThreadEnd then leaves the thread's CPU time in [`ENDED`].
 static NOTE_ENDS: AtomicBool = AtomicBool::new(false);
 /// CPU time of Java threads at their ThreadEnd, by tid, until the scan takes them. A thread
@@ -112,10 +114,7 @@ fn lock_names() -> std::sync::MutexGuard<'static, ThreadNames> {
 
 /// Profiling starts: threads are registered from now on, as `how` says.
 pub(crate) fn start_registering(how: Registration) {
-    let ns = how.cpu_timer.map_or(0, |d| {
-        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
-    });
-    TIMER_NS.store(ns, Ordering::SeqCst);
+    *CLOCK.lock().unwrap_or_else(|p| p.into_inner()) = how.cpu;
     RUNNING.store(true, Ordering::SeqCst);
 }
 
@@ -134,9 +133,8 @@ pub(crate) fn registration() -> Option<Registration> {
     if !RUNNING.load(Ordering::SeqCst) {
         return None;
     }
-    let ns = TIMER_NS.load(Ordering::SeqCst);
     Some(Registration {
-        cpu_timer: (ns > 0).then(|| Duration::from_nanos(ns)),
+        cpu: *CLOCK.lock().unwrap_or_else(|p| p.into_inner()),
     })
 }
 
@@ -201,8 +199,8 @@ pub(crate) fn take_ended() -> HashMap<i32, Duration> {
 /// How the current thread is sampled.
 #[derive(Clone, Copy)]
 pub(crate) struct Registration {
-    /// Interval of the per-thread CPU timer, or `None` under `clock=itimer`.
-    pub(crate) cpu_timer: Option<Duration>,
+    /// What samples each thread's CPU, or `None` under `clock=itimer` (or `cpu=off`).
+    pub(crate) cpu: Option<CpuClock>,
 }
 
 /// Registers the calling thread (JVMTI ThreadStart, or the thread that starts profiling).
@@ -274,9 +272,10 @@ pub(crate) unsafe fn register_java(
         Ok(Inserted::AlreadyJava) => return None,
         Ok(Inserted::TookOver(scanned)) => {
             // The scan had found this thread first (or it was a native thread that attached):
-            // from now on it is sampled as Java, with a timer of its own.
-            if scanned.timer != NO_TIMER {
-                delete_timer(scanned.timer);
+            // from now on it is sampled as Java, with a sampler of its own. This may run on
+            // another thread than the one sampled (a late start): retire, not stop.
+            if let Some(sampler) = scanned.sampler {
+                sampler.retire();
             }
             mark_ended(scanned.serial);
         }
@@ -305,19 +304,19 @@ pub(crate) unsafe fn register_java(
         },
     );
     stats::bump(&COUNTERS.threads_started);
-    if let Some(interval) = how.cpu_timer {
-        match ThreadCpuTimer::start(tid, libc::SIGPROF, interval) {
-            Ok(timer) => {
-                stats::bump(&COUNTERS.timers_created);
-                if !TABLE.set_timer(tid, serial, timer) {
-                    delete_timer(timer);
+    if let Some(clock) = how.cpu {
+        match clock.start(tid) {
+            Ok(sampler) => {
+                if !TABLE.set_sampler(tid, serial, sampler) {
+                    // Never published: no handler knows it.
+                    sampler.stop();
                 }
             }
             Err(e) => {
                 stats::bump(&COUNTERS.timer_errors);
-                if !TIMER_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
+                if !SAMPLER_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
                     log_warn!(
-                        "cannot create a CPU timer for thread {tid}: {e}; such threads are not sampled (try clock=itimer)"
+                        "cannot sample the CPU of thread {tid}: {e}; such threads are not sampled (try clock=itimer)"
                     );
                 }
             }
@@ -325,20 +324,20 @@ pub(crate) unsafe fn register_java(
     }
     if !RUNNING.load(Ordering::SeqCst) {
         // Profiling stopped while we were registering, and its clean-up may have run before
-        // our entry existed: take it out again, timer and all.
+        // our entry existed: take it out again, sampler and all.
         remove_unless_other_life(tid, serial);
         return None;
     }
     Some(serial)
 }
 
-/// Removes `tid`'s entry if it is still the life numbered `serial`, with its timer; the
+/// Removes `tid`'s entry if it is still the life numbered `serial`, with its sampler; the
 /// thread's record stays its own (it keeps it for a later profiling session).
 pub(crate) fn remove_unless_other_life(tid: i32, serial: u64) {
     if TABLE.lookup(tid).is_some_and(|s| s.serial() == serial) {
         if let Some(removed) = TABLE.remove(tid) {
-            if removed.timer != NO_TIMER {
-                delete_timer(removed.timer);
+            if let Some(sampler) = removed.sampler {
+                sampler.retire();
             }
             mark_ended(removed.serial);
         }
@@ -351,9 +350,10 @@ pub(crate) fn remove_unless_other_life(tid: i32, serial: u64) {
 /// Other Java threads get their ThreadStart within microseconds of their start: nothing to
 /// credit.
 pub(crate) fn credit_cpu_before_start(how: Registration) {
-    let (Some(interval), Some(sampler)) = (how.cpu_timer, signal_handler::installed()) else {
+    let (Some(clock), Some(sampler)) = (how.cpu, signal_handler::installed()) else {
         return;
     };
+    let interval = clock.interval();
     let tid = gettid();
     let Some(slot) = TABLE.lookup(tid) else {
         return;
@@ -391,8 +391,9 @@ pub(crate) fn on_thread_end() {
         return;
     };
     stats::bump(&COUNTERS.threads_ended);
-    if removed.timer != NO_TIMER {
-        delete_timer(removed.timer);
+    if let Some(sampler) = removed.sampler {
+        // On the thread itself: no handler of its can be reading its ring now.
+        sampler.stop();
     }
     // SAFETY: the thread is gone (this is its last callback) and its slot no longer points to
     // the record, so the record can serve another thread. Its TLS pointer dies with it.
@@ -402,18 +403,11 @@ pub(crate) fn on_thread_end() {
     }
 }
 
-/// Deletes a CPU timer, counting the outcome.
-pub(crate) fn delete_timer(timer: u64) {
-    match ThreadCpuTimer::delete(timer) {
-        Ok(()) => stats::bump(&COUNTERS.timers_deleted),
-        Err(_) => stats::bump(&COUNTERS.timer_errors),
-    }
-}
-
-/// Deletes every thread's timer (shutdown). Threads stay registered until they end.
-pub(crate) fn delete_all_timers() {
-    for timer in TABLE.take_all_timers() {
-        delete_timer(timer);
+/// Stops every thread's CPU sampler (shutdown); rings stay mapped until
+/// [`crate::sampling::cpu_clock::unmap_retired`]. Threads stay registered until they end.
+pub(crate) fn stop_all_samplers() {
+    for sampler in TABLE.take_all_samplers() {
+        sampler.retire();
     }
 }
 
@@ -428,10 +422,11 @@ pub(crate) fn delete_all_timers() {
 /// being taken and the aggregator (which reads the names) has stopped.
 pub(crate) unsafe fn clear(jni: *mut JNIEnv) -> usize {
     let mut removed = 0;
-    for (_, timer) in TABLE.remove_all() {
+    for (_, sampler) in TABLE.remove_all() {
         removed += 1;
-        if timer != NO_TIMER {
-            delete_timer(timer);
+        if let Some(sampler) = sampler {
+            // Sampling is off and quiesced (this function's contract).
+            sampler.stop();
         }
     }
     let mut names = lock_names();

@@ -42,11 +42,8 @@ pub(crate) struct ThreadScan {
 /// What the scan needs.
 pub(crate) struct Config {
     pub(crate) sampler: &'static Sampler,
-    /// Interval of the per-thread CPU timers to give the threads found; `None` under
-    /// `clock=itimer`.
-    pub(crate) timer_interval: Option<Duration>,
-    /// The signal those timers send.
-    pub(crate) signo: libc::c_int,
+    /// What samples the CPU of the threads found; `None` under `clock=itimer`.
+    pub(crate) clock: Option<crate::sampling::cpu_clock::CpuClock>,
     /// Whether the CPU the threads of the first scan used before it is credited: yes when
     /// profiling starts with the JVM (that CPU is its start-up), no when it starts later (that
     /// CPU was spent before anyone asked for a profile).
@@ -91,7 +88,7 @@ fn pause_after(cost: Duration) -> Duration {
 }
 
 fn run(config: Config, control: &Shared) {
-    let mut threads = NativeThreads::new(config.sampler, config.timer_interval, config.signo);
+    let mut threads = NativeThreads::new(config.sampler, config.clock);
     threads.credit_next_scan(config.credit_first_scan);
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() };

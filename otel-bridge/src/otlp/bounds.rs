@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use crate::model::{FunctionId, LabelValue, Link, LocationId, Profile, Sample, StrId};
+use crate::model::{FunctionId, LabelValue, Link, LocationId, MappingId, Profile, Sample, StrId};
 
 /// What the encoder keeps each OTLP profile within. [`Bounds::NONE`] (the default) bounds
 /// nothing.
@@ -79,6 +79,7 @@ struct PartSize<'a> {
     p: &'a Profile,
     bounds: &'a Bounds,
     locations: HashSet<LocationId>,
+    mappings: HashSet<MappingId>,
     functions: HashSet<FunctionId>,
     strings: HashSet<StrId>,
     links: HashSet<Link>,
@@ -92,6 +93,7 @@ impl<'a> PartSize<'a> {
             p,
             bounds,
             locations: HashSet::new(),
+            mappings: HashSet::new(),
             functions: HashSet::new(),
             strings: HashSet::new(),
             links: HashSet::new(),
@@ -132,7 +134,19 @@ impl<'a> PartSize<'a> {
         for f in lines {
             n += self.function(f);
         }
-        n
+        n + self.mapping(loc.mapping)
+    }
+
+    /// A native location's mapping: id, range and offset, file name and build id strings.
+    fn mapping(&mut self, id: MappingId) -> usize {
+        if id == MappingId(0) || !self.mappings.insert(id) {
+            return 0;
+        }
+        let Some(m) = self.p.mapping(id) else {
+            return 0;
+        };
+        let (file, build_id) = (m.filename, m.build_id);
+        field_len(6 * NUMBER_BYTES) + self.string(file) + self.string(build_id)
     }
 
     /// What `sample` adds to the part.

@@ -38,7 +38,7 @@ use opentelemetry::{KeyValue, Value};
 
 use crate::model::{
     Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Link, Location,
-    LocationId, Profile, Sample, StackId, Stacks, StrId, ValueType,
+    LocationId, Mapping, MappingId, Profile, Sample, StackId, Stacks, StrId, ValueType,
 };
 
 /// Why OTLP profiles bytes could not be read, by this decoder or by the
@@ -276,6 +276,7 @@ fn any_value<'a>(b: &'a [u8], v: &mut Any<'a>, depth: u32) -> Result<()> {
 #[derive(Default)]
 struct Dict<'a> {
     strings: Vec<&'a str>,
+    mappings: Vec<&'a [u8]>,
     functions: Vec<&'a [u8]>,
     locations: Vec<&'a [u8]>,
     links: Vec<&'a [u8]>,
@@ -291,13 +292,13 @@ fn read_dict<'a>(parts: &[&'a [u8]]) -> Result<Dict<'a>> {
         let mut w = Wire::new(part);
         while let Some((field, wire)) = w.key()? {
             match (field, wire) {
+                (1, LEN) => d.mappings.push(w.bytes()?),
                 (2, LEN) => d.locations.push(w.bytes()?),
                 (3, LEN) => d.functions.push(w.bytes()?),
                 (4, LEN) => d.links.push(w.bytes()?),
                 (5, LEN) => d.strings.push(w.string()?),
                 (6, LEN) => d.attributes.push(w.bytes()?),
                 (7, LEN) => d.stacks.push(w.bytes()?),
-                // The mapping table (JVM frames have no mappings) is checked, not kept.
                 _ => skip_field(&mut w, field, wire, &schema::DICTIONARY, depth::DICTIONARY)?,
             }
         }
@@ -313,6 +314,7 @@ impl Dict<'_> {
     /// profiles needs (nothing refers to its tables, but the official parser still reads them).
     fn check_encoding(&self) -> Result<()> {
         for (entries, message) in [
+            (&self.mappings, &schema::MAPPING),
             (&self.functions, &schema::FUNCTION),
             (&self.locations, &schema::LOCATION),
             (&self.links, &schema::LINK),
@@ -329,6 +331,7 @@ impl Dict<'_> {
     fn check_limits(&self, limits: &Limits) -> Result<()> {
         for (n, what) in [
             (self.strings.len(), "the string table's length"),
+            (self.mappings.len(), "the mapping table's length"),
             (self.functions.len(), "the function table's length"),
             (self.locations.len(), "the location table's length"),
             (self.links.len(), "the link table's length"),
@@ -372,8 +375,9 @@ fn str_id(index: i32, d: &Dict<'_>, referrer: &'static str) -> Result<StrId> {
 
 /// Reads every dictionary table a profile can refer to, checking each index. The model tables
 /// are made only when `BUILD`; without it this is the check's pass over the same bytes, with
-/// the same checks in the same order: functions, attributes, locations (which refer to both),
-/// links, stacks (which refer to locations).
+/// the same checks in the same order: functions, attributes, mappings (which refer to
+/// attributes), locations (which refer to all three), links, stacks (which refer to
+/// locations).
 fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tables> {
     let mut t = Tables::default();
     if BUILD {
@@ -383,12 +387,14 @@ fn build_tables<const BUILD: bool>(d: &Dict<'_>, limits: &Limits) -> Result<Tabl
             dict.strings.push(String::new());
         }
         dict.functions = Vec::with_capacity(d.functions.len().max(1));
+        dict.mappings = Vec::with_capacity(d.mappings.len().max(1));
         dict.locations = Vec::with_capacity(d.locations.len().max(1));
         t.labels.reserve(d.attributes.len());
         t.links.reserve(d.links.len());
     }
     read_functions::<BUILD>(d, &mut t)?;
     let frames = read_attributes::<BUILD>(d, &mut t)?;
+    read_mappings::<BUILD>(d, &frames, &mut t)?;
     read_locations::<BUILD>(d, &frames, &mut t)?;
     read_links::<BUILD>(d, &mut t)?;
     read_stacks::<BUILD>(d, limits, &mut t)?;
@@ -431,21 +437,25 @@ fn read_functions<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<()>
 struct FrameAttributes {
     kind: Vec<Option<FrameKind>>,
     pseudo: Vec<bool>,
+    /// The value of a `process.executable.build_id.gnu` entry (for mappings).
+    build_id: Vec<Option<String>>,
 }
 
 /// Checks every attribute-table entry and, when `BUILD`, gives each the sample label it
 /// becomes (into `t.labels`) and what it says of a location.
 fn read_attributes<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<FrameAttributes> {
     let mut frames = FrameAttributes::default();
-    let (frame_type, pseudo) = if BUILD {
+    let (frame_type, pseudo, build_id) = if BUILD {
         frames.kind.reserve(d.attributes.len());
         frames.pseudo.reserve(d.attributes.len());
+        frames.build_id.reserve(d.attributes.len());
         (
             d.strings.iter().position(|s| *s == super::FRAME_TYPE),
             d.strings.iter().position(|s| *s == super::PSEUDO_FRAME),
+            d.strings.iter().position(|s| *s == super::BUILD_ID),
         )
     } else {
-        (None, None)
+        (None, None, None)
     };
     for a in &d.attributes {
         let (key_i, unit, value) = read_attribute(a, d)?;
@@ -464,6 +474,11 @@ fn read_attributes<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<Fr
         frames
             .pseudo
             .push(Some(key_i) == pseudo && matches!(value, Any::Bool(true)));
+        frames.build_id.push(if Some(key_i) == build_id {
+            attribute_text(&value, d)
+        } else {
+            None
+        });
         let label = attribute_label(t, d, key_i, unit, &value);
         t.labels.push(label);
     }
@@ -514,6 +529,56 @@ fn attribute_label(
     label.map(|value| Label { key, value })
 }
 
+/// The mapping table: ranges, file names (checked string indices), attribute indices
+/// (checked; a build id among them is kept).
+fn read_mappings<const BUILD: bool>(
+    d: &Dict<'_>,
+    frames: &FrameAttributes,
+    t: &mut Tables,
+) -> Result<()> {
+    let mut attrs = Vec::new();
+    for m in &d.mappings {
+        let mut w = Wire::new(m);
+        let mut mapping = Mapping::default();
+        let mut filename = 0;
+        attrs.clear();
+        while let Some((field, wire)) = w.key()? {
+            match (field, wire) {
+                (1, VARINT) => mapping.memory_start = w.varint()?,
+                (2, VARINT) => mapping.memory_limit = w.varint()?,
+                (3, VARINT) => mapping.file_offset = w.varint()?,
+                (4, VARINT) => filename = w.int32()?,
+                (5, LEN) => w.packed_i32(&mut attrs)?,
+                (5, VARINT) => attrs.push(w.int32()?),
+                _ => skip_field(&mut w, field, wire, &schema::MAPPING, depth::TABLE_ENTRY)?,
+            }
+        }
+        mapping.filename = str_id(filename, d, "a mapping filename")?;
+        let mut build_id = None;
+        for &a in &attrs {
+            let i = check(
+                i64::from(a),
+                d.attributes.len(),
+                "a mapping",
+                "attribute_table",
+            )?;
+            if BUILD {
+                build_id = build_id.or_else(|| frames.build_id.get(i).cloned().flatten());
+            }
+        }
+        if BUILD {
+            if let Some(id) = build_id {
+                mapping.build_id = t.intern_extra(&id);
+            }
+            t.dictionary.mappings.push(mapping);
+        }
+    }
+    if BUILD && t.dictionary.mappings.is_empty() {
+        t.dictionary.mappings.push(Mapping::default());
+    }
+    Ok(())
+}
+
 fn read_locations<const BUILD: bool>(
     d: &Dict<'_>,
     frames: &FrameAttributes,
@@ -524,8 +589,10 @@ fn read_locations<const BUILD: bool>(
         let mut w = Wire::new(l);
         let mut loc = Location::default();
         attrs.clear();
+        let mut mapping = 0;
         while let Some((field, wire)) = w.key()? {
             match (field, wire) {
+                (1, VARINT) => mapping = w.int32()?,
                 (2, VARINT) => loc.address = w.varint()?,
                 (3, LEN) => {
                     let line = read_line(w.bytes()?, d)?;
@@ -537,6 +604,16 @@ fn read_locations<const BUILD: bool>(
                 (4, VARINT) => attrs.push(w.int32()?),
                 _ => skip_field(&mut w, field, wire, &schema::LOCATION, depth::TABLE_ENTRY)?,
             }
+        }
+        // An empty mapping table stands for the zero mapping everybody means by index 0.
+        if mapping != 0 {
+            let i = check(
+                i64::from(mapping),
+                d.mappings.len(),
+                "a location",
+                "mapping_table",
+            )?;
+            loc.mapping = MappingId(u32::try_from(i).unwrap_or(0));
         }
         let mut is_pseudo = false;
         for &a in &attrs {
@@ -1147,6 +1224,14 @@ mod tests {
         // The first sample's stack again (one stack table entry, three samples).
         b.add_sample(&[lw, lm], &[e], &[4, 40]);
         b.add_sample(&[lw, lm], &[], &[5, 50]);
+        // Native and kernel frames, with their mappings.
+        let libjvm = b.mapping(0x7000..0x9000, 0x1000, "/usr/lib/libjvm.so", "97da31b2");
+        let kernel = b.mapping(0xffff_0000..u64::MAX, 0, "[kernel.kallsyms]", "");
+        let intern = b.function("StringTable::intern", "", 0);
+        let write = b.function("ksys_write", "", 0);
+        let ln = b.code_location(intern, FrameKind::Native, 0x7123, libjvm);
+        let lk = b.code_location(write, FrameKind::Kernel, 0xffff_1000, kernel);
+        b.add_sample(&[lk, ln, lw, lm], &[t], &[6, 60]);
         b.build(1_000, 5_000)
     }
 
@@ -1162,7 +1247,19 @@ mod tests {
                     .map(|l| {
                         let loc = p.location(*l).unwrap();
                         let names: Vec<&str> = p.location_function_names(*l).collect();
-                        format!("{}:{:?}:{}", names.join("+"), loc.kind, loc.lines[0].line)
+                        let m = p.mapping(loc.mapping).unwrap();
+                        format!(
+                            "{}:{:?}:{}:{:#x}@{}[{:#x}..{:#x}+{:#x}]{}",
+                            names.join("+"),
+                            loc.kind,
+                            loc.lines[0].line,
+                            loc.address,
+                            p.str(m.filename),
+                            m.memory_start,
+                            m.memory_limit,
+                            m.file_offset,
+                            p.str(m.build_id)
+                        )
                     })
                     .collect();
                 let mut labels: Vec<String> = s
@@ -1260,7 +1357,7 @@ mod tests {
             check_request(&bytes).unwrap(),
             Checked {
                 profiles: 1,
-                samples: 5
+                samples: 6
             }
         );
         assert!(decode(&[0x0a, 0xff]).is_err());

@@ -10,10 +10,12 @@ use super::bounds::{self, TRUNCATED_FRAME};
 use super::proto as pb;
 use super::{
     attribute_key_for_label, EncodeOptions, ExportProfilesServiceRequest, LinkTarget, ProfileId,
-    FRAME_TYPE, LOCAL_ROOT_SPAN_ID, MAX_TIMESTAMP_EXPANSION, PSEUDO_FRAME, SCOPE_NAME,
+    BUILD_ID, FRAME_TYPE, LOCAL_ROOT_SPAN_ID, MAX_TIMESTAMP_EXPANSION, PSEUDO_FRAME, SCOPE_NAME,
     SCOPE_VERSION, THREAD_ID,
 };
-use crate::model::{FrameKind, LabelValue, Link, LocationId, Profile, Sample, StackId, ValueType};
+use crate::model::{
+    FrameKind, LabelValue, Link, LocationId, MappingId, Profile, Sample, StackId, ValueType,
+};
 
 /// Why a model profile cannot be encoded. Both mean a malformed model (a bug in whoever
 /// built it); the caller drops the profile and reports it.
@@ -25,6 +27,8 @@ pub enum EncodeError {
     UnknownLocation(u32),
     #[error("a location refers to function {0}, which the profile does not have")]
     UnknownFunction(u32),
+    #[error("a location refers to mapping {0}, which the profile does not have")]
+    UnknownMapping(u32),
 }
 
 /// Encodes `profile` with `resource` into one export request (see the module docs for the
@@ -199,6 +203,8 @@ struct AttrKey {
 /// The shared `ProfilesDictionary` under construction: every table deduplicated, index 0
 /// the zero value.
 struct Dictionary {
+    mappings: Vec<pb::Mapping>,
+    mapping_index: HashMap<u32, i32>,
     strings: Vec<String>,
     string_index: HashMap<String, i32>,
     functions: Vec<pb::Function>,
@@ -228,6 +234,8 @@ fn next_index(len: usize, table: &'static str) -> Result<i32, EncodeError> {
 impl Dictionary {
     fn new(options: &EncodeOptions) -> Dictionary {
         Dictionary {
+            mappings: vec![pb::Mapping::default()],
+            mapping_index: HashMap::from([(0, 0)]),
             strings: vec![String::new()],
             string_index: HashMap::from([(String::new(), 0)]),
             functions: vec![pb::Function::default()],
@@ -249,9 +257,9 @@ impl Dictionary {
 
     fn finish(self) -> pb::ProfilesDictionary {
         pb::ProfilesDictionary {
-            // JVM frames have no mapping; entry 0 is still required (and Pyroscope reads
-            // mapping_table[location.mapping_index] for every location).
-            mapping_table: vec![pb::Mapping::default()],
+            // JVM frames have no mapping (index 0); entry 0 is required either way (and
+            // Pyroscope reads mapping_table[location.mapping_index] for every location).
+            mapping_table: self.mappings,
             location_table: self.locations,
             function_table: self.functions,
             link_table: self.links,
@@ -315,6 +323,33 @@ impl Dictionary {
         Ok(i)
     }
 
+    /// The mapping of a native location: its range, file offset, file name, and the GNU
+    /// build id as the `process.executable.build_id.gnu` attribute, so that a backend can find
+    /// the same binary's symbols again.
+    fn mapping(&mut self, p: &Profile, id: MappingId) -> Result<i32, EncodeError> {
+        if let Some(&i) = self.mapping_index.get(&id.0) {
+            return Ok(i);
+        }
+        let m = p.mapping(id).ok_or(EncodeError::UnknownMapping(id.0))?;
+        let build_id = p.str(m.build_id);
+        let attribute_indices = if build_id.is_empty() {
+            Vec::new()
+        } else {
+            vec![self.attribute(BUILD_ID, AttrValue::Str(build_id.to_owned()), "")?]
+        };
+        let entry = pb::Mapping {
+            memory_start: m.memory_start,
+            memory_limit: m.memory_limit,
+            file_offset: m.file_offset,
+            filename_strindex: self.string(p.str(m.filename))?,
+            attribute_indices,
+        };
+        let i = next_index(self.mappings.len(), "mapping")?;
+        self.mappings.push(entry);
+        self.mapping_index.insert(id.0, i);
+        Ok(i)
+    }
+
     fn location(&mut self, p: &Profile, id: LocationId) -> Result<i32, EncodeError> {
         if let Some(&i) = self.location_index.get(&id.0) {
             return Ok(i);
@@ -338,9 +373,10 @@ impl Dictionary {
         if loc.kind == FrameKind::Pseudo {
             attribute_indices.push(self.attribute(PSEUDO_FRAME, AttrValue::Bool(true), "")?);
         }
+        let mapping_index = self.mapping(p, loc.mapping)?;
         let i = next_index(self.locations.len(), "location")?;
         self.locations.push(pb::Location {
-            mapping_index: 0,
+            mapping_index,
             address: loc.address,
             lines,
             attribute_indices,

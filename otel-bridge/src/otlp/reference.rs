@@ -24,8 +24,8 @@ use super::{
 };
 use crate::gzip::{self, MAX_INFLATED_BYTES};
 use crate::model::{
-    FrameKind, Function, Label, LabelValue, Line, Lines, Link, Location, LocationId, Profile,
-    ProfileBuilder, StrId, ValueType,
+    FrameKind, Function, Label, LabelValue, Line, Lines, Link, Location, LocationId, Mapping,
+    MappingId, Profile, ProfileBuilder, StrId, ValueType,
 };
 
 /// One OTLP profile, as a model profile plus what the model has no room for.
@@ -177,6 +177,35 @@ impl ModelBuilder {
         self.builder.intern(s)
     }
 
+    /// A mapping of the table, with its build id attribute, interned.
+    fn mapping(
+        &mut self,
+        m: &pb::Mapping,
+        dict: &pb::ProfilesDictionary,
+    ) -> Result<MappingId, DecodeError> {
+        let filename = string(dict, m.filename_strindex, "a mapping filename")?;
+        let mut build_id = "";
+        for &a in &m.attribute_indices {
+            let attr = at(&dict.attribute_table, a, "a mapping", "attribute_table")?;
+            let key = string(dict, attr.key_strindex, "an attribute key")?;
+            if key == super::BUILD_ID {
+                if let Some(any_value::Value::StringValue(s)) =
+                    attr.value.as_ref().and_then(|v| v.value.as_ref())
+                {
+                    build_id = s;
+                }
+            }
+        }
+        let mapping = Mapping {
+            memory_start: m.memory_start,
+            memory_limit: m.memory_limit,
+            file_offset: m.file_offset,
+            filename: self.intern(filename),
+            build_id: self.intern(build_id),
+        };
+        Ok(self.builder.intern_mapping(mapping))
+    }
+
     fn location(
         &mut self,
         index: i32,
@@ -186,7 +215,7 @@ impl ModelBuilder {
             return Ok(l);
         }
         let loc = at(&dict.location_table, index, "a stack", "location_table")?;
-        at(
+        let m = at(
             &dict.mapping_table,
             loc.mapping_index,
             "a location",
@@ -200,6 +229,11 @@ impl ModelBuilder {
                 Err(e)
             }
         })?;
+        let mapping = if loc.mapping_index == 0 {
+            MappingId(0)
+        } else {
+            self.mapping(m, dict)?
+        };
         let mut lines = Lines::with_capacity(loc.lines.len());
         for line in &loc.lines {
             let f = at(
@@ -254,6 +288,7 @@ impl ModelBuilder {
             lines,
             kind,
             address: loc.address,
+            mapping,
         };
         let id = self.builder.intern_location(location);
         self.location_memo.insert(index, id);

@@ -10,7 +10,7 @@ use super::{proto, LINK_SPAN_ID, LINK_TRACE_ID, MAX_INFLATED_BYTES};
 use crate::gzip;
 use crate::model::{
     Dictionary, FrameKind, Function, FunctionId, Label, LabelValue, Line, Lines, Location,
-    LocationId, Profile, Sample, StackId, Stacks, StrId, ValueType,
+    LocationId, Mapping, MappingId, Profile, Sample, StackId, Stacks, StrId, ValueType,
 };
 use crate::otlp::Limits;
 
@@ -40,6 +40,7 @@ pub enum Table {
     String,
     Function,
     Location,
+    Mapping,
 }
 
 impl fmt::Display for Table {
@@ -48,6 +49,7 @@ impl fmt::Display for Table {
             Table::String => "string",
             Table::Function => "function",
             Table::Location => "location",
+            Table::Mapping => "mapping",
         })
     }
 }
@@ -191,7 +193,14 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
         None => ValueType::default(),
     };
     let (function_ids, functions) = functions(&p.function, &st)?;
-    let (location_ids, locations) = locations(&p.location, &function_ids)?;
+    let (mapping_ids, mappings) = mappings(&p.mapping, &st)?;
+    let (location_ids, locations) = locations(
+        &p.location,
+        &function_ids,
+        &mapping_ids,
+        &mappings,
+        &strings,
+    )?;
     let (samples, stacks) = samples(p.sample, &location_ids, &st, &strings, sample_types.len())?;
     let comments = p
         .comment
@@ -205,6 +214,7 @@ fn from_pb(p: proto::Profile) -> Result<Profile, DecodeError> {
             functions,
             locations,
             stacks,
+            mappings,
         }),
         sample_types,
         period_type,
@@ -262,10 +272,48 @@ fn functions(
     Ok((ids, functions))
 }
 
+/// The model's mappings (index 0 the zero mapping), and pprof's mapping ids to them.
+fn mappings(table: &[proto::Mapping], st: &Strings) -> Result<(IdMap, Vec<Mapping>), DecodeError> {
+    let ids = IdMap::build(Table::Mapping, table.iter().map(|m| m.id))?;
+    let mut mappings = Vec::with_capacity(table.len() + 1);
+    mappings.push(Mapping::default());
+    for m in table {
+        let referrer = |field: &'static str| move || format!("mapping id {} {field}", m.id);
+        mappings.push(Mapping {
+            memory_start: m.memory_start,
+            memory_limit: m.memory_limit,
+            file_offset: m.file_offset,
+            filename: st.id(m.filename, referrer("filename"))?,
+            build_id: st.id(m.build_id, referrer("build_id"))?,
+        });
+    }
+    Ok((ids, mappings))
+}
+
+/// What a location is, from its mapping: pprof has no frame kind, but Java frames have no
+/// mapping, and kernel code is mapped as `[kernel.kallsyms]` (the name perf and pprof use).
+fn kind_of(mapping: MappingId, mappings: &[Mapping], strings: &[String]) -> FrameKind {
+    if mapping.0 == 0 {
+        return FrameKind::Jvm;
+    }
+    let name = mappings
+        .get(mapping.0 as usize)
+        .and_then(|m| strings.get(m.filename.0 as usize))
+        .map_or("", String::as_str);
+    if name == crate::model::KERNEL_MAPPING {
+        FrameKind::Kernel
+    } else {
+        FrameKind::Native
+    }
+}
+
 /// The model's locations (index 0 the zero location), and pprof's location ids to them.
 fn locations(
     table: &[proto::Location],
     function_ids: &IdMap,
+    mapping_ids: &IdMap,
+    mappings: &[Mapping],
+    strings: &[String],
 ) -> Result<(IdMap, Vec<Location>), DecodeError> {
     let ids = IdMap::build(Table::Location, table.iter().map(|l| l.id))?;
     let mut locations = Vec::with_capacity(table.len() + 1);
@@ -290,10 +338,17 @@ fn locations(
                 })
             })
             .collect::<Result<Lines, DecodeError>>()?;
+        // mapping_id 0 is pprof's "no mapping".
+        let mapping = if loc.mapping_id == 0 {
+            MappingId(0)
+        } else {
+            MappingId(mapping_ids.get(loc.mapping_id, || format!("location id {}", loc.id))?)
+        };
         locations.push(Location {
             lines,
-            kind: FrameKind::Jvm,
+            kind: kind_of(mapping, mappings, strings),
             address: loc.address,
+            mapping,
         });
     }
     Ok((ids, locations))

@@ -103,7 +103,25 @@ fn to_pb(p: &Profile) -> proto::Profile {
     proto::Profile {
         sample_type: p.sample_types.iter().map(value_type).collect(),
         sample,
-        mapping: Vec::new(),
+        mapping: p
+            .mappings()
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(id, m)| proto::Mapping {
+                id: id as u64,
+                memory_start: m.memory_start,
+                memory_limit: m.memory_limit,
+                file_offset: m.file_offset,
+                filename: str_index(m.filename),
+                build_id: str_index(m.build_id),
+                // The agent names native frames itself: readers need not symbolise again.
+                has_functions: true,
+                has_filenames: false,
+                has_line_numbers: false,
+                has_inline_frames: false,
+            })
+            .collect(),
         location: p
             .locations()
             .iter()
@@ -111,7 +129,7 @@ fn to_pb(p: &Profile) -> proto::Profile {
             .skip(1)
             .map(|(id, loc)| proto::Location {
                 id: id as u64,
-                mapping_id: 0,
+                mapping_id: u64::from(loc.mapping.0),
                 address: loc.address,
                 line: loc
                     .lines

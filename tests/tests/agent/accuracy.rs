@@ -1,24 +1,26 @@
 //! CPU accuracy against a workload whose true split is known (examples CpuSplit: 60/30/10 by
-//! iteration counts of one loop), on every supported JDK, with and without safepoint polls in
-//! the hot loop; and stack walks that recover where HotSpot alone gives up. Read back with
-//! `go tool pprof -top`.
+//! iteration counts of one loop), on every supported JDK and both CPU engines (`clock=perf`,
+//! `clock=cpu`), with and without safepoint polls in the hot loop; and stack walks that
+//! recover where HotSpot alone gives up. Read back with `go tool pprof -top` and `-raw`.
 
-use otelprof_tests::{all_jdks, pprof_top, Jdk, JvmRun, NO_LOOP_SAFEPOINTS};
+use otelprof_tests::{all_jdks, pprof_raw, pprof_top, Jdk, JvmRun, NO_LOOP_SAFEPOINTS};
 
 const CLASS: &str = "otelprof.workloads.CpuSplit";
 const TRUTH: [(&str, f64); 3] = [("sixty", 60.0), ("thirty", 30.0), ("ten", 10.0)];
 /// Percentage points.
 const TOLERANCE: f64 = 1.5;
-/// CPU seconds per worker thread. The split is estimated from about 250 signals per CPU
-/// second (the kernel checks CPU timers on its 4 ms tick; overruns carry the rest), so 2 x 32 s
-/// gives ~16,000 signals: the binomial error of a 30% share is then 0.36 pp, a quarter of the
-/// tolerance.
-const CPU_SECONDS: &str = "32";
+/// The CPU engines, and the CPU seconds per worker thread each needs. The split is estimated
+/// from about 16,000 signals, for a binomial error of a 30% share of 0.36 pp, a quarter of
+/// the tolerance: with perf events a signal per millisecond of CPU, 2 x 8 s; with the CPU
+/// timers about 250 signals per CPU second (the kernel checks them on its 4 ms tick; overruns
+/// carry the rest), 2 x 32 s.
+const CLOCKS: [(&str, &str); 2] = [("perf", "8"), ("cpu", "32")];
 
-fn split(jdk: Jdk, extra_flags: &[&str], what: &str) {
+fn split(jdk: Jdk, clock: &str, cpu_seconds: &str, extra_flags: &[&str], what: &str) {
+    let what = format!("clock={clock} {what}");
     let run = JvmRun::new(jdk.clone(), CLASS)
-        .args(&["2", CPU_SECONDS])
-        .agent("cpu=1ms,period=600s")
+        .args(&["2", cpu_seconds])
+        .agent(&format!("cpu=1ms,clock={clock},period=600s"))
         // One compiled copy of the shared loop, so that the three callers' per-iteration cost
         // is identical by construction and the 60/30/10 truth is exact.
         .flags(&[
@@ -53,18 +55,24 @@ fn split(jdk: Jdk, extra_flags: &[&str], what: &str) {
         );
     }
 
-    // The sampled CPU time of the workers matches the CPU time the JVM says they used.
-    let workers = pprof_top(&profiles, "cpu", &["-tagfocus=thread_name=^worker-"]);
+    // The sampled CPU time of the workers matches the CPU time the JVM says they used
+    // (summed from `-raw`: `-top`'s total ignores a tag focus).
+    let workers = pprof_raw(&profiles).total("cpu", |s| {
+        s.labels
+            .get("thread_name")
+            .is_some_and(|t| t.starts_with("worker-"))
+    }) as f64
+        / 1e6;
     let reported: f64 = run
         .stdout
         .lines()
         .filter_map(|l| l.strip_prefix("cpu_ms "))
         .map(|l| l.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap())
         .sum();
-    let ratio = workers.total / reported;
+    let ratio = workers / reported;
     println!(
-        "{} {what}: sampled worker CPU {:.0} ms vs JVM-reported {reported:.0} ms ({ratio:.3})",
-        jdk.name, workers.total
+        "{} {what}: sampled worker CPU {workers:.0} ms vs JVM-reported {reported:.0} ms ({ratio:.3})",
+        jdk.name
     );
     assert!(
         (0.95..=1.05).contains(&ratio),
@@ -75,18 +83,24 @@ fn split(jdk: Jdk, extra_flags: &[&str], what: &str) {
 #[test]
 fn cpu_split_matches_truth_on_every_jdk() {
     for jdk in all_jdks() {
-        split(jdk, &[], "default flags");
+        for (clock, seconds) in CLOCKS {
+            split(jdk.clone(), clock, seconds, &[], "default flags");
+        }
     }
 }
 
 #[test]
 fn cpu_split_matches_truth_in_loops_without_safepoint_polls() {
     for jdk in all_jdks() {
-        split(
-            jdk,
-            NO_LOOP_SAFEPOINTS,
-            "no safepoint polls in counted loops",
-        );
+        for (clock, seconds) in CLOCKS {
+            split(
+                jdk.clone(),
+                clock,
+                seconds,
+                NO_LOOP_SAFEPOINTS,
+                "no safepoint polls in counted loops",
+            );
+        }
     }
 }
 
@@ -94,10 +108,13 @@ fn cpu_split_matches_truth_in_loops_without_safepoint_polls() {
 /// it was inlined into: this is what DebugNonSafepoints buys in compiled code.
 #[test]
 fn inlined_frames_keep_their_callers() {
-    for jdk in all_jdks() {
+    for (jdk, (clock, _)) in all_jdks()
+        .into_iter()
+        .flat_map(|jdk| CLOCKS.map(|c| (jdk.clone(), c)))
+    {
         let run = JvmRun::new(jdk.clone(), CLASS)
             .args(&["2", "6"])
-            .agent("cpu=1ms")
+            .agent(&format!("cpu=1ms,clock={clock}"))
             .flags(NO_LOOP_SAFEPOINTS)
             .run();
         run.assert_clean_exit();
@@ -108,7 +125,7 @@ fn inlined_frames_keep_their_callers() {
             .map(|(m, _)| top.cum(&format!("{CLASS}.{m}")))
             .sum();
         println!(
-            "{}: spin {spin:.0} ms, under sixty/thirty/ten {callers:.0} ms",
+            "{} clock={clock}: spin {spin:.0} ms, under sixty/thirty/ten {callers:.0} ms",
             jdk.name
         );
         assert!(

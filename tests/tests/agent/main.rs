@@ -1,12 +1,15 @@
 //! The agent in a real JVM, read back with independent tools: CPU, wall-clock, allocation
-//! and lock accuracy against workloads whose truth is known, the whole process's CPU, the
+//! and lock accuracy against workloads whose truth is known, the CPU engines and the mixed
+//! Java/native/kernel stacks, the whole process's CPU, the
 //! profile types and their units, source lines, span context through the real OpenTelemetry
 //! SDK, and a JVM that is never harmed.
 
 mod accuracy;
 mod allocation;
+mod cpu_engines;
 mod lines;
 mod locks;
+mod native_frames;
 mod process_cpu;
 mod profile_types;
 mod safety;

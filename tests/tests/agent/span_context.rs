@@ -55,10 +55,10 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("virtual", &["virtualWorkOne", "virtualWorkTwo"]),
 ];
 
-fn run(jdk: Jdk, scenarios: &[&str]) -> (RunOutput, Vec<TraceSample>) {
+fn run(jdk: Jdk, clock: &str, scenarios: &[&str]) -> (RunOutput, Vec<TraceSample>) {
     let out = JvmRun::new(jdk.clone(), CLASS)
         .javaagent()
-        .agent("cpu=2ms")
+        .agent(&format!("cpu=2ms,clock={clock}"))
         .classpath(&[otel_classes(), otel_sdk_jar()])
         .flags(&["-Dseconds=4"])
         .args(scenarios)
@@ -108,13 +108,21 @@ fn score(samples: &[TraceSample], spans: &HashMap<String, Expected>, methods: &[
     s
 }
 
+/// Checks `scenarios` on both CPU engines (perf events and the CPU timers).
 fn check_scenarios(jdk: Jdk, scenarios: &[&str]) {
-    let (out, samples) = run(jdk.clone(), scenarios);
+    for clock in ["perf", "cpu"] {
+        check_scenarios_on(jdk.clone(), clock, scenarios);
+    }
+}
+
+fn check_scenarios_on(jdk: Jdk, clock: &str, scenarios: &[&str]) {
+    let (out, samples) = run(jdk.clone(), clock, scenarios);
+    let name = format!("{} clock={clock}", jdk.name);
     let spans = expectations(&out.stdout);
     let counters = out.agent_counters();
     println!(
         "{}: {} spans reported; agent {:?}",
-        jdk.name,
+        name,
         spans.len(),
         counters
     );
@@ -129,7 +137,7 @@ fn check_scenarios(jdk: Jdk, scenarios: &[&str]) {
         let recall = s.carrying_own_span / s.in_methods;
         println!(
             "{} {scenario}: {:.0} ms in work methods, precision {:.4}, recall {:.4}, wrong local root {:.0} ms, wrong endpoint/trace {:.0} ms",
-            jdk.name, s.in_methods, precision, recall, s.wrong_root, s.wrong_endpoint
+            name, s.in_methods, precision, recall, s.wrong_root, s.wrong_endpoint
         );
         assert!(
             s.in_methods >= 1_000.0,
@@ -139,13 +147,9 @@ fn check_scenarios(jdk: Jdk, scenarios: &[&str]) {
         assert!(
             precision >= PRECISION,
             "{} {scenario}: precision {precision:.4}",
-            jdk.name
+            name
         );
-        assert!(
-            recall >= RECALL,
-            "{} {scenario}: recall {recall:.4}",
-            jdk.name
-        );
+        assert!(recall >= RECALL, "{} {scenario}: recall {recall:.4}", name);
         assert!(
             s.wrong_root <= 0.005 * s.in_methods,
             "{scenario}: wrong local roots {s:?}"
@@ -175,7 +179,7 @@ fn spans_on_platform_and_virtual_threads_jdk25() {
 /// late rename reached samples taken before it.
 #[test]
 fn nested_child_has_parent_as_local_root_and_final_endpoint() {
-    let (out, samples) = run(jdk17(), &["nested"]);
+    let (out, samples) = run(jdk17(), "auto", &["nested"]);
     let spans = expectations(&out.stdout);
     let child_samples: Vec<&TraceSample> = samples
         .iter()
@@ -198,7 +202,7 @@ fn nested_child_has_parent_as_local_root_and_final_endpoint() {
 
 #[test]
 fn unsampled_trace_keeps_endpoint_but_gets_no_link() {
-    let (out, samples) = run(jdk17(), &["unsampled"]);
+    let (out, samples) = run(jdk17(), "auto", &["unsampled"]);
     assert!(expectations(&out.stdout).values().all(|e| !e.sampled));
     let mut total = 0.0;
     let mut with_endpoint = 0.0;
@@ -226,7 +230,7 @@ fn unsampled_trace_keeps_endpoint_but_gets_no_link() {
 /// Per-endpoint CPU: the two interleaved endpoints split the shared pool's work evenly.
 #[test]
 fn endpoints_interleaved_on_a_shared_pool_split_by_name() {
-    let (_, samples) = run(jdk25(), &["endpoints"]);
+    let (_, samples) = run(jdk25(), "auto", &["endpoints"]);
     let mut by_endpoint: BTreeMap<String, f64> = BTreeMap::new();
     let (mut total, mut wrong) = (0.0, 0.0);
     for s in samples

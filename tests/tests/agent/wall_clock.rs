@@ -49,10 +49,10 @@ fn is_in(thread: &str, prefix: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn check(jdk: Jdk) {
+fn check(jdk: Jdk, clock: &str) {
     let run = JvmRun::new(jdk.clone(), CLASS)
         .javaagent()
-        .agent("cpu=10ms,wall=10ms")
+        .agent(&format!("cpu=10ms,clock={clock},wall=10ms"))
         .classpath(&[otel_classes(), otel_sdk_jar()])
         .args(&["4", "4", SECONDS])
         .run();
@@ -60,7 +60,7 @@ fn check(jdk: Jdk) {
     let truth = truth(&run.stdout);
     assert_eq!(truth.len(), 8, "{}", run.stdout);
     let counters = run.agent_counters();
-    println!("{}: agent {counters:?}", jdk.name);
+    println!("{} clock={clock}: agent {counters:?}", jdk.name);
     // Both sampling paths ran: signals to running threads, stack traces of waiting ones; and
     // the long-idle threads were thinned.
     assert!(counters["wall_signals"] > 500, "{counters:?}");
@@ -181,7 +181,10 @@ fn check(jdk: Jdk) {
 
 #[test]
 fn wall_shares_states_and_spans_match_truth_on_every_jdk() {
+    // With either CPU engine beside it: the wall-clock signals share SIGPROF with both.
     for jdk in all_jdks() {
-        check(jdk);
+        for clock in ["perf", "cpu"] {
+            check(jdk.clone(), clock);
+        }
     }
 }

@@ -81,7 +81,7 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
     assert_eq!(n["os.type"], "linux");
     assert_eq!(
         n["otelprof.options"],
-        "period=60s,depth=2048,clock=cpu,wall_threads=16,alloc_rate=500"
+        "period=60s,depth=2048,clock=auto,wall_threads=16,alloc_rate=500"
     );
     assert!(
         n.get("process.command_args").is_none(),

@@ -182,12 +182,33 @@ fn export_cpu_split(jdk: Jdk, protocol: OtlpProtocol, with_files: bool, thread_i
     assert!(heaviest
         .iter()
         .any(|f| f == format!("{CPU_SPLIT}.work").as_str()));
-    // Java frames are `jvm`; the JVM's own threads (JIT compilers, GC, VM thread) are one
-    // `native` frame naming their role.
+    // Java frames are `jvm`; native code (libjvm, libc, the JVM's own threads under their
+    // role frame) is `native`, the kernel's `kernel`; native frames reference the mapping of
+    // their library, with its build id.
     let frame_types: Vec<_> = s["frame_types"].as_object().unwrap().keys().collect();
     assert!(
-        frame_types == ["jvm"] || frame_types == ["jvm", "native"],
+        frame_types.contains(&&"jvm".to_owned())
+            && frame_types
+                .iter()
+                .all(|t| ["jvm", "native", "kernel"].contains(&t.as_str())),
         "{frame_types:?}"
+    );
+    assert!(
+        num(&s["mapped_frames"]["native"]) > 0.0,
+        "no native frame with a mapping: {}",
+        s["mapped_frames"]
+    );
+    let libjvm = s["mappings"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(file, _)| file.ends_with("/libjvm.so"))
+        .unwrap_or_else(|| panic!("no libjvm.so mapping: {}", s["mappings"]));
+    assert_eq!(
+        libjvm.1.as_str().unwrap().len(),
+        40,
+        "build id of {}",
+        libjvm.0
     );
 
     // Threads: thread.name and its pool; thread.id is opt-in (Pyroscope cardinality).

@@ -5,8 +5,12 @@
 //! own structures ([`thread_map`]), located through the table HotSpot exports for its
 //! Serviceability Agent ([`vm_structs`]).
 //!
+//! The bounds of its code cache, where native stack walks stop ([`code_cache`]), come from
+//! the same table.
+//!
 //! Everything here runs on the thread that starts profiling, never in the signal handler:
 //! the handler only ever reads the thread table these ids are put in.
 
+pub(crate) mod code_cache;
 pub(crate) mod thread_map;
 pub(crate) mod vm_structs;

@@ -21,9 +21,14 @@ struct Layout {
     type_name: usize,
     field_name: usize,
     offset: usize,
+    /// Where an entry says whether its field is static (an int32), and a static field's
+    /// address (a pointer): `None` where this JVM does not export them.
+    is_static: Option<usize>,
+    address: Option<usize>,
 }
 
-/// Offsets of non-static fields, looked up by type and field name.
+/// Offsets of non-static fields and addresses of static ones, looked up by type and field
+/// name.
 pub(crate) struct VmStructs {
     layout: Layout,
 }
@@ -49,6 +54,8 @@ impl VmStructs {
             type_name: word(c"gHotSpotVMStructEntryTypeNameOffset")?,
             field_name: word(c"gHotSpotVMStructEntryFieldNameOffset")?,
             offset: word(c"gHotSpotVMStructEntryOffsetOffset")?,
+            is_static: word(c"gHotSpotVMStructEntryIsStaticOffset").ok(),
+            address: word(c"gHotSpotVMStructEntryAddressOffset").ok(),
         };
         let word_size = std::mem::size_of::<usize>();
         let fits = |o: usize| {
@@ -61,6 +68,10 @@ impl VmStructs {
             || !fits(layout.type_name)
             || !fits(layout.field_name)
             || !fits(layout.offset)
+            || layout
+                .is_static
+                .is_some_and(|o| o.saturating_add(4) > layout.stride)
+            || layout.address.is_some_and(|o| !fits(o))
         {
             return Err("HotSpot's VMStructs table has an unexpected layout".to_owned());
         }
@@ -69,6 +80,29 @@ impl VmStructs {
 
     /// The offset of `type_name::field_name` (a non-static field), if the table has it.
     pub(crate) fn field_offset(&self, type_name: &str, field_name: &str) -> Option<usize> {
+        let entry = self.entry(type_name, field_name)?;
+        // SAFETY: a word inside the entry (checked in `find`).
+        let offset =
+            unsafe { std::ptr::read_unaligned((entry + self.layout.offset) as *const u64) };
+        usize::try_from(offset).ok()
+    }
+
+    /// The address of the static field `type_name::field_name`, if the table has it.
+    pub(crate) fn static_address(&self, type_name: &str, field_name: &str) -> Option<usize> {
+        let (is_static, address) = (self.layout.is_static?, self.layout.address?);
+        let entry = self.entry(type_name, field_name)?;
+        // SAFETY: an int32 and a word inside the entry (checked in `find`).
+        let (flag, addr) = unsafe {
+            (
+                std::ptr::read_unaligned((entry + is_static) as *const i32),
+                std::ptr::read_unaligned((entry + address) as *const usize),
+            )
+        };
+        (flag != 0 && addr != 0).then_some(addr)
+    }
+
+    /// The address of the entry of `type_name::field_name`.
+    fn entry(&self, type_name: &str, field_name: &str) -> Option<usize> {
         let l = &self.layout;
         for i in 0..MAX_ENTRIES {
             let entry = l.table.checked_add(i.checked_mul(l.stride)?)?;
@@ -90,9 +124,7 @@ impl VmStructs {
             // SAFETY: non-null names in the table are NUL-terminated static strings.
             let (ty, field) = unsafe { (CStr::from_ptr(ty), CStr::from_ptr(field)) };
             if ty.to_bytes() == type_name.as_bytes() && field.to_bytes() == field_name.as_bytes() {
-                // SAFETY: as above, a word inside the entry.
-                let offset = unsafe { std::ptr::read_unaligned((entry + l.offset) as *const u64) };
-                return usize::try_from(offset).ok();
+                return Some(entry);
             }
         }
         None

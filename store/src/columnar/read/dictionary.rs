@@ -73,6 +73,7 @@ impl DictionaryBuilder {
                     }]),
                     kind: FrameKind::Jvm,
                     address: 0,
+                    mapping: Default::default(),
                 });
                 next
             });

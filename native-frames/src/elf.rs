@@ -1,0 +1,207 @@
+//! What a loaded ELF image says about itself: its GNU build id (so that a backend can find
+//! the same file's symbols again), its debug link, and where its code was loaded relative to
+//! its own addresses.
+#![forbid(unsafe_code)]
+
+use std::path::Path;
+
+use object::{Object, ObjectSection, ObjectSegment};
+
+/// The facts of one ELF image that symbolisation and unwinding need.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElfInfo {
+    /// The GNU build id note (`NT_GNU_BUILD_ID`), if any.
+    pub build_id: Option<Vec<u8>>,
+    /// `.gnu_debuglink`: the name of a separate debug file.
+    pub debuglink: Option<String>,
+    /// Loadable segments: file offset, file size, virtual address.
+    pub segments: Vec<Segment>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub file_offset: u64,
+    pub file_size: u64,
+    pub vaddr: u64,
+}
+
+impl ElfInfo {
+    pub fn parse<'data, R: object::ReadRef<'data>>(data: R) -> Result<ElfInfo, String> {
+        let file = object::File::parse(data).map_err(|e| e.to_string())?;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (file_offset, file_size) = s.file_range();
+                Segment {
+                    file_offset,
+                    file_size,
+                    vaddr: s.address(),
+                }
+            })
+            .collect();
+        Ok(ElfInfo {
+            build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
+            debuglink: file
+                .gnu_debuglink()
+                .ok()
+                .flatten()
+                .map(|(name, _)| String::from_utf8_lossy(name).into_owned()),
+            segments,
+        })
+    }
+
+    /// The load bias of a mapping of this file at `start` from file offset `offset`: what
+    /// is added to the file's virtual addresses to get run-time ones. `None` when no loadable
+    /// segment holds that offset.
+    pub fn load_bias(&self, start: u64, offset: u64) -> Option<u64> {
+        // Mappings start on a page boundary, segments need not: a page can hold the end of
+        // one segment and the start of the next (the next is mapped on its own from that
+        // page), so of the segments whose pages hold `offset`, the last one is the mapping's.
+        let seg = self
+            .segments
+            .iter()
+            .filter(|s| {
+                let first_page = s.file_offset & !0xfff;
+                offset >= first_page && offset < s.file_offset.saturating_add(s.file_size.max(1))
+            })
+            .max_by_key(|s| s.file_offset)?;
+        // `offset` in the file is `seg.vaddr + (offset - seg.file_offset)` in the image.
+        let vaddr = seg.vaddr.wrapping_add(offset).wrapping_sub(seg.file_offset);
+        Some(start.wrapping_sub(vaddr))
+    }
+
+    /// The build id in lowercase hex (empty when there is none).
+    pub fn build_id_hex(&self) -> String {
+        self.build_id
+            .as_deref()
+            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The sections the unwind table needs.
+pub const UNWIND_SECTIONS: &[&str] = &[
+    ".eh_frame",
+    ".eh_frame_hdr",
+    ".text",
+    ".got",
+    ".plt",
+    ".plt.got",
+    ".plt.sec",
+];
+/// The sections a symbol table needs.
+pub const SYMBOL_SECTIONS: &[&str] = &[".symtab", ".strtab", ".dynsym", ".dynstr"];
+
+/// A copy of the ELF file at `path` that holds its headers, its notes (the build id), its
+/// debug link and the
+/// sections named in `wanted`, at their offsets; everything else reads as zero. The copy is
+/// as long as the file, but the parts never written cost no memory (a zeroed allocation of
+/// that size is fresh pages the kernel maps on first touch), and only the parts wanted are
+/// read: a library's debug information or code can be most of its file (the agent's own is
+/// 60 MB, of which its unwind table needs 3).
+pub fn read_sections(path: &Path, wanted: &[&str]) -> std::io::Result<Vec<u8>> {
+    use object::read::elf::{ElfFile64, FileHeader};
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = usize::try_from(file.metadata()?.len())
+        .map_err(|_| std::io::Error::other("file too large"))?;
+    let mut ranges = vec![(0u64, len.min(4096) as u64)];
+    {
+        let cache = object::ReadCache::new(&file);
+        let Ok(elf) = ElfFile64::<object::Endianness, _>::parse(&cache) else {
+            // Not a 64-bit ELF file: all of it, for the caller's parser to judge.
+            return std::fs::read(path);
+        };
+        let (header, endian) = (elf.elf_header(), elf.endian());
+        let table = |at: u64, n: u64, size: u16| (at, n.saturating_mul(u64::from(size)));
+        ranges.push(table(
+            header.e_phoff(endian),
+            u64::from(header.e_phnum(endian)),
+            header.e_phentsize(endian),
+        ));
+        ranges.push(table(
+            header.e_shoff(endian),
+            elf.elf_section_table().len() as u64,
+            header.e_shentsize(endian),
+        ));
+        for section in elf.sections() {
+            let Ok(name) = section.name() else { continue };
+            let always =
+                name.starts_with(".note") || name == ".shstrtab" || name == ".gnu_debuglink";
+            if wanted.contains(&name) || always {
+                if let Some(range) = section.file_range() {
+                    ranges.push(range);
+                }
+            }
+        }
+    }
+    let mut image = vec![0u8; len];
+    for (offset, size) in ranges {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(len);
+        let end = start
+            .saturating_add(usize::try_from(size).unwrap_or(usize::MAX))
+            .min(len);
+        if let Some(part) = image.get_mut(start..end) {
+            file.read_exact_at(part, offset)?;
+        }
+    }
+    Ok(image)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The C library this test process runs on: its file's bytes and its load bias.
+    pub(crate) fn mapped_libc() -> (Vec<u8>, u64) {
+        let maps = crate::maps::read_self().unwrap();
+        let text = maps
+            .iter()
+            .find(|m| m.executable() && m.file_name() == "libc.so.6")
+            .expect("libc.so.6 mapped");
+        let data = std::fs::read(&text.path).unwrap();
+        let info = ElfInfo::parse(&data[..]).unwrap();
+        let bias = info.load_bias(text.start, text.offset).unwrap();
+        (data, bias)
+    }
+
+    #[test]
+    fn libc_has_a_build_id_and_a_bias_that_places_its_code() {
+        let maps = crate::maps::read_self().unwrap();
+        let text = maps
+            .iter()
+            .find(|m| m.executable() && m.file_name() == "libc.so.6")
+            .expect("libc.so.6 mapped");
+        let info = ElfInfo::parse(&std::fs::read(&text.path).unwrap()[..]).unwrap();
+        assert_eq!(info.build_id.as_ref().map(Vec::len), Some(20));
+        assert_eq!(info.build_id_hex().len(), 40);
+        let bias = info.load_bias(text.start, text.offset).unwrap();
+        // Shared objects are linked at 0: the bias is where the file's first page landed,
+        // page-aligned.
+        assert_eq!(bias & 0xfff, 0);
+        assert!(bias <= text.start);
+        assert!(info.load_bias(text.start, u64::MAX - 1).is_none());
+        // A text segment that starts inside the page where the read-only one ends (lld's
+        // layout: offset 0x253594, address 0x254594) is mapped from that page.
+        let lld = ElfInfo {
+            segments: vec![
+                Segment {
+                    file_offset: 0,
+                    file_size: 0x253594,
+                    vaddr: 0,
+                },
+                Segment {
+                    file_offset: 0x253594,
+                    file_size: 0x580b7c,
+                    vaddr: 0x254594,
+                },
+            ],
+            ..ElfInfo::default()
+        };
+        assert_eq!(
+            lld.load_bias(0x7f00_0025_3000, 0x253000),
+            Some(0x7f00_0025_3000 - 0x254000)
+        );
+        assert_eq!(lld.load_bias(0x7f00_0000_0000, 0), Some(0x7f00_0000_0000));
+    }
+}

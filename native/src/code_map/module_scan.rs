@@ -1,0 +1,284 @@
+//! Building the module sets the native walk reads ([`super::modules`]): which libraries are
+//! mapped executable (`/proc/self/maps`), each library's unwind table (read once from its
+//! file's `.eh_frame`, or from memory for the vDSO), and the JVM's code cache.
+//!
+//! The `otelprof-modules` thread ([`ModuleWatch`]) builds the first set as profiling starts
+//! (libjvm's table takes a few hundred milliseconds of CPU; samples taken meanwhile have no
+//! native frames), then looks again whenever walks have met code in no known library (a
+//! library loaded since, with `dlopen`), at most once per [`RESCAN_EVERY`]: that code's first
+//! samples end their native walk early, they are not wrong. The aggregator, naming a pc in no
+//! known library, asks for a look at once ([`rescan_now`], at most every [`NAMING_RESCAN`]),
+//! so that those first samples are named too. Tables are kept per file (device and inode)
+//! for the life of the process, so a library is read once however many sets hold it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use otelprof_native_frames::elf::ElfInfo;
+use otelprof_native_frames::maps::{self, Mapping};
+use otelprof_native_frames::unwind_table::UnwindTable;
+use otelprof_native_frames::walk::End;
+
+use crate::code_map::modules::{self, Library, Module, ModuleSet};
+use crate::stats::COUNTERS;
+use crate::worker::{self, Shared, Worker};
+
+/// Least time between two looks at the maps by the watch.
+const RESCAN_EVERY: Duration = Duration::from_secs(1);
+/// Least time between two looks asked for by the aggregator.
+const NAMING_RESCAN: Duration = Duration::from_millis(100);
+
+/// The scanner of the running watch (one per process: the module set is process-wide).
+static SCANNER: Mutex<Option<(ModuleScanner, Option<Instant>)>> = Mutex::new(None);
+
+/// Looks at the maps now, for a pc in no known library, unless a look was asked for less than
+/// [`NAMING_RESCAN`] ago or no watch runs. Returns whether a new set was published.
+pub(crate) fn rescan_now() -> bool {
+    let mut scanner = SCANNER.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((scanner, last)) = scanner.as_mut() else {
+        return false;
+    };
+    if last.is_some_and(|t| t.elapsed() < NAMING_RESCAN) {
+        return false;
+    }
+    *last = Some(Instant::now());
+    scanner.scan().unwrap_or(false)
+}
+
+/// What the scans remember.
+pub(crate) struct ModuleScanner {
+    /// Libraries read so far, by (device, inode) of their file (the vDSO by its address).
+    libraries: HashMap<(u64, u64), &'static Library>,
+    /// The code cache, when HotSpot said where it is.
+    code_cache: Option<(u64, u64)>,
+    /// The executable mappings of the last set published.
+    published: Vec<(u64, u64, u64)>,
+}
+
+impl ModuleScanner {
+    pub(crate) fn new(code_cache: Option<(u64, u64)>) -> ModuleScanner {
+        ModuleScanner {
+            libraries: HashMap::new(),
+            code_cache,
+            published: Vec::new(),
+        }
+    }
+
+    /// Reads the maps and publishes a new set if the executable mappings changed. Returns
+    /// whether it published.
+    pub(crate) fn scan(&mut self) -> std::io::Result<bool> {
+        let maps = maps::read_self()?;
+        let exec: Vec<&Mapping> = maps.iter().filter(|m| m.executable()).collect();
+        let key: Vec<(u64, u64, u64)> = exec.iter().map(|m| (m.start, m.end, m.inode)).collect();
+        if key == self.published {
+            return Ok(false);
+        }
+        let mut set = Vec::new();
+        let mut java = Vec::new();
+        for m in &exec {
+            if m.is_file() || m.path == "[vdso]" {
+                if let Some(module) = self.module(m) {
+                    set.push(module);
+                }
+            } else if self.code_cache.is_none() && m.path.is_empty() {
+                // Without HotSpot's bounds, anonymous executable memory is taken for Java
+                // code: the interpreter and compiled methods live there.
+                java.push((m.start, m.end));
+            }
+        }
+        if let Some(cache) = self.code_cache {
+            java.push(cache);
+        }
+        let libraries = set.len();
+        modules::publish(ModuleSet::new(set, java));
+        self.published = key;
+        COUNTERS.module_sets.fetch_add(1, Ordering::Relaxed);
+        log_debug!("native code: {libraries} executable mappings published");
+        Ok(true)
+    }
+
+    /// The module of one executable mapping, reading its library if it is new.
+    fn module(&mut self, m: &Mapping) -> Option<Module> {
+        let id = if m.is_file() {
+            (m.dev, m.inode)
+        } else {
+            (u64::MAX, m.start)
+        };
+        let library = match self.libraries.get(&id) {
+            Some(l) => *l,
+            None => {
+                let l: &'static Library = Box::leak(Box::new(read_library(m)));
+                self.libraries.insert(id, l);
+                l
+            }
+        };
+        let bias = library_bias(library, m)?;
+        Some(Module {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            bias,
+            library,
+        })
+    }
+}
+
+/// The bytes of a mapped library, and whether they are a copy of its memory: its file
+/// (or, for a file deleted since it was mapped, the mapping's link in `/proc/self/map_files`),
+/// of which only the headers and the unwind information are read; for the vDSO, which has no
+/// file, its memory.
+fn image_of(m: &Mapping) -> Option<(Vec<u8>, bool)> {
+    let sections = otelprof_native_frames::elf::UNWIND_SECTIONS;
+    if m.is_file() && !m.path.ends_with(" (deleted)") {
+        if let Ok(data) = otelprof_native_frames::elf::read_sections(Path::new(&m.path), sections) {
+            return Some((data, false));
+        }
+    }
+    if m.path == "[vdso]" && m.readable() {
+        let len = usize::try_from(m.end.checked_sub(m.start)?).ok()?;
+        // SAFETY: the vDSO is mapped readable for the life of the process, at the range the
+        // maps give; it is copied, never written.
+        let bytes = unsafe { std::slice::from_raw_parts(m.start as *const u8, len) };
+        return Some((bytes.to_vec(), true));
+    }
+    let link = format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end);
+    otelprof_native_frames::elf::read_sections(Path::new(&link), sections)
+        .ok()
+        .map(|d| (d, false))
+}
+
+/// Reads one library: unwind table and build id (an unreadable file gives an empty table:
+/// its code is still named `libname+0x…`, and walks through it assume frame pointers).
+fn read_library(m: &Mapping) -> Library {
+    let path = m
+        .path
+        .strip_suffix(" (deleted)")
+        .unwrap_or(&m.path)
+        .to_owned();
+    let parsed = image_of(m).map(|(bytes, in_memory)| {
+        (
+            ElfInfo::parse(&bytes[..]),
+            UnwindTable::from_elf(&bytes[..]),
+            in_memory.then_some(bytes),
+        )
+    });
+    let Some((info, table, image)) = parsed else {
+        COUNTERS
+            .unwind_tables_failed
+            .fetch_add(1, Ordering::Relaxed);
+        return Library {
+            path,
+            build_id: String::new(),
+            table: UnwindTable::default(),
+            image: None,
+            segments: Vec::new(),
+        };
+    };
+    let info = info.unwrap_or_default();
+    let table = match table {
+        Ok(t) => {
+            COUNTERS.unwind_tables.fetch_add(1, Ordering::Relaxed);
+            log_debug!(
+                "unwind table of {path}: {} rows, {} rules, {} KiB",
+                t.rows(),
+                t.distinct_rules(),
+                t.memory_bytes() / 1024
+            );
+            t
+        }
+        Err(e) => {
+            COUNTERS
+                .unwind_tables_failed
+                .fetch_add(1, Ordering::Relaxed);
+            log_debug!("no unwind table for {path}: {e}");
+            UnwindTable::default()
+        }
+    };
+    Library {
+        path,
+        build_id: info.build_id_hex(),
+        table,
+        image,
+        segments: info.segments,
+    }
+}
+
+/// The load bias of mapping `m` of `library`.
+fn library_bias(library: &Library, m: &Mapping) -> Option<u64> {
+    let info = ElfInfo {
+        segments: library.segments.clone(),
+        ..ElfInfo::default()
+    };
+    // The vDSO is mapped whole from its first byte.
+    let offset = if library.image.is_some() { 0 } else { m.offset };
+    info.load_bias(m.start, offset)
+}
+
+/// The `otelprof-modules` thread.
+pub(crate) struct ModuleWatch {
+    worker: Worker,
+}
+
+impl ModuleWatch {
+    /// Starts the thread; it publishes the first set at once.
+    pub(crate) fn start(code_cache: Option<(u64, u64)>) -> std::io::Result<ModuleWatch> {
+        {
+            // A later session keeps the libraries read by an earlier one (their tables live
+            // as long as the process anyway).
+            let mut scanner = SCANNER.lock().unwrap_or_else(|p| p.into_inner());
+            match scanner.as_mut() {
+                Some((s, _)) => s.code_cache = code_cache.or(s.code_cache),
+                None => *scanner = Some((ModuleScanner::new(code_cache), None)),
+            }
+        }
+        let worker = Worker::spawn("otelprof-modules", move |control| {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&control)));
+            if result.is_err() {
+                log_error!("internal error reading native code; native frames stop changing");
+            }
+            worker::mark_done(&control);
+        })?;
+        Ok(ModuleWatch { worker })
+    }
+
+    pub(crate) fn stop(&self, timeout: Duration) -> bool {
+        self.worker.stop(timeout)
+    }
+}
+
+fn run(control: &Shared) {
+    let unknown = || {
+        COUNTERS
+            .native_walk_end
+            .get(End::NoModule as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    };
+    let mut seen = u64::MAX;
+    let (lock, cv) = control;
+    loop {
+        let now = unknown();
+        if now != seen {
+            seen = now;
+            let scanned = SCANNER
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+                .map(|(scanner, _)| scanner.scan());
+            if let Some(Err(e)) = scanned {
+                log_warn!("cannot read /proc/self/maps: {e}; native frames are not unwound");
+                return;
+            }
+        }
+        let c = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (c, _) = match cv.wait_timeout_while(c, RESCAN_EVERY, |c| !c.stop) {
+            Ok(r) => r,
+            Err(p) => p.into_inner(),
+        };
+        if c.stop {
+            return;
+        }
+    }
+}
