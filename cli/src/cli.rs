@@ -41,6 +41,12 @@ pub enum Cmd {
     Top(TopArgs),
     /// Draw a flame graph: interactive HTML (zoom, search, tooltips; works offline) or SVG
     Flame(FlameArgs),
+    /// How the functions GLOB names are called: the merged paths from them up to the thread
+    /// roots, each with its share of the function's total (e.g. `callers '*.findProduct' STORE`)
+    Callers(ButterflyArgs),
+    /// What the functions GLOB names call: the merged tree below them, each path with its
+    /// share of the function's total
+    Callees(ButterflyArgs),
     /// The traces with the most time in the selection: time, samples, spans, endpoint,
     /// window (then `otelprof drilldown --trace-id` on one)
     Traces(TracesArgs),
@@ -449,6 +455,29 @@ pub struct FlameArgs {
     /// Title of the graph
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// `otelprof callers` and `otelprof callees`.
+#[derive(Debug, clap::Args)]
+pub struct ButterflyArgs {
+    /// The function: `pkg.Class.method`, `*` for any run of characters (e.g. '*.findProduct',
+    /// 'com.shop.Cart.*'); each matching function gets its own tree
+    #[arg(value_name = "GLOB")]
+    pub function: String,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Levels shown below each function
+    #[arg(long, value_name = "N", default_value = "8", value_parser = clap::value_parser!(u32).range(1..))]
+    pub depth: u32,
+    /// Paths under this share of their function's total (percent) are left out
+    #[arg(long, value_name = "PCT", default_value = "1")]
+    pub min: f64,
+    /// Also draw the tree as a flame graph: *.html or *.svg
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,

@@ -35,6 +35,7 @@ use clap::Parser as _;
 use otelprof_primitives::escape;
 
 use cli::{Cli, Cmd};
+use otelprof_store::query::butterfly::Direction;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -45,6 +46,8 @@ fn main() -> ExitCode {
         Cmd::Compact(args) => commands::compact::run(args).map(|()| ExitCode::SUCCESS),
         Cmd::Top(args) => commands::top::run(args),
         Cmd::Flame(args) => commands::flame::run(args),
+        Cmd::Callers(args) => commands::butterfly::run(args, Direction::Callers),
+        Cmd::Callees(args) => commands::butterfly::run(args, Direction::Callees),
         Cmd::Traces(args) => commands::traces::run(args),
         Cmd::Drilldown(args) => commands::drilldown::run(args),
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),

@@ -2,6 +2,7 @@
 //! query engine (or the agent, or the receiver) and prints the answer.
 
 pub mod attach;
+pub mod butterfly;
 pub mod capture;
 pub mod compact;
 pub mod demo;

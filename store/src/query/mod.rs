@@ -4,6 +4,7 @@
 //! [`timeline`] of a selection), and the time-sliced merges behind the diff's noise estimate
 //! ([`slices`]). The CLI and the web UI both ask here, so they give one answer.
 
+pub mod butterfly;
 pub mod diff;
 pub mod drilldown;
 pub mod requests;

@@ -490,3 +490,44 @@ fn focus_includes_excludes_and_hides_frames() {
     assert_eq!(code, 1);
     assert!(err.contains("--include no.such.*"), "{err}");
 }
+
+/// `callers` and `callees` on the demo: the paths into the regressed function add up to its
+/// total (each sample once), and they are the shop's real callers.
+#[test]
+fn callers_and_callees_of_a_function() {
+    let store = demo().dir.join("store");
+    let store = store.to_str().unwrap();
+    let (code, out, err) = otelprof(&[
+        "callers",
+        "*.Catalog.findProduct",
+        "--min",
+        "0",
+        "--depth",
+        "1",
+        store,
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    println!("{out}");
+    let first_level: Vec<(f64, String)> = out
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("    "))
+        .filter_map(|l| {
+            let (pct, name) = l.trim().split_once("%  ")?;
+            Some((pct.trim().parse().ok()?, name.to_owned()))
+        })
+        .collect();
+    let sum: f64 = first_level.iter().map(|(p, _)| p).sum();
+    assert!((sum - 100.0).abs() < 0.1, "callers add up to {sum}%: {out}");
+    assert!(
+        first_level
+            .iter()
+            .any(|(_, n)| n.starts_with("otelprof.demo.Catalog.related")),
+        "{out}"
+    );
+    let (code, out, err) = otelprof(&["callees", "otelprof.demo.Shop.report", store]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("java.util.ArrayList.sort"), "{out}");
+    let (code, _, err) = otelprof(&["callers", "no.such.Method", store]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no function matches"), "{err}");
+}
