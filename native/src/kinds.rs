@@ -11,10 +11,17 @@
 //! | wall  | `wall-` | `wall/nanoseconds`                              | `wall/nanoseconds` |
 //! | alloc | `alloc-`| `alloc_objects/count`, `alloc_space/bytes`      | `space/bytes`    |
 //! | lock  | `lock-` | `contentions/count`, `delay/nanoseconds`        | `contentions/count` |
+//! | live  | `live-` | `inuse_objects/count`, `inuse_space/bytes`      | `memory/bytes`   |
 //!
 //! Wall samples have no `samples/count`: their weights are measured wall time (see
 //! [`crate::engines::wall`]), not a whole number of intervals, so a count times the period
 //! would not give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
+//!
+//! The live heap's types are Go's heap-profile names (the last, `inuse_space`, is what
+//! `go tool pprof` shows by default); its period type is `memory`, the name Pyroscope gives
+//! a profile whose OTLP period type it is (Pyroscope names an OTLP profile after its period
+//! type, and calls Java's heap profiles `memory`). A live profile is a snapshot: the objects
+//! alive at its time, not what happened during a period (see [`crate::live`]).
 #![forbid(unsafe_code)]
 
 /// What a sample record measures.
@@ -30,14 +37,18 @@ pub(crate) enum SampleKind {
     /// A contended monitor enter; weight = nanoseconds waited (or estimated), count =
     /// contentions (x1000).
     Lock = 3,
+    /// A JVMTI allocation sample kept for the live heap only (the allocation profile did not
+    /// keep it): no weight; the object is in the record's `object`.
+    Live = 4,
 }
 
 impl SampleKind {
-    pub(crate) const ALL: [SampleKind; 4] = [
+    pub(crate) const ALL: [SampleKind; 5] = [
         SampleKind::Cpu,
         SampleKind::Wall,
         SampleKind::Alloc,
         SampleKind::Lock,
+        SampleKind::Live,
     ];
 
     pub(crate) fn from_u8(v: u8) -> Option<SampleKind> {
@@ -56,6 +67,7 @@ impl SampleKind {
             SampleKind::Wall => "wall",
             SampleKind::Alloc => "alloc",
             SampleKind::Lock => "lock",
+            SampleKind::Live => "live",
         }
     }
 
@@ -66,6 +78,7 @@ impl SampleKind {
             SampleKind::Wall => &[("wall", "nanoseconds")],
             SampleKind::Alloc => &[("alloc_objects", "count"), ("alloc_space", "bytes")],
             SampleKind::Lock => &[("contentions", "count"), ("delay", "nanoseconds")],
+            SampleKind::Live => &[("inuse_objects", "count"), ("inuse_space", "bytes")],
         }
     }
 
@@ -75,6 +88,7 @@ impl SampleKind {
             SampleKind::Wall => ("wall", "nanoseconds"),
             SampleKind::Alloc => ("space", "bytes"),
             SampleKind::Lock => ("contentions", "count"),
+            SampleKind::Live => ("memory", "bytes"),
         }
     }
 }
@@ -93,6 +107,10 @@ pub(crate) enum ThreadState {
     Waiting = 3,
     /// `Thread.sleep`, and the waits above with a timeout.
     TimedWaiting = 4,
+    /// Stopped by a garbage collection pause (not a `Thread.State`: the wall-clock thread
+    /// splits the pauses a thread sat through from the state it saw, see
+    /// [`crate::engines::wall`]).
+    GcPause = 5,
 }
 
 impl ThreadState {
@@ -132,6 +150,7 @@ impl ThreadState {
             2 => ThreadState::Blocked,
             3 => ThreadState::Waiting,
             4 => ThreadState::TimedWaiting,
+            5 => ThreadState::GcPause,
             _ => ThreadState::Unknown,
         }
     }
@@ -144,6 +163,7 @@ impl ThreadState {
             ThreadState::Blocked => "BLOCKED",
             ThreadState::Waiting => "WAITING",
             ThreadState::TimedWaiting => "TIMED_WAITING",
+            ThreadState::GcPause => "GC_PAUSE",
         }
     }
 }
@@ -162,6 +182,10 @@ mod tests {
         assert_eq!(SampleKind::from_u8(9), None);
         assert_eq!(SampleKind::Wall.sample_types(), &[("wall", "nanoseconds")]);
         assert_eq!(SampleKind::Alloc.name(), "alloc");
+        assert_eq!(
+            SampleKind::Live.sample_types(),
+            &[("inuse_objects", "count"), ("inuse_space", "bytes")]
+        );
     }
 
     #[test]
@@ -205,6 +229,7 @@ mod tests {
             ThreadState::Blocked,
             ThreadState::Waiting,
             ThreadState::TimedWaiting,
+            ThreadState::GcPause,
         ] {
             assert_eq!(ThreadState::from_u8(st as u8), st);
         }

@@ -59,6 +59,7 @@ mod ffi;
 mod jni_api;
 mod jvm;
 mod kinds;
+mod live;
 mod options;
 mod otlp_export;
 mod remote;
