@@ -1,11 +1,14 @@
-//! The agent in a real JVM, read back with independent tools: CPU, wall-clock, allocation
-//! and lock accuracy against workloads whose truth is known, the whole process's CPU, the
-//! profile types and their units, source lines, span context through the real OpenTelemetry
-//! SDK, and a JVM that is never harmed.
+//! The agent in a real JVM, read back with independent tools: CPU, wall-clock, allocation,
+//! live-heap and lock accuracy against workloads whose truth is known, garbage collection
+//! pauses in wall profiles, the whole process's CPU, the profile types and their units,
+//! source lines, span context through the real OpenTelemetry SDK, and a JVM that is never
+//! harmed.
 
 mod accuracy;
 mod allocation;
+mod gc_pause;
 mod lines;
+mod live_heap;
 mod locks;
 mod process_cpu;
 mod profile_types;

@@ -1,5 +1,6 @@
-//! OTLP out of a real JVM into independent receivers of the official classes, and the
-//! Collector configurations that carry it.
+//! OTLP out of a real JVM into independent receivers of the official classes, the JVM's
+//! memory figures among the agent's metrics, and the Collector configurations that carry it.
 
 mod collector_config;
 mod export;
+mod memory_metrics;
