@@ -394,4 +394,48 @@ mod tests {
         assert!((0.98..1.02).contains(&bytes_ratio), "{bytes_ratio}");
         assert!((0.97..1.03).contains(&objects_ratio), "{objects_ratio}");
     }
+
+    /// One sampler at 4 KiB, two consumers: one at the sampler's interval (keeps all), one at
+    /// 16 KiB (keeps its share by draws). Each consumer's estimates add up to what was
+    /// allocated, and the second keeps about what sampling at 16 KiB would have given.
+    #[test]
+    fn consumers_thin_the_shared_samples_without_bias() {
+        let (at, target) = (4_096u64, 16_384u64);
+        let mut r = otelprof_primitives::rng::SplitMix64(11);
+        let sizes = [16u64, 24, 48, 1_024, 16_400, 100_000];
+        let mut until = -(1.0 - r.next_f64()).ln() * at as f64;
+        let mut truth = 0u64;
+        let (mut all, mut thinned, mut kept, mut taken) = (0f64, 0f64, 0u64, 0u64);
+        for i in 0..3_000_000u64 {
+            let size = sizes[(i % 6) as usize];
+            truth += size;
+            if (size as f64) < until {
+                until -= size as f64;
+                continue;
+            }
+            until = -(1.0 - r.next_f64()).ln() * at as f64;
+            taken += 1;
+            assert!(keeps(size, at, at, r.next_f64()));
+            all += estimate(size, at).0 as f64;
+            if keeps(size, target, at, r.next_f64()) {
+                kept += 1;
+                thinned += estimate(size, target).0 as f64;
+            }
+        }
+        for (what, est) in [("all", all), ("thinned", thinned)] {
+            let ratio = est / truth as f64;
+            assert!((0.98..1.02).contains(&ratio), "{what}: {ratio}");
+        }
+        // Expected samples at 16 KiB: the sum of p(s, 16 KiB) over the allocations.
+        let per_cycle: f64 = sizes.iter().map(|&s| inclusion(s, target)).sum();
+        let expected = per_cycle * 500_000.0;
+        let ratio = kept as f64 / expected;
+        assert!(
+            (0.97..1.03).contains(&ratio),
+            "{kept} kept, {expected:.0} expected"
+        );
+        assert!(kept < taken);
+        // A consumer whose interval is shorter than the sampler's keeps everything.
+        assert!(keeps(64, 1_024, 4_096, 0.999_999));
+    }
 }

@@ -199,12 +199,20 @@ mod tests {
             })
         };
         let before = t.len();
+        let small = |t: &LiveTable| t.iter().filter(|e| e.size == 24).count() as f64;
+        let small_before = small(&t);
         let mut dropped = 0;
         for interval in [2 * first, later] {
             dropped += t.thin(interval, || r.next_f64(), |_| {});
         }
         assert_eq!(before - t.len(), dropped);
-        assert!(t.len() < before / 3, "{} of {before}", t.len());
+        // Small objects, sampled in proportion to the interval, thin out eightfold; objects
+        // far above both intervals stay.
+        let kept = small(&t) / small_before;
+        assert!((0.10..0.15).contains(&kept), "{kept}");
+        // p(64 KiB, 8 KiB) = 1 - exp(-8): all but about 27 of 80,000 stay.
+        let large = t.iter().filter(|e| e.size == 65_536).count();
+        assert!((79_900..=80_000).contains(&large), "{large}");
         assert!(t.iter().all(|e| e.interval == later));
         let (bytes, objects) = sum(&t);
         let (b, o) = (bytes / truth.0 as f64, objects / truth.1 as f64);
