@@ -158,6 +158,9 @@ pub struct CaptureArgs {
     /// Mean bytes between allocation samples (at least 16k)
     #[arg(long, value_name = "SIZE")]
     pub alloc: Option<String>,
+    /// Mean bytes between the allocation samples tracked for the live heap (at least 16k)
+    #[arg(long, value_name = "SIZE")]
+    pub live: Option<String>,
     /// Lock waits at least this long are all recorded (at least 1ms)
     #[arg(long, value_name = "DURATION")]
     pub lock: Option<String>,
