@@ -84,8 +84,8 @@ fn check(jdk: Jdk) {
     let last_gc_s = out
         .stdout
         .lines()
-        .filter_map(|l| l.strip_prefix("gc "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("gc "))
         .unwrap()
         .parse::<f64>()
         .unwrap()
