@@ -732,9 +732,9 @@ impl Period {
                 None => stats::bump(&COUNTERS.dropped_kind_off),
             }
         });
-        if let (Some(live), Some(watch)) = (&mut self.live, &self.watch) {
+        if let Some(live) = &mut self.live {
             // SAFETY: as above.
-            unsafe { live.after_drain(&self.jvmti, jni, watch.survival().count) };
+            unsafe { live.after_drain(&self.jvmti, jni) };
         }
     }
 

@@ -324,9 +324,15 @@ impl Rotation {
         COUNTERS
             .wall_visits
             .fetch_add(visits as u64, Ordering::Relaxed);
+        self.walk_planned(sampler);
+        self.signal_planned();
+    }
+
+    /// Takes the samples the wall thread walks itself: waiting threads (their state, and the
+    /// pauses split from it), and the pauses of running threads (the signal records the
+    /// rest). Deletes the local references the plan made.
+    fn walk_planned(&mut self, sampler: &Sampler) {
         for p in &self.planned {
-            // The waiting thread's state and the pause split from it; a running thread's
-            // pause alone (the signal records the rest).
             let (thread, parts) = match p.how {
                 How::StackTrace { thread, state } => (
                     thread,
@@ -352,6 +358,10 @@ impl Rotation {
                 delete_local_ref(self.jni, thread);
             }
         }
+    }
+
+    /// Signals the running threads planned, each with the wall time its sample stands for.
+    fn signal_planned(&self) {
         if !self
             .planned
             .iter()
@@ -368,7 +378,7 @@ impl Rotation {
                 stats::bump(&COUNTERS.wall_thread_gone);
                 continue;
             };
-            // A running thread's pause went to its own sample above (when it could be walked).
+            // A running thread's pause went to its own sample (when it could be walked).
             let pause = if p.pause_taken.get() { p.pause_ns } else { 0 };
             slot.wall
                 .pending_ns

@@ -56,7 +56,7 @@ use otel_bridge::{FrameKind, Profile};
 use otelprof_primitives::rng::SplitMix64;
 
 pub(crate) use crate::context::reader::SpanKey;
-use crate::engines::alloc;
+use crate::engines::{alloc, gc};
 use crate::jvm::jvmti::{delete_weak_global_ref, is_collected, Jvmti};
 use crate::jvm::symbols::Symbols;
 use crate::sampling::sample_buffer::Record;
@@ -87,7 +87,9 @@ pub(crate) struct LiveHeap {
     interval: u64,
     /// Since when the table is below [`LOW_WATER`].
     low_since: Option<Instant>,
-    /// The collection count at the last purge, and its time.
+    /// The pause ends ([`gc::finished`]) at the last purge, and its time. Any pause may have
+    /// cleared weak references (generational ZGC's minor cycles, which the survival rule does
+    /// not count, included), so a purge is worth it after any.
     purged_at: (u64, Instant),
     random: SplitMix64,
     /// Unix seconds of the start: older objects were never seen.
@@ -198,14 +200,14 @@ impl LiveHeap {
     ///
     /// # Safety
     /// `jni` is the calling (aggregator) thread's JNIEnv.
-    pub(crate) unsafe fn after_drain(&mut self, jvmti: &Jvmti, jni: *mut JNIEnv, count: u64) {
+    pub(crate) unsafe fn after_drain(&mut self, jvmti: &Jvmti, jni: *mut JNIEnv) {
         let now = Instant::now();
         // SAFETY: per this function's contract.
-        unsafe { self.relieve_pressure(jvmti, jni, count) };
-        let collected_since = count != self.purged_at.0;
+        unsafe { self.relieve_pressure(jvmti, jni) };
+        let collected_since = gc::finished() != self.purged_at.0;
         if collected_since && self.table.filled(50) && now - self.purged_at.1 >= PURGE_EVERY {
             // SAFETY: per this function's contract.
-            unsafe { self.purge(jni, count) };
+            unsafe { self.purge(jni) };
         }
         self.maybe_lower(jvmti, now);
         self.publish();
@@ -220,13 +222,13 @@ impl LiveHeap {
     ///
     /// # Safety
     /// As for [`LiveHeap::after_drain`].
-    unsafe fn relieve_pressure(&mut self, jvmti: &Jvmti, jni: *mut JNIEnv, count: u64) {
+    unsafe fn relieve_pressure(&mut self, jvmti: &Jvmti, jni: *mut JNIEnv) {
         if !self.over_bounds() {
             return;
         }
-        if count != self.purged_at.0 {
+        if gc::finished() != self.purged_at.0 {
             // SAFETY: per this function's contract.
-            unsafe { self.purge(jni, count) };
+            unsafe { self.purge(jni) };
         }
         self.compact();
         let mut rounds = 0;
@@ -296,11 +298,12 @@ impl LiveHeap {
         self.frames.clear();
     }
 
-    /// Drops the entries whose object was collected (`count`: the collections so far).
+    /// Drops the entries whose object was collected.
     ///
     /// # Safety
     /// As for [`LiveHeap::after_drain`].
-    unsafe fn purge(&mut self, jni: *mut JNIEnv, count: u64) {
+    unsafe fn purge(&mut self, jni: *mut JNIEnv) {
+        let finished = gc::finished();
         let gone = self.table.retain(
             // SAFETY: entries hold live weak references of this session.
             |e| !unsafe { is_collected(jni, e.weak as jobject) },
@@ -310,7 +313,7 @@ impl LiveHeap {
         COUNTERS
             .live_collected
             .fetch_add(gone as u64, std::sync::atomic::Ordering::Relaxed);
-        self.purged_at = (count, Instant::now());
+        self.purged_at = (finished, Instant::now());
     }
 
     fn publish(&self) {
@@ -338,7 +341,7 @@ impl LiveHeap {
     ) -> Profile {
         // SAFETY: per this function's contract.
         unsafe {
-            self.purge(jni, survival.count);
+            self.purge(jni);
             snapshot::resolve_names(&mut self.table, &mut self.stacks, jvmti, jni);
         }
         self.frames.clear();

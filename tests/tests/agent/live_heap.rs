@@ -4,8 +4,9 @@
 //! `go tool pprof` on the `live-*` snapshots:
 //!
 //! - the snapshot written after the last collection gives each site its share of the three
-//!   within ±3 pp of the truth (the exact bytes the workload holds), and its objects within
-//!   10 %; its total is within 10 % of the heap the JVM reports in use after that collection;
+//!   within ±3 pp of the truth (the exact bytes the workload holds), and the three sites'
+//!   objects within 8 %; its total is within 10 % of the heap the JVM reports in use after
+//!   that collection;
 //! - in every snapshot, the churn sites hold under 5 % of the live bytes (young garbage is
 //!   never live: an object counts only once a collection has run since it was sampled);
 //! - the objects carry the allocating thread, span and endpoint.
@@ -19,7 +20,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use otelprof_tests::{
-    all_jdks, jdk17, otel_classes, otel_sdk_jar, pprof_top, pprof_traces, Jdk, JvmRun, RunOutput,
+    all_jdks, jdk17, jdk25, otel_classes, otel_sdk_jar, pprof_top, pprof_traces, Jdk, JvmRun,
+    RunOutput,
 };
 
 const CLASS: &str = "otelprof.tests.otel.LiveSplit";
@@ -74,12 +76,12 @@ fn truth(run: &RunOutput) -> Truth {
     }
 }
 
-fn run(jdk: &Jdk, options: &str) -> RunOutput {
+fn run(jdk: &Jdk, options: &str, gc: &str) -> RunOutput {
     let mut run = JvmRun::new(jdk.clone(), CLASS)
         .javaagent()
         .agent(options)
         .classpath(&[otel_classes(), otel_sdk_jar()])
-        .flags(&["-Xmx1g", "-XX:+UseG1GC"])
+        .flags(&["-Xmx1g", gc])
         // 128 MiB held, 20 s of churn at twice that per second, 7 s after the collection:
         // a 5 s period ends in between.
         .args(&["128", "20", "2", "7"]);
@@ -98,8 +100,18 @@ fn churn_bytes(top: &otelprof_tests::Top) -> f64 {
     top.cum(&format!("{CLASS}.churnArrays")) + top.cum(&format!("{CLASS}.churnStrings"))
 }
 
+/// What the heap in use is compared with.
+#[derive(Clone, Copy, PartialEq)]
+enum Heap {
+    /// The JVM's own figure after the full collection (G1, Parallel).
+    Used,
+    /// ZGC counts whole pages as used: the sites' truth plus the rest of the snapshot
+    /// (the JVM's own objects) stand in for it, and only the churn's absence is checked.
+    PageGranular,
+}
+
 /// The checks on the snapshots of one run; returns the last snapshot.
-fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
+fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth, heap: Heap) -> PathBuf {
     let files = out.profiles_of("live");
     let c = out.agent_counters();
     println!(
@@ -149,6 +161,7 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
     let measured: Vec<f64> = SITES.iter().map(|s| site_bytes(&top, s)).collect();
     let true_bytes: Vec<f64> = SITES.iter().map(|s| t.sites[*s].0).collect();
     let (sum, true_sum) = (measured.iter().sum::<f64>(), true_bytes.iter().sum::<f64>());
+    let (mut counted, mut true_counted) = (0.0, 0.0);
     for (i, site) in SITES.iter().enumerate() {
         let share = 100.0 * measured[i] / sum;
         let truth = 100.0 * true_bytes[i] / true_sum;
@@ -168,12 +181,22 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
             "{} {site}: {share:.2} vs {truth:.2}",
             jdk.name
         );
-        assert!(
-            (count / true_count - 1.0).abs() <= 0.10,
-            "{} {site}: {count:.0} objects vs {true_count:.0}",
-            jdk.name
-        );
+        counted += count;
+        true_counted += true_count;
     }
+    // Objects: at 32k a 512 B array is sampled with p = 1.6 %, so a count's sampling error is
+    // large for few objects (6.5 % for site C's 1,600); the three sites' 16,000 together are
+    // within 2 % (one standard deviation), checked at four.
+    let objects_ratio = counted / true_counted;
+    println!(
+        "{}: the sites' objects {counted:.0}, truth {true_counted:.0} ({objects_ratio:.3})",
+        jdk.name
+    );
+    assert!(
+        (objects_ratio - 1.0).abs() <= 0.08,
+        "{}: {counted:.0} objects vs {true_counted:.0}",
+        jdk.name
+    );
     let ratio = top.total / t.heap_used;
     println!(
         "{}: snapshot total {:.1} MB, heap used after full GC {:.1} MB (collection usage \
@@ -184,11 +207,20 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
         t.heap_after_gc / 1e6,
         true_sum / 1e6
     );
-    assert!(
-        (ratio - 1.0).abs() <= 0.10,
-        "{}: total/heap {ratio:.3}",
-        jdk.name
-    );
+    if heap == Heap::Used {
+        assert!(
+            (ratio - 1.0).abs() <= 0.10,
+            "{}: total/heap {ratio:.3}",
+            jdk.name
+        );
+    } else {
+        let sites = sum / true_sum;
+        assert!(
+            (sites - 1.0).abs() <= 0.10,
+            "{}: sites/truth {sites:.3}",
+            jdk.name
+        );
+    }
 
     // Thread, span and endpoint of the allocation.
     let samples = pprof_traces(std::slice::from_ref(&last), "inuse_space");
@@ -230,9 +262,13 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
 #[test]
 fn live_heap_shares_and_total_match_the_truth_on_every_jdk() {
     for jdk in all_jdks() {
-        let out = run(&jdk, "cpu=off,live=32k,alloc_rate=0,period=5s");
+        let out = run(
+            &jdk,
+            "cpu=off,live=32k,alloc_rate=0,period=5s",
+            "-XX:+UseG1GC",
+        );
         let t = truth(&out);
-        check_snapshots(&jdk, &out, &t);
+        check_snapshots(&jdk, &out, &t, Heap::Used);
         assert!(out.profiles_of("alloc").is_empty(), "alloc= is off");
     }
 }
@@ -242,9 +278,13 @@ fn live_heap_shares_and_total_match_the_truth_on_every_jdk() {
 #[test]
 fn allocation_and_live_heap_share_one_sampler() {
     let jdk = jdk17();
-    let out = run(&jdk, "cpu=off,alloc=64k,live=32k,alloc_rate=0,period=5s");
+    let out = run(
+        &jdk,
+        "cpu=off,alloc=64k,live=32k,alloc_rate=0,period=5s",
+        "-XX:+UseG1GC",
+    );
     let t = truth(&out);
-    check_snapshots(&jdk, &out, &t);
+    check_snapshots(&jdk, &out, &t, Heap::Used);
     let alloc = out.profiles_of("alloc");
     let top = pprof_top(&alloc, "alloc_space", &["-tagfocus=thread_name=main"]);
     let ratio = top.total / t.allocated;
@@ -255,4 +295,20 @@ fn allocation_and_live_heap_share_one_sampler() {
         top.total / 1e6
     );
     assert!((ratio - 1.0).abs() <= 0.05, "alloc total/true {ratio:.3}");
+}
+
+/// Other collectors: Parallel (stop-the-world, its collections counted like G1's) on JDK 17,
+/// and generational ZGC (concurrent: an object counts once two major cycles followed it) on
+/// JDK 25.
+#[test]
+fn live_heap_under_parallel_and_zgc() {
+    for (jdk, gc, heap) in [
+        (jdk17(), "-XX:+UseParallelGC", Heap::Used),
+        (jdk25(), "-XX:+UseZGC", Heap::PageGranular),
+    ] {
+        let out = run(&jdk, "cpu=off,live=32k,alloc_rate=0,period=5s", gc);
+        let t = truth(&out);
+        println!("{} {gc}", jdk.name);
+        check_snapshots(&jdk, &out, &t, heap);
+    }
 }
