@@ -15,6 +15,13 @@ every round so that machine drift hits them alike, and reports medians and diffe
            the agent and the wrapper vs the agent without the wrapper (-agentpath only): the
            ratio is the CPU overhead of context tracking.
 
+With otelprof.jar the span modes (newspan, spans) also give the SDK otelprof's span processor,
+as autoconfigure and the OpenTelemetry javaagent do (endpoint names, pyroscope.profile.id on
+local roots). --base-jar OTHER/otelprof.jar measures another build of the jar in the same run:
+each wrapped configuration runs with both jars, and the span-heavy loop's pairs compare this
+jar with the other one (its A/A pairs: the other one twice). Before/after a change to the shim:
+  python3 bench/context.py --parts activate,newspan,spans --base-jar BEFORE/otelprof.jar
+
 The span-heavy loop is single-threaded, so by default (--pairing concurrent) the two forks
 of a round run at the same time, one per core: whatever slows this shared machine down
 (other tenants of the host, frequency) then slows both alike, and the per-round ratio keeps
@@ -24,7 +31,7 @@ left of the noise (the A/A control). --pairing sequential runs one fork at a tim
 Usage: python3 bench/context.py [--forks 5] [--span-forks 15] [--aa-forks 9] [--jdk PATH]
                                 [--quick] [--parts direct,activate,newspan,spans] [--work ROOT,CHILD]
                                 [--pairing concurrent|sequential] [--jvm-flag FLAG ...]
-                                [--agent PATH] [--jar PATH]
+                                [--agent PATH] [--jar PATH] [--base-jar PATH]
 
 --work sets the span-heavy loop's work per activation (loop iterations of the root's and of
 each child's work; default 5000,7000: about 150k activations/s on this machine; 7000,10000
@@ -73,6 +80,7 @@ def main():
                     help="extra JVM flag for every fork (repeatable), e.g. --sun-misc-unsafe-memory-access=allow")
     ap.add_argument("--agent", help="the agent to test (default target/release/libotelprof.so)")
     ap.add_argument("--jar", help="the jar to test (default target/release/otelprof.jar)")
+    ap.add_argument("--base-jar", help="another build of the jar to compare with, in the same run")
     ap.add_argument("--work", default="5000,7000",
                     help="span-heavy loop: work of the root and of each child, in loop iterations")
     args = ap.parse_args()
@@ -90,7 +98,8 @@ def main():
     release = ROOT / "target" / "release"
     agent = Path(args.agent) if args.agent else release / "libotelprof.so"
     jar = Path(args.jar) if args.jar else release / "otelprof.jar"
-    for f in (agent, jar):
+    base_jar = Path(args.base_jar) if args.base_jar else None
+    for f in (agent, jar, *([base_jar] if base_jar else [])):
         if not f.is_file():
             raise SystemExit(f"{f} missing: run cargo build --release (or check --agent/--jar)")
     sdk = sh(["bash", str(ROOT / "scripts/fetch-otel-java.sh")]).stdout.strip()
@@ -100,6 +109,7 @@ def main():
     cp_sdk = f"{classes}:{sdk}"
     agentpath = f"-agentpath:{agent}=cpu=10ms,out={out_dir},period=60s"
     javaagent = f"-javaagent:{jar}"
+    processor = "-Dbench.otelprofProcessor=true"
 
     n_direct = "20000000" if args.quick else "100000000"
     n_activate = "5000000" if args.quick else "20000000"
@@ -116,10 +126,20 @@ def main():
         "activate-plain": ([], ["activate", n_activate, warm], "activate"),
         "activate-wrapped": ([agentpath, javaagent], ["activate", n_activate, warm], "activate"),
         "newspan-plain": ([], ["newspan", n_newspan, warm], "newspan"),
-        "newspan-wrapped": ([agentpath, javaagent], ["newspan", n_newspan, warm], "newspan"),
+        "newspan-wrapped": ([agentpath, javaagent, processor], ["newspan", n_newspan, warm], "newspan"),
         "spans-agent-only": ([agentpath, *work], ["spans", n_spans, warm_spans], "spans"),
-        "spans-agent-context": ([agentpath, javaagent, *work], ["spans", n_spans, warm_spans], "spans"),
+        "spans-agent-context": ([agentpath, javaagent, processor, *work], ["spans", n_spans, warm_spans], "spans"),
     }
+    if base_jar:
+        # The loop's pairs compare the two jars, not context on and off.
+        del configs["spans-agent-only"]
+        # The same configurations with the other jar.
+        for name in ("activate-wrapped", "newspan-wrapped", "spans-agent-context"):
+            jvm, bench, key = configs[name]
+            other = [f"-javaagent:{base_jar}" if a == javaagent else a for a in jvm]
+            configs[name + "-base"] = (other, bench, key)
+    # The span-heavy loop's pairs: (A, B), B measured against A.
+    pair = ("spans-agent-context-base", "spans-agent-context") if base_jar else ("spans-agent-only", "spans-agent-context")
     configs = {k: v for k, v in configs.items() if k.split("-")[0] in parts}
     concurrent = "spans" in parts and args.pairing == "concurrent"
     samples = {k: [] for k in configs}
@@ -152,7 +172,7 @@ def main():
         return result(out, key), window
 
     # One fork at a time: everything but the span-heavy loop when its forks run in pairs.
-    forks = lambda name: 0 if concurrent and name.startswith("spans") else (
+    forks = lambda name: 0 if concurrent and name in pair else (
         args.span_forks if name.startswith("spans") else args.forks)
     rounds = max([forks(name) for name in configs] + [0])
     for round_ in range(rounds):
@@ -169,7 +189,7 @@ def main():
         kinds = ["ab"] * args.span_forks + ["aa"] * args.aa_forks
         rng.shuffle(kinds)
         for i, kind in enumerate(kinds):
-            names = ["spans-agent-only", "spans-agent-context" if kind == "ab" else "spans-agent-only"]
+            names = [pair[0], pair[1] if kind == "ab" else pair[0]]
             first = i % 2
             procs = {}
             for j in (first, 1 - first):
@@ -181,8 +201,8 @@ def main():
                                  "of their time; is something else holding a core?")
             overlaps.append(overlap)
             if kind == "ab":
-                samples["spans-agent-only"].append(a)
-                samples["spans-agent-context"].append(b)
+                samples[pair[0]].append(a)
+                samples[pair[1]].append(b)
                 pair_ratios.append(b / a)
                 added.append((b - a) * 1e9 / (3 * int(n_spans)))
             else:
@@ -208,18 +228,25 @@ def main():
                             ("newspan-wrapped", "the same with the wrapper")):
             print(f"| {label} | {med[name]:.1f} ns | {min(samples[name]):.1f}..{max(samples[name]):.1f} | |")
         print(f"| added by the wrapper per new span | {med['newspan-wrapped'] - med['newspan-plain']:.1f} ns | | |")
+    if base_jar:
+        for name in ("activate-wrapped", "newspan-wrapped"):
+            if name + "-base" in med:
+                print(f"| {name}, this jar / --base-jar | {med[name] / med[name + '-base']:.4f} | "
+                      f"{med[name + '-base']:.1f} ns before, {med[name]:.1f} ns now | 1 |")
     if "spans" in parts:
         if not concurrent:
-            pair_ratios = [c / a for c, a in zip(samples["spans-agent-context"], samples["spans-agent-only"])]
-            added = [(med["spans-agent-context"] - med["spans-agent-only"]) * 1e9 / (3 * int(n_spans))]
+            pair_ratios = [c / a for c, a in zip(samples[pair[1]], samples[pair[0]])]
+            added = [(med[pair[1]] - med[pair[0]]) * 1e9 / (3 * int(n_spans))]
         how = "forks run in concurrent pairs" if concurrent else "forks run one at a time"
-        print(f"| span-heavy loop CPU, context on / agent only ({how}; median of per-round ratios) | "
+        what, control = (("context on, this jar / --base-jar", "--base-jar / --base-jar") if base_jar
+                         else ("context on / agent only", "agent only / agent only"))
+        print(f"| span-heavy loop CPU, {what} ({how}; median of per-round ratios) | "
               f"{statistics.median(pair_ratios):.4f} | {min(pair_ratios):.4f}..{max(pair_ratios):.4f} | ≤ 1.01 |")
         if aa_ratios:
-            print(f"| A/A control: agent only / agent only, concurrent pairs ({len(aa_ratios)}) | "
+            print(f"| A/A control: {control}, concurrent pairs ({len(aa_ratios)}) | "
                   f"{statistics.median(aa_ratios):.4f} | {min(aa_ratios):.4f}..{max(aa_ratios):.4f} | 1 |")
         print(f"| same, ratio of the two configurations' medians | "
-              f"{med['spans-agent-context'] / med['spans-agent-only']:.4f} | | ≤ 1.01 |")
+              f"{med[pair[1]] / med[pair[0]]:.4f} | | ≤ 1.01 |")
         print(f"| CPU added per activation ({'median of per-round differences' if concurrent else 'difference of the medians'}) | "
               f"{statistics.median(added):.0f} ns | | |")
         print(f"| span activations per second in that loop (work {root_work},{child_work}) | "

@@ -80,3 +80,9 @@ cargo test --release --workspace --exclude otelprof-tests
 
 echo "== JVM tests (one at a time: they measure CPU)"
 cargo test --release -p otelprof-tests --no-fail-fast -- --test-threads=1 --nocapture
+
+# Every process a test starts must end with its test binary (tests/src/process.rs): nothing
+# started from the target directory may still run now.
+echo "== no process left behind"
+leftovers_self_test "${CARGO_TARGET_DIR:-target}"
+no_leftovers "${CARGO_TARGET_DIR:-target}"

@@ -115,7 +115,7 @@ pub const REFUSED_AT_START: &str = "this option is set where the JVM starts, not
 const ON_OFF: &[&str] = &["on", "off"];
 
 /// Every option the agent knows, in the order messages list them.
-pub const OPTIONS: [AgentOption; 20] = [
+pub const OPTIONS: [AgentOption; 23] = [
     AgentOption {
         key: "cpu",
         // Below 100us the signal handler's own cost dominates.
@@ -241,6 +241,31 @@ pub const OPTIONS: [AgentOption; 20] = [
         kind: Kind::Word(ON_OFF),
         remote: Remote::Refused(REFUSED_AT_START),
         example: "on",
+    },
+    AgentOption {
+        key: "links",
+        // What each sample's OTLP link names: the span the thread works for, or that span's
+        // local root (the first span of its trace in this process), which is what Grafana's
+        // traces-to-profiles asks Pyroscope for.
+        kind: Kind::Word(&["span", "local_root"]),
+        remote: Remote::Refused(REFUSED_AT_START),
+        example: "local_root",
+    },
+    AgentOption {
+        key: "link_trace_id",
+        // `off` sends links without their trace id: Pyroscope 1.20 to 2.0 make it a series
+        // label, a series per trace.
+        kind: Kind::Word(ON_OFF),
+        remote: Remote::Refused(REFUSED_AT_START),
+        example: "off",
+    },
+    AgentOption {
+        key: "backend",
+        // A preset of the other options for one backend ([`backend`]); `none` undoes
+        // OTELPROF_BACKEND.
+        kind: Kind::Word(&["pyroscope", "none"]),
+        remote: Remote::Refused(REFUSED_AT_START),
+        example: "pyroscope",
     },
     AgentOption {
         key: "queue",
@@ -465,5 +490,6 @@ fn size_bound(n: u64) -> String {
     }
 }
 
+pub mod backend;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,8 @@ import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Scope;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.SdkTracerProviderBuilder;
+import io.opentelemetry.sdk.trace.SpanProcessor;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -24,7 +26,11 @@ import java.lang.management.ManagementFactory;
  *       SDK's and otelprof's code is over by then), prints the CPU time of the measured
  *       requests, activations per second and a checksum.
  * </ul>
- * Output: one line {@code result <mode> <value> <unit>}.
+ * With {@code -Dbench.otelprofProcessor=true} the SDK also has otelprof's span processor, as
+ * the autoconfigure SPI and the OpenTelemetry javaagent set it up (it names local roots' ends
+ * and sets {@code pyroscope.profile.id} on them at start).
+ *
+ * <p>Output: one line {@code result <mode> <value> <unit>}.
  */
 public final class ContextBench {
     static volatile long sink;
@@ -36,6 +42,20 @@ public final class ContextBench {
     static final MethodHandle HANDLE;
     static final MethodHandle HANDLE_SET;
     static final MethodHandle HANDLE_CLEAR;
+
+    /** The tracer of the span modes: a plain SDK, plus otelprof's span processor if asked. */
+    static Tracer tracer() {
+        SdkTracerProviderBuilder b = SdkTracerProvider.builder();
+        if (Boolean.getBoolean("bench.otelprofProcessor")) {
+            try {
+                Object p = Class.forName("otelprof.otel.EndpointSpanProcessor").getConstructor().newInstance();
+                b.addSpanProcessor((SpanProcessor) p);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("otelprof's span processor is not on the class path", e);
+            }
+        }
+        return b.build().get("bench");
+    }
 
     static {
         MethodHandle set = null, clear = null, handle = null, hset = null, hclear = null;
@@ -168,7 +188,7 @@ public final class ContextBench {
                 System.out.printf("result %s %.3f ns/op%n", mode, handle(iterations));
             }
             case "activate" -> {
-                Tracer tracer = SdkTracerProvider.builder().build().get("bench");
+                Tracer tracer = tracer();
                 Span span = tracer.spanBuilder("bench").startSpan();
                 for (int w = 0; w < warmups; w++) {
                     activate(span, iterations);
@@ -177,7 +197,7 @@ public final class ContextBench {
                 span.end();
             }
             case "newspan" -> {
-                Tracer tracer = SdkTracerProvider.builder().build().get("bench");
+                Tracer tracer = tracer();
                 Span parent = tracer.spanBuilder("root").startSpan();
                 for (int w = 0; w < warmups; w++) {
                     newSpans(tracer, parent, iterations);
@@ -189,7 +209,7 @@ public final class ContextBench {
                 // Each request: a root span and two children, each made current once: 3
                 // activations (and 3 scope closes) per request.
                 long warm = args.length > 2 ? Long.parseLong(args[2]) : iterations / 3;
-                Tracer tracer = SdkTracerProvider.builder().build().get("bench");
+                Tracer tracer = tracer();
                 // Work per activation, in loop iterations: sized so that the loop makes about
                 // 150k activations per second on one core, a span-heavy service.
                 int rootWork = Integer.getInteger("rootWork", 5000);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use otelprof_store::select::ProfileType;
 
-use crate::receiver::{DEFAULT_GRPC, DEFAULT_HTTP};
+use otelprof_receiver::{DEFAULT_GRPC, DEFAULT_HTTP};
 
 #[derive(Debug, Parser)]
 #[command(

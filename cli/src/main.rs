@@ -4,10 +4,12 @@
 //! `demo` shows all of it.
 //!
 //! [`cli`] declares the commands and their flags, [`commands`] runs them (one module each),
-//! [`receiver`] is the OTLP receiver, [`flame`] and [`table`] draw the answers, [`ui`] is
-//! `serve`'s web UI over the same answers, [`attach`] HotSpot's attach protocol. Everything
-//! printed goes through [`output`] (a closed pipe stops the command quietly) and text from
-//! outside through [`escape`] (no terminal escape injection).
+//! [`flame`] and [`table`] draw the answers, [`ui`] is `serve`'s web UI over the same answers
+//! (handed to `serve` from here: the UI reads the commands' answers, so no command names it),
+//! [`opamp`] the OpAMP server's HTTP side. The OTLP receiver ([`otelprof_receiver`]) and
+//! HotSpot's attach protocol ([`otelprof_attach`]) are crates of their own. Everything printed
+//! goes through [`output`] (a closed pipe stops the command quietly) and text from outside
+//! through [`escape`] ([`otelprof_primitives::escape`]: no terminal escape injection).
 
 /// The store's readers allocate and free a row group's columns per task and an hour's
 /// traces per hour: mimalloc keeps that memory for the next one where glibc's malloc gives it
@@ -19,13 +21,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[macro_use]
 mod output;
 
-mod attach;
 mod cli;
 mod commands;
-mod escape;
 mod flame;
 mod opamp;
-mod receiver;
 mod signals;
 mod table;
 mod ui;
@@ -33,6 +32,7 @@ mod ui;
 use std::process::ExitCode;
 
 use clap::Parser as _;
+use otelprof_primitives::escape;
 
 use cli::{Cli, Cmd};
 
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::Run(args) => commands::run::run(args).map(ExitCode::from),
         Cmd::Receive(args) => commands::receive::run(args).map(|()| ExitCode::SUCCESS),
-        Cmd::Serve(args) => ui::serve::run(args).map(|()| ExitCode::SUCCESS),
+        Cmd::Serve(args) => commands::serve::run(args, ui::over_store).map(|()| ExitCode::SUCCESS),
         Cmd::Compact(args) => commands::compact::run(args).map(|()| ExitCode::SUCCESS),
         Cmd::Top(args) => commands::top::run(args),
         Cmd::Flame(args) => commands::flame::run(args),

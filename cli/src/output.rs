@@ -21,7 +21,7 @@
 
 use std::io::{self, Write as _};
 
-use crate::escape::escape_keeping_newlines;
+use otelprof_primitives::escape::escape_keeping_newlines;
 
 /// Exit status when stdout's reader went away: 128 + SIGPIPE, as a shell reports for a tool
 /// SIGPIPE stopped.

@@ -1,12 +1,12 @@
 //! Tables for the terminal: right-aligned columns, and quantities (durations, bytes, shares) in
 //! the units a person reads. Every cell and every name from a profile is escaped here
-//! ([`crate::escape`]): a function named `\x1b[2J` is printed as those characters, not obeyed.
+//! ([`otelprof_primitives::escape`]): a function named `\x1b[2J` is printed as those characters, not obeyed.
 
 use std::fmt::Write as _;
 
 use otelprof_store::merge::Merged;
 
-use crate::escape::escape;
+use otelprof_primitives::escape::escape;
 
 /// `value` in `unit` (a pprof sample-type unit) for a human: durations as `1.23s`, bytes as
 /// `1.5MiB`, anything else as a plain integer.

@@ -53,13 +53,21 @@ done
 rm -rf "$out/store"
 "$otelprof" receive --store "$out/store" --grpc off --http 127.0.0.1:0 2>"$out/receive.log" &
 receiver=$!
-service=
-cleanup() {
-  [ -n "$service" ] && kill -TERM "$service" 2>/dev/null && wait "$service" 2>/dev/null
-  kill -TERM "$receiver" 2>/dev/null && wait "$receiver" 2>/dev/null
-  return 0
+service= load_pid=
+# Ends a process and all it started, its children first (a subshell's children outlive it).
+kill_tree() {
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null
+}
+cleanup() { # (every step even if one fails: set -e would stop at a JVM's exit status 143)
+  if [ -n "$load_pid" ]; then kill_tree "$load_pid" || true; fi
+  if [ -n "$service" ]; then kill -TERM "$service" 2>/dev/null && wait "$service" 2>/dev/null || true; fi
+  kill -TERM "$receiver" 2>/dev/null && wait "$receiver" 2>/dev/null || true
 }
 trap cleanup EXIT
+# Stopped by CI (a timeout, a cancelled job): the EXIT trap ends what the gate started.
+trap 'exit 143' TERM INT HUP
 endpoint=
 for _ in $(seq 100); do
   endpoint=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$out/receive.log" | head -n 1 || true)
@@ -83,10 +91,15 @@ measure() { # side dir -> sets from and to (Unix seconds)
   # ($run unquoted on purpose: a command and its arguments.)
   service=$!
   start=$(date +%s)
-  if ! (cd "$head_dir" && eval "$load") >"$out/$side-load.log" 2>&1; then
+  # In the background, waited for: a signal to the gate is handled at once, not after it.
+  (cd "$head_dir" && eval "$load") >"$out/$side-load.log" 2>&1 &
+  load_pid=$!
+  if ! wait "$load_pid"; then
+    load_pid=
     say "the load failed on $side:"; cat "$out/$side-load.log" "$out/$side-service.log" >&2
     exit 1
   fi
+  load_pid=
   to=$(date +%s)
   from=$((start + warmup))
   kill -TERM "$service"

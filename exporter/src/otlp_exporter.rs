@@ -101,18 +101,23 @@ impl OtlpExporter {
         &self.shared.counters
     }
 
-    /// Encodes `profile` and queues it. Never blocks on the network; takes the queue lock
-    /// for a few pointer moves.
+    /// Encodes `profile` and queues it: one request, or one per part when the encode
+    /// options' bounds split it. Never blocks on the network; takes the queue lock for a few
+    /// pointer moves per request.
     pub fn submit(&self, profile: &Profile) -> Result<(), SubmitError> {
         if self.shared.stopping.load(Relaxed) {
             return Err(SubmitError::ShutDown);
         }
-        let id = self.ids.lock().unwrap_or_else(|p| p.into_inner()).next();
-        let bytes =
-            otlp::encode_to_vec(profile, &self.resource, id, &self.encode).inspect_err(|_| {
-                self.shared.counters.encode_errors.fetch_add(1, Relaxed);
-            })?;
-        self.submit_bytes(Bytes::from(bytes));
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let requests =
+            otlp::encode_bounded(profile, &self.resource, &self.encode, &mut || ids.next())
+                .inspect_err(|_| {
+                    self.shared.counters.encode_errors.fetch_add(1, Relaxed);
+                })?;
+        drop(ids);
+        for request in requests {
+            self.submit_bytes(Bytes::from(prost::Message::encode_to_vec(&request)));
+        }
         Ok(())
     }
 

@@ -2,27 +2,12 @@
 //!
 //! Every sample record carries a [`SampleKind`]; the aggregator builds one profile per kind
 //! and period, written as its own pprof file (`<prefix>-<time>-pid<pid>-<seq>.pb.gz`) and sent
-//! as its own OTLP request. The sample and period types are the ones docs/profile-types.md lists
-//! and that pprof tools and profiling backends know (Go's runtime profiles use the same pairs):
-//!
-//! | kind  | file    | sample types (model = pprof)                    | period type      |
-//! |-------|---------|-------------------------------------------------|------------------|
-//! | cpu   | `cpu-`  | `samples/count`, `cpu/nanoseconds`              | `cpu/nanoseconds`|
-//! | wall  | `wall-` | `wall/nanoseconds`                              | `wall/nanoseconds` |
-//! | alloc | `alloc-`| `alloc_objects/count`, `alloc_space/bytes`      | `space/bytes`    |
-//! | lock  | `lock-` | `contentions/count`, `delay/nanoseconds`        | `contentions/count` |
-//! | live  | `live-` | `inuse_objects/count`, `inuse_space/bytes`      | `memory/bytes`   |
-//!
-//! Wall samples have no `samples/count`: their weights are measured wall time (see
-//! [`crate::engines::wall`]), not a whole number of intervals, so a count times the period
-//! would not give the time (and OTLP's encoder would derive the nanoseconds from exactly that).
-//!
-//! The live heap's types are Go's heap-profile names (the last, `inuse_space`, is what
-//! `go tool pprof` shows by default); its period type is `memory`, the name Pyroscope gives
-//! a profile whose OTLP period type it is (Pyroscope names an OTLP profile after its period
-//! type, and calls Java's heap profiles `memory`). A live profile is a snapshot: the objects
-//! alive at its time, not what happened during a period (see [`crate::live`]).
+//! as its own OTLP request. Each kind's sample and period types are those of its entry in
+//! [`otel_bridge::profile_types`], the one table of them (chosen there for the names
+//! backends give them; docs/profile-types.md lists them).
 #![forbid(unsafe_code)]
+
+use otel_bridge::profile_types::{self, ProfileType};
 
 /// What a sample record measures.
 #[repr(u8)]
@@ -60,36 +45,29 @@ impl SampleKind {
         self as usize
     }
 
+    /// The profile type this kind's samples make.
+    pub(crate) fn profile_type(self) -> &'static ProfileType {
+        match self {
+            SampleKind::Cpu => &profile_types::CPU,
+            SampleKind::Wall => &profile_types::WALL,
+            SampleKind::Alloc => &profile_types::ALLOC,
+            SampleKind::Lock => &profile_types::LOCK,
+            SampleKind::Live => &profile_types::LIVE,
+        }
+    }
+
     /// File name prefix, and the name the CLI's `--type` uses.
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            SampleKind::Cpu => "cpu",
-            SampleKind::Wall => "wall",
-            SampleKind::Alloc => "alloc",
-            SampleKind::Lock => "lock",
-            SampleKind::Live => "live",
-        }
+        self.profile_type().name
     }
 
     /// `(type, unit)` of each value, in order.
     pub(crate) fn sample_types(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            SampleKind::Cpu => &[("samples", "count"), ("cpu", "nanoseconds")],
-            SampleKind::Wall => &[("wall", "nanoseconds")],
-            SampleKind::Alloc => &[("alloc_objects", "count"), ("alloc_space", "bytes")],
-            SampleKind::Lock => &[("contentions", "count"), ("delay", "nanoseconds")],
-            SampleKind::Live => &[("inuse_objects", "count"), ("inuse_space", "bytes")],
-        }
+        self.profile_type().sample_types
     }
 
     pub(crate) fn period_type(self) -> (&'static str, &'static str) {
-        match self {
-            SampleKind::Cpu => ("cpu", "nanoseconds"),
-            SampleKind::Wall => ("wall", "nanoseconds"),
-            SampleKind::Alloc => ("space", "bytes"),
-            SampleKind::Lock => ("contentions", "count"),
-            SampleKind::Live => ("memory", "bytes"),
-        }
+        self.profile_type().period_type
     }
 }
 

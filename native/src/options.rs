@@ -6,6 +6,10 @@
 //! (`otelprof_agent_options`), which `otelprof attach` and the OpAMP bounds read too; this
 //! file stores what it accepts, and checks what only the agent can (a directory exists).
 //!
+//! `backend=pyroscope` (or `OTELPROF_BACKEND`) is a preset of the table's: it sets the
+//! defaults of a few options and refuses values that would take exports outside the
+//! backend's limits (`otelprof_agent_options::backend`).
+//!
 //! Errors quote what was given through [`echo`]: at most 64 characters, control characters
 //! escaped. Options come from command lines and `JAVA_TOOL_OPTIONS`, and the error line lands
 //! in the application's log; a pasted megabyte or an escape sequence must not land with it.
@@ -14,6 +18,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use otel_bridge::otlp::LinkTarget;
+use otelprof_agent_options::backend::{self, Preset};
 use otelprof_agent_options::{check_item, items, known_keys, Problem, Value};
 use otelprof_exporter::config::echo;
 
@@ -56,6 +62,13 @@ pub(crate) struct Options {
     /// Send `thread.id` as an OTLP sample attribute (`thread_id=on`). Off by default:
     /// Pyroscope makes sample attributes series labels, and thread ids multiply series.
     pub(crate) thread_id: bool,
+    /// What each sample's OTLP link names (`links=`).
+    pub(crate) links: LinkTarget,
+    /// Send the trace id in OTLP links (`link_trace_id=`).
+    pub(crate) link_trace_id: bool,
+    /// The backend preset in force (`backend=`, or `OTELPROF_BACKEND`): it set the defaults
+    /// above, and the exporter keeps each profile within its bounds.
+    pub(crate) backend: Option<&'static Preset>,
     /// Bound of the OTLP export queue in bytes (`queue=`).
     pub(crate) queue_bytes: usize,
     /// Wall-clock sampling interval (`wall=`); `None` when off (the default).
@@ -100,6 +113,9 @@ impl Default for Options {
             service: None,
             timestamps: false,
             thread_id: false,
+            links: LinkTarget::Span,
+            link_trace_id: true,
+            backend: None,
             queue_bytes: otelprof_exporter::config::DEFAULT_QUEUE_BYTES,
             wall_interval: None,
             wall_threads: DEFAULT_WALL_THREADS,
@@ -128,6 +144,12 @@ pub(crate) enum OptionError {
     },
     #[error("option '{}' is given twice", echo(.0))]
     Duplicate(String),
+    #[error("{name}=\"{}\": {reason}", echo(.value))]
+    BadVariable {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
 }
 
 pub(crate) const DEFAULT_WALL_THREADS: u32 = 16;
@@ -139,8 +161,20 @@ pub(crate) const DEFAULT_ALLOC_RATE: u32 = 500;
 
 impl Options {
     /// Reads `key=value,…`: each item checked against the options' table, then stored.
+    #[cfg(test)]
     pub(crate) fn parse(s: &str) -> Result<Options, OptionError> {
+        Options::parse_with(s, None)
+    }
+
+    /// [`Options::parse`], with `backend_variable` (the value of `OTELPROF_BACKEND`) naming
+    /// the preset when no `backend=` does. A preset sets its defaults for the options not
+    /// given, and refuses given values it cannot go with.
+    pub(crate) fn parse_with(
+        s: &str,
+        backend_variable: Option<&str>,
+    ) -> Result<Options, OptionError> {
         let mut o = Options::default();
+        let mut given: Vec<(&str, &str, Value<'_>)> = Vec::new();
         for item in items(s) {
             let (key, value) = item.map_err(|d| OptionError::Duplicate(d.0.to_owned()))?;
             let bad = |reason: String| OptionError::BadValue {
@@ -161,8 +195,62 @@ impl Options {
             };
             o.set(key, checked)
                 .map_err(|reason| bad(reason.to_owned()))?;
+            given.push((key, value, checked));
+        }
+        let named = given.iter().find(|(k, _, _)| *k == "backend");
+        let preset = match (named, backend_variable.map(str::trim)) {
+            (Some((_, name, _)), _) => backend::find(name),
+            (None, Some(name)) if !name.is_empty() => match check_item("backend", name) {
+                Ok(_) => backend::find(name),
+                Err(Problem::BadValue(reason)) => {
+                    return Err(OptionError::BadVariable {
+                        name: backend::ENV,
+                        value: name.to_owned(),
+                        reason,
+                    })
+                }
+                // The key is the table's and the value not empty.
+                Err(Problem::Unknown | Problem::MissingValue { .. }) => None,
+            },
+            _ => None,
+        };
+        if let Some(preset) = preset {
+            o.apply_preset(preset, &given)?;
         }
         Ok(o)
+    }
+
+    /// Sets `preset`'s defaults for the options not `given`, after refusing given values it
+    /// cannot go with.
+    fn apply_preset(
+        &mut self,
+        preset: &'static Preset,
+        given: &[(&str, &str, Value<'_>)],
+    ) -> Result<(), OptionError> {
+        for (key, text, value) in given {
+            if let Some(reason) = preset.refuses(key, text, value) {
+                return Err(OptionError::BadValue {
+                    key: (*key).to_owned(),
+                    value: (*text).to_owned(),
+                    reason,
+                });
+            }
+        }
+        for (key, text) in preset.defaults {
+            if given.iter().any(|(k, _, _)| k == key) {
+                continue;
+            }
+            let bad = |reason: String| OptionError::BadValue {
+                key: (*key).to_owned(),
+                value: (*text).to_owned(),
+                reason,
+            };
+            // The preset's own test holds its defaults to the table.
+            let (_, value) = check_item(key, text).map_err(|_| bad("not a value".into()))?;
+            self.set(key, value).map_err(|r| bad(r.to_owned()))?;
+        }
+        self.backend = Some(preset);
+        Ok(())
     }
 
     /// Stores one value the table has checked; what only the agent can check (that `out` is
@@ -191,6 +279,16 @@ impl Options {
             ("log", T(w)) => self.log = log_level(w)?,
             ("timestamps", T(w)) => self.timestamps = w == "on",
             ("thread_id", T(w)) => self.thread_id = w == "on",
+            ("links", T(w)) => {
+                self.links = if w == "local_root" {
+                    LinkTarget::LocalRoot
+                } else {
+                    LinkTarget::Span
+                }
+            }
+            ("link_trace_id", T(w)) => self.link_trace_id = w == "on",
+            // Applied once every item is read (`parse_with`): defaults never beat a given option.
+            ("backend", T(_)) => {}
             ("protocol", T(w)) => {
                 self.protocol =
                     Some(Protocol::parse(w).ok_or("expected 'grpc' or 'http/protobuf'")?)
@@ -288,6 +386,17 @@ impl Options {
         }
         o.push(format!("timestamps={}", on_off(self.timestamps)));
         o.push(format!("thread_id={}", on_off(self.thread_id)));
+        o.push(format!(
+            "links={}",
+            match self.links {
+                LinkTarget::Span => "span",
+                LinkTarget::LocalRoot => "local_root",
+            }
+        ));
+        o.push(format!("link_trace_id={}", on_off(self.link_trace_id)));
+        if let Some(preset) = self.backend {
+            o.push(format!("backend={}", preset.name));
+        }
         o.join(",")
     }
 }
@@ -511,6 +620,55 @@ mod tests {
     }
 
     #[test]
+    fn links_default_to_the_span_and_take_the_local_root() {
+        let d = Options::default();
+        assert_eq!(
+            (d.links, d.link_trace_id, d.backend),
+            (LinkTarget::Span, true, None)
+        );
+        let o = Options::parse("links=local_root,link_trace_id=off").unwrap();
+        assert_eq!((o.links, o.link_trace_id), (LinkTarget::LocalRoot, false));
+        assert!(Options::parse("links=root").is_err());
+    }
+
+    #[test]
+    fn the_pyroscope_preset_sets_defaults_that_given_options_override() {
+        let o = Options::parse("backend=pyroscope").unwrap();
+        assert_eq!(o.backend, Some(&backend::PYROSCOPE));
+        assert_eq!((o.links, o.link_trace_id), (LinkTarget::LocalRoot, false));
+        assert_eq!(o.period, Duration::from_secs(15));
+        let o = Options::parse("period=30s,backend=pyroscope,links=span,link_trace_id=on").unwrap();
+        assert_eq!(o.period, Duration::from_secs(30));
+        assert_eq!((o.links, o.link_trace_id), (LinkTarget::Span, true));
+        // What it cannot go with is refused, naming the option.
+        let e = Options::parse("backend=pyroscope,period=60s")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("period=60s") && e.contains("30s"), "{e}");
+        let e = Options::parse("thread_id=on,backend=pyroscope")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("thread_id=on") && e.contains("series"), "{e}");
+        assert!(Options::parse("period=60s,thread_id=on").is_ok());
+    }
+
+    #[test]
+    fn otelprof_backend_names_the_preset_unless_the_options_do() {
+        let o = Options::parse_with("cpu=10ms", Some("pyroscope")).unwrap();
+        assert_eq!(o.backend, Some(&backend::PYROSCOPE));
+        assert_eq!(o.period, Duration::from_secs(15));
+        let o = Options::parse_with("backend=none", Some("pyroscope")).unwrap();
+        assert_eq!((o.backend, o.period), (None, Duration::from_secs(60)));
+        assert_eq!(Options::parse_with("", Some(" ")).unwrap().backend, None);
+        let e = Options::parse_with("", Some("tempo"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("OTELPROF_BACKEND=\"tempo\""), "{e}");
+        // The variable's preset refuses what the options give against it.
+        assert!(Options::parse_with("period=2m", Some("pyroscope")).is_err());
+    }
+
+    #[test]
     fn types_and_options_in_force_are_told_back() {
         let o = Options::parse("cpu=5ms,wall=20ms,alloc=256k,lock=1ms,out=/tmp").unwrap();
         assert_eq!(o.types(), "cpu=5ms wall=20ms alloc=256 KiB lock=1ms");
@@ -526,5 +684,11 @@ mod tests {
             "{all}"
         );
         assert!(!all.contains("secret"), "credentials shown: {all}");
+        assert!(all.ends_with(",links=span,link_trace_id=on"), "{all}");
+        let all = Options::parse("backend=pyroscope").unwrap().in_force();
+        assert!(
+            all.ends_with(",links=local_root,link_trace_id=off,backend=pyroscope"),
+            "{all}"
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jni::objects::{JObject, JString, JValue};
 use jni::sys::JNIEnv;
-use otel_bridge::otlp::EncodeOptions;
+use otel_bridge::otlp::{pyroscope, Bounds, EncodeOptions};
 use otel_bridge::resource::{self, ProcessFacts, ResourceInputs};
 use otelprof_exporter::config::env;
 use otelprof_exporter::{
@@ -134,16 +134,13 @@ pub(crate) fn start(
     let Some(config) = export_env.config.clone() else {
         return Ok(None);
     };
+    let resource = fit_resource(resource, options);
     let metrics_interval = export_env
         .metric_interval
         .unwrap_or(DEFAULT_METRIC_INTERVAL);
     let settings = ExporterSettings {
         resource,
-        encode: EncodeOptions {
-            timestamps: options.timestamps,
-            thread_id: options.thread_id,
-            local_root_span_id: false,
-        },
+        encode: encode_options(options),
         log: Arc::new(|level: LogLevel, msg: &str| match level {
             LogLevel::Warn => log_warn!("{msg}"),
             LogLevel::Info => log_info!("{msg}"),
@@ -155,6 +152,57 @@ pub(crate) fn start(
     OtlpExporter::start(config, settings)
         .map(|e| Some(Arc::new(e)))
         .map_err(|e| format!("cannot start OTLP export: {e}"))
+}
+
+/// The sample attributes sent under `backend=pyroscope`: the endpoint, and the id of an
+/// OpAMP capture while one runs (one value per capture). Few values each, so few series.
+const PYROSCOPE_SAMPLE_ATTRIBUTES: &[&str] = &[
+    otel_bridge::otlp::SPAN_NAME,
+    crate::aggregator::CAPTURE_LABEL,
+];
+
+/// How profiles are encoded for OTLP: the options' choices, and under a backend preset that
+/// backend's bounds.
+fn encode_options(options: &Options) -> EncodeOptions {
+    let bounds = match options.backend {
+        Some(p) if *p == otelprof_agent_options::backend::PYROSCOPE => Bounds {
+            sample_attributes: Some(PYROSCOPE_SAMPLE_ATTRIBUTES),
+            ..pyroscope::BOUNDS
+        },
+        _ => Bounds::NONE,
+    };
+    EncodeOptions {
+        timestamps: options.timestamps,
+        thread_id: options.thread_id,
+        local_root_span_id: false,
+        links: options.links,
+        no_link_trace_id: !options.link_trace_id,
+        bounds,
+    }
+}
+
+/// The resource, under `backend=pyroscope` with as many attributes left out as it takes to
+/// keep every series within Pyroscope's label-name limit (said in one line).
+fn fit_resource(
+    resource: opentelemetry_sdk::Resource,
+    options: &Options,
+) -> opentelemetry_sdk::Resource {
+    if options.backend != Some(&otelprof_agent_options::backend::PYROSCOPE) {
+        return resource;
+    }
+    let (fitted, dropped) = pyroscope::fit_resource(
+        &resource,
+        PYROSCOPE_SAMPLE_ATTRIBUTES.len(),
+        pyroscope::MAX_LABEL_NAMES,
+    );
+    if !dropped.is_empty() {
+        log_warn!(
+            "backend=pyroscope: resource attributes {} left out of profiles: Pyroscope takes at most {} label names per series",
+            dropped.join(", "),
+            pyroscope::MAX_LABEL_NAMES
+        );
+    }
+    fitted
 }
 
 /// Random bytes from the kernel (`getrandom(2)`); the caller copes with failure.

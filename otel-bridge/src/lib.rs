@@ -7,11 +7,13 @@
 //!
 //! # Where things are
 //!
-//! - The model: [`Profile`] and [`ProfileBuilder`] (re-exported here from [`model`]), and
+//! - The model: [`Profile`] and [`ProfileBuilder`] (re-exported here from [`model`]),
+//!   [`profile_types`], the sample and period types of each profile type otelprof writes, and
 //!   [`frame_name`], the rules that name JVM frames `package.Class.method`.
 //! - Codecs: [`otlp`] (`otlp::encode`, `otlp::decode`, `otlp::check_request`; the prost-based
 //!   `otlp::reference` decoder with the `reference-decoder` feature, for tests and the
-//!   benchmark), [`pprof`] (`pprof::encode_gzip`, `pprof::decode`), and [`gzip`], the one
+//!   benchmark; `otlp::bounds` and `otlp::pyroscope`, what keeps a profile within a backend's
+//!   limits), [`pprof`] (`pprof::encode_gzip`, `pprof::decode`), and [`gzip`], the one
 //!   bounded inflater every reader uses.
 //! - The process: [`resource`] (the OTel resource from options, environment values and facts
 //!   the caller gathered) and [`process_context`] (its payload for out-of-process readers).
@@ -25,6 +27,7 @@ pub mod model;
 pub mod otlp;
 pub mod pprof;
 pub mod process_context;
+pub mod profile_types;
 pub mod resource;
 
 pub use model::{

@@ -38,20 +38,30 @@
 //!   `local_root_span_id` are sent only when [`EncodeOptions`] asks: Pyroscope turns sample
 //!   attributes into series labels, and ids multiply series. Trace and span ids travel as
 //!   the sample's `Link`, never as attributes. Other labels keep their key.
+//! - A sample's `Link` names the span the thread worked for, or its local root
+//!   ([`LinkTarget`]); its trace id can be left out ([`EncodeOptions::no_link_trace_id`]).
+//! - [`Bounds`] (none by default; Pyroscope's in [`pyroscope::BOUNDS`]) limit the sample
+//!   attributes sent, cut stacks deeper than a bound at the root side with a `[truncated]`
+//!   frame, and ([`encode_bounded`]) send a profile with too many samples or bytes in parts,
+//!   each part a request of its own.
 //! - Timestamps are optional ([`EncodeOptions::timestamps`]); see there for the trade-off.
 //! - Model comments (pprof `comment`) are not sent: OTLP has no place for them, and the
 //!   agent's counters go out as OTLP metrics instead.
 
+pub mod bounds;
 mod decode;
 mod encode;
+pub mod pyroscope;
 #[cfg(any(test, feature = "reference-decoder"))]
 pub mod reference;
 mod schema;
 mod wire;
 
+pub use bounds::Bounds;
+
 pub use decode::{check_request, decode, Checked, DecodeError, ErrorLayer, Limits};
 pub(crate) use encode::resource_to_pb;
-pub use encode::{encode, encode_to_vec, EncodeError};
+pub use encode::{encode, encode_bounded, encode_to_vec, EncodeError};
 
 pub use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceRequest, ExportProfilesServiceResponse,
@@ -169,6 +179,28 @@ pub struct EncodeOptions {
     pub thread_id: bool,
     /// Send the model's `local_root_span_id` label as a sample attribute.
     pub local_root_span_id: bool,
+    /// Which span a sample's `Link` names.
+    pub links: LinkTarget,
+    /// Leave the trace id out of links (an empty `trace_id`): Pyroscope 1.20 to 2.0 make a
+    /// link's 16-byte trace id a series label, one series per trace; it reads a link without
+    /// one as a span id alone (see [`pyroscope`]).
+    pub no_link_trace_id: bool,
+    /// What each OTLP profile is kept within (attributes, stack depth, samples, bytes).
+    pub bounds: Bounds,
+}
+
+/// The span a sample's OTLP `Link` names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LinkTarget {
+    /// The span the thread was working for (the model's link).
+    #[default]
+    Span,
+    /// The local root of that span: the first span of its trace in the process, taken from
+    /// the model's `local_root_span_id` label (a sample without it keeps its span). Every
+    /// sample of a request then names the request's root span, which is what Grafana's
+    /// traces-to-profiles asks Pyroscope for (the span attribute `pyroscope.profile.id`,
+    /// matched exactly against each sample's span id).
+    LocalRoot,
 }
 
 /// Most timestamps per observation-count of one sample before the encoder falls back to the

@@ -766,6 +766,7 @@ fn production_decoder_matches_the_reference_on_the_corpus() {
         timestamps: true,
         thread_id: true,
         local_root_span_id: true,
+        ..Default::default()
     };
     for options in [
         EncodeOptions::default(),
@@ -799,7 +800,7 @@ proptest! {
         p in arb_profile(),
         timestamps in any::<bool>(),
     ) {
-        let options = EncodeOptions { timestamps, thread_id: true, local_root_span_id: true };
+        let options = EncodeOptions { timestamps, thread_id: true, local_root_span_id: true, ..Default::default() };
         assert_decoders_agree(&encode(&p, &options).encode_to_vec());
     }
 
@@ -812,7 +813,7 @@ proptest! {
         flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
         cut in any::<prop::sample::Index>(),
     ) {
-        let all = EncodeOptions { timestamps: true, thread_id: true, local_root_span_id: true };
+        let all = EncodeOptions { timestamps: true, thread_id: true, local_root_span_id: true, ..Default::default() };
         let mut bytes = encode(&agent_like(), &all).encode_to_vec();
         for (at, byte) in flips {
             let i = at.index(bytes.len());

@@ -37,5 +37,5 @@ pub use merge::{Merged, Merger};
 pub use reader::{Decoded, Profiles, SkipReporter, Source};
 pub use select::{ProfileType, Selector};
 pub use stored::StoreSource;
-pub use time::{format_time, parse_time, TimeError};
+pub use time::{format_time, now_unix_nanos, parse_time, TimeError};
 pub use writer::Store;

@@ -1,7 +1,9 @@
 //! Times as people type them (`--from now-15m`, `from=2025-01-31T12:00:00Z`) and as otelprof
-//! prints them (RFC 3339, UTC, milliseconds), and the store's day directories, all on `jiff`.
+//! prints them (RFC 3339, UTC, milliseconds), the store's day directories, all on `jiff`, and
+//! the wall clock in the store's unit.
 
 use std::str::FromStr as _;
+use std::time::SystemTime;
 
 use jiff::{civil, tz::Offset, Timestamp};
 
@@ -11,6 +13,13 @@ use jiff::{civil, tz::Offset, Timestamp};
 pub struct TimeError {
     text: String,
     why: String,
+}
+
+/// Now, in Unix nanoseconds (the store's times): 0 for a clock set before 1970.
+pub fn now_unix_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Reads a time: RFC 3339 (`2025-01-31T12:00:00Z`, `…T12:00:00.5+01:00`; without an offset it

@@ -64,6 +64,8 @@ class Checker:
         self.frame_types = defaultdict(int)
         self.pseudo_frames = defaultdict(int)
         self.links = []
+        self.links_without_trace = 0
+        self.samples_without_thread = 0
         self.linked_value = 0
         self.heaviest = []
         self.orphans = defaultdict(int)
@@ -163,10 +165,15 @@ class Checker:
                 if not ok(li, d.location_table) or li == 0:
                     self.fail(name, f"stack {i}: location index {li}")
         for i, link in enumerate(d.link_table[1:], 1):
-            if len(link.trace_id) != 16 or len(link.span_id) != 8:
+            # A span id alone is what link_trace_id=off sends (docs/output-format.md).
+            if len(link.trace_id) not in (0, 16) or len(link.span_id) != 8:
                 self.fail(name, f"link {i}: trace_id {len(link.trace_id)} / span_id {len(link.span_id)} bytes")
             if link.trace_id == bytes(16):
                 self.fail(name, f"link {i}: all-zero trace id")
+            if link.span_id == bytes(8):
+                self.fail(name, f"link {i}: all-zero span id")
+            if not link.trace_id:
+                self.links_without_trace += 1
 
         for rp in req.resource_profiles:
             res = {}
@@ -213,6 +220,7 @@ class Checker:
         start, end = p.time_unix_nano, p.time_unix_nano + p.duration_nano
         self.windows.append([start, end])
         identities = set()
+        with_thread = without_thread = 0
         for j, smp in enumerate(p.samples):
             sw = f"{where} sample {j}"
             if len(smp.values) == 1 and not smp.timestamps_unix_nano:
@@ -245,8 +253,11 @@ class Checker:
             self.sample_attr_keys.update(sa)
             if "thread.name" in sa:
                 self.threads[sa["thread.name"]] += value
+                with_thread += 1
             else:
-                self.fail(sw, "no thread.name")
+                # backend=pyroscope sends no thread attributes at all (every sample attribute
+                # is a series label there): a profile has them on every sample or on none.
+                without_thread += 1
             if "thread.pool" in sa:
                 self.pools[sa["thread.pool"]] += value
             if "span_name" in sa:
@@ -277,6 +288,9 @@ class Checker:
                 self.links.append([link.trace_id.hex(), link.span_id.hex(), value, names[:64]])
             self.heaviest.append((value, names[:8]))
             self.heaviest = sorted(self.heaviest, key=lambda x: -x[0])[:5]
+        if with_thread and without_thread:
+            self.fail(where, f"{without_thread} samples without thread.name")
+        self.samples_without_thread += without_thread
 
     def summary(self, metrics):
         return {
@@ -300,6 +314,8 @@ class Checker:
             "frame_types": {str(k): v for k, v in self.frame_types.items()},
             "pseudo_frames": dict(self.pseudo_frames),
             "linked_value": self.linked_value,
+            "links_without_trace": self.links_without_trace,
+            "samples_without_thread": self.samples_without_thread,
             "links": self.links,
             "heaviest": [names for _, names in self.heaviest],
             "orphans": dict(self.orphans),

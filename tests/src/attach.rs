@@ -2,6 +2,7 @@
 //! (`otelprof.tests.AttachTarget`) as root, in its own namespaces or as nobody, and the checks
 //! that nothing is left behind.
 
+use crate::process::Tied as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -49,7 +50,7 @@ pub fn run_in(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_tied()
         .unwrap();
     // `setpriv` and `sh -c exec` keep the pid.
     CLI_PIDS.lock().unwrap().push(child.id());
@@ -203,7 +204,7 @@ pub fn nobody_ids() -> (u32, u32) {
     let out = Command::new("setpriv")
         .args(&AS_NOBODY[1..])
         .args(["sh", "-c", "id -u; id -g"])
-        .output()
+        .output_tied()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let mut ids = text.lines().map(|l| l.trim().parse::<u32>().unwrap());
@@ -222,7 +223,7 @@ pub fn euid() -> u32 {
 
 /// The first 16 hex digits of the SHA-256 of `path` (the name of otelprof's copies).
 pub fn short_sha256(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    let out = Command::new("sha256sum").arg(path).output_tied().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()[..16].to_owned()
 }
@@ -367,7 +368,7 @@ pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply 
         .arg("JVMTI.agent_load")
         .arg(library)
         .arg(format!("\"{full}\""))
-        .output()
+        .output_tied()
         .unwrap();
     let jcmd = String::from_utf8_lossy(&out.stdout).into_owned();
     let text = std::fs::read_to_string(&reply).unwrap_or_default();

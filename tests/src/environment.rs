@@ -2,6 +2,7 @@
 //! CLI of `cargo build --release`), scratch directories, tools on the PATH, the Python venv
 //! of the official OTLP classes, and free loopback ports.
 
+use crate::process::Tied as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -53,7 +54,7 @@ pub fn cli_path() -> PathBuf {
 
 /// Runs `otelprof ARGS`: exit code (-1 when killed by a signal), stdout, stderr.
 pub fn otelprof(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(cli_path()).args(args).output().unwrap();
+    let out = Command::new(cli_path()).args(args).output_tied().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -2,6 +2,7 @@
 //! them: `examples/workloads` and `tests/java`, and `tests/java-otel` against the real
 //! OpenTelemetry Java SDK.
 
+use crate::process::Tied as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -17,8 +18,10 @@ pub fn otel_sdk_jar() -> &'static Path {
         }
         let out = Command::new("bash")
             .arg(repo_root().join("scripts/fetch-otel-java.sh"))
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .output()
+            .spawn_tied()
+            .and_then(|child| child.wait_with_output())
             .unwrap();
         assert!(out.status.success(), "scripts/fetch-otel-java.sh failed");
         let p = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
@@ -42,7 +45,7 @@ pub fn otel_classes() -> &'static Path {
             .arg("-d")
             .arg(&out)
             .args(&sources)
-            .status()
+            .status_tied()
             .unwrap();
         assert!(status.success(), "javac of tests/java-otel failed");
         out
@@ -62,7 +65,10 @@ impl Jdk {
     }
 
     pub fn feature(&self) -> u32 {
-        let out = Command::new(self.java()).arg("-version").output().unwrap();
+        let out = Command::new(self.java())
+            .arg("-version")
+            .output_tied()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stderr);
         let v = text.split('"').nth(1).unwrap_or("0");
         v.split('.').next().unwrap().parse().unwrap()
@@ -129,7 +135,7 @@ pub fn classes() -> &'static Path {
             .args(["--release", "17", "-g", "-d"])
             .arg(&out)
             .args(&sources)
-            .status()
+            .status_tied()
             .unwrap();
         assert!(status.success(), "javac failed");
         out

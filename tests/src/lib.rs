@@ -45,5 +45,5 @@ pub use otlp_receiver::{OtlpProtocol, Receiver};
 pub use pprof::{
     parse_pprof_top, parse_pprof_traces, pprof_top, pprof_traces, Top, TopRow, TraceSample,
 };
-pub use process::run_with_timeout;
+pub use process::{run_with_timeout, Tied};
 pub use running_jvm::RunningJvm;

@@ -1,6 +1,7 @@
 //! An independent OTLP receiver (`tests/python/otlp_receiver.py`, on the official generated
 //! classes) that saves what it receives, and its checker (`tests/python/otlp_check.py`).
 
+use crate::process::Tied as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,7 +62,7 @@ impl Receiver {
             .arg("--ready")
             .arg(&ready)
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap();
         let mut r = Receiver {
             protocol,
@@ -107,11 +108,30 @@ impl Receiver {
         let out = Command::new(python())
             .arg(repo_root().join("tests/python/otlp_check.py"))
             .arg(&self.dir)
-            .output()
+            .output_tied()
             .unwrap();
         assert!(
             out.status.success(),
             "otlp_check.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// `tests/python/pyroscope_check.py` over everything received: Grafana Pyroscope's ingest
+    /// rules, each with its source, and the names it would give the profiles. `bounded` also
+    /// checks what `backend=pyroscope` promises beyond what Pyroscope refuses.
+    pub fn pyroscope_check(&self, bounded: bool) -> serde_json::Value {
+        let mut cmd = Command::new(python());
+        cmd.arg(repo_root().join("tests/python/pyroscope_check.py"))
+            .arg(&self.dir);
+        if bounded {
+            cmd.arg("--bounded");
+        }
+        let out = cmd.output_tied().unwrap();
+        assert!(
+            out.status.success(),
+            "pyroscope_check.py failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap()

@@ -1,6 +1,7 @@
 //! `go tool pprof`, the independent reader of the agent's pprof files: `-top` and `-traces`,
 //! parsed.
 
+use crate::process::Tied as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
@@ -66,7 +67,7 @@ pub fn pprof_top(files: &[PathBuf], sample_index: &str, extra: &[&str]) -> Top {
     ]);
     cmd.args(unit_flag(sample_index));
     cmd.args(extra).args(files);
-    let out = cmd.output().unwrap();
+    let out = cmd.output_tied().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -164,7 +165,7 @@ pub fn pprof_traces(files: &[PathBuf], sample_index: &str) -> Vec<TraceSample> {
         &format!("-sample_index={sample_index}"),
     ]);
     cmd.args(unit_flag(sample_index));
-    let out = cmd.args(files).output().unwrap();
+    let out = cmd.args(files).output_tied().unwrap();
     assert!(
         out.status.success(),
         "go tool pprof -traces failed: {}",

@@ -1,6 +1,7 @@
 //! A real `otelprof receive` (or `otelprof serve`) on free loopback ports, for tests that
 //! export to it, read what it stored or attack it; its log kept in a file; killed on drop.
 
+use crate::process::Tied as _;
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -89,7 +90,7 @@ impl ReceiveProcess {
             }
         }
         let r = ReceiveProcess {
-            child: cmd.spawn().unwrap(),
+            child: cmd.spawn_tied().unwrap(),
             grpc,
             http,
             ui: ui.map(|(_, port)| port),

@@ -6,6 +6,7 @@
 //! `otelprof.tests.AttachTarget`, and finds the JVM's pid as seen from here (the wrapper's
 //! descendant running `java`).
 
+use crate::process::Tied as _;
 use std::io::{BufRead as _, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -125,7 +126,7 @@ impl RunningJvm {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
+            .spawn_tied()
             .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
         let stdout = Collected::from(child.stdout.take().unwrap());
         let stderr = Collected::from(child.stderr.take().unwrap());

@@ -1,4 +1,4 @@
-//! `otelprof attach PID VERB`: runs a verb in a JVM ([`crate::attach`]) and prints what the
+//! `otelprof attach PID VERB`: runs a verb in a JVM ([`otelprof_attach`]) and prints what the
 //! agent or the JVM answered, escaped. Exit status: 0 when the answer is `ok`, 1 when it is
 //! `error:` (the failures to attach are errors, printed by `main`, also 1).
 
@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::attach::{self, AgentFiles, Verb};
 use crate::cli::{AttachArgs, AttachVerb};
 use crate::commands::run::{AGENT_FILE, JAR};
-use crate::escape;
+use otelprof_attach::{self as attach, AgentFiles, Verb};
+use otelprof_primitives::escape;
 
 pub fn run(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let verb = match &args.verb {

@@ -17,7 +17,7 @@ use otelprof_opamp::engines::Engines;
 use serde_json::{json, Value};
 
 use crate::cli::CaptureArgs;
-use crate::escape;
+use otelprof_primitives::escape;
 
 /// How often the capture's state is read.
 const POLL: Duration = Duration::from_millis(500);

@@ -8,7 +8,7 @@ use anyhow::{bail, Context as _};
 use otelprof_store::maintain::{maintain, MaintainLock, Policy};
 
 use crate::cli::CompactArgs;
-use crate::escape;
+use otelprof_primitives::escape;
 
 pub fn run(args: &CompactArgs) -> anyhow::Result<()> {
     if !args.store.is_dir() {

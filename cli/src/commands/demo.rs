@@ -8,16 +8,18 @@
 //! The Java sources are compiled into this binary, so `otelprof demo` needs only a JDK and
 //! the agent (`libotelprof.so`, `otelprof.jar`) beside the executable.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 
 use crate::cli::{DemoArgs, DiffArgs, DrilldownArgs, FlameArgs, SelectArgs, TopArgs};
 use crate::commands;
-use crate::receiver::{self, ReceiveConfig};
+use otelprof_receiver::{self as receiver, ReceiveConfig};
 
 /// The demo service, compiled at run time.
 const SOURCES: [(&str, &str); 6] = [
@@ -91,17 +93,17 @@ struct ShopRun {
     slowest_line: String,
 }
 
-fn run_shop(
+/// The shop's JVM, profiled by the agent, exporting to the receiver at `grpc` (profiles) and
+/// `http` (the shop's own metrics).
+fn spawn_shop(
     java: &Path,
     classpath: &str,
     agent: &Path,
-    grpc: std::net::SocketAddr,
-    http: std::net::SocketAddr,
+    (grpc, http): (SocketAddr, SocketAddr),
     version: &str,
-    seconds: u32,
-) -> anyhow::Result<ShopRun> {
+) -> anyhow::Result<Child> {
     let options = format!("endpoint=http://{grpc},protocol=grpc,period=5s,timestamps=on,log=warn");
-    let mut child = Command::new(java)
+    Command::new(java)
         .arg(format!("-agentpath:{}={options}", agent.display()))
         .args([
             "-Xms256m",
@@ -124,26 +126,86 @@ fn run_shop(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot start {}", java.display()))?;
-    let stderr = child.stderr.take();
-    let errors = std::thread::spawn(move || {
+        .with_context(|| format!("cannot start {}", java.display()))
+}
+
+/// Everything `stream` says until it ends, read on a thread of its own.
+fn read_all(stream: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
+    std::thread::spawn(move || {
         let mut text = String::new();
-        if let Some(e) = stderr {
+        if let Some(e) = stream {
             for line in BufReader::new(e).lines().map_while(Result::ok) {
                 text.push_str(&line);
                 text.push('\n');
             }
         }
         text
-    });
+    })
+}
+
+/// The load against the shop at `base` for `seconds`, in a JVM of its own, without the agent,
+/// so that the profile is the service's, not its clients'.
+fn run_load(
+    java: &Path,
+    classpath: &str,
+    base: &str,
+    seconds: u32,
+) -> anyhow::Result<std::process::Output> {
+    Command::new(java)
+        .args([
+            "-Xms64m",
+            "-Xmx256m",
+            "-cp",
+            classpath,
+            "otelprof.demo.LoadGen",
+        ])
+        .args([base, &seconds.to_string(), "3"])
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .env_remove("_JAVA_OPTIONS")
+        .env_remove("JDK_JAVA_OPTIONS")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot start the load generator with {}", java.display()))
+}
+
+impl ShopRun {
+    /// Takes what a line of the shop's output says about the run.
+    fn read(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("slowest ") {
+            self.slowest_line = rest.replace('_', " ");
+            self.slowest_trace = rest
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("trace="))
+                .map(str::to_owned);
+            self.slowest_endpoint = rest
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("endpoint="))
+                .map(|e| e.replace('_', " "));
+        } else if line.contains(": served ") {
+            self.served = line.to_owned();
+        }
+    }
+}
+
+/// Runs shop `version` under load for `seconds`, profiled, exporting to `receiver` (its gRPC
+/// and HTTP addresses), and reads what it said.
+fn run_shop(
+    java: &Path,
+    classpath: &str,
+    agent: &Path,
+    receiver: (SocketAddr, SocketAddr),
+    version: &str,
+    seconds: u32,
+) -> anyhow::Result<ShopRun> {
+    let mut child = spawn_shop(java, classpath, agent, receiver, version)?;
+    let errors = read_all(child.stderr.take());
     let mut run = ShopRun::default();
     let mut out_text = String::new();
     let mut lines = child
         .stdout
         .take()
         .map(|out| BufReader::new(out).lines().map_while(Result::ok));
-    // The shop says where it listens; then the load runs in a JVM of its own, without the
-    // agent, so that the profile is the service's, not its clients'.
+    // The shop says where it listens; then the load runs.
     let mut base = None;
     if let Some(lines) = lines.as_mut() {
         for line in lines.by_ref() {
@@ -156,43 +218,15 @@ fn run_shop(
         }
     }
     let load = match &base {
-        Some(base) => Command::new(java)
-            .args([
-                "-Xms64m",
-                "-Xmx256m",
-                "-cp",
-                classpath,
-                "otelprof.demo.LoadGen",
-            ])
-            .args([base.as_str(), &seconds.to_string(), "3"])
-            .env_remove("JAVA_TOOL_OPTIONS")
-            .env_remove("_JAVA_OPTIONS")
-            .env_remove("JDK_JAVA_OPTIONS")
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("cannot start the load generator with {}", java.display())),
+        Some(base) => run_load(java, classpath, base, seconds),
         None => Err(anyhow::anyhow!("the shop did not say where it listens")),
     };
     // Closing its standard input stops the shop, whatever happened to the load.
     drop(child.stdin.take());
-    if let Some(lines) = lines {
-        for line in lines {
-            if let Some(rest) = line.strip_prefix("slowest ") {
-                run.slowest_line = rest.replace('_', " ");
-                run.slowest_trace = rest
-                    .split_whitespace()
-                    .find_map(|kv| kv.strip_prefix("trace="))
-                    .map(str::to_owned);
-                run.slowest_endpoint = rest
-                    .split_whitespace()
-                    .find_map(|kv| kv.strip_prefix("endpoint="))
-                    .map(|e| e.replace('_', " "));
-            } else if line.contains(": served ") {
-                run.served = line.clone();
-            }
-            out_text.push_str(&line);
-            out_text.push('\n');
-        }
+    for line in lines.into_iter().flatten() {
+        run.read(&line);
+        out_text.push_str(&line);
+        out_text.push('\n');
     }
     let load = load?;
     let load_text =
@@ -221,8 +255,15 @@ fn section(title: &str, command: &str) -> anyhow::Result<()> {
     outln!("   ({command})\n")
 }
 
-pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
-    let started = Instant::now();
+/// What the demo runs: the JDK's tools, and the agent with its jar.
+struct Tools {
+    java: PathBuf,
+    javac: PathBuf,
+    agent: PathBuf,
+    jar: PathBuf,
+}
+
+fn tools(args: &DemoArgs) -> anyhow::Result<Tools> {
     let java = jdk_tool(args, "java")?;
     let javac = jdk_tool(args, "javac")?;
     let agent = crate::commands::run::locate_agent(
@@ -239,8 +280,17 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             agent.display()
         );
     }
+    Ok(Tools {
+        java,
+        javac,
+        agent,
+        jar,
+    })
+}
 
-    let dir = &args.dir;
+/// Writes the shop's sources under `dir` (after removing what an earlier demo wrote there)
+/// and compiles them; returns the class path to run it with.
+fn compile_shop(dir: &Path, tools: &Tools) -> anyhow::Result<String> {
     if dir.exists() {
         // Only what the demo itself writes is removed.
         for sub in ["store", "classes", "src"] {
@@ -258,28 +308,38 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     }
     errln!(
         "otelprof demo: compiling the shop service (JDK-only Java) with {}",
-        javac.display()
+        tools.javac.display()
     );
-    let status = Command::new(&javac)
+    let status = Command::new(&tools.javac)
         .args(["--release", "17", "-g", "-cp"])
-        .arg(&jar)
+        .arg(&tools.jar)
         .arg("-d")
         .arg(&classes)
         .args(&files)
         .status()
-        .with_context(|| format!("cannot run {}", javac.display()))?;
+        .with_context(|| format!("cannot run {}", tools.javac.display()))?;
     if !status.success() {
         bail!("javac failed ({status})");
     }
-    let classpath = std::env::join_paths([classes.as_path(), jar.as_path()])
-        .context("class path")?
-        .to_string_lossy()
-        .into_owned();
+    Ok(
+        std::env::join_paths([classes.as_path(), tools.jar.as_path()])
+            .context("class path")?
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
 
-    let store = dir.join("store");
-    let loopback = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+/// Runs versions 1.0 and 2.0 of the shop one after the other, profiled, into a receiver
+/// storing in `store`; returns what each run said.
+fn profile_both_versions(
+    args: &DemoArgs,
+    tools: &Tools,
+    classpath: &str,
+    store: &Path,
+) -> anyhow::Result<Vec<ShopRun>> {
+    let loopback = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
     let running = receiver::start(&ReceiveConfig {
-        store: store.clone(),
+        store: store.to_path_buf(),
         grpc: Some(loopback(0)),
         http: Some(loopback(0)),
         token: None,
@@ -303,7 +363,14 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             args.seconds
         );
         let t = Instant::now();
-        let run = run_shop(&java, &classpath, &agent, grpc, http, version, args.seconds)?;
+        let run = run_shop(
+            &tools.java,
+            classpath,
+            &tools.agent,
+            (grpc, http),
+            version,
+            args.seconds,
+        )?;
         errln!(
             "  {}; {} ({:.0} s)",
             run.served,
@@ -315,10 +382,11 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let summary = receiver::summary(running.counters());
     running.stop();
     errln!("otelprof demo: receiver stopped; {summary}");
+    Ok(runs)
+}
 
-    let paths = vec![store.clone()];
-    let store_arg = store.display().to_string();
-
+/// The first question: CPU per endpoint of version 2.0 (`otelprof top`).
+fn show_top(paths: &[PathBuf], store_arg: &str) -> anyhow::Result<()> {
     section(
         "CPU per endpoint, version 2.0",
         &format!("otelprof top --by span_name --where service.version=2.0 {store_arg}"),
@@ -328,33 +396,45 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         by: Some("span_name".to_owned()),
         by_thread: false,
         limit: 10,
-        paths: paths.clone(),
+        paths: paths.to_vec(),
     })?;
+    Ok(())
+}
 
-    let mut written = Vec::new();
-    if let Some(run) = runs.get(1) {
-        if let Some(trace) = &run.slowest_trace {
-            section(
-                &format!("The slowest trace of version 2.0: {}", run.slowest_line),
-                &format!("otelprof drilldown --trace-id {trace} {store_arg}"),
-            )?;
-            let out = dir.join("slowest-trace.html");
-            let s = SelectArgs {
-                trace_id: Some(trace.clone()),
-                ..SelectArgs::default()
-            };
-            commands::drilldown::run(&DrilldownArgs {
-                select: s,
-                children: false,
-                endpoint: run.slowest_endpoint.clone(),
-                limit: 10,
-                output: Some(out.clone()),
-                paths: paths.clone(),
-            })?;
-            written.push(out);
-        }
-    }
+/// The second: where the slowest trace of version 2.0 spent its time (`otelprof drilldown`);
+/// returns the flame graph written, if the shop named a slowest trace.
+fn show_slowest_trace(
+    dir: &Path,
+    paths: &[PathBuf],
+    store_arg: &str,
+    run: &ShopRun,
+) -> anyhow::Result<Option<PathBuf>> {
+    let Some(trace) = &run.slowest_trace else {
+        return Ok(None);
+    };
+    section(
+        &format!("The slowest trace of version 2.0: {}", run.slowest_line),
+        &format!("otelprof drilldown --trace-id {trace} {store_arg}"),
+    )?;
+    let out = dir.join("slowest-trace.html");
+    let s = SelectArgs {
+        trace_id: Some(trace.clone()),
+        ..SelectArgs::default()
+    };
+    commands::drilldown::run(&DrilldownArgs {
+        select: s,
+        children: false,
+        endpoint: run.slowest_endpoint.clone(),
+        limit: 10,
+        output: Some(out.clone()),
+        paths: paths.to_vec(),
+    })?;
+    Ok(Some(out))
+}
 
+/// The third: what changed from 1.0 to 2.0 (`otelprof diff`), and whether the diff found the
+/// deliberate regression; returns the diff's flame graph.
+fn show_diff(dir: &Path, paths: &[PathBuf], store_arg: &str) -> anyhow::Result<PathBuf> {
     section(
         "What changed from version 1.0 to 2.0",
         &format!("otelprof diff --base service.version=1.0 --head service.version=2.0 {store_arg}"),
@@ -370,10 +450,8 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         output: Some(diff_html.clone()),
         fail_above: None,
         fdr: crate::cli::DEFAULT_FDR_PERCENT,
-        paths: paths.clone(),
+        paths: paths.to_vec(),
     })?;
-    written.push(diff_html);
-
     outln!()?;
     match headline.as_deref() {
         Some(REGRESSED_METHOD) => outln!(
@@ -389,7 +467,12 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
              {REGRESSED_METHOD} (too little load? try --seconds 40)."
         ),
     }?;
+    Ok(diff_html)
+}
 
+/// The flame graphs of both versions; returns the files written.
+fn write_flames(dir: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
     for (version, name) in [
         ("1.0", "flame-1.0.html"),
         ("2.0", "flame-2.0.html"),
@@ -400,13 +483,18 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             select: SelectArgs::conditions(&[&format!("service.version={version}")]),
             output: out.clone(),
             title: Some(format!("shop {version}: CPU")),
-            paths: paths.clone(),
+            paths: paths.to_vec(),
         })?;
         written.push(out);
     }
+    Ok(written)
+}
+
+/// The files written, and where to go on from here.
+fn say_what_next(written: &[PathBuf], store_arg: &str, started: Instant) -> anyhow::Result<()> {
     outln!("\n== Flame graphs (self-contained: open them in any browser, offline)")?;
-    for p in &written {
-        outln!("   {}", crate::escape::path(p))?;
+    for p in written {
+        outln!("   {}", otelprof_primitives::escape::path(p))?;
     }
     outln!(
         "\nThe store is plain OTLP: explore it with otelprof top|flame|drilldown|diff {store_arg}\n\
@@ -418,7 +506,27 @@ pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         "\n== Browse it: otelprof serve --store {store_arg}\n   then open the Compare view of \
          1.0 -> 2.0: http://{}/diff?base=service.version%3D1.0&head=service.version%3D2.0",
         crate::cli::DEFAULT_UI
-    )?;
+    )
+}
+
+pub fn command(args: &DemoArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let tools = tools(args)?;
+    let dir = &args.dir;
+    let classpath = compile_shop(dir, &tools)?;
+    let store = dir.join("store");
+    let runs = profile_both_versions(args, &tools, &classpath, &store)?;
+
+    let paths = vec![store.clone()];
+    let store_arg = store.display().to_string();
+    show_top(&paths, &store_arg)?;
+    let mut written = Vec::new();
+    if let Some(run) = runs.get(1) {
+        written.extend(show_slowest_trace(dir, &paths, &store_arg, run)?);
+    }
+    written.push(show_diff(dir, &paths, &store_arg)?);
+    written.extend(write_flames(dir, &paths)?);
+    say_what_next(&written, &store_arg, started)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -19,9 +19,9 @@ use otelprof_store::query::slices::{self, SliceSpec};
 use otelprof_store::select::{ProfileType, Selector};
 
 use crate::cli::{DiffArgs, DiffRanges};
-use crate::escape;
 use crate::flame;
 use crate::table::{render_columns, render_header, value};
+use otelprof_primitives::escape;
 
 /// Exit code of `diff --fail-above` when a regression exceeds the threshold.
 pub const EXIT_REGRESSION: u8 = 3;

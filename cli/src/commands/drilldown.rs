@@ -10,9 +10,9 @@ use otelprof_store::merge::Merged;
 use otelprof_store::select::{Condition, ProfileType, Selector};
 
 use crate::cli::DrilldownArgs;
-use crate::escape::{self, escape};
 use crate::flame;
 use crate::table::{format_value, render_columns, render_header, share, value};
+use otelprof_primitives::escape::{self, escape};
 use otelprof_store::query::drilldown::{self, Drilldown};
 use otelprof_store::query::top;
 use otelprof_store::query::{self, Spec};

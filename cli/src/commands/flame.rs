@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use crate::cli::FlameArgs;
-use crate::escape;
 use crate::flame;
 use crate::table::render_header;
+use otelprof_primitives::escape;
 use otelprof_store::query;
 
 pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {

@@ -10,11 +10,11 @@ pub mod drilldown;
 pub mod flame;
 pub mod receive;
 pub mod run;
+pub mod serve;
 pub mod top;
 pub mod traces;
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use anyhow::{bail, Context as _};
 use otelprof_store::query::Spec;
@@ -22,13 +22,9 @@ use otelprof_store::select::{self, Measure, Op, ProfileType, Selector};
 use otelprof_store::{chain, format_time, StoreSource};
 
 use crate::cli::SelectArgs;
-use crate::escape;
+use otelprof_primitives::escape;
 
-pub fn now_unix_nanos() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
+pub use otelprof_store::now_unix_nanos;
 
 impl SelectArgs {
     /// The profile type and what to add up of it: `--type` and `--value`, checked together.

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs as _};
 use anyhow::Context as _;
 
 use crate::cli::ReceiveArgs;
-use crate::receiver::{self, Limits, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
+use otelprof_receiver::{self as receiver, Limits, ReceiveConfig, DEFAULT_GRPC, DEFAULT_HTTP};
 
 fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
     if text == "off" {
@@ -16,7 +16,7 @@ fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
         .with_context(|| {
             format!(
                 "--{what} {} is not a listen address (e.g. {})",
-                crate::escape::quote(text),
+                otelprof_primitives::escape::quote(text),
                 if what == "grpc" {
                     DEFAULT_GRPC
                 } else {
@@ -28,7 +28,7 @@ fn resolve(text: &str, what: &str) -> anyhow::Result<Option<SocketAddr>> {
         .with_context(|| {
             format!(
                 "--{what} {} resolves to no address",
-                crate::escape::quote(text)
+                otelprof_primitives::escape::quote(text)
             )
         })?;
     Ok(Some(addr))

@@ -1,44 +1,18 @@
-// otelprof flame graph viewer: no dependencies, no network. Reads the DATA object that
-// otelprof embeds in the page: frame names, and the call tree in preorder as parallel arrays
-// (name index, depth, total value, self value, and for diffs the base value scaled to the
-// head's total). Root on top; click to zoom, Escape or "reset" to zoom out, type to search
-// (plain text, case-insensitive; /regex/ for a regular expression); hover for details.
+// otelprof's flame graph viewer, the one of the self-contained HTML files (`otelprof flame`,
+// `otelprof diff`: page) and of the web UI (`otelprof serve`: mount). No dependencies, no
+// network. Data: frame names, and the call tree in preorder as parallel arrays (name index,
+// depth, total value, self value, and for diffs the base value scaled to the head's total).
+// Root on top; click a frame (or Enter on it) to zoom to it, Escape or "reset zoom" to zoom
+// out, type to search (plain text, case-insensitive; /regex/ for a regular expression) and see
+// the matched share; hover for details (frames carry file:line when asked for lines).
 (function () {
   "use strict";
-  var D = window.OTELPROF_FLAME;
-  var n = D.name.length;
   var ROW = 18;
   var MIN_PCT = 0.02; // frames narrower than this share of the view are not drawn
 
-  // Rebuild the tree: parent, start offset (in value units) and end of each subtree.
-  var parent = new Int32Array(n), x = new Float64Array(n), end = new Int32Array(n);
-  var stack = [], cursor = [];
-  for (var i = 0; i < n; i++) {
-    var d = D.depth[i];
-    while (stack.length > d) { var j = stack.pop(); end[j] = i; cursor.pop(); }
-    if (stack.length === 0) { parent[i] = -1; x[i] = 0; }
-    else {
-      var p = stack[stack.length - 1];
-      parent[i] = p;
-      x[i] = cursor[cursor.length - 1];
-      cursor[cursor.length - 1] += D.value[i];
-    }
-    stack.push(i); cursor.push(x[i]);
-  }
-  while (stack.length) { end[stack.pop()] = n; }
-  var maxDepth = 0;
-  for (i = 0; i < n; i++) if (D.depth[i] > maxDepth) maxDepth = D.depth[i];
-
-  var chart = document.getElementById("chart");
-  var tip = document.getElementById("tip");
-  var status = document.getElementById("status");
-  var search = document.getElementById("search");
-  chart.style.height = ((maxDepth + 1) * ROW + 4) + "px";
-
-  function fmt(v) {
-    var u = D.unit;
+  function fmt(v, u) {
+    var a = Math.abs(v);
     if (u === "nanoseconds") {
-      var a = Math.abs(v);
       if (a >= 60e9) return (v / 60e9).toFixed(2) + " min";
       if (a >= 1e9) return (v / 1e9).toFixed(2) + " s";
       if (a >= 1e6) return (v / 1e6).toFixed(1) + " ms";
@@ -46,9 +20,9 @@
       return Math.round(v) + " ns";
     }
     if (u === "bytes") {
-      var units = ["B", "KiB", "MiB", "GiB", "TiB"], k = 0, b = Math.abs(v);
-      while (b >= 1024 && k < units.length - 1) { b /= 1024; k++; }
-      return (v < 0 ? "-" : "") + b.toFixed(k ? 1 : 0) + " " + units[k];
+      var units = ["B", "KiB", "MiB", "GiB", "TiB"], k = 0;
+      while (a >= 1024 && k < units.length - 1) { a /= 1024; k++; }
+      return (v < 0 ? "-" : "") + a.toFixed(k ? 1 : 0) + " " + units[k];
     }
     return Math.round(v) + (u && u !== "count" ? " " + u : "");
   }
@@ -59,15 +33,37 @@
     for (var k = 0; k < s.length; k++) { h ^= s.charCodeAt(k); h = Math.imul(h, 16777619); }
     return (h >>> 0) / 4294967296;
   }
-  function color(i) {
+
+  // The tree rebuilt from the preorder: each node's parent, start offset (in value units)
+  // and the end of its subtree, and the deepest depth.
+  function layout(D) {
+    var n = D.name.length;
+    var parent = new Int32Array(n), x = new Float64Array(n), end = new Int32Array(n);
+    var stack = [], cursor = [], maxDepth = 0;
+    for (var i = 0; i < n; i++) {
+      var d = D.depth[i];
+      if (d > maxDepth) maxDepth = d;
+      while (stack.length > d) { end[stack.pop()] = i; cursor.pop(); }
+      if (stack.length === 0) { parent[i] = -1; x[i] = 0; }
+      else {
+        parent[i] = stack[stack.length - 1];
+        x[i] = cursor[cursor.length - 1];
+        cursor[cursor.length - 1] += D.value[i];
+      }
+      stack.push(i); cursor.push(x[i]);
+    }
+    while (stack.length) end[stack.pop()] = n;
+    return { n: n, parent: parent, x: x, end: end, maxDepth: maxDepth };
+  }
+
+  // A diff: red for a larger share of the whole than in the base, blue for a smaller one.
+  // Otherwise: grey for role frames ([GC]), yellow for the JDK, orange for the application.
+  function color(D, i) {
     var name = D.names[D.name[i]];
     if (D.base) {
-      // Share of own total, head vs base (base already scaled to the head's total).
-      var v = D.value[i], b = D.base[i], tot = D.value[0] || 1;
-      var delta = (v - b) / tot; // change in share of the whole
-      var s = Math.min(1, Math.abs(delta) * 20);
+      var delta = (D.value[i] - D.base[i]) / (D.value[0] || 1);
       if (Math.abs(delta) < 0.0005) return "rgb(225,225,225)";
-      var c = Math.round(225 - 170 * s);
+      var c = Math.round(225 - 170 * Math.min(1, Math.abs(delta) * 20));
       return delta > 0 ? "rgb(255," + c + "," + c + ")" : "rgb(" + c + "," + c + ",255)";
     }
     var r = hash(name);
@@ -78,110 +74,148 @@
     return "rgb(" + Math.round(230 + 25 * r) + "," + Math.round(90 + 80 * r) + ",50)";
   }
 
-  var zoom = 0; // node shown at full width
-  var matcher = null;
-
-  function matches(i) { return matcher !== null && matcher(D.names[D.name[i]]); }
-
-  function render() {
-    var frag = document.createDocumentFragment();
-    var z0 = x[zoom], zw = D.value[zoom] || 1, zd = D.depth[zoom];
-    var drawn = 0;
-    // Ancestors of the zoomed node, full width, dimmed.
-    for (var a = parent[zoom]; a >= 0; a = parent[a]) frag.appendChild(box(a, 0, 100, true));
-    for (var i = zoom; i < end[zoom]; i++) {
-      var w = 100 * D.value[i] / zw;
-      if (w < MIN_PCT) { i = end[i] - 1; continue; } // skip the whole (narrower) subtree
-      frag.appendChild(box(i, 100 * (x[i] - z0) / zw, w, false));
-      drawn++;
+  function matcherOf(q) {
+    if (!q) return null;
+    if (q.length > 2 && q[0] === "/" && q[q.length - 1] === "/") {
+      try { var re = new RegExp(q.slice(1, -1)); return function (s) { return re.test(s); }; }
+      catch (e) { return function () { return false; }; }
     }
-    chart.textContent = "";
-    chart.appendChild(frag);
-    chart.setAttribute("data-drawn", String(drawn));
-    updateStatus();
+    var lower = q.toLowerCase();
+    return function (s) { return s.toLowerCase().indexOf(lower) >= 0; };
   }
 
-  function box(i, left, width, dim) {
-    var e = document.createElement("div");
-    e.className = "frame" + (dim ? " dim" : "") + (matches(i) ? " match" : "");
-    e.style.left = left + "%";
-    e.style.width = width + "%";
-    e.style.top = (D.depth[i] * ROW) + "px";
-    if (!(matches(i))) e.style.background = color(i);
-    e.textContent = D.names[D.name[i]];
-    e.setAttribute("data-node", String(i));
-    return e;
-  }
+  // Draws `D` into the elements of `ui`: chart, search (an input), reset (a button), status,
+  // tip, and keys (where Escape zooms out). opts.search: the first search; opts.onSearch(q):
+  // told of every search. Returns {search(q), zoomTo(i)}.
+  function view(ui, D, opts) {
+    var t = layout(D), zoom = 0, matcher = null;
+    var chart = ui.chart, status = ui.status, tip = ui.tip;
+    chart.style.height = ((t.maxDepth + 1) * ROW + 4) + "px";
+    function name(i) { return D.names[D.name[i]]; }
+    function matches(i) { return matcher !== null && matcher(name(i)); }
 
-  function updateStatus() {
-    var text = "";
-    if (matcher !== null) {
-      // Matched total without counting nested matches twice.
-      var total = 0, count = 0;
-      for (var i = 0; i < n; i++) {
-        if (!matches(i)) continue;
-        count++;
-        var nested = false;
-        for (var a = parent[i]; a >= 0; a = parent[a]) if (matches(a)) { nested = true; break; }
-        if (!nested) total += D.value[i];
+    function box(i, left, width, dim) {
+      var e = document.createElement("div");
+      e.className = "frame" + (dim ? " dim" : "") + (matches(i) ? " match" : "");
+      e.style.left = left + "%"; e.style.width = width + "%"; e.style.top = (D.depth[i] * ROW) + "px";
+      if (!matches(i)) e.style.background = color(D, i);
+      e.textContent = name(i);
+      e.setAttribute("data-node", String(i));
+      e.tabIndex = 0;
+      e.setAttribute("role", "button");
+      return e;
+    }
+    function render() {
+      var frag = document.createDocumentFragment();
+      var z0 = t.x[zoom], zw = D.value[zoom] || 1, drawn = 0;
+      // Ancestors of the zoomed node, full width, dimmed.
+      for (var a = t.parent[zoom]; a >= 0; a = t.parent[a]) frag.appendChild(box(a, 0, 100, true));
+      for (var i = zoom; i < t.end[zoom]; i++) {
+        var w = 100 * D.value[i] / zw;
+        if (w < MIN_PCT) { i = t.end[i] - 1; continue; } // skip the whole (narrower) subtree
+        frag.appendChild(box(i, 100 * (t.x[i] - z0) / zw, w, false));
+        drawn++;
       }
-      text = "matched " + count + " frames, " + fmt(total) + " (" + pct(total, D.value[0]) + " of all)";
-      status.setAttribute("data-matched", String(count));
-    } else {
-      status.removeAttribute("data-matched");
+      chart.textContent = ""; chart.appendChild(frag);
+      chart.setAttribute("data-drawn", String(drawn));
+      updateStatus();
     }
-    if (zoom !== 0) text += (text ? " · " : "") + "zoomed to " + D.names[D.name[zoom]];
-    status.textContent = text;
+    function updateStatus() {
+      var text = "";
+      if (matcher !== null) {
+        // Matched total without counting nested matches twice.
+        var total = 0, count = 0;
+        for (var i = 0; i < t.n; i++) {
+          if (!matches(i)) continue;
+          count++;
+          var nested = false;
+          for (var a = t.parent[i]; a >= 0; a = t.parent[a]) if (matches(a)) { nested = true; break; }
+          if (!nested) total += D.value[i];
+        }
+        text = "matched " + count + " frames, " + fmt(total, D.unit) + " (" + pct(total, D.value[0]) + " of all)";
+        status.setAttribute("data-matched", String(count));
+      } else status.removeAttribute("data-matched");
+      if (zoom !== 0) text += (text ? " · " : "") + "zoomed to " + name(zoom);
+      status.textContent = text;
+    }
+    function setSearch(q) {
+      matcher = matcherOf(q);
+      render();
+      if (opts.onSearch) opts.onSearch(q);
+    }
+    function zoomTo(i) { zoom = i; render(); }
+    function showTip(ev) {
+      var f = ev.target.closest(".frame");
+      if (!f) { tip.style.display = "none"; return; }
+      var i = Number(f.getAttribute("data-node")), all = D.value[0];
+      var lines = [name(i),
+        "total " + fmt(D.value[i], D.unit) + " (" + pct(D.value[i], all) + ")",
+        "self " + fmt(D.self[i], D.unit) + " (" + pct(D.self[i], all) + ")"];
+      if (D.base) {
+        var change = D.value[i] - D.base[i];
+        lines.push("base " + pct(D.base[i], all) + " → head " + pct(D.value[i], all) +
+          " (" + (change >= 0 ? "+" : "") + (100 * change / (all || 1)).toFixed(2) + " pp)");
+      }
+      tip.textContent = lines.join("\n"); tip.style.display = "block";
+      var px = ev.clientX + 14;
+      if (px + tip.offsetWidth > window.innerWidth) px = ev.clientX - tip.offsetWidth - 8;
+      tip.style.left = px + "px"; tip.style.top = (ev.clientY + 14) + "px";
+    }
+
+    chart.addEventListener("click", function (ev) {
+      var f = ev.target.closest(".frame"); if (f) zoomTo(Number(f.getAttribute("data-node")));
+    });
+    chart.addEventListener("keydown", function (ev) {
+      var f = ev.target.closest(".frame");
+      if (f && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); zoomTo(Number(f.getAttribute("data-node"))); }
+    });
+    ui.reset.addEventListener("click", function () { zoomTo(0); });
+    ui.keys.addEventListener("keydown", function (ev) { if (ev.key === "Escape") zoomTo(0); });
+    ui.search.addEventListener("input", function () { setSearch(ui.search.value); });
+    chart.addEventListener("mousemove", showTip);
+    chart.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+    if (opts.search) { ui.search.value = opts.search; setSearch(opts.search); } else render();
+    return { search: function (q) { ui.search.value = q; setSearch(q); }, zoomTo: zoomTo };
   }
 
-  function setSearch(q) {
-    if (!q) { matcher = null; }
-    else if (q.length > 2 && q[0] === "/" && q[q.length - 1] === "/") {
-      try { var re = new RegExp(q.slice(1, -1)); matcher = function (s) { return re.test(s); }; }
-      catch (e) { matcher = function () { return false; }; }
-    } else {
-      var lower = q.toLowerCase();
-      matcher = function (s) { return s.toLowerCase().indexOf(lower) >= 0; };
+  // The web UI's flame graph: a bar (search, reset, status, legend) and the chart, made in
+  // `root`. Returns {search(q), reset(), input}.
+  function mount(root, D, opts) {
+    function make(tag, className, text) {
+      var e = document.createElement(tag);
+      if (className) e.className = className;
+      if (text) e.textContent = text;
+      return e;
     }
-    render();
+    root.textContent = "";
+    var bar = make("div", "flamebar");
+    var search = make("input", "flamesearch");
+    search.type = "search"; search.placeholder = "search frames (text or /regex/), press /";
+    search.setAttribute("aria-label", "search frames");
+    var reset = make("button", "", "reset zoom"); reset.type = "button";
+    var status = make("span", "flamestatus"); status.setAttribute("aria-live", "polite");
+    var legend = make("span", "meta", D.base ? "red: larger share than in the base, blue: smaller" : "orange: application, yellow: JDK");
+    bar.appendChild(search); bar.appendChild(reset); bar.appendChild(status); bar.appendChild(legend);
+    var chart = make("div", "chart");
+    root.appendChild(bar); root.appendChild(chart);
+    var v = view({ chart: chart, search: search, reset: reset, status: status, tip: document.getElementById("tip"), keys: root },
+      D, opts || {});
+    return { search: v.search, reset: function () { v.zoomTo(0); }, input: search };
   }
 
-  chart.addEventListener("click", function (ev) {
-    var t = ev.target.closest(".frame");
-    if (!t) return;
-    zoom = Number(t.getAttribute("data-node"));
-    render();
-  });
-  document.getElementById("reset").addEventListener("click", function () { zoom = 0; render(); });
-  document.addEventListener("keydown", function (ev) {
-    if (ev.key === "Escape") { zoom = 0; render(); }
-    if ((ev.ctrlKey || ev.metaKey) && ev.key === "f") { ev.preventDefault(); search.focus(); }
-  });
-  search.addEventListener("input", function () { setSearch(search.value); });
+  // A self-contained page: its elements by id, the first search from the URL's #search=,
+  // Ctrl-F to the search box; window.otelprofFlame to drive it from a script.
+  function page(D) {
+    function byId(id) { return document.getElementById(id); }
+    var search = byId("search");
+    var hashQuery = /[#&]search=([^&]*)/.exec(window.location.hash);
+    var v = view({ chart: byId("chart"), search: search, reset: byId("reset"), status: byId("status"), tip: byId("tip"), keys: document },
+      D, { search: hashQuery ? decodeURIComponent(hashQuery[1]) : "" });
+    document.addEventListener("keydown", function (ev) {
+      if ((ev.ctrlKey || ev.metaKey) && ev.key === "f") { ev.preventDefault(); search.focus(); }
+    });
+    window.otelprofFlame = v;
+  }
 
-  chart.addEventListener("mousemove", function (ev) {
-    var t = ev.target.closest(".frame");
-    if (!t) { tip.style.display = "none"; return; }
-    var i = Number(t.getAttribute("data-node"));
-    var all = D.value[0];
-    var lines = [D.names[D.name[i]],
-      "total " + fmt(D.value[i]) + " (" + pct(D.value[i], all) + ")",
-      "self " + fmt(D.self[i]) + " (" + pct(D.self[i], all) + ")"];
-    if (D.base) {
-      lines.push("base " + pct(D.base[i], all) + " → head " + pct(D.value[i], all) +
-        " (" + ((D.value[i] - D.base[i]) >= 0 ? "+" : "") + (100 * (D.value[i] - D.base[i]) / (all || 1)).toFixed(2) + " pp)");
-    }
-    tip.textContent = lines.join("\n");
-    tip.style.display = "block";
-    var px = ev.clientX + 14, py = ev.clientY + 14;
-    if (px + tip.offsetWidth > window.innerWidth) px = ev.clientX - tip.offsetWidth - 8;
-    tip.style.left = px + "px";
-    tip.style.top = py + "px";
-  });
-  chart.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-
-  var hashQuery = /[#&]search=([^&]*)/.exec(window.location.hash);
-  if (hashQuery) { search.value = decodeURIComponent(hashQuery[1]); setSearch(search.value); }
-  else render();
-  window.otelprofFlame = { search: setSearch, zoomTo: function (i) { zoom = i; render(); } };
+  window.OtelprofFlame = { mount: mount, page: page, fmt: fmt };
 })();

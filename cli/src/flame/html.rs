@@ -3,9 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::Tree;
-
-const SCRIPT: &str = include_str!("flame.js");
+use super::{Tree, VIEWER};
 const STYLE: &str = include_str!("flame.css");
 
 /// Text for an HTML text node.
@@ -140,7 +138,8 @@ pub fn render(tree: &Tree, subtitle: &str) -> String {
          <button id=\"reset\" type=\"button\">reset zoom</button>\n\
          <span id=\"status\"></span><span id=\"legend\">{legend}; click to zoom, Esc to reset</span></header>\n\
          <div id=\"chart\"></div><div id=\"tip\"></div>\n\
-         <script>window.OTELPROF_FLAME = {data};</script>\n<script>\n{SCRIPT}</script>\n</body></html>\n",
+         <script>window.OTELPROF_FLAME = {data};</script>\n\
+         <script>\n{VIEWER}OtelprofFlame.page(window.OTELPROF_FLAME);\n</script>\n</body></html>\n",
         escape_html(subtitle)
     )
 }

@@ -1,5 +1,6 @@
 //! Flame graphs of a call tree ([`Tree`], computed by the store's query engine): the
-//! interactive HTML page ([`html`]) and SVG ([`svg`], drawn by inferno).
+//! interactive HTML page ([`html`]) and SVG ([`svg`], drawn by inferno). The page's viewer
+//! ([`VIEWER`]) is also the web UI's.
 
 pub mod html;
 pub mod svg;
@@ -9,6 +10,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 pub use otelprof_store::query::tree::Tree;
+
+/// The flame graph viewer (JavaScript): `OtelprofFlame.page(data)` draws a self-contained
+/// page, `OtelprofFlame.mount(element, data, options)` the web UI's flame graph, both from
+/// [`html::data`].
+pub const VIEWER: &str = include_str!("flame.js");
 
 /// Output format, from the file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 
 use super::Tree;
-use crate::escape::escape;
+use otelprof_primitives::escape::escape;
 
 pub fn render(tree: &Tree, subtitle: &str) -> anyhow::Result<Vec<u8>> {
     // XML 1.0 has no way to carry most control characters, not even as character references:

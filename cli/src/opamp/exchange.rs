@@ -13,7 +13,7 @@ use otelprof_opamp::server::exchange::{self, bad_request, MAX_BODY};
 use otelprof_opamp::server::Agents;
 use prost::Message as _;
 
-use crate::receiver::{content_coding, is_protobuf, Coding, ResponseBody};
+use otelprof_receiver::{content_coding, is_protobuf, Coding, ResponseBody};
 
 /// A body must arrive within this.
 const BODY_TIME: Duration = Duration::from_secs(30);

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::Full;
 
-use crate::receiver::ResponseBody;
+use otelprof_receiver::ResponseBody;
 
 pub use otelprof_opamp::server::Agents;
 
@@ -28,7 +28,7 @@ pub fn serves(path: &str) -> bool {
 }
 
 fn now() -> i64 {
-    crate::commands::now_unix_nanos()
+    otelprof_store::now_unix_nanos()
 }
 
 /// Serves a request for which [`serves`] is true; the caller has checked the token and host.

@@ -8,12 +8,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use otelprof_store::columnar::schema::SERIES_TICK;
-use otelprof_store::merge::{Merged, Merger};
+use otelprof_store::merge::Merged;
 use otelprof_store::query::diff::{FunctionChange, Measure, Test};
 use otelprof_store::query::{self, tree::Tree};
 use otelprof_store::select::{self, ProfileType};
-use otelprof_store::{Profiles as _, StoreSource};
+use otelprof_store::Profiles as _;
 
 use super::params::{self, Params};
 use crate::cli::Cmd;
@@ -229,8 +228,8 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
     .to_string())
 }
 
-/// The selection's value over time, stacked by `by` (default `span_name`): one merge per
-/// time bucket, all in one pass over the files.
+/// The selection's value over time, stacked by `by` (default `span_name`): the store's
+/// [`timeline`](otelprof_store::query::timeline) in `buckets` buckets.
 pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
     let Cmd::Top(args) = params::command("top", p, store)? else {
         return Err("not a selection".into());
@@ -242,136 +241,15 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
         .unwrap_or(BUCKETS)
         .clamp(2, 500);
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
-    // Compacted hours' series hold timestamps by the tick ([`SERIES_TICK`]): they answer
-    // buckets of whole ticks; a time range too short for that reads the rows.
-    let rows = || -> Result<StoreSource, String> {
-        Ok(commands::open_source(&args.paths)
-            .map_err(|e| format!("{e:#}"))?
-            .narrow_to(&selector))
-    };
-    let short = match (selector.from, selector.to) {
-        (Some(a), Some(b)) => {
-            i128::from(b) - i128::from(a) < buckets as i128 * i128::from(SERIES_TICK)
-        }
-        _ => false,
-    };
-    let source = if short {
-        rows()?
-    } else {
-        rows()?.use_series(Some(&by))
-    };
-    let (_, measure) = args.select.view().map_err(|e| format!("{e:#}"))?;
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
-    let (whole, ty) = query::merge(&source, spec).map_err(|e| format!("{e:#}"))?;
-    let Some((start, end)) = whole.window else {
-        return Ok(json!({"type": ty.name(), "by": by, "times": [], "series": []}).to_string());
-    };
-    let from = selector.from.map_or(start, |f| f.max(start));
-    let to = selector.to.map_or(end, |t| t.min(end)).max(from + 1);
-    let mut step = ((i128::from(to) - i128::from(from)) / buckets as i128).max(1);
-    // Buckets of whole ticks, starting on one, add the series' timestamps up exactly; finer
-    // buckets (a window of minutes) read the rows.
-    let tick = i128::from(SERIES_TICK);
-    let mut buckets = buckets;
-    let (first, source) = if step >= tick && !short {
-        step = (step + tick - 1) / tick * tick;
-        let first = from.div_euclid(SERIES_TICK) * SERIES_TICK;
-        // Longer buckets: fewer of them cover the window.
-        let span = i128::from(to) - i128::from(first);
-        buckets = usize::try_from((span + step - 1) / step)
-            .unwrap_or(buckets)
-            .clamp(1, buckets);
-        (first, source)
-    } else if short {
-        (from, source)
-    } else {
-        (from, rows()?)
-    };
-    // Within [from, to]: the first and last buckets may be cut short.
-    let bounds: Vec<(i64, i64)> = (0..buckets as i128)
-        .map(|k| {
-            let at = |k: i128| {
-                i64::try_from(i128::from(first) + step * k)
-                    .unwrap_or(to)
-                    .clamp(from, to)
-            };
-            (
-                at(k),
-                if k + 1 == buckets as i128 {
-                    to
-                } else {
-                    at(k + 1)
-                },
-            )
-        })
-        .collect();
-    let make = || -> Vec<Merger> {
-        bounds
-            .iter()
-            .map(|&(a, b)| {
-                let mut cut = selector.clone();
-                cut.from = Some(a);
-                cut.to = Some(b);
-                Merger::new(ty, cut, Some(&by))
-                    .measure(measure)
-                    .lines(false)
-            })
-            .collect()
-    };
-    let states = source
-        .scan(make, |mergers, d| {
-            let (p0, p1) = (
-                d.profile.time_nanos,
-                d.profile
-                    .time_nanos
-                    .saturating_add(d.profile.duration_nanos.max(0)),
-            );
-            for (m, &(a, b)) in mergers.iter_mut().zip(&bounds) {
-                // Only the buckets the profile overlaps.
-                if p1 >= a && p0 < b {
-                    m.add(&d.resource, &d.profile);
-                }
-            }
-        })
+    let t = query::timeline::timeline(|| commands::open_source(&args.paths), spec, &by, buckets)
         .map_err(|e| format!("{e:#}"))?;
-    let mut merged: Vec<Option<Merger>> = bounds.iter().map(|_| None).collect();
-    for state in states {
-        for (slot, m) in merged.iter_mut().zip(state) {
-            match slot {
-                Some(s) => s.absorb(m),
-                None => *slot = Some(m),
-            }
-        }
-    }
-    let mut series: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for (k, m) in merged.into_iter().enumerate() {
-        let Some(m) = m else { continue };
-        let m = m.finish();
-        let mut per_group = vec![0.0; m.groups.len()];
-        for s in &m.stacks {
-            if let Some(v) = per_group.get_mut(s.group as usize) {
-                *v += s.value;
-            }
-        }
-        for (g, v) in m.groups.iter().zip(per_group) {
-            if v != 0.0 {
-                series
-                    .entry(g.clone())
-                    .or_insert_with(|| vec![0.0; buckets])[k] += v;
-            }
-        }
-    }
-    let mut list: Vec<(String, Vec<f64>)> = series.into_iter().collect();
-    list.sort_by(|a, b| {
-        let sum = |v: &[f64]| v.iter().sum::<f64>();
-        sum(&b.1).total_cmp(&sum(&a.1))
-    });
     Ok(json!({
-        "type": ty.name(),
-        "unit": whole.unit,
+        "type": t.ty.name(),
+        "unit": t.unit,
         "by": by,
-        "times": bounds.iter().map(|b| b.0).chain(std::iter::once(to)).collect::<Vec<_>>(),
-        "series": list.iter().map(|(n, v)| json!({"name": n, "values": v})).collect::<Vec<_>>(),
+        "times": t.times,
+        "series": t.series.iter().map(|(n, v)| json!({"name": n, "values": v})).collect::<Vec<_>>(),
     })
     .to_string())
 }

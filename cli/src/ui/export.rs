@@ -70,7 +70,7 @@ fn render(format: &str, tree: &Tree, merged: &Merged, stem: &str) -> Result<Down
         }),
         other => Err(format!(
             "format {}: pprof, collapsed or svg",
-            crate::escape::quote(other)
+            otelprof_primitives::escape::quote(other)
         )),
     }
 }
@@ -128,6 +128,9 @@ pub fn export(store: &Path, view: &str, p: &Params) -> Result<Download, String> 
             };
             render(format, &tree, merged, stem)
         }
-        other => Err(format!("no view {} to export", crate::escape::quote(other))),
+        other => Err(format!(
+            "no view {} to export",
+            otelprof_primitives::escape::quote(other)
+        )),
     }
 }

@@ -1,12 +1,13 @@
-//! `otelprof serve`'s web UI: a single page (plain HTML, CSS and JavaScript in [`assets`],
-//! embedded in the binary: nothing is fetched from elsewhere, it works offline) and the JSON
-//! answers it shows ([`api`], the CLI's answers serialised), plus exports ([`export`]).
+//! `otelprof serve`'s web UI: a single page (plain HTML, CSS and JavaScript in `assets/`, with
+//! the HTML files' flame graph viewer, [`crate::flame::VIEWER`], embedded in the binary:
+//! nothing is fetched from elsewhere, it works offline) and the JSON answers it shows
+//! ([`api`], the CLI's answers serialised), plus exports ([`export`]).
 //!
 //! Routes: the views `/`, `/traces`, `/trace/<trace_id>`, `/diff`, `/instances` all serve the
 //! page, which reads its URL (query parameters are the CLI's flags, [`params`]); the page
 //! asks `/api/<view>?<the same parameters>`.
 //!
-//! Security, with the receiver's rules ([`serve`] refuses a non-loopback UI
+//! Security, with the receiver's rules ([`crate::commands::serve`] refuses a non-loopback UI
 //! without `--token`): with a token, every `/api/` request must carry it (`Authorization:
 //! Bearer`, which the page asks for once and keeps for the tab); without one (loopback only),
 //! requests must name a loopback host, so that a web page elsewhere cannot read the profiles
@@ -14,13 +15,12 @@
 //! Queries read the store on blocking threads, at most [`CONCURRENT_QUERIES`] at once, so the
 //! UI never starves the receiver.
 //!
-//! Module map: `params` (leaf), `api` and `export` (over `params`), this file wires them and
+//! Module map: `params` (leaf), `api` and `export` (over `params`), this file wires them;
 //! `serve` (the command) starts them with the receiver.
 
 mod api;
 mod export;
 mod params;
-pub mod serve;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,20 +31,31 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::sync::Semaphore;
 
-use crate::receiver::{token_matches, Handler, ResponseBody};
+use otelprof_receiver::{token_matches, Handler, ResponseBody};
 use params::Params;
 
 /// Queries computed at once: the machine's other work (receiving) keeps a core.
 pub const CONCURRENT_QUERIES: usize = 2;
 
 const INDEX: &str = include_str!("assets/index.html");
-const SCRIPT: &str = include_str!("assets/app.js");
-const FLAME: &str = include_str!("assets/flame.js");
-const STYLE: &str = include_str!("assets/app.css");
-const AGENTS: &str = include_str!("assets/agents.js");
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// The page's scripts and style, by path: (path, content type, content).
+const ASSETS: [(&str, &str, &str); 5] = [
+    ("/dom.js", JS, include_str!("assets/dom.js")),
+    ("/flame.js", JS, crate::flame::VIEWER),
+    ("/agents.js", JS, include_str!("assets/agents.js")),
+    ("/app.js", JS, include_str!("assets/app.js")),
+    (
+        "/app.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/app.css"),
+    ),
+];
 
 /// What every request of the UI needs.
-pub struct State {
+struct State {
     store: PathBuf,
     token: Option<String>,
     queries: Semaphore,
@@ -53,7 +64,7 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(store: PathBuf, token: Option<String>) -> Arc<State> {
+    fn new(store: PathBuf, token: Option<String>) -> Arc<State> {
         Arc::new(State {
             store,
             token,
@@ -163,29 +174,10 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Respo
     }
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or("").to_owned();
+    if let Some(&(_, content_type, body)) = ASSETS.iter().find(|a| a.0 == path) {
+        return response(StatusCode::OK, content_type, body.into());
+    }
     match path.as_str() {
-        "/app.js" => {
-            return response(
-                StatusCode::OK,
-                "text/javascript; charset=utf-8",
-                SCRIPT.into(),
-            )
-        }
-        "/flame.js" => {
-            return response(
-                StatusCode::OK,
-                "text/javascript; charset=utf-8",
-                FLAME.into(),
-            )
-        }
-        "/agents.js" => {
-            return response(
-                StatusCode::OK,
-                "text/javascript; charset=utf-8",
-                AGENTS.into(),
-            )
-        }
-        "/app.css" => return response(StatusCode::OK, "text/css; charset=utf-8", STYLE.into()),
         // Browsers ask for it on their own; no icon, and no 404 in the console.
         "/favicon.ico" => return response(StatusCode::NO_CONTENT, "image/x-icon", Vec::new()),
         p if is_page(p) => {
@@ -252,8 +244,10 @@ fn answer(store: &std::path::Path, endpoint: &str, p: &Params) -> Response<Respo
     }
 }
 
-/// The request handler for the receiver's extra listener.
-pub fn handler(state: Arc<State>) -> Handler {
+/// The UI over `store`, as the request handler of the receiver's extra listener (see
+/// [`crate::commands::serve::Ui`]).
+pub fn over_store(store: PathBuf, token: Option<String>) -> Handler {
+    let state = State::new(store, token);
     Arc::new(move |request| {
         let state = state.clone();
         Box::pin(handle(state, request))

@@ -87,7 +87,7 @@ pub fn command(command: &str, params: &Params, store: &Path) -> Result<Cmd, Stri
         if !SELECT.contains(&key.as_str()) && !extra.contains(&key.as_str()) {
             return Err(format!(
                 "unknown parameter {}: this view takes {}",
-                crate::escape::quote(key),
+                otelprof_primitives::escape::quote(key),
                 SELECT
                     .iter()
                     .chain(extra)

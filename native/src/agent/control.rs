@@ -93,9 +93,10 @@ fn lock() -> std::sync::MutexGuard<'static, Control> {
 /// Options as the user gave them, checked: `Err` says why profiling cannot start with them,
 /// `Ok(None)` that there is nothing to profile.
 fn checked_options(text: &str) -> Result<Option<Options>, String> {
-    let options = Options::parse(text).map_err(|e| e.to_string())?;
-    crate::log::set_level(options.log);
     let lookup = |name: &str| std::env::var(name).ok();
+    let backend = lookup(otelprof_agent_options::backend::ENV);
+    let options = Options::parse_with(text, backend.as_deref()).map_err(|e| e.to_string())?;
+    crate::log::set_level(options.log);
     if crate::otlp_export::sdk_disabled(&lookup) {
         return Err("OTEL_SDK_DISABLED=true: profiling is off".to_owned());
     }

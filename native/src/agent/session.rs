@@ -447,7 +447,10 @@ impl Session {
             kinds.push((SampleKind::Wall, nanos(i)));
         }
         if let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) {
-            kinds.push((SampleKind::Alloc, i64::from(bytes)));
+            // `alloc=0` samples every allocation; its period is sent as 1 byte, since a
+            // period of 0 leaves the profile without a name in Pyroscope, which refuses it
+            // (otel_bridge::profile_types).
+            kinds.push((SampleKind::Alloc, i64::from(bytes).max(1)));
         }
         if self.lock {
             kinds.push((SampleKind::Lock, 1));

@@ -173,7 +173,7 @@ impl Default for Limits {
     }
 }
 
-/// The error for a link whose ids are neither both absent nor 16 and 8 bytes long.
+/// The error for a link whose ids are neither both absent, nor 16 and 8 bytes long, nor a span id alone.
 fn bad_link(trace_id: usize, span_id: usize) -> DecodeError {
     if trace_id == 16 {
         DecodeError::BadIdLength {
@@ -604,6 +604,14 @@ fn read_links<const BUILD: bool>(d: &Dict<'_>, t: &mut Tables) -> Result<()> {
             (16, 8) => {
                 let mut link = Link::default();
                 link.trace_id.copy_from_slice(trace);
+                link.span_id.copy_from_slice(span);
+                Some(link)
+            }
+            // A span without its trace: what a sender keeping trace ids away from Pyroscope
+            // 1.20 to 2.0 sends (they make them series labels). Read as an all-zero trace id,
+            // which no trace has.
+            (0, 8) => {
+                let mut link = Link::default();
                 link.span_id.copy_from_slice(span);
                 Some(link)
             }
@@ -1193,6 +1201,7 @@ mod tests {
                 timestamps: true,
                 thread_id: true,
                 local_root_span_id: true,
+                ..Default::default()
             },
         ] {
             let bytes = crate::otlp::encode_to_vec(

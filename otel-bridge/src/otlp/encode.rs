@@ -6,11 +6,12 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, Instrumentatio
 use opentelemetry_proto::tonic::resource::v1::Resource as PbResource;
 use prost::Message;
 
+use super::bounds::{self, TRUNCATED_FRAME};
 use super::proto as pb;
 use super::{
-    attribute_key_for_label, EncodeOptions, ExportProfilesServiceRequest, ProfileId, FRAME_TYPE,
-    LOCAL_ROOT_SPAN_ID, MAX_TIMESTAMP_EXPANSION, PSEUDO_FRAME, SCOPE_NAME, SCOPE_VERSION,
-    THREAD_ID,
+    attribute_key_for_label, EncodeOptions, ExportProfilesServiceRequest, LinkTarget, ProfileId,
+    FRAME_TYPE, LOCAL_ROOT_SPAN_ID, MAX_TIMESTAMP_EXPANSION, PSEUDO_FRAME, SCOPE_NAME,
+    SCOPE_VERSION, THREAD_ID,
 };
 use crate::model::{FrameKind, LabelValue, Link, LocationId, Profile, Sample, StackId, ValueType};
 
@@ -28,18 +29,51 @@ pub enum EncodeError {
 
 /// Encodes `profile` with `resource` into one export request (see the module docs for the
 /// rules). `id` becomes the first OTLP profile's id; further ones (one per extra sample
-/// type) derive from it.
+/// type) derive from it. Of [`EncodeOptions::bounds`] this applies the sample attributes and
+/// the stack depth; [`encode_bounded`] the sample and byte bounds too.
 pub fn encode(
     profile: &Profile,
     resource: &opentelemetry_sdk::Resource,
     id: ProfileId,
     options: &EncodeOptions,
 ) -> Result<ExportProfilesServiceRequest, EncodeError> {
-    let mut dict = Dictionary::new();
+    encode_part(profile, &profile.samples, resource, id, options)
+}
+
+/// Encodes `profile` as export requests within [`EncodeOptions::bounds`]: one, unless its
+/// samples are over the bounds' sample or byte bound, when they are sent in parts, each part
+/// a request of its own with the profile's types and time window (and a dictionary of only
+/// what it uses), which a reader adds up like any two profiles of one series. Each request
+/// takes the id of its first OTLP profile from `next_id`.
+pub fn encode_bounded(
+    profile: &Profile,
+    resource: &opentelemetry_sdk::Resource,
+    options: &EncodeOptions,
+    next_id: &mut dyn FnMut() -> ProfileId,
+) -> Result<Vec<ExportProfilesServiceRequest>, EncodeError> {
+    bounds::parts(profile, &options.bounds)
+        .into_iter()
+        .map(|part| {
+            let samples = profile.samples.get(part).unwrap_or_default();
+            encode_part(profile, samples, resource, next_id(), options)
+        })
+        .collect()
+}
+
+/// `samples` of `profile` as one export request.
+fn encode_part(
+    profile: &Profile,
+    samples: &[Sample],
+    resource: &opentelemetry_sdk::Resource,
+    id: ProfileId,
+    options: &EncodeOptions,
+) -> Result<ExportProfilesServiceRequest, EncodeError> {
+    let mut dict = Dictionary::new(options);
     let mut profiles = Vec::new();
     for (n, type_index) in emitted_sample_types(profile).into_iter().enumerate() {
         profiles.push(encode_one(
             profile,
+            samples,
             type_index,
             id.nth(n),
             options,
@@ -179,6 +213,12 @@ struct Dictionary {
     attribute_index: HashMap<AttrKey, i32>,
     links: Vec<pb::Link>,
     link_index: HashMap<Link, i32>,
+    /// Links go without their trace id ([`EncodeOptions::no_link_trace_id`]).
+    no_link_trace_id: bool,
+    /// Most locations per stack ([`super::Bounds::max_stack_depth`]).
+    max_stack_depth: usize,
+    /// The location of the `[truncated]` frame ending stacks cut here, once made.
+    truncated: Option<i32>,
 }
 
 fn next_index(len: usize, table: &'static str) -> Result<i32, EncodeError> {
@@ -186,7 +226,7 @@ fn next_index(len: usize, table: &'static str) -> Result<i32, EncodeError> {
 }
 
 impl Dictionary {
-    fn new() -> Dictionary {
+    fn new(options: &EncodeOptions) -> Dictionary {
         Dictionary {
             strings: vec![String::new()],
             string_index: HashMap::from([(String::new(), 0)]),
@@ -201,6 +241,9 @@ impl Dictionary {
             attribute_index: HashMap::new(),
             links: vec![pb::Link::default()],
             link_index: HashMap::new(),
+            no_link_trace_id: options.no_link_trace_id,
+            max_stack_depth: options.bounds.max_stack_depth.max(1),
+            truncated: None,
         }
     }
 
@@ -310,10 +353,21 @@ impl Dictionary {
         if let Some(&i) = self.model_stacks.get(&id.0) {
             return Ok(i);
         }
-        let locations = p.stack(id);
-        let mut indices = Vec::with_capacity(locations.len());
+        let mut locations = p.stack(id);
+        let cut = locations.len() > self.max_stack_depth;
+        if cut {
+            // The leaf end is where the time is: keep it, and end the stack at the root side
+            // with a frame saying it was cut (the bound counts it).
+            locations = locations
+                .get(..self.max_stack_depth - 1)
+                .unwrap_or(locations);
+        }
+        let mut indices = Vec::with_capacity(locations.len() + 1);
         for &l in locations {
             indices.push(self.location(p, l)?);
+        }
+        if cut {
+            indices.push(self.truncated_location()?);
         }
         if let Some(&i) = self.stack_index.get(&indices) {
             self.model_stacks.insert(id.0, i);
@@ -328,9 +382,45 @@ impl Dictionary {
         Ok(i)
     }
 
+    /// The `[truncated]` frame that ends a stack cut at the depth bound: a pseudo-frame like
+    /// the one the agent ends a stack with when its own walk is cut.
+    fn truncated_location(&mut self) -> Result<i32, EncodeError> {
+        if let Some(i) = self.truncated {
+            return Ok(i);
+        }
+        let name = self.string(TRUNCATED_FRAME)?;
+        let function_index = next_index(self.functions.len(), "function")?;
+        self.functions.push(pb::Function {
+            name_strindex: name,
+            system_name_strindex: 0,
+            filename_strindex: 0,
+            start_line: 0,
+        });
+        let attribute_indices = vec![
+            self.attribute(FRAME_TYPE, AttrValue::Str("jvm".to_owned()), "")?,
+            self.attribute(PSEUDO_FRAME, AttrValue::Bool(true), "")?,
+        ];
+        let i = next_index(self.locations.len(), "location")?;
+        self.locations.push(pb::Location {
+            mapping_index: 0,
+            address: 0,
+            lines: vec![pb::Line {
+                function_index,
+                line: 0,
+                column: 0,
+            }],
+            attribute_indices,
+        });
+        self.truncated = Some(i);
+        Ok(i)
+    }
+
     fn link(&mut self, link: Option<Link>) -> Result<i32, EncodeError> {
-        // An all-zero trace id is invalid (W3C trace context): such a link is no link.
-        let Some(link) = link.filter(|l| l.trace_id != [0; 16] && l.span_id != [0; 8]) else {
+        // An all-zero trace id is invalid (W3C trace context): such a link is no link, unless
+        // links go without their trace id anyway (a decoded span without its trace).
+        let valid =
+            |l: &Link| l.span_id != [0; 8] && (self.no_link_trace_id || l.trace_id != [0; 16]);
+        let Some(link) = link.filter(valid) else {
             return Ok(0);
         };
         if let Some(&i) = self.link_index.get(&link) {
@@ -338,7 +428,11 @@ impl Dictionary {
         }
         let i = next_index(self.links.len(), "link")?;
         self.links.push(pb::Link {
-            trace_id: link.trace_id.to_vec(),
+            trace_id: if self.no_link_trace_id {
+                Vec::new()
+            } else {
+                link.trace_id.to_vec()
+            },
             span_id: link.span_id.to_vec(),
         });
         self.link_index.insert(link, i);
@@ -360,6 +454,7 @@ impl Dictionary {
                 || keys.contains(&key)
                 || (key == THREAD_ID && !options.thread_id)
                 || (key == LOCAL_ROOT_SPAN_ID && !options.local_root_span_id)
+                || !options.bounds.allows_attribute(key)
             {
                 continue;
             }
@@ -388,8 +483,25 @@ struct Merged {
     timestamps: Vec<i64>,
 }
 
+/// The link a sample is sent with: its own, or its local root's ([`LinkTarget`]).
+fn sample_link(p: &Profile, s: &Sample, options: &EncodeOptions) -> Option<Link> {
+    let mut link = s.link?;
+    if options.links == LinkTarget::LocalRoot {
+        let mut root = [0u8; 8];
+        if let Some(Ok(())) = p
+            .label_str(s, LOCAL_ROOT_SPAN_ID)
+            .map(|text| hex::decode_to_slice(text, &mut root))
+        {
+            link.span_id = root;
+        }
+    }
+    Some(link)
+}
+
+/// The OTLP profile of `samples` (of `p`) for one sample type.
 fn encode_one(
     p: &Profile,
+    samples: &[Sample],
     type_index: usize,
     id: ProfileId,
     options: &EncodeOptions,
@@ -399,7 +511,7 @@ fn encode_one(
     let counts = p.str(sample_type.unit) == "count";
     let mut order: Vec<(i32, Vec<i32>, i32)> = Vec::new();
     let mut merged: HashMap<(i32, Vec<i32>, i32), Merged> = HashMap::new();
-    for s in &p.samples {
+    for s in samples {
         let value = s.values.get(type_index).copied().unwrap_or(0);
         if value == 0 && s.timestamps.is_empty() {
             continue;
@@ -407,7 +519,7 @@ fn encode_one(
         let key = (
             dict.stack(p, s.stack)?,
             dict.sample_attributes(p, s, options)?,
-            dict.link(s.link)?,
+            dict.link(sample_link(p, s, options))?,
         );
         let m = merged.entry(key.clone()).or_insert_with(|| {
             order.push(key);

@@ -393,7 +393,11 @@ fn sample_link(s: &pb::Sample, dict: &pb::ProfilesDictionary) -> Result<Option<L
         return Ok(None);
     }
     let l = at(&dict.link_table, s.link_index, "a sample", "link_table")?;
-    let trace_id: [u8; 16] =
+    // A span without its trace (what Pyroscope 1.20 to 2.0 need to keep trace ids out of
+    // their series labels) reads as an all-zero trace id.
+    let trace_id: [u8; 16] = if l.trace_id.is_empty() && l.span_id.len() == 8 {
+        [0; 16]
+    } else {
         l.trace_id
             .as_slice()
             .try_into()
@@ -401,7 +405,8 @@ fn sample_link(s: &pb::Sample, dict: &pb::ProfilesDictionary) -> Result<Option<L
                 what: "trace_id",
                 len: l.trace_id.len(),
                 want: 16,
-            })?;
+            })?
+    };
     let span_id: [u8; 8] =
         l.span_id
             .as_slice()

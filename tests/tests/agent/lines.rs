@@ -2,6 +2,7 @@
 //! times the other's work on lines of its own (tests/java HotLine); the agent's pprof files
 //! read by `otelprof top --lines` and, independently, by `go tool pprof -lines`.
 
+use otelprof_tests::Tied as _;
 use std::process::Command;
 
 use otelprof_tests::{cli_path, jdk17, pprof_top, repo_root, JvmRun};
@@ -33,7 +34,7 @@ fn the_hottest_line_of_a_method_is_one_flag_away() {
     let out = Command::new(cli_path())
         .args(["top", "--lines", "--limit", "0"])
         .args(&files)
-        .output()
+        .output_tied()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");

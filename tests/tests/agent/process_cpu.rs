@@ -10,6 +10,7 @@
 //! same total from `wait4`'s resource usage as a cross-check. Profiles are read with
 //! `go tool pprof`.
 
+use otelprof_tests::Tied as _;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -60,7 +61,7 @@ fn run_measuring_cpu(run: &JvmRun) -> (RunOutput, ProcessCpu) {
     // Reaped with wait4 below, after its zombie's stat is read: std's wait would reap it
     // first and give no resource usage.
     #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().unwrap();
+    let mut child = cmd.spawn_tied().unwrap();
     let pid = child.id() as libc::pid_t;
     let readers = [
         Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,

@@ -3,6 +3,7 @@
 //! -raw`); one OTLP profile per sample type, checked by the independent receiver
 //! (tests/python); strict options; and safety under thread churn with every type on.
 
+use otelprof_tests::Tied as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -14,12 +15,12 @@ const WALL_STATES: &str = "otelprof.tests.otel.WallStates";
 const ALL_TYPES: &str = "cpu=10ms,wall=10ms,alloc=64k,lock=1ms";
 
 /// `(sample types, period type)` as `go tool pprof -raw` reports them, e.g.
-/// `(["contentions/count", "delay/nanoseconds"], "contentions count")`.
+/// `(["contentions/count", "delay/nanoseconds"], "mutex count")`.
 fn pprof_types(file: &Path) -> (Vec<String>, String) {
     let out = Command::new(which("go").unwrap())
         .args(["tool", "pprof", "-raw"])
         .arg(file)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
@@ -73,12 +74,12 @@ fn every_type_gets_its_own_pprof_files_and_otlp_profiles() {
         (
             "alloc",
             vec!["alloc_objects/count", "alloc_space/bytes"],
-            "space bytes",
+            "memory bytes",
         ),
         (
             "lock",
             vec!["contentions/count", "delay/nanoseconds"],
-            "contentions count",
+            "mutex count",
         ),
     ];
     let all = run.profiles();
@@ -108,10 +109,10 @@ fn every_type_gets_its_own_pprof_files_and_otlp_profiles() {
     assert_eq!(
         s["types"],
         serde_json::json!([
-            "alloc_objects/count period space/bytes 65536",
-            "alloc_space/bytes period space/bytes 65536",
-            "contentions/count period contentions/count 1",
-            "delay/nanoseconds period contentions/count 1",
+            "alloc_objects/count period memory/bytes 65536",
+            "alloc_space/bytes period memory/bytes 65536",
+            "contentions/count period mutex/count 1",
+            "delay/nanoseconds period mutex/count 1",
             "samples/count period cpu/nanoseconds 10000000",
             "wall/nanoseconds period wall/nanoseconds 10000000",
         ])

@@ -6,6 +6,7 @@
 //!   whose span is the one that owns that method;
 //! - recall: of the samples in a span's work method, the share that carry that span.
 
+use otelprof_tests::Tied as _;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use otelprof_tests::{
@@ -356,7 +357,7 @@ fn otel_thread_ctx_v1_is_exported_and_points_at_the_record() {
     let syms = std::process::Command::new("readelf")
         .args(["--dyn-syms", "--wide"])
         .arg(otelprof_tests::agent_path())
-        .output()
+        .output_tied()
         .unwrap();
     let syms = String::from_utf8_lossy(&syms.stdout);
     assert!(
@@ -400,7 +401,7 @@ fn jar_bundles_no_opentelemetry_classes() {
         .arg("--list")
         .arg("--file")
         .arg(otelprof_tests::jar_path())
-        .output()
+        .output_tied()
         .unwrap();
     let listing = String::from_utf8_lossy(&listing.stdout);
     assert!(listing.contains("otelprof/otel/OtelprofContextStorage.class"));
@@ -430,7 +431,7 @@ fn process_context_is_published_for_external_readers() {
         )
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .spawn_tied()
         .unwrap();
     let pid = child.id().to_string();
     let mut attributes = None;
@@ -439,7 +440,7 @@ fn process_context_is_published_for_external_readers() {
         let read = std::process::Command::new(otelprof_tests::python())
             .arg(otelprof_tests::repo_root().join("tests/python/read_process_context.py"))
             .arg(&pid)
-            .output()
+            .output_tied()
             .unwrap();
         if read.status.success() {
             attributes = Some(String::from_utf8(read.stdout).unwrap());

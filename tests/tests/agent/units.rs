@@ -4,6 +4,7 @@
 //! in the same run; `otelprof top` on the store must give the totals `go tool pprof` gives on
 //! the files, and the workload's own truth within its sampling error.
 
+use otelprof_tests::Tied as _;
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -16,7 +17,7 @@ fn top_total(store: &std::path::Path, args: &[&str]) -> (String, String) {
         .arg("top")
         .args(args)
         .arg(store)
-        .output()
+        .output_tied()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(

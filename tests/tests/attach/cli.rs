@@ -7,6 +7,7 @@
 //! a private /tmp), and as another user (`setpriv` to nobody). Runs as root (scripts/test.sh
 //! in CI).
 
+use otelprof_tests::Tied as _;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -219,7 +220,7 @@ fn a_jvm_that_cannot_be_attached_is_refused_in_one_line_and_left_running() {
 
 #[test]
 fn processes_that_are_not_jvms_are_never_signalled() {
-    let mut sleep = Command::new("sleep").arg("60").spawn().unwrap();
+    let mut sleep = Command::new("sleep").arg("60").spawn_tied().unwrap();
     let pid = sleep.id();
     assert_refused(
         &attach(pid, &["status"]),
@@ -490,7 +491,7 @@ fn the_jvms_words_are_shown_escaped_and_a_closed_pipe_is_quiet() {
         .args(["attach", &jvm.pid.to_string(), "jcmd", "Thread.print"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
+        .spawn_tied()
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();

@@ -11,6 +11,7 @@
 //! the requests the workload counted.
 
 use crate::diff_support;
+use otelprof_tests::Tied as _;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -26,7 +27,8 @@ const CART: &str = "GET /cart";
 const OTHERS: [&str; 2] = ["GET /home", "POST /checkout"];
 
 struct Run {
-    receive: ReceiveProcess,
+    /// The receiver's store; the receiver itself is stopped once the runs are in.
+    store: String,
     out: RunOutput,
     /// Unix ms: the start of the measured phase before the switch, the switch, the end.
     measure: i64,
@@ -61,8 +63,10 @@ fn run() -> &'static Run {
             printed(&out.stdout, "switch"),
             printed(&out.stdout, "end"),
         );
+        let store = receive.store_arg().to_owned();
+        receive.stop();
         Run {
-            receive,
+            store,
             out,
             measure,
             switch,
@@ -94,7 +98,7 @@ fn python_cpu_ms(store: &str, from: i64, to: i64) -> BTreeMap<String, f64> {
         .arg(store)
         .arg((from * 1_000_000).to_string())
         .arg((to * 1_000_000).to_string())
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
@@ -108,7 +112,7 @@ fn python_cpu_ms(store: &str, from: i64, to: i64) -> BTreeMap<String, f64> {
 #[test]
 fn a_regression_confined_to_one_endpoint_is_named_as_that_endpoint() {
     let r = run();
-    let store = r.receive.store_arg();
+    let store = r.store.as_str();
     let args = [
         "diff",
         "--by",
@@ -210,7 +214,7 @@ fn without_request_counts_endpoints_compare_by_share() {
         &secs(r.switch),
         "--head-to",
         &secs(r.end),
-        r.receive.store_arg(),
+        r.store.as_str(),
     ];
     let (code, out, err) = otelprof(&args);
     assert_eq!(code, 0, "{out}\n{err}");

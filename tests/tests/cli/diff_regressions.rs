@@ -46,7 +46,8 @@ struct Run {
 }
 
 struct Runs {
-    receive: ReceiveProcess,
+    /// The receiver's store; the receiver itself is stopped once the runs are in.
+    store: String,
     a: Run,
     b: Run,
     inclusive: Run,
@@ -92,8 +93,10 @@ fn runs() -> &'static Runs {
             let (start, end) = (printed(&out.stdout, "start"), printed(&out.stdout, "end"));
             Run { out, start, end }
         });
+        let store = receive.store_arg().to_owned();
+        receive.stop();
         Runs {
-            receive,
+            store,
             a,
             b,
             inclusive,
@@ -127,7 +130,7 @@ fn diff(base: (&str, &Run), head: (&str, &Run), extra: &[&str]) -> (i32, String,
         "0".to_owned(),
     ];
     args.extend(extra.iter().map(|s| (*s).to_owned()));
-    args.push(r.receive.store_arg().to_owned());
+    args.push(r.store.as_str().to_owned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = otelprof(&args);
     println!("$ otelprof {}\n{out}{err}", args.join(" "));
@@ -213,7 +216,7 @@ fn an_inclusive_regression_through_a_shared_helper_is_named_with_its_call_path()
         "service.version=inclusive",
         "--limit",
         "0",
-        r.receive.store_arg(),
+        r.store.as_str(),
     ]);
     let cli = function_rows(&whole, "Grew")
         .into_iter()
@@ -286,7 +289,7 @@ fn twenty_a_a_diffs_raise_no_false_alarm() {
             "0".into(),
             "--fail-above".into(),
             "2".into(),
-            r.receive.store_arg().to_owned(),
+            r.store.as_str().to_owned(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, out, err) = otelprof(&args);

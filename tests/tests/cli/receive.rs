@@ -3,6 +3,7 @@
 //! grpcio, the wire a Collector's exporter speaks) sends it valid and malformed requests, and
 //! the reading commands read back what it stored.
 
+use otelprof_tests::Tied as _;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,7 +21,7 @@ fn client(args: &[&str]) -> Value {
     let out = Command::new(python())
         .arg(repo_root().join("tests/cli/otlp_client.py"))
         .args(args)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
@@ -330,7 +331,7 @@ fn tls_serves_both_transports() {
         .arg("-out")
         .arg(&cert)
         .stderr(Stdio::null())
-        .status()
+        .status_tied()
         .expect("openssl (Debian openssl) makes the test certificate");
     assert!(status.success());
     let store = scratch_dir("tls-store");
@@ -348,7 +349,7 @@ fn tls_serves_both_transports() {
         .arg(&cert)
         .arg("--tls-key")
         .arg(&key)
-        .spawn()
+        .spawn_tied()
         .unwrap();
     let _guard = ChildGuard(child);
     let start = Instant::now();
@@ -452,7 +453,7 @@ fn a_killed_receiver_keeps_what_it_acknowledged() {
             "--http",
             "off",
         ])
-        .spawn()
+        .spawn_tied()
         .unwrap();
     let mut restarted = ChildGuard(restarted);
     let start = Instant::now();

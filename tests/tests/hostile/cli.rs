@@ -12,6 +12,7 @@
 //! Every reading command runs under a deadline and with its address space capped (4 GiB): a
 //! regression that reads forever or without bound fails the test instead of the machine.
 
+use otelprof_tests::Tied as _;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
@@ -97,13 +98,13 @@ fn craft(dir: &Path, kind: &str) -> PathBuf {
     let status = Command::new(python())
         .args(["-c", CRAFT, kind])
         .arg(&out)
-        .status()
+        .status_tied()
         .unwrap();
     assert!(status.success(), "crafting the {kind} profile failed");
     out
 }
 
-/// Characters a terminal acts on instead of drawing (the rule of `cli/src/escape.rs`), bar
+/// Characters a terminal acts on instead of drawing (the rule of `primitives/src/escape.rs`), bar
 /// the line break.
 fn is_terminal_control(c: char) -> bool {
     (c.is_control() && c != '\n')
@@ -171,7 +172,7 @@ fn otelprof_into_closed_pipe(args: &[std::ffi::OsString], stderr_too: bool) -> (
     } else {
         cmd.stderr(Stdio::piped());
     }
-    let child = cmd.stdout(writer).spawn().unwrap();
+    let child = cmd.stdout(writer).spawn_tied().unwrap();
     drop(cmd); // the parent's copies of the write end
     let out = wait_with_deadline(child, Duration::from_secs(120));
     (
@@ -232,7 +233,11 @@ fn a_closed_pipe_stops_every_command_quietly() {
     let mut cmd = otelprof_command(&[std::ffi::OsStr::new("top"), "/nonexistent".as_ref()]);
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let child = cmd.stderr(writer).stdout(Stdio::piped()).spawn().unwrap();
+    let child = cmd
+        .stderr(writer)
+        .stdout(Stdio::piped())
+        .spawn_tied()
+        .unwrap();
     drop(cmd);
     assert_eq!(
         wait_with_deadline(child, Duration::from_secs(60))
@@ -250,7 +255,7 @@ fn a_closed_pipe_stops_every_command_quietly() {
     ])
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
-    .spawn()
+    .spawn_tied()
     .unwrap();
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap())
@@ -272,7 +277,9 @@ fn a_closed_pipe_stops_every_command_quietly() {
         .unwrap();
     let out = otelprof_command(&["top".as_ref(), big.as_ref()])
         .stdout(devfull)
-        .output()
+        .stderr(Stdio::piped())
+        .spawn_tied()
+        .and_then(|child| child.wait_with_output())
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -340,7 +347,7 @@ fn names_from_a_profile_cannot_steer_the_terminal() {
             "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])",
         ])
         .arg(&svg)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         parsed.status.success(),
@@ -361,7 +368,7 @@ fn only_regular_files_are_read_and_only_so_much() {
     let fifo = store.join("profiles/2025-01-01/stuck.otlp.pb");
     assert!(Command::new("mkfifo")
         .arg(&fifo)
-        .status()
+        .status_tied()
         .unwrap()
         .success());
     let _socket =
@@ -588,7 +595,7 @@ impl Breakage {
             .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
             .arg(dir)
             .stderr(Stdio::null())
-            .status()
+            .status_tied()
             .is_ok_and(|s| s.success());
         mounted.then(|| Breakage::Tmpfs {
             dir: dir.to_path_buf(),
@@ -625,7 +632,7 @@ impl Breakage {
 impl Drop for Breakage {
     fn drop(&mut self) {
         if let Breakage::Tmpfs { dir, .. } = self {
-            let _ = Command::new("umount").arg(&*dir).status();
+            let _ = Command::new("umount").arg(&*dir).status_tied();
         }
     }
 }
@@ -692,7 +699,7 @@ fn a_failing_output_directory_is_logged_once_then_counted() {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_tied()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, lines) = mpsc::channel();

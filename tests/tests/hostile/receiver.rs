@@ -1,6 +1,6 @@
 //! Hostile clients against the real `otelprof receive` (connections, timeouts, request sizes
 //! and HTTP headers): each attack runs against the binary as users run it, and each test says
-//! which limit of `cli/src/receiver/limits.rs` it attacks.
+//! which limit of `receiver/src/limits.rs` it attacks.
 //!
 //! - Idle and slow-loris connections, more than the receiver has file descriptors, cannot
 //!   lock out legitimate exports (connection limit, eviction of idle connections, fd
@@ -17,6 +17,7 @@
 //! Legitimate requests are made with the official Python classes and grpcio
 //! (tests/cli/otlp_client.py), the flood with tests/python/hostile_client.py.
 
+use otelprof_tests::Tied as _;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -64,7 +65,7 @@ fn run_python(script: &str, args: &[&str]) -> Value {
     let out = Command::new(python())
         .arg(repo_root().join(script))
         .args(args)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
@@ -340,7 +341,7 @@ fn slow_clients_are_cut_off_by_the_timeouts() {
         .arg("-out")
         .arg(&cert)
         .stderr(Stdio::null())
-        .status()
+        .status_tied()
         .expect("openssl (Debian openssl) makes the test certificate");
     assert!(status.success());
     let plain = receive(&[], None);
@@ -573,7 +574,7 @@ fn http_header_values_match_without_case() {
     let out = Command::new(cli_path())
         .arg("top")
         .arg(&receive.store)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),

@@ -5,6 +5,7 @@
 //! back by the real `otelprof` under resource limits: 1 GiB of address space and 30 s for a
 //! whole store, 256 KiB of stack for the writers of a deep tree.
 
+use otelprof_tests::Tied as _;
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt as _;
@@ -21,7 +22,7 @@ fn requests() -> PathBuf {
     let out = Command::new(python())
         .arg(repo_root().join("tests/python/hostile_requests.py"))
         .arg(&dir)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),

@@ -6,6 +6,7 @@
 //! line and nothing else.
 
 use crate::opamp_support;
+use otelprof_tests::Tied as _;
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -44,7 +45,7 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
             .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
             .args(["--ui", &format!("127.0.0.1:{ui}")])
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     wait_for("serve listening", Duration::from_secs(20), || {
@@ -221,7 +222,7 @@ fn a_capture_with_live_gives_a_live_snapshot_with_its_id() {
             .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
             .args(["--ui", &format!("127.0.0.1:{ui}")])
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     wait_for("serve listening", Duration::from_secs(20), || {

@@ -5,6 +5,7 @@
 //! with the reason, applies the settings and reports their hash, waits out a 503, and says
 //! goodbye when stopped. The JVM's side is a recorder of what the client hands it.
 
+use otelprof_tests::Tied as _;
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -95,7 +96,7 @@ fn our_client_against_a_server_of_the_official_classes() {
             .arg(repo_root().join("tests/python/opamp_server.py"))
             .args([&port.to_string(), "t0k"])
             .stdout(Stdio::piped())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     let out = BufReader::new(server.0.stdout.take().unwrap());
@@ -254,7 +255,7 @@ fn a_hostile_server_gets_refusals_and_log_lines_not_a_crash() {
             .arg(repo_root().join("tests/python/opamp_hostile_server.py"))
             .arg(port.to_string())
             .stdout(Stdio::piped())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));

@@ -3,6 +3,7 @@
 //! encode, they read field for field; what they encode with every field we read set (and
 //! some we do not read), we decode to the same values.
 
+use otelprof_tests::Tied as _;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -29,7 +30,7 @@ fn python_reads(path: &Path, name: &str) -> Json {
         .args(["read"])
         .arg(path)
         .arg(name)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),
@@ -233,7 +234,7 @@ fn what_the_official_classes_encode_we_read() {
         .arg(script())
         .arg("write")
         .arg(&dir)
-        .output()
+        .output_tied()
         .unwrap();
     assert!(
         out.status.success(),

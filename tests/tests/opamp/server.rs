@@ -5,6 +5,7 @@
 //! client might send (wrong token, oversized, malformed, wrong method or type).
 
 use crate::opamp_support;
+use otelprof_tests::Tied as _;
 
 use std::io::Read as _;
 use std::net::TcpStream;
@@ -70,7 +71,7 @@ fn serve_manages_an_agent_that_is_not_ours() {
             .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
             .args(["--ui", &format!("127.0.0.1:{ui}"), "--token", TOKEN])
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     wait_for("serve listening", Duration::from_secs(20), || {
@@ -84,7 +85,7 @@ fn serve_manages_an_agent_that_is_not_ours() {
             .args(["i-python", "14", TOKEN])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     wait_for("the agent listed", Duration::from_secs(20), || {
@@ -350,7 +351,7 @@ fn captures_over_tls() {
         .arg("-out")
         .arg(&cert)
         .stderr(Stdio::null())
-        .status()
+        .status_tied()
         .expect("openssl (Debian openssl) makes the test certificate");
     assert!(status.success());
     let (http_port, ui) = (free_port(), free_port());
@@ -365,7 +366,7 @@ fn captures_over_tls() {
             .arg("--tls-key")
             .arg(&key)
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     wait_for("serve listening", Duration::from_secs(20), || {
@@ -378,7 +379,7 @@ fn captures_over_tls() {
             .args(["i-tls", "30"])
             .env("OPAMP_CA", &cert)
             .stdout(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     let server = format!("https://localhost:{ui}");

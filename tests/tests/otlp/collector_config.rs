@@ -2,6 +2,7 @@
 //! a profiles pipeline the Collector accepts (memory_limiter first, no batch processor).
 //! Checked by tests/python/check_collector_config.py (PyYAML).
 
+use otelprof_tests::Tied as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,7 +12,7 @@ fn check(files: &[PathBuf]) -> (bool, String) {
     let out = Command::new(python())
         .arg(repo_root().join("tests/python/check_collector_config.py"))
         .args(files)
-        .output()
+        .output_tied()
         .unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
@@ -21,11 +22,44 @@ fn check(files: &[PathBuf]) -> (bool, String) {
 #[test]
 fn shipped_configurations_are_valid() {
     let dir = repo_root().join("collector-config");
-    let files = vec![dir.join("agent.yaml"), dir.join("gateway.yaml")];
+    let files = vec![
+        dir.join("agent.yaml"),
+        dir.join("gateway.yaml"),
+        dir.join("pyroscope.yaml"),
+    ];
     let (ok, text) = check(&files);
     println!("{text}");
     assert!(ok, "{text}");
-    assert!(text.contains("2 collector configurations OK"), "{text}");
+    assert!(text.contains("3 collector configurations OK"), "{text}");
+}
+
+/// The Pyroscope pipeline: its agent line is options the agent takes, with the preset that
+/// links samples to local roots, and it exports to Pyroscope's OTLP port as gRPC.
+#[test]
+fn the_pyroscope_pipeline_goes_with_the_preset() {
+    let text =
+        std::fs::read_to_string(repo_root().join("collector-config/pyroscope.yaml")).unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| {
+            l.trim_start_matches('#')
+                .trim()
+                .strip_prefix("-javaagent:otelprof.jar=")
+        })
+        .expect("no agent line");
+    let mut keys = Vec::new();
+    for item in otelprof_agent_options::items(line) {
+        let (key, value) = item.unwrap();
+        otelprof_agent_options::check_item(key, value).unwrap_or_else(|e| panic!("{key}: {e:?}"));
+        keys.push((key, value));
+    }
+    assert!(keys.contains(&("backend", "pyroscope")), "{keys:?}");
+    assert!(keys.contains(&("protocol", "grpc")), "{keys:?}");
+    // The preset's links name local roots, what Grafana queries.
+    let preset = otelprof_agent_options::backend::find("pyroscope").unwrap();
+    assert!(preset.defaults.contains(&("links", "local_root")));
+    assert!(text.contains("otlp_grpc/pyroscope:") && text.contains("insecure: true"));
+    assert!(text.contains("service.profilesSupport"));
 }
 
 /// The checker must catch what the Collector would refuse.

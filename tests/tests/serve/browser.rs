@@ -11,6 +11,7 @@
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
 //! starts a capture on it from the keyboard.
 
+use otelprof_tests::Tied as _;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -104,7 +105,7 @@ fn every_view_works_in_chromium() {
             .args(["--http", &format!("127.0.0.1:{http}")])
             .args(["--ui", &format!("127.0.0.1:{ui}")])
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
     let start = Instant::now();
@@ -125,7 +126,7 @@ fn every_view_works_in_chromium() {
             .args([OPAMP_INSTANCE, "600"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .unwrap(),
     );
 

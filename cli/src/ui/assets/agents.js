@@ -7,18 +7,8 @@
   "use strict";
   var TOKEN_KEY = "otelprof-token";
   var TYPES = ["cpu", "wall", "alloc", "lock"];
+  var el = window.OtelprofDom.el;
 
-  function el(tag, attrs, children) {
-    var e = document.createElement(tag);
-    for (var k in attrs || {}) {
-      if (k === "text") e.textContent = attrs[k];
-      else if (k === "class") e.className = attrs[k];
-      else if (k.slice(0, 2) === "on") e.addEventListener(k.slice(2), attrs[k]);
-      else e.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
-    return e;
-  }
   function call(method, path, body) {
     var headers = {};
     var token = sessionStorage.getItem(TOKEN_KEY);

@@ -6,19 +6,9 @@
   var main = document.getElementById("main");
   var busy = document.getElementById("busy");
   var fmt = window.OtelprofFlame.fmt;
+  var el = window.OtelprofDom.el;
   var TOKEN_KEY = "otelprof-token";
 
-  function el(tag, attrs, children) {
-    var e = document.createElement(tag);
-    for (var k in attrs || {}) {
-      if (k === "text") e.textContent = attrs[k];
-      else if (k === "class") e.className = attrs[k];
-      else if (k.slice(0, 2) === "on") e.addEventListener(k.slice(2), attrs[k]);
-      else e.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
-    return e;
-  }
   function pct(x) { return (100 * x).toFixed(2) + "%"; }
   function pp(x) { return (x >= 0 ? "+" : "") + (100 * x).toFixed(2); }
   function time(ns) { return ns == null ? "-" : new Date(ns / 1e6).toISOString().replace(".000Z", "Z"); }

@@ -227,6 +227,11 @@ impl Shards {
                 continue;
             }
             let id = row.link.trace_id;
+            if id == [0; 16] {
+                // A span sent without its trace (see `otel_bridge::otlp::EncodeOptions`):
+                // no trace to list.
+                continue;
+            }
             let Some(shard) = self.shards.get_mut(shard_of(&id, n)) else {
                 continue;
             };

@@ -126,6 +126,7 @@ pub fn bases() -> Vec<(&'static str, Vec<Field>)> {
         timestamps: true,
         thread_id: true,
         local_root_span_id: true,
+        ..Default::default()
     };
     let cpu_plain = parse(&encoded(&cpu, &EncodeOptions::default(), 1), Msg::Request);
     let many_plain = parse(&encoded(&many, &EncodeOptions::default(), 2), Msg::Request);

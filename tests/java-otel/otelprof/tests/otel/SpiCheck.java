@@ -32,10 +32,14 @@ public final class SpiCheck {
         sink += SpanScenarios.burn(20_000_000);
     }
 
-    public static void main(String[] args) throws Exception {
-        if (args.length > 0 && args[0].equals("early")) {
-            Context.current();
-        }
+    static int providers;
+    static int customizerCount;
+
+    /**
+     * {@code builder} as the autoconfigure SPI's providers customize it (otelprof's adds its span
+     * processor); counts them in {@link #providers} and {@link #customizerCount}.
+     */
+    static SdkTracerProviderBuilder autoconfigured(SdkTracerProviderBuilder builder) {
         List<BiFunction<SdkTracerProviderBuilder, ConfigProperties, SdkTracerProviderBuilder>> customizers = new ArrayList<>();
         AutoConfigurationCustomizer collector = new AutoConfigurationCustomizer() {
             @Override
@@ -80,16 +84,22 @@ public final class SpiCheck {
                 return this;
             }
         };
-        int providers = 0;
         for (AutoConfigurationCustomizerProvider p : ServiceLoader.load(AutoConfigurationCustomizerProvider.class)) {
             p.customize(collector);
             providers++;
         }
-        SdkTracerProviderBuilder builder = SdkTracerProvider.builder();
         for (var c : customizers) {
             builder = c.apply(builder, null);
         }
-        SdkTracerProvider provider = builder.build();
+        customizerCount = customizers.size();
+        return builder;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("early")) {
+            Context.current();
+        }
+        SdkTracerProvider provider = autoconfigured(SdkTracerProvider.builder()).build();
         Tracer tracer = provider.get("spi");
         long end = System.nanoTime() + 3_000_000_000L;
         while (System.nanoTime() < end) {
@@ -103,7 +113,7 @@ public final class SpiCheck {
             System.out.println("span " + root.getSpanContext().getSpanId() + " " + root.getSpanContext().getTraceId()
                     + " spiWork " + root.getSpanContext().getSpanId() + " GET_/spi true");
         }
-        System.out.println("providers=" + providers + " customizers=" + customizers.size());
+        System.out.println("providers=" + providers + " customizers=" + customizerCount);
         Thread.sleep(Long.getLong("linger", 0));
         provider.close();
     }

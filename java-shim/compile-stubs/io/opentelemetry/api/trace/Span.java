@@ -9,4 +9,7 @@ public interface Span {
     }
 
     SpanContext getSpanContext();
+
+    /** A default method of the real interface (since API 1.0). */
+    Span setAttribute(String key, String value);
 }

@@ -29,4 +29,5 @@ mod target;
 mod tmpdir;
 mod verbs;
 
-pub use verbs::{run, AgentFiles, Verb};
+pub use error::AttachError;
+pub use verbs::{run, AgentFiles, Outcome, Verb};

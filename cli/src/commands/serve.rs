@@ -1,14 +1,14 @@
 //! `otelprof serve`: the receiver of `otelprof receive` plus a web UI over its store, answered
-//! by the same query engine as `top`, `flame`, `drilldown` and `diff` (see [`super`]). It
-//! lives beside the UI rather than in [`crate::commands`]: the UI reads the commands' answers,
-//! so the commands must not depend on it.
+//! by the same query engine as `top`, `flame`, `drilldown` and `diff`. The UI ([`Ui`]) is
+//! handed in by `main`: it reads the other commands' answers, so no command names it.
 
 use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context as _};
 
 use crate::cli::{ServeArgs, DEFAULT_UI};
-use crate::receiver::{self, ExtraListener};
+use otelprof_receiver::{self as receiver, ExtraListener, Handler};
 
 /// The UI's address, checked against the receiver's rule: nothing beyond loopback without a
 /// token. TLS alone is not enough for the UI: a browser has no client certificate to show,
@@ -19,11 +19,16 @@ pub fn ui_address(text: &str, token: Option<&str>) -> anyhow::Result<SocketAddr>
         .with_context(|| {
             format!(
                 "--ui {} is not a listen address (e.g. {DEFAULT_UI})",
-                crate::escape::quote(text)
+                otelprof_primitives::escape::quote(text)
             )
         })?
         .next()
-        .with_context(|| format!("--ui {} resolves to no address", crate::escape::quote(text)))?;
+        .with_context(|| {
+            format!(
+                "--ui {} resolves to no address",
+                otelprof_primitives::escape::quote(text)
+            )
+        })?;
     if !addr.ip().is_loopback() && token.is_none() {
         bail!(
             "serving the UI on {addr} would show the profiles to other machines with no \
@@ -44,14 +49,16 @@ fn lowest_priority() {
     }
 }
 
-pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let config = crate::commands::receive::config(&args.receive)?;
+/// The web UI over a store, asking for a token when given one: the requests it answers.
+pub type Ui = fn(store: PathBuf, token: Option<String>) -> Handler;
+
+pub fn run(args: &ServeArgs, ui: Ui) -> anyhow::Result<()> {
+    let config = super::receive::config(&args.receive)?;
     let addr = ui_address(&args.ui, config.token.as_deref())?;
-    let state = super::State::new(config.store.clone(), config.token.clone());
     let extra = ExtraListener {
         addr,
         what: "ui",
-        handler: super::handler(state),
+        handler: ui(config.store.clone(), config.token.clone()),
     };
     let running = receiver::start_with(&config, Some(extra))?;
     // The stacks of the newest hours, read once in the background at the lowest priority

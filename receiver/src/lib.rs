@@ -18,6 +18,10 @@
 //! `deadline_body`); `grpc` and `http` (the two wires over `ingest` and `request_gate`);
 //! `connection`, then `accept`; this file wires them.
 
+// First: the other modules use its `errln!`.
+#[macro_use]
+mod stderr;
+
 mod accept;
 mod connection;
 mod connection_limit;
@@ -171,7 +175,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 Ok(None) => {}
                 Err(e) => eprintln!(
                     "otelprof: cannot take the store's maintenance lock: {}",
-                    crate::escape::escape(&otelprof_store::chain(&e))
+                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
                 ),
             }
         }
@@ -181,7 +185,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 tokio::task::spawn_blocking(move || {
                     otelprof_store::maintain::maintain(
                         &store,
-                        ingest::now_unix_nanos(),
+                        otelprof_store::now_unix_nanos(),
                         &policy,
                         &lock,
                     )
@@ -196,8 +200,8 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 for (path, err) in &done.unconvertible {
                     eprintln!(
                         "otelprof: cannot convert a stored request (kept as {}, not read): {}",
-                        crate::escape::path(path),
-                        crate::escape::escape(&otelprof_store::chain(err))
+                        otelprof_primitives::escape::path(path),
+                        otelprof_primitives::escape::escape(&otelprof_store::chain(err))
                     );
                 }
                 // A pass that converted only a few minutes of requests stays quiet.
@@ -215,7 +219,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
                 failing = true;
                 eprintln!(
                     "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
-                    crate::escape::escape(&otelprof_store::chain(&e))
+                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
                 );
             }
             _ => {}
@@ -459,96 +463,33 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
         .enable_all()
         .build()
         .context("cannot start the receiver's runtime")?;
-    let (shutdown, watch_rx) = watch::channel(false);
-    let accept_error_said = Arc::new(AtomicBool::new(false));
-    let mut tasks = Vec::new();
-    let mut grpc_addr = None;
-    let mut http_addr = None;
-    let tokio_listener = |l: StdListener, what: &str| {
-        let _guard = runtime.enter();
-        tokio::net::TcpListener::from_std(l).with_context(|| format!("{what} listener"))
+    let (shutdown, stop) = watch::channel(false);
+    let mut serving = Serving {
+        runtime: &runtime,
+        connections: connections.clone(),
+        limits,
+        tls,
+        accept_error_said: Arc::new(AtomicBool::new(false)),
+        stop: stop.clone(),
+        tasks: Vec::new(),
     };
-
-    if let Some(listener) = grpc_listener {
-        grpc_addr = Some(listener.local_addr().context("gRPC listener")?);
-        let router = grpc::Router::new(ingest.clone(), gate.clone());
-        let listener = Listener {
-            tcp: tokio_listener(listener, "gRPC")?,
-            what: "gRPC",
-            tls: tls.clone(),
-            builder: Arc::new(connection::builder(&limits, true)),
-            handler: move |request| {
-                let router = router.clone();
-                async move { router.call(request).await }
-            },
-        };
-        tasks.push(runtime.spawn(accept_loop(
-            listener,
-            connections.clone(),
-            limits,
-            accept_error_said.clone(),
-            watch_rx.clone(),
-        )));
-    }
-
-    tasks.push(runtime.spawn(maintain_loop(
-        config.store.clone(),
-        config.keep,
-        watch_rx.clone(),
-    )));
-
-    if let Some(listener) = http_listener {
-        http_addr = Some(listener.local_addr().context("HTTP listener")?);
-        let ingest = ingest.clone();
-        let gate = gate.clone();
-        let listener = Listener {
-            tcp: tokio_listener(listener, "HTTP")?,
-            what: "HTTP",
-            tls: tls.clone(),
-            builder: Arc::new(connection::builder(&limits, false)),
-            handler: move |request| {
-                let ingest = ingest.clone();
-                let gate = gate.clone();
-                async move {
-                    http::handle(ingest, gate, request)
-                        .await
-                        .map(connection::ResponseBody::new)
-                }
-            },
-        };
-        tasks.push(runtime.spawn(accept_loop(
-            listener,
-            connections.clone(),
-            limits,
-            accept_error_said.clone(),
-            watch_rx.clone(),
-        )));
-    }
-
-    let mut extra_addr = None;
-    if let Some((listener, extra)) = extra_listener {
-        extra_addr = Some(listener.local_addr().context("UI listener")?);
-        let handler = extra.handler;
-        let listener = Listener {
-            tcp: tokio_listener(listener, extra.what)?,
-            what: extra.what,
-            tls,
-            builder: Arc::new(connection::builder(&limits, false)),
-            handler: move |request| handler(request),
-        };
-        tasks.push(runtime.spawn(accept_loop(
-            listener,
-            connections.clone(),
-            limits,
-            accept_error_said,
-            watch_rx,
-        )));
-    }
-
+    let grpc = grpc_listener
+        .map(|l| serving.grpc(l, &ingest, &gate))
+        .transpose()?;
+    serving
+        .tasks
+        .push(runtime.spawn(maintain_loop(config.store.clone(), config.keep, stop)));
+    let http = http_listener
+        .map(|l| serving.http(l, &ingest, &gate))
+        .transpose()?;
+    let extra = extra_listener
+        .map(|(l, e)| serving.extra(l, e))
+        .transpose()?;
+    let tasks = serving.tasks;
     Ok(Running {
-        grpc: grpc_addr,
-        http: http_addr,
-        extra: extra_addr,
+        grpc,
+        http,
+        extra,
         ingest,
         max_connections,
         open_files,
@@ -557,4 +498,99 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
         runtime,
         tasks,
     })
+}
+
+/// What the listeners share as they start: the runtime they run on, and the rules and state
+/// every connection is served with.
+struct Serving<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    connections: Arc<ConnectionLimit>,
+    limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Shared, so that running out of descriptors is said once, not once per listener.
+    accept_error_said: Arc<AtomicBool>,
+    stop: watch::Receiver<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Serving<'_> {
+    /// Serves `listener` (`what`, for messages) with `handler`, over HTTP/2 only when
+    /// `http2_only`.
+    fn serve<H, F>(
+        &mut self,
+        listener: StdListener,
+        what: &'static str,
+        http2_only: bool,
+        handler: H,
+    ) -> anyhow::Result<()>
+    where
+        H: Fn(::http::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
+        F: Future<Output = ::http::Response<ResponseBody>> + Send + 'static,
+    {
+        let tcp = {
+            let _guard = self.runtime.enter();
+            tokio::net::TcpListener::from_std(listener)
+                .with_context(|| format!("{what} listener"))?
+        };
+        let listener = Listener {
+            tcp,
+            what,
+            tls: self.tls.clone(),
+            builder: Arc::new(connection::builder(&self.limits, http2_only)),
+            handler,
+        };
+        self.tasks.push(self.runtime.spawn(accept_loop(
+            listener,
+            self.connections.clone(),
+            self.limits,
+            self.accept_error_said.clone(),
+            self.stop.clone(),
+        )));
+        Ok(())
+    }
+
+    /// OTLP over gRPC (the tonic services of [`grpc`]); returns the address.
+    fn grpc(
+        &mut self,
+        listener: StdListener,
+        ingest: &Arc<Ingest>,
+        gate: &Arc<RequestGate>,
+    ) -> anyhow::Result<SocketAddr> {
+        let addr = listener.local_addr().context("gRPC listener")?;
+        let router = grpc::Router::new(ingest.clone(), gate.clone());
+        self.serve(listener, "gRPC", true, move |request| {
+            let router = router.clone();
+            async move { router.call(request).await }
+        })?;
+        Ok(addr)
+    }
+
+    /// OTLP over HTTP ([`http`]); returns the address.
+    fn http(
+        &mut self,
+        listener: StdListener,
+        ingest: &Arc<Ingest>,
+        gate: &Arc<RequestGate>,
+    ) -> anyhow::Result<SocketAddr> {
+        let addr = listener.local_addr().context("HTTP listener")?;
+        let (ingest, gate) = (ingest.clone(), gate.clone());
+        self.serve(listener, "HTTP", false, move |request| {
+            let ingest = ingest.clone();
+            let gate = gate.clone();
+            async move {
+                http::handle(ingest, gate, request)
+                    .await
+                    .map(connection::ResponseBody::new)
+            }
+        })?;
+        Ok(addr)
+    }
+
+    /// The [`ExtraListener`]; returns the address.
+    fn extra(&mut self, listener: StdListener, extra: ExtraListener) -> anyhow::Result<SocketAddr> {
+        let addr = listener.local_addr().context("UI listener")?;
+        let handler = extra.handler;
+        self.serve(listener, extra.what, false, move |request| handler(request))?;
+        Ok(addr)
+    }
 }

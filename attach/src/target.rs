@@ -17,7 +17,7 @@ use super::creds::Ids;
 use super::error::AttachError;
 use super::procfs::{self, Status};
 use super::{perfdata, sys};
-use crate::escape;
+use otelprof_primitives::escape;
 
 /// Most bytes read of one `/proc` file (a JVM's maps run to a few hundred KiB).
 const PROC_FILE_LIMIT: u64 = 64 << 20;

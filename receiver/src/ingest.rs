@@ -2,7 +2,6 @@
 //! depends only on the outcome, so gRPC and HTTP clients are treated alike.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::SystemTime;
 
 use otel_bridge::gzip::{self, InflateError};
 use prost::Message as _;
@@ -50,12 +49,6 @@ pub enum Body<'a> {
     Raw(&'a [u8]),
     /// gzip-compressed protobuf (HTTP `Content-Encoding: gzip`); stored as is.
     Gzip(&'a [u8]),
-}
-
-pub(crate) fn now_unix_nanos() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// The token of an `Authorization: Bearer <token>` value.
@@ -135,7 +128,7 @@ impl Ingest {
         raw: &[u8],
         gzip: Option<&[u8]>,
     ) -> Result<std::path::PathBuf, Rejected> {
-        let now = now_unix_nanos();
+        let now = otelprof_store::now_unix_nanos();
         match gzip {
             Some(gz) => self.store.put_gzip(signal, gz, now),
             None => self.store.put_raw(signal, raw, now),

@@ -301,7 +301,7 @@ mod tests {
     use http_body_util::Full;
     use tower_service::Service as _;
 
-    use crate::receiver::ingest::Counters;
+    use crate::ingest::Counters;
 
     /// The service over a fresh store (removed by the caller).
     fn service(token: Option<&str>, max_bytes: usize) -> (ExportService<Profiles>, PathBuf) {

@@ -81,7 +81,7 @@ pub fn escape(s: &str) -> Cow<'_, str> {
 }
 
 /// Like [`escape`], but line breaks stay line breaks: for whole blocks of output whose lines
-/// the CLI itself made (the last line of defence in [`crate::output`]).
+/// the CLI itself made (the last line of defence of the CLI's output).
 pub fn escape_keeping_newlines(s: &str) -> Cow<'_, str> {
     escape_with(s, true)
 }

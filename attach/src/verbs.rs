@@ -30,7 +30,7 @@ use super::reply::{self, Reply, ReplyError, REPLY_LIMIT};
 use super::target::Target;
 use super::tmpdir::{TmpDir, Trust, TMP};
 use super::{options, sys};
-use crate::escape;
+use otelprof_primitives::escape;
 
 /// Largest dump file copied out (as the store's readers allow).
 const DUMP_LIMIT: u64 = 512 << 20;

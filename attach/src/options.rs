@@ -11,7 +11,7 @@
 
 use otelprof_agent_options::{check_item, items, known_keys, Kind, Problem};
 
-use crate::escape;
+use otelprof_primitives::escape;
 
 /// Keys the CLI adds itself.
 const RESERVED: [&str; 2] = ["reply", "file"];

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use super::error::AttachError;
 use super::sys;
 use super::target::Target;
-use crate::escape;
+use otelprof_primitives::escape;
 
 /// How much a file found must be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
