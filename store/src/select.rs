@@ -97,6 +97,13 @@ impl ProfileType {
         })
     }
 
+    /// Whether each profile is a snapshot of a state (the live heap) rather than what
+    /// happened over its period: snapshots are never added up over time
+    /// ([`crate::merge::Merger`] keeps the latest of each instance).
+    pub fn is_snapshot(self) -> bool {
+        self == ProfileType::Live
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ProfileType::Cpu => "cpu",

@@ -62,11 +62,12 @@ impl Spec {
     }
 }
 
-const ALL_TYPES: [ProfileType; 4] = [
+const ALL_TYPES: [ProfileType; 5] = [
     ProfileType::Cpu,
     ProfileType::Wall,
     ProfileType::Alloc,
     ProfileType::Lock,
+    ProfileType::Live,
 ];
 
 /// Makes every merge of `specs` in one pass over the files; returns each with its type.
