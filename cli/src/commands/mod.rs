@@ -8,6 +8,7 @@ pub mod demo;
 pub mod diff;
 pub mod drilldown;
 pub mod flame;
+pub mod leaks;
 pub mod receive;
 pub mod run;
 pub mod serve;
