@@ -49,6 +49,14 @@ fn stands_for(profile: &Profile) -> (usize, usize) {
         .unwrap_or((1, 1))
 }
 
+/// The smallest window holding both.
+fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The instance a resource is of: `service.instance.id`, else `process.pid`.
 fn instance_of(resource: &[opentelemetry::KeyValue]) -> Option<String> {
     resource_value(resource, "service.instance.id")
@@ -117,6 +125,10 @@ pub struct Merged {
     pub other_type: usize,
     /// Earliest start and latest end of the profiles that contributed.
     pub window: Option<(i64, i64)>,
+    /// For a snapshot type ([`ProfileType::is_snapshot`]): the earliest start and latest end
+    /// of every snapshot the selection reached, the earlier ones not kept included (the
+    /// range a timeline of them covers).
+    pub snapshots_window: Option<(i64, i64)>,
     /// Per span, when [`Merger::collect_spans`] was asked for.
     pub spans: FxMap<Link, SpanStats>,
     /// Distinct values of `service.instance.id` (or pid) that contributed: how many JVMs.
@@ -275,6 +287,8 @@ impl Merger {
         }
         let instance = instance_of(resource).unwrap_or_default();
         let time = profile.time_nanos;
+        let end = time.saturating_add(profile.duration_nanos.max(0));
+        self.merged.snapshots_window = union(self.merged.snapshots_window, Some((time, end)));
         let held = self
             .snapshots
             .as_ref()
@@ -667,6 +681,7 @@ impl Merger {
             sum.absorb(m);
         }
         let mut merged = sum.merged;
+        merged.snapshots_window = self.merged.snapshots_window;
         merged.profiles_seen = self.merged.profiles_seen;
         merged.other_type += self.merged.other_type;
         merged
@@ -739,6 +754,8 @@ impl Merger {
             }
             self.merged.profiles_seen += other.merged.profiles_seen;
             self.merged.other_type += other.merged.other_type;
+            self.merged.snapshots_window =
+                union(self.merged.snapshots_window, other.merged.snapshots_window);
             return;
         }
         if self.holds_nothing() {
@@ -887,6 +904,7 @@ mod tests {
             assert_eq!(merged.total_count(), (3_000 / 512 + 700 / 512) as f64);
             assert_eq!(merged.profiles_seen, 5);
             assert_eq!(merged.window, Some((25, 30)));
+            assert_eq!(merged.snapshots_window, Some((10, 30)));
         }
         let (mut one, mut two) = (live(), live());
         feed(&mut one, &[2, 3]);
