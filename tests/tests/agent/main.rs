@@ -1,12 +1,13 @@
 //! The agent in a real JVM, read back with independent tools: CPU, wall-clock, allocation,
-//! live-heap and lock accuracy against workloads whose truth is known, garbage collection
-//! pauses in wall profiles, the whole process's CPU, the profile types and their units,
+//! live-heap and lock accuracy against workloads whose truth is known, leak candidates from
+//! live snapshots, garbage collection pauses in wall profiles, the whole process's CPU, the profile types and their units,
 //! source lines, span context through the real OpenTelemetry SDK, and a JVM that is never
 //! harmed.
 
 mod accuracy;
 mod allocation;
 mod gc_pause;
+mod leaks;
 mod lines;
 mod live_heap;
 mod locks;
