@@ -912,8 +912,10 @@ mod tests {
         one.absorb(two);
         assert_eq!(one.finish().total(), 3_700.0);
         // --to picks earlier snapshots: a's at 20, b's at 15.
-        let mut before = Selector::default();
-        before.to = Some(21);
+        let before = Selector {
+            to: Some(21),
+            ..Selector::default()
+        };
         let mut m = Merger::new(ProfileType::Live, before, None);
         feed(&mut m, &[0, 1, 2, 3, 4]);
         assert_eq!(m.finish().total(), 2_500.0);
