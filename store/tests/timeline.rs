@@ -171,3 +171,29 @@ fn a_live_timeline_draws_each_buckets_latest_snapshot() {
     let (m, _) = query::merge(&open(&dir)().unwrap(), spec).unwrap();
     assert_eq!(m.total(), 6e6);
 }
+
+/// In the columnar store, before and after its hour is compacted: the whole selection read
+/// from the hour's rollup is still the last snapshot (the rollup keeps it, not a sum), and a
+/// timeline from the hour's series still draws one snapshot per bucket.
+#[test]
+fn a_compacted_hour_of_snapshots_answers_its_latest() {
+    let dir = scratch("timeline-live-columnar");
+    let writer = otelprof_store::columnar::ColumnarWriter::open(&dir).unwrap();
+    for m in 0..6 {
+        let decoded = otel_bridge::otlp::decode(&live_snapshot(m, m + 1)).unwrap();
+        writer.write(&decoded, T0 + m * MINUTE).unwrap();
+    }
+    drop(writer);
+    let whole = || {
+        let spec = Spec::new(Some(ProfileType::Live), &Selector::default());
+        let source = open(&dir)().unwrap().use_rollups(false, None);
+        query::merge(&source, spec).unwrap().0.total()
+    };
+    assert_eq!(whole(), 6e6);
+    compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    assert_eq!(whole(), 6e6);
+    let spec = Spec::new(Some(ProfileType::Live), &Selector::default());
+    let t = timeline(open(&dir), spec, "span_name", 3).unwrap();
+    let mb: Vec<f64> = t.series[0].1.iter().map(|v| v / 1e6).collect();
+    assert_eq!(mb, [2.0, 4.0, 6.0], "{t:?}");
+}
