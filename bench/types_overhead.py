@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Overhead of otelprof's profile types (cpu, wall, alloc, lock), each on its own and all
-together, on a CPU-bound and an allocation-heavy fixed-work JVM workload, against a no-agent
-baseline measured in the same run.
+"""Overhead of otelprof's profile types (cpu, wall, alloc, live, lock), each on its own and
+all together, on a CPU-bound and an allocation-heavy fixed-work JVM workload, against a no-agent
+baseline measured in the same run; and the live heap beside async-profiler's (`event=alloc,live`).
 
 Same method as bench/overhead.py (whose setup, process and machine-load helpers it reuses):
 alternating rounds, every round runs every configuration once in a freshly shuffled order;
@@ -18,7 +18,17 @@ the agent its start line, its `stopped;` line with no write errors, one readable
 enabled type (`cpu-`, `wall-`, `alloc-`, `lock-`), and samples of every enabled type that the
 workload exercises (lock: only the file, no workload contends; alloc on `cpu`: only the
 file). A broken run stops the benchmark: no table is printed from runs that did not do what
-they claim.
+they claim. An async-profiler run (configurations `ap-*`, the library given by
+--async-profiler) is checked for its exit code, checksum and a non-empty recording.
+
+The live heap (`live=`) shares the allocation sampler with `alloc=`: the `live` configurations
+measure what it adds, `alloc=512k,live=512k` against `alloc=512k` (same samples, a JNI weak
+reference each, the table), with the default rate bound and without it (`alloc_rate=0`, so
+both sample at 512 KiB like async-profiler, which has no bound), next to async-profiler's
+`event=alloc,alloc=512k,live` and `event=alloc,alloc=512k`. Pairs of configurations are
+compared round by round (the median of the per-round ratio of their wall times): the goal is
+`alloc=512k,live=512k` at most 1.02 × `alloc=512k`, and no more than async-profiler's
+`alloc,live` costs against its own `alloc`.
 
 Method, goal and current figures: BENCHMARKS.md, "Overhead of each profile type"; every run
 goes into a dated report in bench/reports/.
@@ -27,6 +37,7 @@ goes into a dated report in bench/reports/.
     python3 bench/types_overhead.py --jdk /usr/lib/jvm/temurin-25-jdk-amd64 --rounds 9
     python3 bench/types_overhead.py --quick               # smoke run: 2 short rounds
     python3 bench/types_overhead.py --workloads alloc --configs all
+    python3 bench/types_overhead.py --workloads alloc --configs live-vs-async-profiler
 """
 
 from __future__ import annotations
@@ -49,25 +60,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead as oh  # noqa: E402  (the CPU-sampler benchmark: shared setup and helpers)
 
 GOAL_ALL_RATIO = 1.02
+GOAL_LIVE_RATIO = 1.02
+DEFAULT_ASYNC_PROFILER = Path("/work/ext/async-profiler/build/lib/libasyncProfiler.so")
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     key: str
     options: str  # agent options, "" for no agent (out= and period= are added)
+    # "otelprof", or "async-profiler" (options are then its agent arguments; file= is added)
+    profiler: str = "otelprof"
 
     @property
     def kinds(self) -> list[str]:
-        """The profile types these options turn on."""
-        if not self.options:
+        """The otelprof profile types these options turn on."""
+        if not self.options or self.profiler != "otelprof":
             return []
         opts = dict(kv.split("=", 1) for kv in self.options.split(","))
         kinds = [] if opts.get("cpu") == "off" else ["cpu"]
-        kinds += [k for k in ("wall", "alloc", "lock") if opts.get(k, "off") != "off"]
+        kinds += [k for k in ("wall", "alloc", "live", "lock") if opts.get(k, "off") != "off"]
         return kinds
 
     def label(self) -> str:
-        return "no agent" if not self.options else self.options
+        if not self.options:
+            return "no agent"
+        return self.options if self.profiler == "otelprof" else f"async-profiler {self.options}"
 
 
 CONFIGS = {
@@ -80,8 +97,27 @@ CONFIGS = {
         Config("alloc", "cpu=off,alloc=512k"),
         Config("lock", "cpu=off,lock=10ms"),
         Config("all", "cpu=10ms,wall=50ms,alloc=512k,lock=10ms"),
+        Config("live", "cpu=off,alloc=512k,live=512k"),
+        Config("alloc-unbounded", "cpu=off,alloc=512k,alloc_rate=0"),
+        Config("live-unbounded", "cpu=off,alloc=512k,live=512k,alloc_rate=0"),
+        Config("ap-alloc", "start,event=alloc,alloc=512k", "async-profiler"),
+        Config("ap-live", "start,event=alloc,alloc=512k,live", "async-profiler"),
     ]
 }
+
+# Named sets of configurations for --configs.
+CONFIG_SETS = {
+    "live-vs-async-profiler": ["alloc", "live", "alloc-unbounded", "live-unbounded", "ap-alloc", "ap-live"],
+}
+
+# (configuration, against): compared round by round; the goal applies to the first pair, the
+# others are for the reader (the unbounded pair, and each profiler's live heap over its alloc).
+PAIRS = [
+    ("live", "alloc"),
+    ("live-unbounded", "alloc-unbounded"),
+    ("ap-live", "ap-alloc"),
+    ("live-unbounded", "ap-live"),
+]
 
 # (main class, threads, requests per thread: default, --quick, further arguments, types the
 # workload does not exercise: their files are required, their samples are not)
@@ -98,7 +134,9 @@ WORKLOADS = {
 }
 
 # The counter that proves each type sampled something.
-TYPE_COUNTER = {"cpu": "cpu_ticks", "wall": "wall_samples", "alloc": "alloc_samples", "lock": "lock_samples"}
+# The live heap: objects tracked and then found collected (AllocHeavy's arrays all die).
+TYPE_COUNTER = {"cpu": "cpu_ticks", "wall": "wall_samples", "alloc": "alloc_samples", "lock": "lock_samples",
+                "live": "live_collected"}
 
 
 @dataclasses.dataclass
@@ -140,12 +178,30 @@ def check_agent(cfg: Config, run_dir: Path, stderr: str, not_exercised: set[str]
     return stats
 
 
+def check_async_profiler(run_dir: Path) -> dict:
+    """async-profiler's recording exists and holds something."""
+    out = run_dir / "out" / "async-profiler.jfr"
+    if not out.is_file() or out.stat().st_size == 0:
+        raise oh.BenchError(f"async-profiler wrote no recording ({out})")
+    return {}
+
+
+def agent_args(cfg: Config, agent: Path, async_profiler: Path | None, run_dir: Path) -> list[str]:
+    if not cfg.options:
+        return []
+    if cfg.profiler == "async-profiler":
+        if async_profiler is None or not async_profiler.is_file():
+            raise oh.BenchError(f"configuration {cfg.key} needs async-profiler: --async-profiler {async_profiler}")
+        return [f"-agentpath:{async_profiler}={cfg.options},file={run_dir / 'out' / 'async-profiler.jfr'}"]
+    return [f"-agentpath:{agent}={cfg.options},out={run_dir / 'out'},period=60s"]
+
+
 def run_once(jdk, cfg: Config, main: list[str], classes: Path, agent: Path, work: Path, tag: str,
-             not_exercised: set[str]) -> tuple[Run, str]:
+             not_exercised: set[str], async_profiler: Path | None = None) -> tuple[Run, str]:
     run_dir = work / tag
     (run_dir / "out").mkdir(parents=True)
-    agent_args = [f"-agentpath:{agent}={cfg.options},out={run_dir / 'out'},period=60s"] if cfg.options else []
-    cmd = [str(jdk.java), *oh.COMMON_JVM_ARGS, *agent_args, "-cp", str(classes), *main]
+    agent_args_ = agent_args(cfg, agent, async_profiler, run_dir)
+    cmd = [str(jdk.java), *oh.COMMON_JVM_ARGS, *agent_args_, "-cp", str(classes), *main]
     ex = oh.spawn_and_wait(cmd, run_dir, oh.RUN_TIMEOUT_S)
 
     def fail(why: str) -> oh.BenchError:
@@ -160,7 +216,9 @@ def run_once(jdk, cfg: Config, main: list[str], classes: Path, agent: Path, work
         raise fail("the workload printed no result line")
     stats = {}
     try:
-        if cfg.options:
+        if cfg.profiler == "async-profiler" and cfg.options:
+            stats = check_async_profiler(run_dir)
+        elif cfg.options:
             stats = check_agent(cfg, run_dir, ex.stderr, not_exercised)
         elif "otelprof" in ex.stderr:
             raise oh.BenchError("otelprof output in a run without the agent")
@@ -186,7 +244,8 @@ def bench_workload(jdk, workload: str, configs: list[Config], args, classes: Pat
 
     for cfg in configs:
         oh.log(f"  [{workload}] warm-up {cfg.label()}")
-        checked(run_once(jdk, cfg, main, classes, agent, work, f"warmup-{workload}-{cfg.key}", not_exercised), "warm-up")
+        checked(run_once(jdk, cfg, main, classes, agent, work, f"warmup-{workload}-{cfg.key}", not_exercised,
+                         args.async_profiler), "warm-up")
     kept = tried = 0
     limit = args.max_other_load
     max_tries = args.rounds if limit is None else args.rounds * 3
@@ -198,7 +257,8 @@ def bench_workload(jdk, workload: str, configs: list[Config], args, classes: Pat
             oh.wait_for_quiet(limit)
         order = list(configs)
         rng.shuffle(order)
-        runs = [checked(run_once(jdk, c, main, classes, agent, work, f"{workload}-t{tried}-{c.key}", not_exercised), c.key)
+        runs = [checked(run_once(jdk, c, main, classes, agent, work, f"{workload}-t{tried}-{c.key}", not_exercised,
+                                 args.async_profiler), c.key)
                 for c in order]
         worst = max(r.other_load for r in runs)
         detail = ", ".join(f"{r.config} {r.wall_s:.2f}s" for r in runs)
@@ -217,7 +277,7 @@ def table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str, di
     base = {r.round: r for r in results["none"]}
     rows = [
         "| configuration | wall median (s) | wall ratio median | wall ratio min–max | CPU ratio median "
-        "| CPU ratio min–max | samples (median): cpu / wall / alloc / lock | other load (CPUs, median) |",
+        "| CPU ratio min–max | samples (median): cpu / wall / alloc / live / lock | other load (CPUs, median) |",
         "|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     summary = {}
@@ -230,10 +290,10 @@ def table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str, di
         summary[cfg.key] = {"wall_ratio_median": statistics.median(wr), "wall_ratio_min": min(wr),
                             "wall_ratio_max": max(wr), "cpu_ratio_median": statistics.median(cr),
                             "wall_median_s": wall}
-        if cfg.options:
+        if cfg.options and cfg.profiler == "otelprof":
             med = lambda k: statistics.median(r.stats.get(k, 0) for r in runs)  # noqa: E731
             samples = (f"{med('weight'):.0f} / {med('wall_samples'):.0f} / {med('alloc_samples'):.0f} / "
-                       f"{med('lock_samples'):.0f}")
+                       f"{med('live_collected') + med('live_entries'):.0f} tracked / {med('lock_samples'):.0f}")
         else:
             samples = "–"
         if cfg.key == "none":
@@ -243,6 +303,22 @@ def table(configs: list[Config], results: dict[str, list[Run]]) -> tuple[str, di
             rows.append(f"| {label} | {wall:.3f} | **{statistics.median(wr):.3f}** | {min(wr):.3f}–{max(wr):.3f} "
                         f"| {statistics.median(cr):.3f} | {min(cr):.3f}–{max(cr):.3f} | {samples} | {other:.2f} |")
     return "\n".join(rows), summary
+
+
+def pairs(configs: list[Config], results: dict[str, list[Run]]) -> list[str]:
+    """Each pair of PAIRS both measured: the median (min–max) of the per-round ratio of their
+    wall times."""
+    keys = {c.key for c in configs}
+    lines = []
+    for a, b in PAIRS:
+        if a not in keys or b not in keys:
+            continue
+        other = {r.round: r for r in results[b]}
+        ratios = [r.wall_s / other[r.round].wall_s for r in results[a]]
+        label = lambda k: CONFIGS[k].label()  # noqa: E731
+        lines.append(f"- `{label(a)}` / `{label(b)}`: **{statistics.median(ratios):.3f}** "
+                     f"({min(ratios):.3f}–{max(ratios):.3f})")
+    return lines
 
 
 def parse_args(argv):
@@ -255,8 +331,11 @@ def parse_args(argv):
     p.add_argument("--workloads", default="cpu,alloc",
                    help="comma-separated: cpu (FixedWork compute), service (FixedWork service-like), alloc "
                         "(AllocHeavy arrays), records (AllocHeavy records) (default: %(default)s)")
-    p.add_argument("--configs", default=",".join(k for k in CONFIGS if k != "none"),
-                   help="configurations (default: %(default)s); 'none' is always included")
+    p.add_argument("--configs", default="none-aa,cpu,wall,alloc,lock,all,live",
+                   help="configurations, or a named set (" + ", ".join(CONFIG_SETS) + ") (default: %(default)s); "
+                        "'none' is always included")
+    p.add_argument("--async-profiler", type=Path, default=DEFAULT_ASYNC_PROFILER,
+                   help="libasyncProfiler.so, for the ap-* configurations (default: %(default)s)")
     p.add_argument("--max-other-load", type=float, metavar="CPUS",
                    help="discard and repeat a round in which the rest of the machine used more than this")
     p.add_argument("--seed", type=int, default=20261122)
@@ -265,6 +344,7 @@ def parse_args(argv):
     if args.rounds is None:
         args.rounds = 2 if args.quick else 7
     keys = [k.strip() for k in args.configs.split(",") if k.strip()]
+    keys = [x for k in keys for x in CONFIG_SETS.get(k, [k])]
     bad = [k for k in keys if k not in CONFIGS]
     if bad:
         p.error(f"unknown configuration(s) {bad}; known: {', '.join(CONFIGS)}")
@@ -305,6 +385,17 @@ def main(argv) -> int:
                 n = quick_requests if args.quick else requests
                 out += [f"{cls} {' '.join(extra[-1:])} ({threads} threads × {n} requests), {args.rounds} rounds"
                         + (f", {discarded} busier rounds discarded" if discarded else "") + ":\n", t, ""]
+                compared = pairs(args.config_list, results)
+                if compared:
+                    out += ["Round by round (wall time of one configuration over the other's):\n", *compared, ""]
+                if "live" in summary and "alloc" in summary:
+                    other = {r.round: r for r in results["alloc"]}
+                    r = statistics.median(x.wall_s / other[x.round].wall_s for x in results["live"])
+                    state = "not judged (--quick)" if args.quick else ("met" if r <= GOAL_LIVE_RATIO else "NOT met")
+                    sentence = (f"Goal (`alloc=512k,live=512k` ≤ {GOAL_LIVE_RATIO} × `alloc=512k`) on {cls}: "
+                                f"{r:.3f}, **{state}**.")
+                    out.append(sentence + "\n")
+                    verdicts.append(sentence)
                 if "all" in summary:
                     r = summary["all"]["wall_ratio_median"]
                     aa = summary.get("none-aa", {}).get("wall_ratio_median")

@@ -32,8 +32,8 @@ pub enum Kind {
     Duration(Duration, Duration),
     /// A whole number from the first bound to the second.
     Number(u64, u64),
-    /// A size of at most this, or `off`.
-    SizeOrOff(u64),
+    /// A size from the first bound to the second, or `off`.
+    SizeOrOff(u64, u64),
     /// A size of at least this.
     Size(u64),
     /// One of these words.
@@ -115,7 +115,7 @@ pub const REFUSED_AT_START: &str = "this option is set where the JVM starts, not
 const ON_OFF: &[&str] = &["on", "off"];
 
 /// Every option the agent knows, in the order messages list them.
-pub const OPTIONS: [AgentOption; 22] = [
+pub const OPTIONS: [AgentOption; 23] = [
     AgentOption {
         key: "cpu",
         // Below 100us the signal handler's own cost dominates.
@@ -146,8 +146,20 @@ pub const OPTIONS: [AgentOption; 22] = [
     },
     AgentOption {
         key: "alloc",
-        kind: Kind::SizeOrOff(MAX_ALLOC),
+        kind: Kind::SizeOrOff(0, MAX_ALLOC),
         // The agent's `alloc_rate` bound still applies on top.
+        remote: Remote::Size {
+            min: 16 << 10,
+            max: MAX_ALLOC,
+        },
+        example: "512k",
+    },
+    AgentOption {
+        key: "live",
+        // The live heap: objects sampled at this mean interval are tracked until they die.
+        // Shares the allocation sampler (and `alloc_rate`) with `alloc`. Not 0: tracking
+        // every object would only fill the table, whose bound then raises the interval.
+        kind: Kind::SizeOrOff(1 << 10, MAX_ALLOC),
         remote: Remote::Size {
             min: 16 << 10,
             max: MAX_ALLOC,
@@ -329,7 +341,7 @@ impl AgentOption {
     /// `value` (not empty) against the local rules, or the reason it is refused.
     pub fn check<'a>(&self, value: &'a str) -> Result<Value<'a>, String> {
         match self.kind {
-            Kind::DurationOrOff(_) | Kind::SizeOrOff(_) | Kind::Threshold if value == "off" => {
+            Kind::DurationOrOff(_) | Kind::SizeOrOff(..) | Kind::Threshold if value == "off" => {
                 Ok(Value::Off)
             }
             // Zero needs no unit: every contended wait.
@@ -341,7 +353,8 @@ impl AgentOption {
                 Ok(n) if (min..=max).contains(&n) => Ok(Value::Number(n)),
                 _ => Err(format!("expected a whole number from {min} to {max}")),
             },
-            Kind::SizeOrOff(max) => match size(value)? {
+            Kind::SizeOrOff(min, max) => match size(value)? {
+                n if n < min => Err(format!("the smallest is {}", size_bound(min))),
                 n if n <= max => Ok(Value::Size(n)),
                 _ => Err(format!("the largest is {}", size_bound(max))),
             },

@@ -29,6 +29,12 @@ fn one_verdict_for_the_agent_and_attach() {
         ("alloc=2g", false),
         ("alloc=off", true),
         ("alloc=12q", false),
+        ("live=512k", true),
+        ("live=1k", true),
+        ("live=1023", false),
+        ("live=0", false),
+        ("live=off", true),
+        ("live=2g", false),
         ("alloc_rate=0", true),
         ("alloc_rate=1000000", true),
         ("alloc_rate=1000001", false),
@@ -82,6 +88,7 @@ fn one_verdict_for_the_agent_and_attach() {
         ("cpu=1ms,cpu=1ms", false),
         (" cpu = 5ms ,, ", true),
         ("cpu=1ms,wall=5ms,alloc=1m,lock=5ms,log=quiet", true),
+        ("alloc=512k,live=512k", true),
     ] {
         assert_eq!(accepted(options), verdict, "{options:?}");
     }
@@ -106,6 +113,7 @@ fn problems_say_what_the_rule_is() {
         ("opamp_interval", "2h", "the longest is 1h"),
         ("depth", "0", "expected a whole number from 1 to 8192"),
         ("alloc", "4g", "the largest is 2047m"),
+        ("live", "0", "the smallest is 1k"),
         ("queue", "1k", "the smallest is 64k"),
         ("clock", "wall", "expected auto or perf or cpu or itimer"),
         (
@@ -141,7 +149,7 @@ fn a_server_sets_profiling_intervals_only_within_stricter_bounds() {
         .filter(|o| o.remote.settable())
         .map(|o| o.key)
         .collect();
-    assert_eq!(settable, ["cpu", "wall", "alloc", "lock"]);
+    assert_eq!(settable, ["cpu", "wall", "alloc", "live", "lock"]);
     for o in OPTIONS.iter().filter(|o| o.remote.settable()) {
         // Every remote minimum is a value the agent takes locally too.
         let min = o.remote.minimum().unwrap();

@@ -52,6 +52,12 @@ pub enum Cmd {
     Traces(TracesArgs),
     /// Where one trace or span spent its time: its samples, endpoint and time window
     Drilldown(DrilldownArgs),
+    /// Leak candidates: the allocation sites whose live bytes grow across the live-heap
+    /// snapshots (`live=`), fastest first, with a test that the growth is not noise
+    #[command(after_help = "Examples:\n  \
+        otelprof leaks /var/tmp/profiles\n  \
+        otelprof leaks --from now-6h --where service.name=cart STORE")]
+    Leaks(LeaksArgs),
     /// Compare two selections (e.g. two releases): what grew, what shrank, and is it significant
     #[command(after_help = "Examples:\n  \
         otelprof diff --base service.version=1.4 --head service.version=1.5 STORE\n  \
@@ -203,6 +209,9 @@ pub struct CaptureArgs {
     /// Mean bytes between allocation samples (at least 16k)
     #[arg(long, value_name = "SIZE")]
     pub alloc: Option<String>,
+    /// Mean bytes between the allocation samples tracked for the live heap (at least 16k)
+    #[arg(long, value_name = "SIZE")]
+    pub live: Option<String>,
     /// Lock waits at least this long are all recorded (at least 1ms)
     #[arg(long, value_name = "DURATION")]
     pub lock: Option<String>,
@@ -381,7 +390,8 @@ pub struct SelectArgs {
     /// Keep samples before this time (same forms as --from)
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub to: Option<String>,
-    /// Profile type: cpu, wall, alloc or lock [default: cpu when present]
+    /// Profile type: cpu, wall, alloc, lock or live (the live heap: the latest snapshot of
+    /// each instance, never a sum over time) [default: cpu when present]
     #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
     pub ty: Option<ProfileType>,
     /// What to add up, one unit at a time: time (cpu, wall) or samples; bytes (alloc) or
@@ -428,6 +438,29 @@ pub struct TopArgs {
     /// Rows to print, 0 for all
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LeaksArgs {
+    /// Keep samples whose resource or sample attribute KEY equals VALUE (`KEY!=VALUE`:
+    /// differs); repeat to require several
+    #[arg(long = "where", short = 'w', value_name = "KEY=VALUE")]
+    pub conditions: Vec<String>,
+    /// Snapshots from this time on: RFC 3339, a date, Unix seconds, or now-6h
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// Snapshots before this time (same forms as --from)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Snapshots an instance needs for its sites to be tested
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub min_snapshots: usize,
+    /// Also list the sites tested that are not candidates, this many (0: none)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub all: usize,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,

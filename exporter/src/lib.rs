@@ -12,7 +12,8 @@
 //!   did, with the queue it counts around);
 //! - `transport/`: OTLP/gRPC and OTLP/HTTP behind one `Transport`, the HTTP client and gRPC
 //!   channel they share with the metrics exporter, and `Sent`, the (leaf) answer both return;
-//! - `self_metrics` (the agent's own OTLP metrics);
+//! - `memory_metrics` (the JVM's memory figures as OTLP metrics) and `self_metrics` (the
+//!   agent's own OTLP metrics, which registers both);
 //! - `export_thread` (the thread that drains the queue), then `otlp_exporter` (the handle
 //!   the agent holds).
 //!
@@ -28,6 +29,7 @@ mod export_counters;
 mod export_thread;
 mod failure_log;
 mod logger;
+mod memory_metrics;
 mod otlp_exporter;
 mod pprof_file_sink;
 mod profile_ids;
@@ -41,6 +43,7 @@ pub use error::{ExportError, StartError, SubmitError};
 pub use export_counters::{ExportCounters, ExportStats};
 pub use failure_log::FailureLog;
 pub use logger::{LogLevel, Logger};
+pub use memory_metrics::{names as memory_metric_names, LiveFigures, MemoryFigures};
 pub use otlp_exporter::{ExporterSettings, OtlpExporter, ShutdownReport};
 pub use pprof_file_sink::{utc_stamp, PprofFileSink};
 pub use self_metrics::{names as metric_names, AgentCounters, CounterSource};

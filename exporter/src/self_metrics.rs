@@ -47,6 +47,8 @@ pub struct AgentCounters {
     pub truncated: u64,
     /// Samples taken while the thread was working for a span.
     pub samples_with_span: u64,
+    /// The JVM's memory figures ([`crate::memory_metrics`]).
+    pub memory: crate::memory_metrics::MemoryFigures,
 }
 
 /// Reads the agent's counters; called on the export thread at each collection.
@@ -164,6 +166,8 @@ fn register_instruments(
     export: Arc<ExportCounters>,
 ) {
     let meter = provider.meter("otelprof");
+    let s = source.clone();
+    crate::memory_metrics::register(&meter, Arc::new(move || s().memory));
     register_sampler_instruments(&meter, source);
     register_export_instruments(&meter, export);
 }

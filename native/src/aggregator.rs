@@ -12,17 +12,18 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jni::sys::{JNIEnv, JavaVM};
-use otel_bridge::{FrameKind, Label, Link, LocationId, Profile, ProfileBuilder};
+use otel_bridge::{FrameKind, Label, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::{FailureLog, OtlpExporter, PprofFileSink};
 
 use crate::code_map::locations::{NativeLocations, NativeStack};
 use crate::code_map::names::NativeNames;
 use crate::context::endpoints::{span_id_hex, ENDPOINTS};
-use crate::context::reader::SpanContext;
+use crate::context::reader::SpanKey;
 use crate::jvm::class_names::CLASSES;
 use crate::jvm::jvmti::{self, Jvmti};
 use crate::jvm::symbols::Symbols;
 use crate::kinds::{SampleKind, ThreadState};
+use crate::live::{GcWatch, LiveHeap};
 use crate::sampling::event_sample::STACK_TRACE_FAILED;
 use crate::sampling::os;
 use crate::sampling::own_threads;
@@ -60,6 +61,9 @@ pub(crate) struct Config {
     /// The OpAMP capture the profiles are made for: every sample gets its id as the label
     /// [`CAPTURE_LABEL`].
     pub(crate) capture: Option<String>,
+    /// The live heap's interval (`live=`), when it is on: a snapshot is written with every
+    /// period's profiles ([`crate::live`]).
+    pub(crate) live: Option<u32>,
 }
 
 /// The sample label naming the OpAMP capture a profile was made for.
@@ -181,6 +185,7 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
         if stop {
             let flushed = period.flush(None);
             *mailbox.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(flushed);
+            period.release();
             break;
         }
         let dump = poked
@@ -202,7 +207,8 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
     unsafe { jvmti::detach_current_thread(config.vm) };
 }
 
-/// The profiles being built for the current period, one [`Lane`] per profile type.
+/// The profiles being built for the current period, one [`Lane`] per profile type, and the
+/// live heap, whose snapshots span periods.
 struct Period {
     exporter: Option<Arc<OtlpExporter>>,
     symbols: Symbols,
@@ -210,7 +216,13 @@ struct Period {
     native_names: NativeNames,
     lanes: Vec<Lane>,
     /// Lane of each [`SampleKind`] (by index), `None` when that type is off.
-    lane_of: [Option<usize>; 4],
+    lane_of: [Option<usize>; SampleKind::ALL.len()],
+    live: Option<LiveHeap>,
+    live_sink: Option<PprofFileSink>,
+    /// The collections and the heap after them, followed for the live heap and for the
+    /// memory metrics (when there is an exporter).
+    watch: Option<GcWatch>,
+    capture: Option<String>,
     started: Instant,
     started_unix: i64,
     /// CLOCK_MONOTONIC time the last drain started: every sample taken before it is in the
@@ -252,14 +264,6 @@ struct Lane {
     samples: HashMap<SampleKey, Accumulated>,
 }
 
-/// The span part of a sample's identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct SpanKey {
-    /// Trace and span, only for sampled traces (unsampled ones get no link).
-    link: Option<Link>,
-    local_root_span_id: u64,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct SampleKey {
     stack: Vec<LocationId>,
@@ -277,27 +281,19 @@ struct Accumulated {
     timestamps: Vec<i64>,
 }
 
-fn span_key(c: &SpanContext) -> Option<SpanKey> {
-    if c.present == 0 {
-        return None;
-    }
-    let link = c.sampled().then_some(Link {
-        trace_id: c.trace_id,
-        span_id: c.span_id,
-    });
-    Some(SpanKey {
-        link,
-        local_root_span_id: c.local_root_span_id,
-    })
-}
-
 fn new_builder(kind: SampleKind, period_value: i64) -> ProfileBuilder {
     ProfileBuilder::new(kind.sample_types(), kind.period_type(), period_value)
 }
 
-/// Name of the pseudo-frame standing for a stack that could not be walked.
+/// Code of the `[GC pause]` pseudo-frame: the leaf of wall time spent in garbage collection
+/// pauses ([`crate::engines::wall`]), outside the walk failures' codes.
+const GC_PAUSE_FRAME: i32 = -201;
+
+/// Name of the pseudo-frame standing for a stack that could not be walked (or for a
+/// collection's pause).
 pub(crate) fn pseudo_frame_name(code: i32) -> &'static str {
     match code {
+        GC_PAUSE_FRAME => "[GC pause]",
         ticks::NO_JAVA_FRAME => "[no_Java_frame]",
         ticks::NO_CLASS_LOAD => "[no_class_load]",
         ticks::GC_ACTIVE => "[GC_active]",
@@ -437,22 +433,8 @@ impl Lane {
             let mut names = thread_registry::NAMES
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            match names.get_mut(serial) {
-                Some(info) => {
-                    // Read the name now: threads are often renamed after they start. A null
-                    // reference (a thread the scan found) would name the calling thread.
-                    // SAFETY: `jni` is this (attached) thread's JNIEnv; `info.thread` is a
-                    // global reference that lives until the entry is evicted, under this lock.
-                    let current = (!info.thread.is_null())
-                        .then(|| unsafe { jvmti.thread_name(jni, info.thread) }.ok())
-                        .flatten();
-                    if let Some(current) = current.filter(|c| !c.is_empty()) {
-                        info.name = current;
-                    }
-                    info.name.clone()
-                }
-                None => String::new(),
-            }
+            // SAFETY: `jni` is this (attached) thread's JNIEnv.
+            unsafe { names.current_name(serial, jvmti, jni) }.unwrap_or_default()
         };
         let labels = self.thread_labels_named(tid, name);
         self.thread_labels.insert(serial, labels);
@@ -489,6 +471,10 @@ impl Lane {
             Vec::with_capacity(record.frames.len() + record.kernel.len() + record.native.len() + 3);
         if h.class_id != 0 {
             stack.push(self.class_location(h.class_id));
+        }
+        if self.kind == SampleKind::Wall && h.state == ThreadState::GcPause as u8 {
+            // Time the thread sat through a collection's pause, on the stack it waited with.
+            stack.push(self.pseudo_location(GC_PAUSE_FRAME));
         }
         // Leaf first: kernel frames, native frames, then the Java frames (or the role or
         // pseudo-frame) below.
@@ -529,7 +515,7 @@ impl Lane {
             stack,
             serial: h.serial,
             tid: h.tid,
-            span: span_key(&h.context),
+            span: h.context.key(),
             state: if self.kind == SampleKind::Wall {
                 h.state
             } else {
@@ -555,7 +541,7 @@ impl Lane {
         match self.kind {
             SampleKind::Cpu => vec![acc.weight, acc.weight.saturating_mul(self.period_value)],
             SampleKind::Wall => vec![acc.weight],
-            SampleKind::Alloc | SampleKind::Lock => vec![count, acc.weight],
+            SampleKind::Alloc | SampleKind::Lock | SampleKind::Live => vec![count, acc.weight],
         }
     }
 
@@ -607,10 +593,100 @@ impl Lane {
     }
 }
 
+/// Takes a drained record's object into the live heap, or deletes its weak reference when
+/// the live heap is off (a record left by an earlier session).
+///
+/// # Safety
+/// `jni` is the calling (aggregator) thread's JNIEnv; `record` was drained from the buffer.
+unsafe fn take_object(
+    live: &mut Option<LiveHeap>,
+    watch: Option<&GcWatch>,
+    symbols: &mut Symbols,
+    record: Record<'_>,
+    jni: *mut JNIEnv,
+) {
+    if record.header.object == 0 {
+        return;
+    }
+    match (live, watch) {
+        // SAFETY: per this function's contract.
+        (Some(live), Some(watch)) => unsafe { live.ingest(symbols, record, watch.survival(), jni) },
+        // SAFETY: per this function's contract: the reference is ours, deleted once.
+        _ => unsafe {
+            crate::jvm::jvmti::delete_weak_global_ref(
+                jni,
+                record.header.object as jni::sys::jobject,
+            )
+        },
+    }
+}
+
+/// What one flush wrote and sent, profile by profile.
+#[derive(Default)]
+struct Delivery {
+    flushed: Flushed,
+    /// The last write error and how many writes failed (one verdict per flush).
+    failed: Option<(std::io::Error, u64)>,
+    wrote: bool,
+    /// The profiles for a dump's own file.
+    profiles: Vec<(SampleKind, Profile)>,
+}
+
+impl Delivery {
+    /// Writes `profile` to `sink` (`out=`), queues it for export, and keeps it for a dump's
+    /// file when there is one.
+    fn deliver(
+        &mut self,
+        kind: SampleKind,
+        profile: Profile,
+        sink: &mut Option<PprofFileSink>,
+        exporter: Option<&OtlpExporter>,
+        also_to: Option<&Path>,
+    ) {
+        if let Some(sink) = sink {
+            match sink.write(kind.name(), &profile) {
+                Ok(path) => {
+                    stats::bump(&COUNTERS.profiles_written);
+                    self.wrote = true;
+                    log_debug!(
+                        "wrote {} ({} samples)",
+                        path.display(),
+                        profile.samples.len()
+                    );
+                    self.flushed.files.push(path);
+                }
+                Err(e) => {
+                    stats::bump(&COUNTERS.write_errors);
+                    self.flushed
+                        .errors
+                        .push(format!("{}: {e}", sink.dir().display()));
+                    let count = self.failed.as_ref().map_or(0, |(_, n)| *n) + 1;
+                    self.failed = Some((e, count));
+                }
+            }
+        }
+        if let Some(exporter) = exporter {
+            // Encodes and queues; never waits for the network.
+            match exporter.submit(&profile) {
+                Ok(()) => self.flushed.exported += 1,
+                Err(e) => {
+                    self.flushed.errors.push(format!("not exported: {e}"));
+                    if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        log_warn!("a profile was not exported: {e}");
+                    }
+                }
+            }
+        }
+        if also_to.is_some() {
+            self.profiles.push((kind, profile));
+        }
+    }
+}
+
 impl Period {
     fn new(config: &Config, jni: *mut JNIEnv) -> Period {
         let mut lanes = Vec::new();
-        let mut lane_of = [None; 4];
+        let mut lane_of = [None; SampleKind::ALL.len()];
         for &(kind, period_value) in &config.kinds {
             if let Some(slot) = lane_of.get_mut(kind.index()) {
                 if slot.is_none() {
@@ -624,12 +700,22 @@ impl Period {
                 }
             }
         }
+        let max_depth = config.sampler.max_depth();
         Period {
             exporter: config.exporter.clone(),
             symbols: Symbols::new(config.jvmti, jni),
             native_names: NativeNames::default(),
             lanes,
             lane_of,
+            live: config.live.map(|i| LiveHeap::new(u64::from(i), max_depth)),
+            // SAFETY: `jni` is this (aggregator) thread's JNIEnv.
+            watch: (config.live.is_some() || config.exporter.is_some())
+                .then(|| unsafe { GcWatch::open(jni) }),
+            live_sink: config
+                .live
+                .and(config.out_dir.as_ref())
+                .map(|d| PprofFileSink::new(d.clone(), std::process::id())),
+            capture: config.capture.clone(),
             started: Instant::now(),
             started_unix: unix_nanos(SystemTime::now()),
             last_drain_ns: 0,
@@ -650,14 +736,27 @@ impl Period {
         self.last_drain_ns = os::monotonic_ns();
         let max_depth = sampler.max_depth();
         let offset = self.unix_minus_monotonic;
+        let jni = self.jni;
+        if let Some(watch) = &mut self.watch {
+            // SAFETY: `jni` is this (aggregator) thread's JNIEnv.
+            unsafe { watch.follow(jni) };
+        }
         let (lanes, lane_of, symbols, names) = (
             &mut self.lanes,
             &self.lane_of,
             &mut self.symbols,
             &mut self.native_names,
         );
+        let (live, watch) = (&mut self.live, &self.watch);
         sampler.buffer.drain(|record| {
-            let lane = SampleKind::from_u8(record.header.kind)
+            let kind = SampleKind::from_u8(record.header.kind);
+            // SAFETY: `jni` is this thread's JNIEnv; the drained record's weak reference is
+            // the drainer's.
+            unsafe { take_object(live, watch.as_ref(), symbols, record, jni) };
+            if kind == Some(SampleKind::Live) {
+                return;
+            }
+            let lane = kind
                 .and_then(|k| lane_of.get(k.index()).copied().flatten())
                 .and_then(|i| lanes.get_mut(i));
             match lane {
@@ -665,57 +764,67 @@ impl Period {
                 None => stats::bump(&COUNTERS.dropped_kind_off),
             }
         });
+        if let Some(live) = &mut self.live {
+            // SAFETY: as above.
+            unsafe { live.after_drain(&self.jvmti, jni) };
+        }
+    }
+
+    /// Ends the session's live heap: every weak reference it holds is deleted, and the
+    /// beans' references.
+    fn release(&mut self) {
+        if let Some(live) = self.live.take() {
+            // SAFETY: `self.jni` is this (aggregator) thread's JNIEnv.
+            unsafe { live.release(self.jni) };
+        }
+        if let Some(watch) = self.watch.take() {
+            // SAFETY: as above.
+            unsafe { watch.close(self.jni) };
+        }
     }
 
     /// Ends the period: each profile type's profile is written to `out=` and/or queued for
     /// export, and with `also_to` (a dump's `file=`) written there too.
     fn flush(&mut self, also_to: Option<&Path>) -> Flushed {
         let now_unix = unix_nanos(SystemTime::now());
-        // One verdict per flush, however many profile types failed alike.
-        let mut failed: Option<(std::io::Error, u64)> = None;
-        let mut wrote = false;
-        let mut flushed = Flushed::default();
-        let mut profiles = Vec::new();
+        let mut out = Delivery::default();
         for lane in &mut self.lanes {
             let profile = lane.finish_profile(&self.jvmti, self.jni, self.started_unix, now_unix);
-            if let Some(sink) = &mut lane.sink {
-                match sink.write(lane.kind.name(), &profile) {
-                    Ok(path) => {
-                        stats::bump(&COUNTERS.profiles_written);
-                        wrote = true;
-                        log_debug!(
-                            "wrote {} ({} samples)",
-                            path.display(),
-                            profile.samples.len()
-                        );
-                        flushed.files.push(path);
-                    }
-                    Err(e) => {
-                        stats::bump(&COUNTERS.write_errors);
-                        flushed
-                            .errors
-                            .push(format!("{}: {e}", sink.dir().display()));
-                        let count = failed.as_ref().map_or(0, |(_, n)| *n) + 1;
-                        failed = Some((e, count));
-                    }
-                }
-            }
-            if let Some(exporter) = &self.exporter {
-                // Encodes and queues; never waits for the network.
-                match exporter.submit(&profile) {
-                    Ok(()) => flushed.exported += 1,
-                    Err(e) => {
-                        flushed.errors.push(format!("not exported: {e}"));
-                        if !SUBMIT_ERROR_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                            log_warn!("a profile was not exported: {e}");
-                        }
-                    }
-                }
-            }
-            if also_to.is_some() {
-                profiles.push((lane.kind, profile));
-            }
+            out.deliver(
+                lane.kind,
+                profile,
+                &mut lane.sink,
+                self.exporter.as_deref(),
+                also_to,
+            );
         }
+        if let (Some(live), Some(watch)) = (&mut self.live, &mut self.watch) {
+            // SAFETY: `self.jni` is this (aggregator) thread's JNIEnv.
+            let profile = unsafe {
+                watch.follow(self.jni);
+                let survival = *watch.survival();
+                live.snapshot(
+                    &self.jvmti,
+                    self.jni,
+                    &survival,
+                    now_unix,
+                    self.capture.as_deref(),
+                )
+            };
+            out.deliver(
+                SampleKind::Live,
+                profile,
+                &mut self.live_sink,
+                self.exporter.as_deref(),
+                also_to,
+            );
+        }
+        let Delivery {
+            mut flushed,
+            failed,
+            wrote,
+            profiles,
+        } = out;
         if let Some(path) = also_to {
             match crate::dump_file::write(path, &profiles) {
                 Ok(paths) => flushed.files.extend(paths),

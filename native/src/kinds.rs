@@ -22,14 +22,18 @@ pub(crate) enum SampleKind {
     /// A contended monitor enter; weight = nanoseconds waited (or estimated), count =
     /// contentions (x1000).
     Lock = 3,
+    /// A JVMTI allocation sample kept for the live heap only (the allocation profile did not
+    /// keep it): no weight; the object is in the record's `object`.
+    Live = 4,
 }
 
 impl SampleKind {
-    pub(crate) const ALL: [SampleKind; 4] = [
+    pub(crate) const ALL: [SampleKind; 5] = [
         SampleKind::Cpu,
         SampleKind::Wall,
         SampleKind::Alloc,
         SampleKind::Lock,
+        SampleKind::Live,
     ];
 
     pub(crate) fn from_u8(v: u8) -> Option<SampleKind> {
@@ -48,6 +52,7 @@ impl SampleKind {
             SampleKind::Wall => &profile_types::WALL,
             SampleKind::Alloc => &profile_types::ALLOC,
             SampleKind::Lock => &profile_types::LOCK,
+            SampleKind::Live => &profile_types::LIVE,
         }
     }
 
@@ -80,6 +85,10 @@ pub(crate) enum ThreadState {
     Waiting = 3,
     /// `Thread.sleep`, and the waits above with a timeout.
     TimedWaiting = 4,
+    /// Stopped by a garbage collection pause (not a `Thread.State`: the wall-clock thread
+    /// splits the pauses a thread sat through from the state it saw, see
+    /// [`crate::engines::wall`]).
+    GcPause = 5,
 }
 
 impl ThreadState {
@@ -119,6 +128,7 @@ impl ThreadState {
             2 => ThreadState::Blocked,
             3 => ThreadState::Waiting,
             4 => ThreadState::TimedWaiting,
+            5 => ThreadState::GcPause,
             _ => ThreadState::Unknown,
         }
     }
@@ -131,6 +141,7 @@ impl ThreadState {
             ThreadState::Blocked => "BLOCKED",
             ThreadState::Waiting => "WAITING",
             ThreadState::TimedWaiting => "TIMED_WAITING",
+            ThreadState::GcPause => "GC_PAUSE",
         }
     }
 }
@@ -149,6 +160,10 @@ mod tests {
         assert_eq!(SampleKind::from_u8(9), None);
         assert_eq!(SampleKind::Wall.sample_types(), &[("wall", "nanoseconds")]);
         assert_eq!(SampleKind::Alloc.name(), "alloc");
+        assert_eq!(
+            SampleKind::Live.sample_types(),
+            &[("inuse_objects", "count"), ("inuse_space", "bytes")]
+        );
     }
 
     #[test]
@@ -192,6 +207,7 @@ mod tests {
             ThreadState::Blocked,
             ThreadState::Waiting,
             ThreadState::TimedWaiting,
+            ThreadState::GcPause,
         ] {
             assert_eq!(ThreadState::from_u8(st as u8), st);
         }

@@ -17,7 +17,11 @@
 //!   what its frames are called (ELF symbols, kallsyms);
 //! - `threads`: which threads are sampled: Java threads registered at ThreadStart, those
 //!   already running at a late start, virtual threads, and the scan for the rest;
-//! - `engines`: wall clock, allocations, locks;
+//! - `engines`: wall clock, allocations (for the allocation profile and the live heap),
+//!   locks, and garbage collection pauses (`engines::gc`);
+//! - `live`: the live heap, on the aggregator thread: the tracked objects and their names,
+//!   the collections they survived (`live::watch`, with `jvm::management`'s beans) and the
+//!   snapshots;
 //! - `context`: the thread-context records and the process context
 //!   (docs/context-protocol.md);
 //! - `jvm`: JVMTI and JNI, AsyncGetCallTrace, jmethodID symbolisation, and `jvm::hotspot`:
@@ -42,11 +46,14 @@
 //! The other profile types take the same road from different starts: the wall-clock thread
 //! (`engines::wall`) signals threads in turn whatever they are doing; JVMTI callbacks record
 //! sampled allocations (`engines::alloc`) and contended monitors (`engines::locks`) through
-//! `sampling::event_sample`, naming the leaf class with `jvm::class_names`.
+//! `sampling::event_sample`, naming the leaf class with `jvm::class_names`. An allocation
+//! sample kept for the live heap carries a weak reference to its object, which the
+//! aggregator keeps in `live` until the object dies; the snapshots it writes every period
+//! are profiles like the others.
 //!
 //! Dependencies go one way, from the entry points down: `lib.rs` and `jni_api` -> `agent`
-//! -> `otlp_export`, `remote`, `aggregator`, `engines` -> `threads` -> `sampling` -> `jvm`,
-//! `context`, `code_map` -> `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`,
+//! -> `otlp_export`, `remote`, `aggregator` -> `live` -> `engines` -> `threads` -> `sampling`
+//! -> `jvm`, `context`, `code_map` -> `sys`; `ffi` sits above `sampling` (it turns sampling off), and `log`,
 //! `options`, `stats`, `worker`, `kinds` and `dump_file` are leaves any layer may use. No
 //! module imports one that imports it.
 
@@ -63,6 +70,7 @@ mod ffi;
 mod jni_api;
 mod jvm;
 mod kinds;
+mod live;
 mod options;
 mod otlp_export;
 mod remote;

@@ -89,6 +89,10 @@ pub(crate) struct Options {
     /// Mean bytes between allocation samples (`alloc=`; 0 samples every object); `None`
     /// when off (the default).
     pub(crate) alloc_interval: Option<u32>,
+    /// Mean bytes between the allocation samples tracked for the live heap (`live=`): the
+    /// same sampler as `alloc=`, each keeping its own share of the samples. `None` when off
+    /// (the default).
+    pub(crate) live_interval: Option<u32>,
     /// Most allocation samples per second (`alloc_rate=`; 0: no bound): above it the
     /// interval grows until the rate fits, and shrinks back when allocation slows down.
     pub(crate) alloc_rate: u32,
@@ -128,6 +132,7 @@ impl Default for Options {
             wall_interval: None,
             wall_threads: DEFAULT_WALL_THREADS,
             alloc_interval: None,
+            live_interval: None,
             alloc_rate: DEFAULT_ALLOC_RATE,
             lock_threshold: None,
             opamp: None,
@@ -273,6 +278,8 @@ impl Options {
             ("alloc", Off) => self.alloc_interval = None,
             // The table's bounds make the numbers fit: a jint, 1024 threads, 8192 frames.
             ("alloc", S(n)) => self.alloc_interval = Some(fit(n)?),
+            ("live", Off) => self.live_interval = None,
+            ("live", S(n)) => self.live_interval = Some(fit(n)?),
             ("wall_threads", N(n)) => self.wall_threads = fit(n)?,
             ("depth", N(n)) => self.max_depth = fit(n)?,
             ("alloc_rate", N(n)) => self.alloc_rate = fit(n)?,
@@ -336,6 +343,12 @@ impl Options {
                 otelprof_exporter::config::format_size(u64::from(b))
             ));
         }
+        if let Some(b) = self.live_interval {
+            t.push(format!(
+                "live={}",
+                otelprof_exporter::config::format_size(u64::from(b))
+            ));
+        }
         if let Some(l) = self.lock_threshold {
             t.push(format!("lock={l:?}"));
         }
@@ -355,6 +368,13 @@ impl Options {
             format!(
                 "alloc={}",
                 self.alloc_interval.map_or_else(
+                    || "off".to_owned(),
+                    |b| otelprof_exporter::config::format_size(u64::from(b))
+                )
+            ),
+            format!(
+                "live={}",
+                self.live_interval.map_or_else(
                     || "off".to_owned(),
                     |b| otelprof_exporter::config::format_size(u64::from(b))
                 )
@@ -503,6 +523,13 @@ mod tests {
         assert_eq!(o.alloc_rate, 500, "bounded by default");
         assert_eq!(o.lock_threshold, Some(Duration::from_millis(10)));
         assert_eq!(Options::parse("alloc_rate=0").unwrap().alloc_rate, 0);
+        assert_eq!(d.live_interval, None);
+        let o = Options::parse("alloc=512k,live=256k").unwrap();
+        assert_eq!(
+            (o.alloc_interval, o.live_interval),
+            (Some(512 << 10), Some(256 << 10))
+        );
+        assert_eq!(Options::parse("live=off").unwrap().live_interval, None);
         assert_eq!(Options::parse("alloc_rate=2000").unwrap().alloc_rate, 2000);
         let o = Options::parse("alloc=0,lock=0,wall=off").unwrap();
         assert_eq!(o.alloc_interval, Some(0));
@@ -530,6 +557,8 @@ mod tests {
             ("wall_threads=many", "wall_threads=many"),
             ("alloc=3g", "alloc=3g"),
             ("alloc=lots", "alloc=lots"),
+            ("live=0", "live=0"),
+            ("live=3g", "live=3g"),
             ("lock=10", "lock=10"),
             ("lock=soon", "lock=soon"),
         ] {
@@ -678,6 +707,9 @@ mod tests {
     fn types_and_options_in_force_are_told_back() {
         let o = Options::parse("cpu=5ms,wall=20ms,alloc=256k,lock=1ms,out=/tmp").unwrap();
         assert_eq!(o.types(), "cpu=5ms wall=20ms alloc=256 KiB lock=1ms");
+        let o = Options::parse("cpu=off,live=1m").unwrap();
+        assert_eq!(o.types(), "live=1 MiB");
+        assert!(o.in_force().contains(",live=1 MiB,"), "{}", o.in_force());
         let o = Options::parse("cpu=off,wall=10ms,endpoint=http://u:secret@h:4317").unwrap();
         assert_eq!(o.types(), "wall=10ms");
         let all = o.in_force();

@@ -13,7 +13,8 @@ use otel_bridge::otlp::{pyroscope, Bounds, EncodeOptions};
 use otel_bridge::resource::{self, ProcessFacts, ResourceInputs};
 use otelprof_exporter::config::env;
 use otelprof_exporter::{
-    AgentCounters, AgentOtlpOptions, ExporterSettings, LogLevel, OtlpConfig, OtlpExporter,
+    AgentCounters, AgentOtlpOptions, ExporterSettings, LiveFigures, LogLevel, MemoryFigures,
+    OtlpConfig, OtlpExporter,
 };
 
 use crate::options::Options;
@@ -134,6 +135,9 @@ pub(crate) fn start(
         return Ok(None);
     };
     let resource = fit_resource(resource, options);
+    let metrics_interval = export_env
+        .metric_interval
+        .unwrap_or(DEFAULT_METRIC_INTERVAL);
     let settings = ExporterSettings {
         resource,
         encode: encode_options(options),
@@ -142,10 +146,8 @@ pub(crate) fn start(
             LogLevel::Info => log_info!("{msg}"),
             LogLevel::Debug => log_debug!("{msg}"),
         }),
-        counters: Some(Arc::new(move || agent_counters(interval))),
-        metrics_interval: export_env
-            .metric_interval
-            .unwrap_or(DEFAULT_METRIC_INTERVAL),
+        counters: Some(Arc::new(move || agent_counters(interval, metrics_interval))),
+        metrics_interval,
     };
     OtlpExporter::start(config, settings)
         .map(|e| Some(Arc::new(e)))
@@ -317,8 +319,33 @@ fn walk_reason(index: usize) -> &'static str {
     }
 }
 
+/// The JVM's memory figures, as the agent's counters hold them.
+fn memory_figures(metrics_interval: Duration) -> MemoryFigures {
+    let c = &COUNTERS;
+    let (sampling, live) = crate::engines::alloc::consumers();
+    let known = |v: u64| (v > 0).then_some(v);
+    MemoryFigures {
+        heap_after_gc: known(stats::get(&c.heap_after_gc)),
+        collections: known(stats::get(&c.gc_collections)),
+        pauses: stats::get(&c.gc_pauses),
+        pause_ns: stats::get(&c.gc_pause_ns),
+        recent_pause_max_ns: crate::engines::gc::longest_recent(metrics_interval),
+        allocated_bytes: sampling.then(|| stats::get(&c.alloc_estimated_bytes)),
+        live: live.then(|| LiveFigures {
+            entries: stats::get(&c.live_entries),
+            interval: stats::get(&c.live_interval),
+            thinned: stats::get(&c.live_thinned),
+            dropped: vec![
+                ("table_full", stats::get(&c.live_dropped_full)),
+                ("buffer", stats::get(&c.live_dropped_buffer)),
+                ("no_reference", stats::get(&c.live_ref_failed)),
+            ],
+        }),
+    }
+}
+
 /// The agent's counters, read by the exporter's metric callbacks.
-fn agent_counters(interval: Duration) -> AgentCounters {
+fn agent_counters(interval: Duration, metrics_interval: Duration) -> AgentCounters {
     let c = &COUNTERS;
     let failed_walks = (0..WALK_OUTCOMES)
         .map(|i| {
@@ -342,6 +369,7 @@ fn agent_counters(interval: Duration) -> AgentCounters {
         failed_walks,
         truncated: stats::get(&c.truncated),
         samples_with_span: stats::get(&c.samples_with_span),
+        memory: memory_figures(metrics_interval),
     }
 }
 

@@ -36,6 +36,7 @@ pub(crate) struct Running {
     pub(crate) cpu: Option<Duration>,
     pub(crate) wall: Option<Duration>,
     pub(crate) alloc: Result<Option<u32>, &'static str>,
+    pub(crate) live: Result<Option<u32>, &'static str>,
     pub(crate) lock: Result<Option<Duration>, &'static str>,
 }
 
@@ -51,14 +52,17 @@ impl Running {
     /// The settings in force, in the remote settings' grammar.
     fn effective(&self) -> String {
         let d = |d: Option<Duration>| d.map_or("off".to_owned(), format_duration);
+        let size = |b: Result<Option<u32>, &str>| {
+            b.ok()
+                .flatten()
+                .map_or("off".to_owned(), |b| format_size(u64::from(b)))
+        };
         format!(
-            "cpu={},wall={},alloc={},lock={}",
+            "cpu={},wall={},alloc={},live={},lock={}",
             d(self.cpu),
             d(self.wall),
-            self.alloc
-                .ok()
-                .flatten()
-                .map_or("off".to_owned(), |b| format_size(u64::from(b))),
+            size(self.alloc),
+            size(self.live),
             d(self.lock.ok().flatten()),
         )
     }
@@ -83,7 +87,7 @@ pub(crate) fn status() -> AgentStatus {
             status: "stopped".to_owned(),
             last_error: String::new(),
             types: Vec::new(),
-            effective: "cpu=off,wall=off,alloc=off,lock=off".to_owned(),
+            effective: "cpu=off,wall=off,alloc=off,live=off,lock=off".to_owned(),
         };
     };
     let dur = |d: &Duration| format_duration(*d);
@@ -94,6 +98,7 @@ pub(crate) fn status() -> AgentStatus {
             "alloc",
             type_state(&r.alloc, |b| format_size(u64::from(*b))),
         ),
+        ("live", type_state(&r.live, |b| format_size(u64::from(*b)))),
         ("lock", type_state(&r.lock, dur)),
     ];
     let on: Vec<String> = types
@@ -129,12 +134,12 @@ fn shown_options(o: &Options) -> String {
 }
 
 /// What runs, for the client's reports: read once, on the starting thread (the client's
-/// thread never calls JVMTI). `alloc` and `lock` say whether those engines were set up.
+/// thread never calls JVMTI). `alloc`, `live` and `lock` say whether those engines were set
+/// up.
 pub(crate) fn engaged(
     jvmti: &crate::jvm::jvmti::Jvmti,
     cpu: Option<Duration>,
-    alloc: bool,
-    lock: bool,
+    (alloc, live, lock): (bool, bool, bool),
     options: &Options,
 ) -> Running {
     use crate::sys::capability::{
@@ -147,6 +152,13 @@ pub(crate) fn engaged(
         wall: options.wall_interval,
         alloc: if alloc {
             Ok(options.alloc_interval)
+        } else if can(CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
+            Ok(None)
+        } else {
+            Err("this JVM cannot post sampled allocation events")
+        },
+        live: if live {
+            Ok(options.live_interval)
         } else if can(CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
             Ok(None)
         } else {
@@ -224,16 +236,23 @@ mod tests {
             cpu: Some(Duration::from_millis(10)),
             wall: None,
             alloc: Ok(Some(512 << 10)),
+            live: Ok(Some(1 << 20)),
             lock: Err("this JVM cannot post monitor events"),
         };
-        assert_eq!(r.effective(), "cpu=10ms,wall=off,alloc=512k,lock=off");
+        assert_eq!(
+            r.effective(),
+            "cpu=10ms,wall=off,alloc=512k,live=1m,lock=off"
+        );
         update(Some(r), Some("c1".to_owned()));
         let s = status();
         assert!(s.healthy);
-        assert_eq!(s.status, "profiling cpu 10ms, alloc 512k (capture c1)");
+        assert_eq!(
+            s.status,
+            "profiling cpu 10ms, alloc 512k, live 1m (capture c1)"
+        );
         assert_eq!(s.types[0], ("cpu", TypeState::Active("10ms".into())));
         assert_eq!(s.types[1], ("wall", TypeState::Available));
-        assert!(matches!(s.types[3].1, TypeState::Unavailable(_)));
+        assert!(matches!(s.types[4].1, TypeState::Unavailable(_)));
         update(None, None);
         assert!(!status().healthy);
     }

@@ -43,12 +43,46 @@ pub(crate) struct Counters {
     /// Wall-clock signals that found no wall time to record (an earlier signal, merged with
     /// them by the kernel or handled first, took it).
     pub(crate) wall_empty: AtomicU64,
+    /// Wall samples of time spent in long garbage collection pauses (`[GC pause]`).
+    pub(crate) wall_gc_pauses: AtomicU64,
     /// Allocation samples stored.
     pub(crate) alloc_samples: AtomicU64,
     /// Changes of the allocation sampling interval made to keep within `alloc_rate=`.
     pub(crate) alloc_interval_changes: AtomicU64,
     /// The largest allocation sampling interval set to keep within `alloc_rate=` (bytes).
     pub(crate) alloc_interval_max: AtomicU64,
+    /// Allocated bytes estimated from every allocation sample JVMTI reported (before the
+    /// allocation and live-heap profiles each keep their share): the allocation rate.
+    pub(crate) alloc_estimated_bytes: AtomicU64,
+    /// Allocation samples stored for the live heap only (`live=` kept them, `alloc=` not).
+    pub(crate) live_samples: AtomicU64,
+    /// Live-heap samples lost: no weak reference could be made, or the sample buffer was
+    /// full or busy (the weak reference is then deleted at once).
+    pub(crate) live_ref_failed: AtomicU64,
+    pub(crate) live_dropped_buffer: AtomicU64,
+    /// Entries in the live-heap table, and the live-heap sampling interval in force (bytes),
+    /// as of the last drain.
+    pub(crate) live_entries: AtomicU64,
+    pub(crate) live_interval: AtomicU64,
+    /// Bytes the live heap's stacks and names hold, as of the last drain.
+    pub(crate) live_stack_bytes: AtomicU64,
+    /// Times the table was near full and the live interval doubled, and entries dropped by
+    /// the thinning that follows (each remaining one keeps an unbiased weight).
+    pub(crate) live_interval_raises: AtomicU64,
+    pub(crate) live_thinned: AtomicU64,
+    /// Tracked objects found collected, and samples refused because the table was full.
+    pub(crate) live_collected: AtomicU64,
+    pub(crate) live_dropped_full: AtomicU64,
+    /// Garbage collection pauses (JVMTI GarbageCollectionStart/Finish), their total and
+    /// longest time in nanoseconds.
+    pub(crate) gc_pauses: AtomicU64,
+    pub(crate) gc_pause_ns: AtomicU64,
+    pub(crate) gc_pause_max_ns: AtomicU64,
+    /// Collections the JVM's collectors report (GarbageCollectorMXBean counts, pauses that
+    /// only serve concurrent work left out), and the heap in use after the last one (bytes),
+    /// as of the last read.
+    pub(crate) gc_collections: AtomicU64,
+    pub(crate) heap_after_gc: AtomicU64,
     /// Lock (contended monitor) samples stored.
     pub(crate) lock_samples: AtomicU64,
     /// Waits below the lock threshold that the sampling did not pick.
@@ -140,9 +174,26 @@ pub(crate) static COUNTERS: Counters = Counters {
     wall_thinned: ZERO,
     wall_thread_gone: ZERO,
     wall_empty: ZERO,
+    wall_gc_pauses: ZERO,
     alloc_samples: ZERO,
     alloc_interval_changes: ZERO,
     alloc_interval_max: ZERO,
+    alloc_estimated_bytes: ZERO,
+    live_samples: ZERO,
+    live_ref_failed: ZERO,
+    live_dropped_buffer: ZERO,
+    live_entries: ZERO,
+    live_interval: ZERO,
+    live_stack_bytes: ZERO,
+    live_interval_raises: ZERO,
+    live_thinned: ZERO,
+    live_collected: ZERO,
+    live_dropped_full: ZERO,
+    gc_pauses: ZERO,
+    gc_pause_ns: ZERO,
+    gc_pause_max_ns: ZERO,
+    gc_collections: ZERO,
+    heap_after_gc: ZERO,
     lock_samples: ZERO,
     lock_short: ZERO,
     lock_untimed: ZERO,
@@ -225,7 +276,7 @@ pub(crate) fn native_walk_ended(end: otelprof_native_frames::walk::End) {
 /// started again reports what the new session did). Called while nothing samples.
 pub(crate) fn reset() {
     let c = &COUNTERS;
-    let all: [&AtomicU64; 56] = [
+    let all: [&AtomicU64; 73] = [
         &c.samples,
         &c.weight,
         &c.cpu_walks,
@@ -249,9 +300,26 @@ pub(crate) fn reset() {
         &c.wall_thinned,
         &c.wall_thread_gone,
         &c.wall_empty,
+        &c.wall_gc_pauses,
         &c.alloc_samples,
         &c.alloc_interval_changes,
         &c.alloc_interval_max,
+        &c.alloc_estimated_bytes,
+        &c.live_samples,
+        &c.live_ref_failed,
+        &c.live_dropped_buffer,
+        &c.live_entries,
+        &c.live_interval,
+        &c.live_stack_bytes,
+        &c.live_interval_raises,
+        &c.live_thinned,
+        &c.live_collected,
+        &c.live_dropped_full,
+        &c.gc_pauses,
+        &c.gc_pause_ns,
+        &c.gc_pause_max_ns,
+        &c.gc_collections,
+        &c.heap_after_gc,
         &c.lock_samples,
         &c.lock_short,
         &c.lock_untimed,
@@ -312,8 +380,12 @@ pub(crate) fn summary() -> String {
          dropped_buffer_full={} dropped_contended={} \
          unknown_thread={} threads_started={} threads_ended={} timers_created={} timers_deleted={} \
          timer_errors={} table_full={} profiles_written={} write_errors={} \
-         wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_thread_gone={} wall_empty={} \
-         alloc_samples={} alloc_interval_changes={} alloc_interval_max={} lock_samples={} lock_short={} \
+         wall_samples={} wall_visits={} wall_signals={} wall_stack_traces={} wall_thinned={} wall_thread_gone={} wall_empty={} wall_gc_pauses={} \
+         alloc_samples={} alloc_interval_changes={} alloc_interval_max={} alloc_estimated_bytes={} \
+         live_samples={} live_ref_failed={} live_dropped_buffer={} live_entries={} live_interval={} \
+         live_stack_bytes={} live_interval_raises={} live_thinned={} live_collected={} live_dropped_full={} \
+         gc_pauses={} gc_pause_ns={} gc_pause_max_ns={} gc_collections={} heap_after_gc={} \
+         lock_samples={} lock_short={} \
          lock_untimed={} stack_trace_failed={} \
          samples_gc={} samples_jit={} samples_vm={} samples_otelprof={} samples_native_other={} \
          native_threads_found={} native_threads_ended={} native_cpu_credited={} thread_scans={} thread_scan_cpu_us={}",
@@ -356,9 +428,26 @@ pub(crate) fn summary() -> String {
         get(&c.wall_thinned),
         get(&c.wall_thread_gone),
         get(&c.wall_empty),
+        get(&c.wall_gc_pauses),
         get(&c.alloc_samples),
         get(&c.alloc_interval_changes),
         get(&c.alloc_interval_max),
+        get(&c.alloc_estimated_bytes),
+        get(&c.live_samples),
+        get(&c.live_ref_failed),
+        get(&c.live_dropped_buffer),
+        get(&c.live_entries),
+        get(&c.live_interval),
+        get(&c.live_stack_bytes),
+        get(&c.live_interval_raises),
+        get(&c.live_thinned),
+        get(&c.live_collected),
+        get(&c.live_dropped_full),
+        get(&c.gc_pauses),
+        get(&c.gc_pause_ns),
+        get(&c.gc_pause_max_ns),
+        get(&c.gc_collections),
+        get(&c.heap_after_gc),
         get(&c.lock_samples),
         get(&c.lock_short),
         get(&c.lock_untimed),

@@ -72,7 +72,7 @@ impl Capture {
         let seconds = seconds.ok_or_else(|| Refused::new("the capture has no seconds"))?;
         if engines.is_empty() {
             return Err(Refused::new(
-                "the capture asks for no profile type (cpu, wall, alloc or lock)",
+                "the capture asks for no profile type (cpu, wall, alloc, live or lock)",
             ));
         }
         Ok(Capture {
@@ -193,12 +193,16 @@ mod tests {
 
     #[test]
     fn a_capture_reads_back_as_written() {
-        let c = Capture::parse("id=c-17,wall=20ms,alloc=256k,seconds=60").unwrap();
+        let c = Capture::parse("id=c-17,wall=20ms,alloc=256k,live=512k,seconds=60").unwrap();
         assert_eq!(c.id, "c-17");
         assert_eq!(c.engines.wall, Some(Duration::from_millis(20)));
         assert_eq!(c.engines.alloc, Some(256 << 10));
+        assert_eq!(c.engines.live, Some(512 << 10));
         assert_eq!(c.duration, Duration::from_secs(60));
-        assert_eq!(c.text(), "id=c-17,wall=20ms,alloc=256k,seconds=60");
+        assert_eq!(
+            c.text(),
+            "id=c-17,wall=20ms,alloc=256k,live=512k,seconds=60"
+        );
         assert_eq!(Capture::parse(&c.text()).unwrap(), c);
     }
 
@@ -277,7 +281,7 @@ mod properties {
     fn peer_text() -> impl Strategy<Value = String> {
         prop_oneof![
             "[a-z=,0-9.\\-_ ]{0,80}",
-            "(id=[a-z0-9]{1,5},)?((cpu|wall|alloc|lock|seconds|out)=[0-9]{1,4}(ms|s|k|m|us)?,){0,5}",
+            "(id=[a-z0-9]{1,5},)?((cpu|wall|alloc|live|lock|seconds|out)=[0-9]{1,4}(ms|s|k|m|us)?,){0,5}",
             any::<String>(),
         ]
     }

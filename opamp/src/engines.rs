@@ -13,7 +13,7 @@ use otelprof_agent_options::{
 use otelprof_primitives::units::{format_duration, format_size};
 
 /// The profile types a request can name, in the order they are shown: the options a server
-/// may set, in the options' order (`cpu`, `wall`, `alloc`, `lock`).
+/// may set, in the options' order (`cpu`, `wall`, `alloc`, `live`, `lock`).
 pub fn types() -> impl Iterator<Item = &'static str> {
     OPTIONS
         .iter()
@@ -39,13 +39,19 @@ pub struct Engines {
     pub wall: Option<Duration>,
     /// Mean bytes between allocation samples.
     pub alloc: Option<u64>,
+    /// Mean bytes between the allocation samples tracked for the live heap.
+    pub live: Option<u64>,
     /// Lock waits at least this long are all recorded.
     pub lock: Option<Duration>,
 }
 
 impl Engines {
     pub fn is_empty(&self) -> bool {
-        self.cpu.is_none() && self.wall.is_none() && self.alloc.is_none() && self.lock.is_none()
+        self.cpu.is_none()
+            && self.wall.is_none()
+            && self.alloc.is_none()
+            && self.live.is_none()
+            && self.lock.is_none()
     }
 
     /// The types asked for, in [`types`] order.
@@ -55,13 +61,14 @@ impl Engines {
                 "cpu" => self.cpu.is_some(),
                 "wall" => self.wall.is_some(),
                 "alloc" => self.alloc.is_some(),
+                "live" => self.live.is_some(),
                 "lock" => self.lock.is_some(),
                 _ => false,
             })
             .collect()
     }
 
-    /// `cpu=10ms,wall=20ms,alloc=256k,lock=10ms`, the engines asked for only.
+    /// `cpu=10ms,wall=20ms,alloc=256k,live=512k,lock=10ms`, the engines asked for only.
     pub fn text(&self) -> String {
         let mut parts = Vec::new();
         if let Some(d) = self.cpu {
@@ -72,6 +79,9 @@ impl Engines {
         }
         if let Some(b) = self.alloc {
             parts.push(format!("alloc={}", format_size(b)));
+        }
+        if let Some(b) = self.live {
+            parts.push(format!("live={}", format_size(b)));
         }
         if let Some(d) = self.lock {
             parts.push(format!("lock={}", format_duration(d)));
@@ -89,6 +99,7 @@ impl Engines {
             ("wall", Value::Duration(d)) => self.wall = Some(d),
             ("lock", Value::Duration(d)) => self.lock = Some(d),
             ("alloc", Value::Size(n)) => self.alloc = Some(n),
+            ("live", Value::Size(n)) => self.live = Some(n),
             _ => return Ok(false),
         }
         Ok(true)
@@ -131,8 +142,9 @@ pub fn refuse_key(k: &str) -> Refused {
     match forbidden(k) {
         Some(why) => Refused::new(format!("{} is refused: {why}", shown(k))),
         None => Refused::new(format!(
-            "unknown key {}: only profiling settings are accepted (cpu, wall, alloc, lock)",
-            shown(k)
+            "unknown key {}: only profiling settings are accepted ({})",
+            shown(k),
+            types().collect::<Vec<_>>().join(", ")
         )),
     }
 }
@@ -178,14 +190,18 @@ mod tests {
     #[test]
     fn engines_read_and_write_one_text() {
         let mut e = Engines::default();
-        for (k, v) in items("wall=20ms, alloc=256k,lock=10ms,cpu=1.5ms").unwrap() {
+        for (k, v) in items("wall=20ms, alloc=256k,lock=10ms,cpu=1.5ms,live=1m").unwrap() {
             assert!(e.set(k, v).unwrap());
         }
         assert_eq!(e.wall, Some(Duration::from_millis(20)));
         assert_eq!(e.alloc, Some(256 << 10));
         assert_eq!(e.cpu, Some(Duration::from_micros(1500)));
-        assert_eq!(e.text(), "cpu=1500us,wall=20ms,alloc=256k,lock=10ms");
-        assert_eq!(e.types(), ["cpu", "wall", "alloc", "lock"]);
+        assert_eq!(e.live, Some(1 << 20));
+        assert_eq!(
+            e.text(),
+            "cpu=1500us,wall=20ms,alloc=256k,live=1m,lock=10ms"
+        );
+        assert_eq!(e.types(), ["cpu", "wall", "alloc", "live", "lock"]);
         let mut again = Engines::default();
         for (k, v) in items(&e.text()).unwrap() {
             again.set(k, v).unwrap();
@@ -202,6 +218,7 @@ mod tests {
             ("wall", "1ms", "5ms"),
             ("alloc", "1k", "16k"),
             ("alloc", "3g", "2047m"),
+            ("live", "1k", "16k"),
             ("lock", "0", "unit"),
             ("lock", "0ms", "1ms"),
             ("cpu", "2h", "1h"),

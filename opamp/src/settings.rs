@@ -32,11 +32,12 @@ pub struct Settings {
     pub cpu: Change<Duration>,
     pub wall: Change<Duration>,
     pub alloc: Change<u64>,
+    pub live: Change<u64>,
     pub lock: Change<Duration>,
 }
 
 impl Settings {
-    /// Reads and checks settings: only `cpu`, `wall`, `alloc` and `lock`, each `off` or
+    /// Reads and checks settings: only `cpu`, `wall`, `alloc`, `live` and `lock`, each `off` or
     /// within the agent options' remote bounds.
     pub fn parse(text: &str) -> Result<Settings, Refused> {
         if text.len() > MAX_TEXT {
@@ -61,6 +62,8 @@ impl Settings {
                 ("wall", Value::Duration(d)) => s.wall = Change::To(d),
                 ("alloc", Value::Off) => s.alloc = Change::Off,
                 ("alloc", Value::Size(n)) => s.alloc = Change::To(n),
+                ("live", Value::Off) => s.live = Change::Off,
+                ("live", Value::Size(n)) => s.live = Change::To(n),
                 ("lock", Value::Off) => s.lock = Change::Off,
                 ("lock", Value::Duration(d)) => s.lock = Change::To(d),
                 _ => return Err(refuse_key(k)),
@@ -84,6 +87,7 @@ impl Settings {
             one("cpu", &self.cpu, d),
             one("wall", &self.wall, d),
             one("alloc", &self.alloc, |b| format_size(*b)),
+            one("live", &self.live, |b| format_size(*b)),
             one("lock", &self.lock, d),
         ]
         .into_iter()
@@ -99,11 +103,12 @@ mod tests {
 
     #[test]
     fn settings_read_back_as_written() {
-        let s = Settings::parse("wall=50ms, alloc=off,lock=10ms").unwrap();
+        let s = Settings::parse("wall=50ms, alloc=off,lock=10ms,live=256k").unwrap();
         assert_eq!(s.cpu, Change::Keep);
         assert_eq!(s.wall, Change::To(Duration::from_millis(50)));
         assert_eq!(s.alloc, Change::Off);
-        assert_eq!(s.text(), "wall=50ms,alloc=off,lock=10ms");
+        assert_eq!(s.live, Change::To(256 << 10));
+        assert_eq!(s.text(), "wall=50ms,alloc=off,live=256k,lock=10ms");
         assert_eq!(Settings::parse(&s.text()).unwrap(), s);
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
         assert_eq!(Settings::default().text(), "");

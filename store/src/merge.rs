@@ -3,6 +3,12 @@
 //!
 //! Pure: [`Merger::add`] takes a decoded profile and its resource; [`Merger::finish`] gives a
 //! [`Merged`] table that `top`, flame graphs, drilldown and diff all read.
+//!
+//! Live-heap profiles are snapshots, each the whole live set at its time: adding them up over
+//! time would count an object once per snapshot it was alive in. A merger of that type keeps,
+//! per instance (`service.instance.id`, else `process.pid`; pprof files carry neither and
+//! count as one instance), only the latest snapshot the selection reaches (its `--from/--to`
+//! choose which), and sums those across instances ([`Snapshots`]).
 
 use std::collections::HashMap;
 
@@ -42,6 +48,20 @@ fn stands_for(profile: &Profile) -> (usize, usize) {
             Some((all.parse().ok()?, with_samples.parse().ok()?))
         })
         .unwrap_or((1, 1))
+}
+
+/// The smallest window holding both.
+fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The instance a resource is of: `service.instance.id`, else `process.pid`.
+fn instance_of(resource: &[opentelemetry::KeyValue]) -> Option<String> {
+    resource_value(resource, "service.instance.id")
+        .or_else(|| resource_value(resource, "process.pid"))
 }
 
 /// The role frame (`[GC]`, `[JIT compiler]`, …) of a sample of a thread that is not walked:
@@ -106,6 +126,10 @@ pub struct Merged {
     pub other_type: usize,
     /// Earliest start and latest end of the profiles that contributed.
     pub window: Option<(i64, i64)>,
+    /// For a snapshot type ([`ProfileType::is_snapshot`]): the earliest start and latest end
+    /// of every snapshot the selection reached, the earlier ones not kept included (the
+    /// range a timeline of them covers).
+    pub snapshots_window: Option<(i64, i64)>,
     /// Per span, when [`Merger::collect_spans`] was asked for.
     pub spans: FxMap<Link, SpanStats>,
     /// Distinct values of `service.instance.id` (or pid) that contributed: how many JVMs.
@@ -166,7 +190,14 @@ pub struct Merger {
     key: Vec<u32>,
     instance_index: HashMap<String, ()>,
     cache: DictionaryCache,
+    /// For a snapshot type ([`ProfileType::is_snapshot`]): the latest snapshot per instance,
+    /// each merged alone; `None` otherwise and inside those per-snapshot mergers.
+    snapshots: Option<Snapshots>,
 }
+
+/// The latest snapshot of each instance: its time and the merge of its samples. Profiles of
+/// one snapshot share its time (an OTLP request sends one per sample type).
+type Snapshots = FxMap<String, (i64, Merger)>;
 
 /// What the merger has resolved of the dictionary it met last. The profiles of one OTLP
 /// request share one dictionary, and the samples of a profile share stacks: each function and
@@ -237,7 +268,52 @@ impl Merger {
             key: Vec::new(),
             instance_index: HashMap::new(),
             cache: DictionaryCache::default(),
+            snapshots: ty.is_snapshot().then(FxMap::default),
         }
+    }
+
+    /// A merger like this one (type, selection, grouping, measure, lines, spans) for one
+    /// snapshot.
+    fn for_one_snapshot(&self) -> Merger {
+        let mut m = Merger::new(self.ty, self.selector.clone(), self.group_by.as_deref())
+            .measure(self.measure)
+            .lines(self.merged.lines);
+        m.collect_spans = self.collect_spans;
+        m.snapshots = None;
+        m
+    }
+
+    /// [`Merger::add`] for a snapshot type: `profile` replaces its instance's snapshot if it
+    /// is later, joins it if of the same time, and is only counted as seen if earlier.
+    fn add_snapshot(&mut self, resource: &[opentelemetry::KeyValue], profile: &Profile) -> bool {
+        if !matches!(
+            self.selector.profile_verdict(resource, profile),
+            ProfileVerdict::Included { .. }
+        ) {
+            return false;
+        }
+        let instance = instance_of(resource).unwrap_or_default();
+        let time = profile.time_nanos;
+        let end = time.saturating_add(profile.duration_nanos.max(0));
+        self.merged.snapshots_window = union(self.merged.snapshots_window, Some((time, end)));
+        let held = self
+            .snapshots
+            .as_ref()
+            .and_then(|s| s.get(&instance))
+            .map(|(at, _)| *at);
+        if held.is_some_and(|at| time < at) {
+            return false;
+        }
+        if held != Some(time) {
+            let fresh = self.for_one_snapshot();
+            if let Some(s) = self.snapshots.as_mut() {
+                s.insert(instance.clone(), (time, fresh));
+            }
+        }
+        let Some((_, merger)) = self.snapshots.as_mut().and_then(|s| s.get_mut(&instance)) else {
+            return false;
+        };
+        merger.add(resource, profile)
     }
 
     /// Also gather [`SpanStats`] per sample link.
@@ -312,6 +388,9 @@ impl Merger {
             return false;
         };
         self.merged.profiles_seen += stands_for(profile).0;
+        if self.snapshots.is_some() {
+            return self.add_snapshot(resource, profile);
+        }
         if self.merged.unit.is_empty() {
             if let Some(vt) = profile.sample_types.get(vi.value) {
                 self.merged.sample_type = profile.str(vt.ty).to_owned();
@@ -454,9 +533,7 @@ impl Merger {
             Some((a, b)) => (a.min(window.0), b.max(window.1)),
             None => window,
         });
-        let instance = resource_value(resource, "service.instance.id")
-            .or_else(|| resource_value(resource, "process.pid"));
-        if let Some(instance) = instance {
+        if let Some(instance) = instance_of(resource) {
             if self.instance_index.insert(instance.clone(), ()).is_none() {
                 self.merged.instances.push(instance);
             }
@@ -621,8 +698,23 @@ impl Merger {
         self.intern_frame_in(&label, file)
     }
 
-    pub fn finish(self) -> Merged {
-        self.merged
+    pub fn finish(mut self) -> Merged {
+        let Some(snapshots) = self.snapshots.take() else {
+            return self.merged;
+        };
+        // The latest snapshots, summed across instances (in a fixed order, so that frame and
+        // stack ids do not depend on the hash map's).
+        let mut latest: Vec<(String, (i64, Merger))> = snapshots.into_iter().collect();
+        latest.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut sum = self.for_one_snapshot();
+        for (_, (_, m)) in latest {
+            sum.absorb(m);
+        }
+        let mut merged = sum.merged;
+        merged.snapshots_window = self.merged.snapshots_window;
+        merged.profiles_seen = self.merged.profiles_seen;
+        merged.other_type += self.merged.other_type;
+        merged
     }
 
     /// The index of the merged stack of `frames` (root first) in `group`, made at zero if new.
@@ -679,9 +771,25 @@ impl Merger {
 
     /// Adds what another merger (of the same type and selection, e.g. on another thread)
     /// collected.
-    pub fn absorb(&mut self, other: Merger) {
+    pub fn absorb(&mut self, mut other: Merger) {
         // Frame ids change below; verdicts are found again as needed.
         self.verdicts.clear();
+        if let (Some(mine), Some(theirs)) = (self.snapshots.as_mut(), other.snapshots.take()) {
+            for (instance, (at, m)) in theirs {
+                match mine.get_mut(&instance) {
+                    Some((mine_at, mine_m)) if *mine_at == at => mine_m.absorb(m),
+                    Some((mine_at, _)) if *mine_at > at => {}
+                    _ => {
+                        mine.insert(instance, (at, m));
+                    }
+                }
+            }
+            self.merged.profiles_seen += other.merged.profiles_seen;
+            self.merged.other_type += other.merged.other_type;
+            self.merged.snapshots_window =
+                union(self.merged.snapshots_window, other.merged.snapshots_window);
+            return;
+        }
         if self.holds_nothing() {
             // Nothing to add to (a worker's first, a slice's empty half): take the other's
             // tables whole instead of interning each frame and stack again.
@@ -787,6 +895,76 @@ mod tests {
         b.add_linked_sample(&[lf, lm], &[ep], link, &[n, n * 10], &[5]);
         b.add_sample(&[lm], &[], &[1, 10]);
         b.build(0, 100)
+    }
+
+    /// A live-heap snapshot at `time`: `bytes` held by `site`, 512 B objects.
+    fn snapshot(time: i64, site: &str, bytes: i64) -> Profile {
+        let mut b = ProfileBuilder::new(
+            &[("inuse_objects", "count"), ("inuse_space", "bytes")],
+            ("memory", "bytes"),
+            512 * 1024,
+        );
+        let f = b.function(site, "S.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        b.add_sample(&[l], &[], &[bytes / 512, bytes]);
+        b.build(time, 0)
+    }
+
+    #[test]
+    fn snapshots_are_the_latest_per_instance_summed_across_instances() {
+        let a = vec![KeyValue::new("service.instance.id", "a")];
+        let b = vec![KeyValue::new("service.instance.id", "b")];
+        let feed = |m: &mut Merger, order: &[usize]| {
+            let all = [
+                (&a, snapshot(10, "app.A.grow", 1_000)),
+                (&a, snapshot(20, "app.A.grow", 2_000)),
+                (&a, snapshot(30, "app.A.grow", 3_000)),
+                (&b, snapshot(15, "app.B.hold", 500)),
+                (&b, snapshot(25, "app.B.hold", 700)),
+            ];
+            for &i in order {
+                m.add(all[i].0, &all[i].1);
+            }
+        };
+        let live = || Merger::new(ProfileType::Live, Selector::default(), None);
+        // Any order, and split across workers: a's at 30 and b's at 25.
+        for order in [[0, 1, 2, 3, 4], [4, 2, 0, 3, 1]] {
+            let mut m = live();
+            feed(&mut m, &order);
+            let merged = m.finish();
+            assert_eq!(merged.total(), 3_700.0);
+            assert_eq!(merged.total_count(), (3_000 / 512 + 700 / 512) as f64);
+            assert_eq!(merged.profiles_seen, 5);
+            assert_eq!(merged.window, Some((25, 30)));
+            assert_eq!(merged.snapshots_window, Some((10, 30)));
+        }
+        let (mut one, mut two) = (live(), live());
+        feed(&mut one, &[2, 3]);
+        feed(&mut two, &[0, 1, 4]);
+        one.absorb(two);
+        assert_eq!(one.finish().total(), 3_700.0);
+        // --to picks earlier snapshots: a's at 20, b's at 15.
+        let before = Selector {
+            to: Some(21),
+            ..Selector::default()
+        };
+        let mut m = Merger::new(ProfileType::Live, before, None);
+        feed(&mut m, &[0, 1, 2, 3, 4]);
+        assert_eq!(m.finish().total(), 2_500.0);
+        // Other types still add up over time.
+        let mut alloc = Merger::new(ProfileType::Alloc, Selector::default(), None);
+        let mut b = ProfileBuilder::new(
+            &[("alloc_objects", "count"), ("alloc_space", "bytes")],
+            ("memory", "bytes"),
+            1,
+        );
+        let f = b.function("app.A.grow", "S.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        b.add_sample(&[l], &[], &[1, 100]);
+        let p = b.build(10, 5);
+        alloc.add(&a, &p);
+        alloc.add(&a, &p);
+        assert_eq!(alloc.finish().total(), 200.0);
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub enum SelectorError {
     BadSpanId(String),
     #[error(transparent)]
     BadTime(#[from] crate::time::TimeError),
-    #[error("unknown profile type {0:?} (use cpu, wall, alloc or lock)")]
+    #[error("unknown profile type {0:?} (use cpu, wall, alloc, lock or live)")]
     BadType(String),
     #[error(
         "unknown value {0:?} (use time or samples for cpu and wall, bytes or objects for alloc, \
@@ -74,13 +74,16 @@ impl Condition {
     }
 }
 
-/// The four kinds of profile the agent makes, by their OTLP / pprof sample types.
+/// The kinds of profile the agent makes, by their OTLP / pprof sample types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProfileType {
     Cpu,
     Wall,
     Alloc,
     Lock,
+    /// The live heap: snapshots of the objects alive at one instant (`inuse_space/bytes`,
+    /// `inuse_objects/count`, duration 0), which are never to be added up over time.
+    Live,
 }
 
 impl ProfileType {
@@ -90,8 +93,16 @@ impl ProfileType {
             "wall" => ProfileType::Wall,
             "alloc" => ProfileType::Alloc,
             "lock" => ProfileType::Lock,
+            "live" => ProfileType::Live,
             _ => return Err(SelectorError::BadType(text.to_owned())),
         })
+    }
+
+    /// Whether each profile is a snapshot of a state (the live heap) rather than what
+    /// happened over its period: snapshots are never added up over time
+    /// ([`crate::merge::Merger`] keeps the latest of each instance).
+    pub fn is_snapshot(self) -> bool {
+        self == ProfileType::Live
     }
 
     pub fn name(self) -> &'static str {
@@ -100,6 +111,7 @@ impl ProfileType {
             ProfileType::Wall => "wall",
             ProfileType::Alloc => "alloc",
             ProfileType::Lock => "lock",
+            ProfileType::Live => "live",
         }
     }
 
@@ -111,7 +123,8 @@ impl ProfileType {
     /// CPU: `cpu/nanoseconds` (restored by the OTLP decoder from `samples/count` × period), or
     /// `samples/count`. Wall: `wall/nanoseconds`, or `samples/count`. Allocation:
     /// `alloc_space/bytes`, or `alloc_objects/count`. Lock: `delay/nanoseconds`, or
-    /// `contentions/count`. Counted by samples, objects and contentions.
+    /// `contentions/count`. Live heap: `inuse_space/bytes`, or `inuse_objects/count`. Counted
+    /// by samples, objects and contentions.
     pub fn value_index(self, profile: &Profile, measure: Measure) -> Option<ValueIndex> {
         let find = |ty: &str| profile.sample_type_index(ty);
         let period = profile.str(profile.period_type.ty);
@@ -119,6 +132,7 @@ impl ProfileType {
             ProfileType::Cpu | ProfileType::Wall => find("samples"),
             ProfileType::Alloc => find("alloc_objects"),
             ProfileType::Lock => find("contentions"),
+            ProfileType::Live => find("inuse_objects"),
         };
         let value = match (self, measure) {
             (ProfileType::Cpu, Measure::Amount) => find("cpu").or_else(|| {
@@ -136,18 +150,20 @@ impl ProfileType {
             }
             (ProfileType::Alloc, Measure::Amount) => find("alloc_space")?,
             (ProfileType::Lock, Measure::Amount) => find("delay")?,
-            (ProfileType::Alloc | ProfileType::Lock, Measure::Count) => count?,
+            (ProfileType::Live, Measure::Amount) => find("inuse_space")?,
+            (ProfileType::Alloc | ProfileType::Lock | ProfileType::Live, Measure::Count) => count?,
         };
         Some(ValueIndex { value, count })
     }
 
-    /// The type of `profile`, if it is one of the four.
+    /// The type of `profile`, if it is one of the agent's.
     pub fn of(profile: &Profile) -> Option<ProfileType> {
         [
             ProfileType::Cpu,
             ProfileType::Wall,
             ProfileType::Alloc,
             ProfileType::Lock,
+            ProfileType::Live,
         ]
         .into_iter()
         .find(|t| t.value_index(profile, Measure::Amount).is_some())
@@ -554,5 +570,25 @@ mod tests {
             (Measure::Count, Some(ProfileType::Alloc))
         );
         assert!(Measure::parse("weight").is_err());
+    }
+
+    #[test]
+    fn live_heap_snapshots_are_known_by_their_types() {
+        let mut b = ProfileBuilder::new(
+            &[("inuse_objects", "count"), ("inuse_space", "bytes")],
+            ("memory", "bytes"),
+            524_288,
+        );
+        let f = b.function("a.B.c", "B.java", 1);
+        let l = b.location(f, 1, FrameKind::Jvm);
+        b.add_sample(&[l], &[], &[3, 4096]);
+        let p = b.build(0, 0);
+        assert_eq!(ProfileType::of(&p), Some(ProfileType::Live));
+        let vi = ProfileType::Live.value_index(&p, Measure::Amount).unwrap();
+        assert_eq!((vi.value, vi.count), (1, Some(0)));
+        assert_eq!(ProfileType::parse("live").unwrap().name(), "live");
+        assert!(ProfileType::Alloc
+            .value_index(&p, Measure::Amount)
+            .is_none());
     }
 }

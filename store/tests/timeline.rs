@@ -115,3 +115,85 @@ fn buckets_add_up_to_the_whole_and_compaction_changes_nothing() {
     assert_eq!(the_timeline(&dir, &all, 9), nine);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A live-heap snapshot of one instance at minute `m`: `mb` MB allocated in `span_name=GET /a`.
+fn live_snapshot(m: i64, mb: i64) -> Vec<u8> {
+    use otel_bridge::otlp::{EncodeOptions, ProfileId};
+    use otel_bridge::{FrameKind, ProfileBuilder};
+    let mut b = ProfileBuilder::new(
+        &[("inuse_objects", "count"), ("inuse_space", "bytes")],
+        ("memory", "bytes"),
+        512 * 1024,
+    );
+    let class = b.function("byte[]", "", 0);
+    let site = b.function("app.A.grow", "A.java", 1);
+    let stack = [
+        b.location(class, 0, FrameKind::Jvm),
+        b.location(site, 3, FrameKind::Jvm),
+    ];
+    let ep = b.str_label("span_name", "GET /a");
+    b.add_sample(&stack, &[ep], &[mb * 1000, mb * 1_000_000]);
+    let resource = opentelemetry_sdk::Resource::builder_empty()
+        .with_attribute(opentelemetry::KeyValue::new("service.instance.id", "i-1"))
+        .build();
+    otel_bridge::otlp::encode_to_vec(
+        &b.build(T0 + m * MINUTE, 0),
+        &resource,
+        ProfileId::from_random([m as u8 + 1; 16]),
+        &EncodeOptions::default(),
+    )
+    .unwrap()
+}
+
+/// Live-heap snapshots are never added up: each bucket holds the latest snapshot in it, so a
+/// site growing 1 MB a minute draws a line up to the last snapshot's 6 MB, not a sum.
+#[test]
+fn a_live_timeline_draws_each_buckets_latest_snapshot() {
+    let dir = scratch("timeline-live");
+    for m in 0..6 {
+        std::fs::write(dir.join(format!("{m}.otlp.pb")), live_snapshot(m, m + 1)).unwrap();
+    }
+    let spec = |buckets| {
+        let spec = Spec::new(Some(ProfileType::Live), &Selector::default());
+        timeline(open(&dir), spec, "span_name", buckets).unwrap()
+    };
+    let six = spec(6);
+    assert_eq!(six.ty, ProfileType::Live);
+    assert_eq!(six.series.len(), 1, "{six:?}");
+    let mb: Vec<f64> = six.series[0].1.iter().map(|v| v / 1e6).collect();
+    assert_eq!(mb, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{six:?}");
+    // Two snapshots a bucket: the later of each.
+    let three = spec(3);
+    let mb: Vec<f64> = three.series[0].1.iter().map(|v| v / 1e6).collect();
+    assert_eq!(mb, [2.0, 4.0, 6.0], "{three:?}");
+    // The whole selection: the last snapshot.
+    let spec = Spec::new(Some(ProfileType::Live), &Selector::default());
+    let (m, _) = query::merge(&open(&dir)().unwrap(), spec).unwrap();
+    assert_eq!(m.total(), 6e6);
+}
+
+/// In the columnar store, before and after its hour is compacted: the whole selection read
+/// from the hour's rollup is still the last snapshot (the rollup keeps it, not a sum), and a
+/// timeline from the hour's series still draws one snapshot per bucket.
+#[test]
+fn a_compacted_hour_of_snapshots_answers_its_latest() {
+    let dir = scratch("timeline-live-columnar");
+    let writer = otelprof_store::columnar::ColumnarWriter::open(&dir).unwrap();
+    for m in 0..6 {
+        let decoded = otel_bridge::otlp::decode(&live_snapshot(m, m + 1)).unwrap();
+        writer.write(&decoded, T0 + m * MINUTE).unwrap();
+    }
+    drop(writer);
+    let whole = || {
+        let spec = Spec::new(Some(ProfileType::Live), &Selector::default());
+        let source = open(&dir)().unwrap().use_rollups(false, None);
+        query::merge(&source, spec).unwrap().0.total()
+    };
+    assert_eq!(whole(), 6e6);
+    compact(&dir, T0 + 150 * MINUTE, 0).unwrap();
+    assert_eq!(whole(), 6e6);
+    let spec = Spec::new(Some(ProfileType::Live), &Selector::default());
+    let t = timeline(open(&dir), spec, "span_name", 3).unwrap();
+    let mb: Vec<f64> = t.series[0].1.iter().map(|v| v / 1e6).collect();
+    assert_eq!(mb, [2.0, 4.0, 6.0], "{t:?}");
+}

@@ -37,17 +37,18 @@ impl Top {
 }
 
 /// The `-unit` that makes `go tool pprof` print `sample_index` values as plain numbers in one
-/// unit: milliseconds for time (`cpu`, `wall`, `delay`), bytes for `alloc_space`.
+/// unit: milliseconds for time (`cpu`, `wall`, `delay`), bytes for `alloc_space` and
+/// `inuse_space`.
 fn unit_flag(sample_index: &str) -> Option<&'static str> {
     match sample_index {
         "cpu" | "wall" | "delay" => Some("-unit=ms"),
-        "alloc_space" => Some("-unit=B"),
+        "alloc_space" | "inuse_space" => Some("-unit=B"),
         _ => None,
     }
 }
 
 /// `go tool pprof -top` over `files` for `sample_index` (values in ms for `cpu`, `wall` and
-/// `delay`, bytes for `alloc_space`, plain counts otherwise). Every node is kept (no node or
+/// `delay`, bytes for `alloc_space` and `inuse_space`, plain counts otherwise). Every node is kept (no node or
 /// edge pruning). `extra` is passed through, e.g. `-tagfocus=thread_name=worker-.*`.
 pub fn pprof_top(files: &[PathBuf], sample_index: &str, extra: &[&str]) -> Top {
     assert!(!files.is_empty(), "no profiles to read");

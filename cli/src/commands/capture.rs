@@ -204,6 +204,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         ("cpu", &args.cpu),
         ("wall", &args.wall),
         ("alloc", &args.alloc),
+        ("live", &args.live),
         ("lock", &args.lock),
     ] {
         if let Some(v) = value {
@@ -213,7 +214,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
     }
     if engines.is_empty() {
-        bail!("give at least one of --cpu, --wall, --alloc, --lock");
+        bail!("give at least one of --cpu, --wall, --alloc, --live, --lock");
     }
     if args.seconds == 0 || args.seconds > MAX_SECONDS {
         bail!(

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod diff;
 pub mod drilldown;
 pub mod flame;
+pub mod leaks;
 pub mod profile;
 pub mod receive;
 pub mod run;

@@ -1,7 +1,8 @@
 //! The UI's JSON answers. Each is the answer of a CLI command ([`crate::commands`]'s
 //! `answer` functions, over the store's query engine) serialised, never a computation of its
 //! own: `/api/top` is `otelprof top`, `/api/trace` is `otelprof drilldown`, `/api/diff` is
-//! `otelprof diff`, with the same flags ([`super::params`]).
+//! `otelprof diff`, `/api/leaks` is `otelprof leaks`, with the same flags
+//! ([`super::params`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -16,7 +17,7 @@ use otelprof_store::Profiles as _;
 
 use super::params::{self, Params};
 use crate::cli::Cmd;
-use crate::commands::{self, diff, drilldown, top};
+use crate::commands::{self, diff, drilldown, leaks, top};
 use crate::flame::html;
 use crate::table::render_header;
 
@@ -224,6 +225,33 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         "header": header(&t.merged),
         "traces": list,
         "total_traces": t.total,
+    })
+    .to_string())
+}
+
+/// Sites tested but not candidates, listed at most (the fastest growing).
+const MAX_OTHER_SITES: usize = 50;
+
+/// `otelprof leaks`: the candidates, fastest first, and the other sites by slope.
+pub fn leaks(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Leaks(args) = params::command("leaks", p, store)? else {
+        return Err("not a leaks query".into());
+    };
+    let r = leaks::answer(&args).map_err(|e| format!("{e:#}"))?;
+    let site = |l: &otelprof_store::query::leaks::Leak| {
+        json!({"site": l.site, "slope_per_hour": l.slope_per_hour, "growth": l.growth,
+               "t": l.t, "p": l.p, "noise_bound": l.noise_bound, "first": l.first,
+               "latest": l.latest, "share": l.share})
+    };
+    Ok(json!({
+        "snapshots": r.snapshots,
+        "instances": r.instances,
+        "window": r.window.map_or(Value::Null, |(a, b)| json!([a, b])),
+        "latest_total": r.latest_total,
+        "fdr": otelprof_store::query::leaks::FDR,
+        "candidates": r.candidates().map(site).collect::<Vec<_>>(),
+        "others": r.sites.iter().filter(|l| !l.significant).take(MAX_OTHER_SITES).map(site)
+            .collect::<Vec<_>>(),
     })
     .to_string())
 }

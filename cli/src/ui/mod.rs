@@ -132,7 +132,7 @@ fn loopback_host(request: &Request<Incoming>) -> bool {
 
 /// The view pages: every one is the same page, which routes on its URL.
 fn is_page(path: &str) -> bool {
-    matches!(path, "/" | "/traces" | "/diff" | "/instances")
+    matches!(path, "/" | "/traces" | "/diff" | "/leaks" | "/instances")
         || path
             .strip_prefix("/trace/")
             .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -222,6 +222,7 @@ fn answer(store: &std::path::Path, endpoint: &str, p: &Params) -> Response<Respo
         "top" => json(api::top(store, p)),
         "timeline" => json(api::timeline(store, p)),
         "traces" => json(api::traces(store, p)),
+        "leaks" => json(api::leaks(store, p)),
         "trace" => json(api::trace(store, p)),
         "diff" => json(api::compare(store, p)),
         "instances" => json(api::instances(store)),
@@ -264,6 +265,7 @@ mod tests {
             "/",
             "/traces",
             "/diff",
+            "/leaks",
             "/instances",
             "/trace/0af7651916cd43dd8448eb211c80319c",
         ] {

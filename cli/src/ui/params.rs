@@ -59,6 +59,7 @@ fn command_flags(command: &str) -> &'static [&'static str] {
     match command {
         "top" => &["by", "limit"],
         "traces" => &["limit"],
+        "leaks" => &["min_snapshots", "all"],
         "drilldown" => &["children", "endpoint", "limit"],
         "diff" => &[
             "base",

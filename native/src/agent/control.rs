@@ -79,6 +79,7 @@ static CONTROL: Mutex<Control> = Mutex::new(Control {
         cpu: Change::Keep,
         wall: Change::Keep,
         alloc: Change::Keep,
+        live: Change::Keep,
         lock: Change::Keep,
     },
     capture: None,
@@ -99,11 +100,7 @@ fn checked_options(text: &str) -> Result<Option<Options>, String> {
     if crate::otlp_export::sdk_disabled(&lookup) {
         return Err("OTEL_SDK_DISABLED=true: profiling is off".to_owned());
     }
-    if options.cpu_interval.is_none()
-        && options.wall_interval.is_none()
-        && options.alloc_interval.is_none()
-        && options.lock_threshold.is_none()
-    {
+    if nothing_to_profile(&options) {
         return Ok(None);
     }
     Ok(Some(options))
@@ -115,7 +112,7 @@ fn options_at_start(text: &str) -> Result<Option<Options>, String> {
     match checked_options(text) {
         Ok(Some(o)) => Ok(Some(o)),
         Ok(None) => {
-            log_info!("cpu=off and no wall, alloc or lock profiling: nothing to profile");
+            log_info!("cpu=off and no wall, alloc, live or lock profiling: nothing to profile");
             Ok(None)
         }
         Err(e) if e.starts_with("OTEL_SDK_DISABLED") => {
@@ -355,7 +352,9 @@ unsafe fn attach_start(c: &mut Control, vm: *mut JavaVM, options: &str) -> Reply
     let options = match checked_options(options) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            return Reply::error("nothing to profile: cpu=off and no wall, alloc or lock profiling")
+            return Reply::error(
+                "nothing to profile: cpu=off and no wall, alloc, live or lock profiling",
+            )
         }
         Err(e) => return Reply::error(e),
     };
@@ -567,6 +566,9 @@ fn with_settings(mut o: Options, s: &Settings) -> Options {
     apply(&mut o.alloc_interval, &s.alloc, |b| {
         u32::try_from(*b).unwrap_or(u32::MAX)
     });
+    apply(&mut o.live_interval, &s.live, |b| {
+        u32::try_from(*b).unwrap_or(u32::MAX)
+    });
     apply(&mut o.lock_threshold, &s.lock, |d| *d);
     o
 }
@@ -581,6 +583,10 @@ fn with_capture(mut o: Options, capture: &Capture) -> Options {
         .alloc
         .map(|b| u32::try_from(b).unwrap_or(u32::MAX))
         .or(o.alloc_interval);
+    o.live_interval = e
+        .live
+        .map(|b| u32::try_from(b).unwrap_or(u32::MAX))
+        .or(o.live_interval);
     o.lock_threshold = e.lock.or(o.lock_threshold);
     o.capture_id = Some(capture.id.clone());
     o
@@ -685,6 +691,7 @@ fn nothing_to_profile(o: &Options) -> bool {
     o.cpu_interval.is_none()
         && o.wall_interval.is_none()
         && o.alloc_interval.is_none()
+        && o.live_interval.is_none()
         && o.lock_threshold.is_none()
 }
 

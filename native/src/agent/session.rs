@@ -55,8 +55,10 @@ pub(crate) struct Session {
     cpu_interval: Option<Duration>,
     /// The CPU engine, when CPU is profiled.
     cpu_engine: Option<Chosen>,
-    /// Allocation and lock profiling, when asked for and this JVM can do them.
+    /// Allocation profiling, the live heap and lock profiling, when asked for and this JVM
+    /// can do them.
     alloc: bool,
+    live: bool,
     lock: bool,
     /// Where pprof files go: `out=`, else the working directory unless OTLP is configured.
     out_dir: Option<PathBuf>,
@@ -103,10 +105,12 @@ impl Session {
             ),
         };
         let out_dir = out_dir.map(|d| std::fs::canonicalize(&d).unwrap_or(d));
-        let (alloc, lock) = loaded.ensure_capabilities(
-            options.alloc_interval.is_some(),
+        let (sampled, lock) = loaded.ensure_capabilities(
+            options.alloc_interval.is_some() || options.live_interval.is_some(),
             options.lock_threshold.is_some(),
         );
+        let alloc = sampled && options.alloc_interval.is_some();
+        let live = sampled && options.live_interval.is_some();
         let mut notes = Vec::new();
         let depth = loaded.sampler.set_max_depth(options.max_depth);
         if depth != options.max_depth {
@@ -128,6 +132,7 @@ impl Session {
             cpu_interval: options.cpu_interval,
             cpu_engine,
             alloc,
+            live,
             lock,
             out_dir,
             export_env,
@@ -296,6 +301,7 @@ impl Session {
             out_dir: self.out_dir.clone(),
             exporter: self.exporter.clone(),
             capture: self.options.capture_id.clone(),
+            live: self.options.live_interval.filter(|_| self.live),
         })
         .map_err(|e| format!("cannot start the aggregator thread: {e}"))?;
         self.aggregator = Some(aggregator);
@@ -379,34 +385,48 @@ impl Session {
         }
     }
 
-    /// Starts allocation sampling, when asked for and this JVM can; a failure is logged and
-    /// leaves it off.
+    /// Starts allocation sampling for the allocation profile and the live heap, when asked
+    /// for and this JVM can; a failure is logged and leaves both off.
     fn start_alloc(&mut self) -> Option<String> {
-        let (true, Some(bytes)) = (self.alloc, self.options.alloc_interval) else {
+        let alloc = self.options.alloc_interval.filter(|_| self.alloc);
+        let live = self.options.live_interval.filter(|_| self.live);
+        let at = crate::engines::alloc::configure(alloc, live, self.options.alloc_rate);
+        if alloc.is_none() && live.is_none() {
             return None;
-        };
-        let jvmti = self.loaded.jvmti;
-        crate::engines::alloc::configure(bytes, self.options.alloc_rate);
-        let on = jvmti
-            .set_heap_sampling_interval(bytes as i32)
-            .and_then(|()| jvmti.set_event(true, event::EVENT_SAMPLED_OBJECT_ALLOC));
-        match on {
-            Ok(()) if bytes == 0 => Some("every allocation".to_owned()),
-            Ok(()) if self.options.alloc_rate == 0 => Some(format!(
-                "allocations (one sample per {} allocated, on average)",
-                otelprof_exporter::config::format_size(u64::from(bytes))
-            )),
-            Ok(()) => Some(format!(
-                "allocations (one sample per {} allocated, on average; at most {} samples/s, \
-                 the interval growing while allocation is faster)",
-                otelprof_exporter::config::format_size(u64::from(bytes)),
-                self.options.alloc_rate
-            )),
-            Err(e) => {
-                log_error!("cannot start allocation sampling: {e}; it stays off");
-                None
-            }
         }
+        let jvmti = self.loaded.jvmti;
+        let on = jvmti
+            .set_heap_sampling_interval(at as i32)
+            .and_then(|()| jvmti.set_event(true, event::EVENT_SAMPLED_OBJECT_ALLOC));
+        if let Err(e) = on {
+            log_error!("cannot start allocation sampling: {e}; it stays off");
+            return None;
+        }
+        let size = |b: u32| otelprof_exporter::config::format_size(u64::from(b));
+        let mut what = Vec::new();
+        match alloc {
+            Some(0) => what.push("every allocation".to_owned()),
+            Some(b) => what.push(format!(
+                "allocations (one sample per {} allocated, on average)",
+                size(b)
+            )),
+            None => {}
+        }
+        if let Some(b) = live {
+            what.push(format!(
+                "the live heap (objects sampled once per {} allocated, at most {} tracked)",
+                size(b),
+                crate::live::CAPACITY
+            ));
+        }
+        let mut line = what.join(", ");
+        if self.options.alloc_rate > 0 && at > 0 {
+            line.push_str(&format!(
+                " (at most {} samples/s, the interval growing while allocation is faster)",
+                self.options.alloc_rate
+            ));
+        }
+        Some(line)
     }
 
     /// Starts lock profiling, when asked for and this JVM can: contended monitors, and the
@@ -446,8 +466,7 @@ impl Session {
         crate::remote::engaged(
             &self.loaded.jvmti,
             self.cpu_interval,
-            self.alloc,
-            self.lock,
+            (self.alloc, self.live, self.lock),
             &self.options,
         )
     }
@@ -509,7 +528,7 @@ impl Session {
                     .push("the wall-clock thread did not stop within 1s".to_owned());
             }
         }
-        if self.alloc {
+        if self.alloc || self.live {
             let _ = jvmti.set_event(false, event::EVENT_SAMPLED_OBJECT_ALLOC);
         }
         if self.lock {
@@ -626,6 +645,9 @@ impl Session {
         let mut options = self.options.clone();
         if !self.alloc {
             options.alloc_interval = None;
+        }
+        if !self.live {
+            options.live_interval = None;
         }
         if !self.lock {
             options.lock_threshold = None;

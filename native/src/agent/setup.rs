@@ -198,6 +198,9 @@ fn add_capabilities(
         capability::CAN_GENERATE_EARLY_VMSTART,
         // JDK 21+: virtual-thread events, so that context follows virtual threads.
         capability::CAN_SUPPORT_VIRTUAL_THREADS,
+        // Pause timings for the memory metrics, `[GC pause]` in wall profiles, and the live
+        // heap's "a collection ran" (an always-available capability in HotSpot).
+        capability::CAN_GENERATE_GARBAGE_COLLECTION_EVENTS,
     ] {
         if !at_onload && bit == capability::CAN_GENERATE_EARLY_VMSTART {
             continue;
@@ -242,6 +245,8 @@ fn set_callbacks(
         MonitorContendedEnter: Some(crate::engines::locks::monitor_contended_enter as _),
         MonitorContendedEntered: Some(crate::engines::locks::monitor_contended_entered as _),
         NativeMethodBind: park_bind.then_some(crate::engines::parks::native_method_bind as _),
+        GarbageCollectionStart: Some(crate::engines::gc::garbage_collection_start as _),
+        GarbageCollectionFinish: Some(crate::engines::gc::garbage_collection_finish as _),
         ..Default::default()
     };
     jvmti
@@ -300,6 +305,10 @@ pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
     ];
     if loaded.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
         events.push(event::EVENT_COMPILED_METHOD_LOAD);
+    }
+    if loaded.has(capability::CAN_GENERATE_GARBAGE_COLLECTION_EVENTS) {
+        events.push(event::EVENT_GARBAGE_COLLECTION_START);
+        events.push(event::EVENT_GARBAGE_COLLECTION_FINISH);
     }
     let vthreads = loaded.has(capability::CAN_SUPPORT_VIRTUAL_THREADS);
     if on && vthreads {

@@ -26,6 +26,29 @@ impl SpanContext {
     pub(crate) fn sampled(&self) -> bool {
         self.trace_flags & 1 == 1
     }
+
+    /// The span part of a sample's identity, `None` without a span.
+    pub(crate) fn key(&self) -> Option<SpanKey> {
+        if self.present == 0 {
+            return None;
+        }
+        let link = self.sampled().then_some(otel_bridge::Link {
+            trace_id: self.trace_id,
+            span_id: self.span_id,
+        });
+        Some(SpanKey {
+            link,
+            local_root_span_id: self.local_root_span_id,
+        })
+    }
+}
+
+/// The span part of a sample's identity: what profiles group samples by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SpanKey {
+    /// Trace and span, only for sampled traces (unsampled ones get no link).
+    pub(crate) link: Option<otel_bridge::Link>,
+    pub(crate) local_root_span_id: u64,
 }
 
 /// Reads `record` as the interrupted thread left it, and counts the sample in it.

@@ -48,6 +48,20 @@
 //! then wait, every 100 ms) aliased with the every-k-th choice: in the wall accuracy test the
 //! wait's share came out 3.8 pp low. Independent random choices cannot alias.
 //!
+//! # Garbage collection pauses
+//!
+//! The wall thread is a Java thread to the VM: a stop-the-world pause stops it too, and the
+//! next visit's elapsed time covers the pause, which would be charged to whatever the thread
+//! does after it. So the part of a visit's time spent in pauses at least one wall interval
+//! long ([`crate::engines::gc`] keeps the recent ones) is split off: it is recorded as its own
+//! sample with the state `GC_PAUSE` and the thread's stack and span, which the aggregator
+//! marks with a `[GC pause]` leaf frame. A request that sat through a collection shows it in
+//! its wall profile. The stack is the one the thread shows at the visit: a waiting thread's
+//! GetStackTrace serves both samples; a running thread, signalled for the rest, is walked
+//! with GetStackTrace for the pause's sample (only when a long pause happened: rarely).
+//! Shorter pauses stay folded into the samples, as do safepoint waits before a pause (JVMTI
+//! brackets the collector's work only).
+//!
 //! # Safety of the signal
 //!
 //! A thread is signalled only while [`ThreadTable::hold_registrations`] shows it still
@@ -68,6 +82,7 @@ use std::time::{Duration, Instant};
 use jni::sys::{jobject, JNIEnv, JavaVM};
 use otelprof_primitives::rng::SplitMix64;
 
+use crate::engines::gc;
 use crate::jvm::jvmti::{self, delete_local_ref, new_local_ref, Jvmti};
 use crate::kinds::{SampleKind, ThreadState};
 use crate::sampling::os::{gettid, monotonic_ns};
@@ -142,7 +157,7 @@ fn run(config: Config, control: &crate::worker::Shared) {
 }
 
 fn tick_until_stopped(config: &Config, jni: *mut JNIEnv, control: &crate::worker::Shared) {
-    let mut wall = Rotation::new(config.jvmti, jni, config.max_samples);
+    let mut wall = Rotation::new(config.jvmti, jni, config.max_samples, config.interval);
     let (lock, cv) = control;
     let mut next = Instant::now() + config.interval;
     loop {
@@ -176,13 +191,19 @@ struct Planned {
     tid: i32,
     serial: u64,
     slot: &'static ThreadSlot,
+    /// Wall time the visit stands for, the pauses in it included.
     weight_ns: u64,
+    /// Of which spent in long garbage collection pauses.
+    pause_ns: u64,
+    /// Set once the pause is recorded as a sample of its own.
+    pause_taken: std::cell::Cell<bool>,
     how: How,
 }
 
 enum How {
-    /// A RUNNABLE thread: signal it.
-    Signal(WallSignal),
+    /// A RUNNABLE thread: signal it (and, with a pause to record, walk `thread`, a local
+    /// reference as below, for the pause's sample; null without).
+    Signal(WallSignal, jobject),
     /// A waiting thread: GetStackTrace on `thread`, a local reference of the wall thread
     /// (taken from the names table's global reference, so that neither the table's lock
     /// nor the thread's end can get in the way of the stack walk).
@@ -202,10 +223,12 @@ struct Rotation {
     random: SplitMix64,
     /// GetStackTrace's output for waiting threads (allocated once).
     frames: Vec<JvmtiFrameInfo>,
+    /// Pauses at least this long are split from the samples (the wall interval).
+    long_pause_ns: u64,
 }
 
 impl Rotation {
-    fn new(jvmti: Jvmti, jni: *mut JNIEnv, max_samples: usize) -> Rotation {
+    fn new(jvmti: Jvmti, jni: *mut JNIEnv, max_samples: usize, interval: Duration) -> Rotation {
         let depth = signal_handler::installed().map_or(1, |s| s.max_depth().max(1) as usize);
         Rotation {
             jvmti,
@@ -222,6 +245,7 @@ impl Rotation {
                     location: 0,
                 })
                 .collect(),
+            long_pause_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
         }
     }
 
@@ -246,6 +270,8 @@ impl Rotation {
                 self.max_samples,
                 self.max_visits,
             );
+            let long_pause_ns = self.long_pause_ns;
+            let pauses = |since, until| gc::paused_within(since, until, long_pause_ns);
             let (planned, random) = (&mut self.planned, &mut self.random);
             self.cursor = thread_registry::TABLE.scan_from(self.cursor, |slot| {
                 let (tid, serial) = (slot.tid(), slot.serial());
@@ -262,14 +288,20 @@ impl Rotation {
                 // SAFETY: a global reference from the names table, alive under its lock.
                 let bits = thread.and_then(|t| unsafe { jvmti.thread_state(t) }.ok());
                 let draw = random.next_u64();
-                let Some((signal, weight_ns)) = visit(slot, bits, now, started_ns, draw) else {
+                let Some(v) = visit(slot, bits, now, started_ns, draw, &pauses) else {
                     return visits < max_visits;
                 };
-                let how = match (signal.state, thread) {
-                    (ThreadState::Runnable, _) | (_, None) => How::Signal(signal),
+                // SAFETY: `jni` is this thread's; `t` is alive under the lock.
+                let local = |t| unsafe { new_local_ref(jni, t) };
+                let how = match (v.signal.state, thread) {
+                    (ThreadState::Runnable, Some(t)) if v.pause_ns > 0 => {
+                        How::Signal(v.signal, local(t))
+                    }
+                    (ThreadState::Runnable, _) | (_, None) => {
+                        How::Signal(v.signal, std::ptr::null_mut())
+                    }
                     (state, Some(t)) => {
-                        // SAFETY: `jni` is this thread's; `t` is alive under the lock.
-                        let thread = unsafe { new_local_ref(jni, t) };
+                        let thread = local(t);
                         if thread.is_null() {
                             return visits < max_visits;
                         }
@@ -281,7 +313,9 @@ impl Rotation {
                     tid,
                     serial,
                     slot,
-                    weight_ns,
+                    weight_ns: v.weight_ns,
+                    pause_ns: v.pause_ns,
+                    pause_taken: std::cell::Cell::new(false),
                     how,
                 });
                 sampled < max_samples && visits < max_visits
@@ -290,30 +324,65 @@ impl Rotation {
         COUNTERS
             .wall_visits
             .fetch_add(visits as u64, Ordering::Relaxed);
+        self.walk_planned(sampler);
+        self.signal_planned();
+    }
+
+    /// Takes the samples the wall thread walks itself: waiting threads (their state, and the
+    /// pauses split from it), and the pauses of running threads (the signal records the
+    /// rest). Deletes the local references the plan made.
+    fn walk_planned(&mut self, sampler: &Sampler) {
         for p in &self.planned {
-            if let How::StackTrace { thread, state } = p.how {
-                // SAFETY: `thread` is our live local reference, deleted right after.
-                unsafe {
-                    sample_waiting(sampler, &self.jvmti, p, thread, state, &mut self.frames);
-                    delete_local_ref(self.jni, thread);
-                }
+            let (thread, parts) = match p.how {
+                How::StackTrace { thread, state } => (
+                    thread,
+                    [
+                        (state, p.weight_ns.saturating_sub(p.pause_ns)),
+                        (ThreadState::GcPause, p.pause_ns),
+                    ],
+                ),
+                How::Signal(_, thread) => (
+                    thread,
+                    [
+                        (ThreadState::Runnable, 0),
+                        (ThreadState::GcPause, p.pause_ns),
+                    ],
+                ),
+            };
+            if thread.is_null() {
+                continue;
+            }
+            // SAFETY: `thread` is our live local reference, deleted right after.
+            unsafe {
+                sample_by_stack_trace(sampler, &self.jvmti, p, thread, &parts, &mut self.frames);
+                delete_local_ref(self.jni, thread);
             }
         }
-        if !self.planned.iter().any(|p| matches!(p.how, How::Signal(_))) {
+    }
+
+    /// Signals the running threads planned, each with the wall time its sample stands for.
+    fn signal_planned(&self) {
+        if !self
+            .planned
+            .iter()
+            .any(|p| matches!(p.how, How::Signal(..)))
+        {
             return;
         }
         let held = thread_registry::TABLE.hold_registrations();
         for p in &self.planned {
-            let How::Signal(signal) = p.how else {
+            let How::Signal(signal, _) = p.how else {
                 continue;
             };
             let Some(slot) = held.slot(p.tid, p.serial) else {
                 stats::bump(&COUNTERS.wall_thread_gone);
                 continue;
             };
+            // A running thread's pause went to its own sample (when it could be walked).
+            let pause = if p.pause_taken.get() { p.pause_ns } else { 0 };
             slot.wall
                 .pending_ns
-                .fetch_add(p.weight_ns, Ordering::AcqRel);
+                .fetch_add(p.weight_ns.saturating_sub(pause), Ordering::AcqRel);
             match wall_signal::send(p.tid, signal) {
                 Ok(()) => stats::bump(&COUNTERS.wall_signals),
                 Err(_) => stats::bump(&COUNTERS.wall_thread_gone),
@@ -322,19 +391,21 @@ impl Rotation {
     }
 }
 
-/// Samples a waiting thread from the wall thread: its stack by GetStackTrace, its context
-/// by snapshot. The slot must show the same thread life (tid and serial) before and after,
-/// or the sample is dropped: the thread may have ended and its slot gone to another.
+/// Samples a thread from the wall thread: its stack by GetStackTrace, its context by
+/// snapshot, written as one record per `(state, weight)` part with a weight (a waiting
+/// thread's state, and the garbage collection pauses split from it). The slot must show the
+/// same thread life (tid and serial) before and after, or the sample is dropped: the thread
+/// may have ended and its slot gone to another.
 ///
 /// # Safety
 /// `thread` is a live reference to the Java thread `p` visited; the caller is attached to
 /// the VM.
-unsafe fn sample_waiting(
+unsafe fn sample_by_stack_trace(
     sampler: &Sampler,
     jvmti: &Jvmti,
     p: &Planned,
     thread: jobject,
-    state: ThreadState,
+    parts: &[(ThreadState, u64)],
     frames: &mut [JvmtiFrameInfo],
 ) {
     let slot = p.slot;
@@ -359,48 +430,67 @@ unsafe fn sample_waiting(
         stats::bump(&COUNTERS.wall_thread_gone);
         return;
     }
-    slot.wall.no_java.store(walked == 0, Ordering::Relaxed);
-    let header = RecordHeader {
-        tid: p.tid,
-        serial: p.serial,
-        time_ns: monotonic_ns(),
-        weight: p.weight_ns,
-        kind: SampleKind::Wall as u8,
-        state: state as u8,
-        context,
-        ..Default::default()
-    };
-    let result = sampler
-        .buffer
-        .write(header.tid as usize, header, |out, capacity| {
-            let n = walked.min(capacity);
-            for (i, f) in frames.iter().take(n.max(0) as usize).enumerate() {
-                // SAFETY: i < n <= capacity, the room the buffer handed us.
-                unsafe {
-                    out.add(i).write(AsgctCallFrame {
-                        lineno: i32::try_from(f.location).unwrap_or(-1),
-                        method_id: f.method,
-                    })
-                };
+    for &(state, weight) in parts.iter().filter(|(_, w)| *w > 0) {
+        if state != ThreadState::GcPause {
+            slot.wall.no_java.store(walked == 0, Ordering::Relaxed);
+        }
+        let header = RecordHeader {
+            tid: p.tid,
+            serial: p.serial,
+            time_ns: monotonic_ns(),
+            weight,
+            kind: SampleKind::Wall as u8,
+            state: state as u8,
+            context,
+            ..Default::default()
+        };
+        let result = sampler
+            .buffer
+            .write(header.tid as usize, header, |out, capacity| {
+                let n = walked.min(capacity);
+                for (i, f) in frames.iter().take(n.max(0) as usize).enumerate() {
+                    // SAFETY: i < n <= capacity, the room the buffer handed us.
+                    unsafe {
+                        out.add(i).write(AsgctCallFrame {
+                            lineno: i32::try_from(f.location).unwrap_or(-1),
+                            method_id: f.method,
+                        })
+                    };
+                }
+                n
+            });
+        if sample_buffer::counted(result) {
+            stats::bump(&COUNTERS.wall_samples);
+            stats::bump(&COUNTERS.wall_stack_traces);
+            if state == ThreadState::GcPause {
+                p.pause_taken.set(true);
+                stats::bump(&COUNTERS.wall_gc_pauses);
             }
-            n
-        });
-    if sample_buffer::counted(result) {
-        stats::bump(&COUNTERS.wall_samples);
-        stats::bump(&COUNTERS.wall_stack_traces);
+        }
     }
 }
 
-/// Accounts one visit of `slot` at `now` and returns the signal to send with the wall time
-/// it carries, if any. `bits` is the thread's `jvmtiThreadState`, `None` when it could not be
-/// read; `draw` a random number for the thinning of long-idle threads.
+/// What a visit samples: the signal (with the state seen), the wall time it stands for, and
+/// the part of that time spent in long garbage collection pauses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Visit {
+    signal: WallSignal,
+    weight_ns: u64,
+    pause_ns: u64,
+}
+
+/// Accounts one visit of `slot` at `now` and returns what to sample, if anything. `bits` is
+/// the thread's `jvmtiThreadState`, `None` when it could not be read; `draw` a random number
+/// for the thinning of long-idle threads; `pauses(since, until)` the time of `(since, until]`
+/// spent in long garbage collection pauses.
 fn visit(
     slot: &ThreadSlot,
     bits: Option<i32>,
     now: u64,
     started_ns: u64,
     draw: u64,
-) -> Option<(WallSignal, u64)> {
+    pauses: &dyn Fn(u64, u64) -> u64,
+) -> Option<Visit> {
     let marks = &slot.wall;
     let since = marks
         .last_visit_ns
@@ -410,6 +500,13 @@ fn visit(
     let bits = bits?;
     // A thread that is not alive (about to end) is not sampled.
     let state = ThreadState::from_jvmti(bits)?;
+    let sampled = |scale: u64| {
+        Some(Visit {
+            signal: WallSignal { state },
+            weight_ns: elapsed.saturating_mul(scale),
+            pause_ns: pauses(since, now).min(elapsed).saturating_mul(scale),
+        })
+    };
     // SAFETY: slots only point to never-freed pool records.
     let has_span = unsafe { crate::context::reader::has_span(slot.context()) };
     let waiting = state != ThreadState::Runnable
@@ -417,21 +514,18 @@ fn visit(
         || marks.no_java.load(Ordering::Relaxed);
     if has_span || !waiting {
         marks.idle_streak.store(0, Ordering::Relaxed);
-        return Some((WallSignal { state }, elapsed));
+        return sampled(1);
     }
     let streak = marks.idle_streak.load(Ordering::Relaxed).saturating_add(1);
     marks.idle_streak.store(streak, Ordering::Relaxed);
     if streak <= IDLE_AFTER {
-        return Some((WallSignal { state }, elapsed));
+        return sampled(1);
     }
     if !draw.is_multiple_of(u64::from(IDLE_EVERY)) {
         stats::bump(&COUNTERS.wall_thinned);
         return None;
     }
-    Some((
-        WallSignal { state },
-        elapsed.saturating_mul(u64::from(IDLE_EVERY)),
-    ))
+    sampled(u64::from(IDLE_EVERY))
 }
 
 #[cfg(test)]
@@ -450,6 +544,10 @@ mod tests {
         let running = Some(s::ALIVE | s::RUNNABLE);
         let sleeping = Some(s::ALIVE | 0x80 | s::WAITING_WITH_TIMEOUT | s::SLEEPING);
         let (keep, skip) = (IDLE_EVERY as u64, 1);
+        let none = |_, _| 0;
+        let visit = |slot, bits, now, started, draw| {
+            visit(slot, bits, now, started, draw, &none).map(|v| (v.signal, v.weight_ns))
+        };
         // Wall profiling started at 5_000: earlier time is not counted.
         let (v, w) = visit(slot, running, 10_000, 5_000, skip).unwrap();
         assert_eq!((v.state, w), (ThreadState::Runnable, 5_000));
@@ -516,11 +614,43 @@ mod tests {
         slot.wall.last_visit_ns.store(0, Ordering::Relaxed);
         for i in 0..40_000u64 {
             t += 9_000 + (i % 5) * 500;
-            if let Some((_, w)) = visit(slot, sleeping, t, 0, random.next_u64()) {
-                total += w;
+            if let Some(v) = visit(slot, sleeping, t, 0, random.next_u64(), &|_, _| 0) {
+                total += v.weight_ns;
             }
         }
         let ratio = total as f64 / t as f64;
         assert!((0.97..1.03).contains(&ratio), "{ratio}");
+    }
+
+    /// The time a visit spent in long pauses is split off, scaled like the rest when the
+    /// visit stands for thinned ones, and never more than the visit's time.
+    #[test]
+    fn pauses_are_split_from_the_visits_that_sat_through_them() {
+        static TABLE_C: ThreadTable = ThreadTable::new();
+        let table = &TABLE_C;
+        table.insert(12, std::ptr::dangling_mut(), 1).unwrap();
+        let slot = table.lookup(12).unwrap();
+        let running = Some(s::ALIVE | s::RUNNABLE);
+        let sleeping = Some(s::ALIVE | 0x80 | s::WAITING_WITH_TIMEOUT | s::SLEEPING);
+        // One pause of 3,000 ns at (20_000, 23_000].
+        let pauses =
+            |since: u64, until: u64| 23_000u64.min(until).saturating_sub(since.max(20_000));
+        slot.wall.last_visit_ns.store(19_000, Ordering::Relaxed);
+        let v = visit(slot, running, 25_000, 0, 1, &pauses).unwrap();
+        assert_eq!((v.weight_ns, v.pause_ns), (6_000, 3_000));
+        assert_eq!(v.signal.state, ThreadState::Runnable);
+        // The next visit has no pause in it.
+        let v = visit(slot, running, 26_000, 0, 1, &pauses).unwrap();
+        assert_eq!((v.weight_ns, v.pause_ns), (1_000, 0));
+        // A thinned long-idle visit stands for IDLE_EVERY of its kind: the pause too.
+        slot.wall.idle_streak.store(IDLE_AFTER, Ordering::Relaxed);
+        slot.wall.last_visit_ns.store(21_000, Ordering::Relaxed);
+        let v = visit(slot, sleeping, 22_000, 0, IDLE_EVERY as u64, &pauses).unwrap();
+        let k = u64::from(IDLE_EVERY);
+        assert_eq!((v.weight_ns, v.pause_ns), (1_000 * k, 1_000 * k));
+        // A pause reported longer than the visit (clocks read apart) is cut to it.
+        slot.wall.last_visit_ns.store(30_000, Ordering::Relaxed);
+        let v = visit(slot, running, 30_500, 0, 1, &|_, _| 9_999).unwrap();
+        assert_eq!((v.weight_ns, v.pause_ns), (500, 500));
     }
 }

@@ -541,6 +541,57 @@ pub(crate) unsafe fn delete_global_ref(jni: *mut JNIEnv, obj: jobject) {
     }
 }
 
+/// A new weak global reference to `obj` (null on failure): it does not keep `obj` alive,
+/// and the caller deletes it with [`delete_weak_global_ref`].
+///
+/// # Safety
+/// `jni` must be the calling thread's JNIEnv (or null) and `obj` a live reference (or null).
+pub(crate) unsafe fn new_weak_global_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
+    if jni.is_null() || obj.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: as for `delete_local_ref`.
+    unsafe {
+        (**jni)
+            .NewWeakGlobalRef
+            .map_or(std::ptr::null_mut(), |f| f(jni, obj))
+    }
+}
+
+/// # Safety
+/// `jni` must be the calling thread's JNIEnv (or null) and `weak` a reference from
+/// [`new_weak_global_ref`] (or null), deleted once.
+pub(crate) unsafe fn delete_weak_global_ref(jni: *mut JNIEnv, weak: jobject) {
+    if jni.is_null() || weak.is_null() {
+        return;
+    }
+    // SAFETY: `weak` is a weak global reference made by `new_weak_global_ref`.
+    unsafe {
+        if let Some(f) = (**jni).DeleteWeakGlobalRef {
+            f(jni, weak);
+        }
+    }
+}
+
+/// Whether the object `weak` refers to has been collected. `IsSameObject(weak, NULL)` is
+/// the JNI way to test a weak reference without using it, and HotSpot answers it without
+/// the keep-alive barrier that `NewLocalRef` would trigger (a concurrent collector's marking
+/// would otherwise treat the object as reachable for one more cycle).
+///
+/// # Safety
+/// `jni` must be the calling thread's JNIEnv and `weak` a live weak global reference.
+pub(crate) unsafe fn is_collected(jni: *mut JNIEnv, weak: jobject) -> bool {
+    if jni.is_null() || weak.is_null() {
+        return true;
+    }
+    // SAFETY: per this function's contract.
+    unsafe {
+        (**jni)
+            .IsSameObject
+            .is_some_and(|f| f(jni, weak, std::ptr::null_mut()) != 0)
+    }
+}
+
 /// Attaches the calling native thread to the VM as a daemon (it never keeps the VM alive).
 ///
 /// # Safety

@@ -36,6 +36,16 @@ pub(crate) struct EventSample {
     pub(crate) class_id: u32,
 }
 
+/// An allocated object kept for the live heap (all zero for other samples): see the fields
+/// of the same names in [`RecordHeader`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TrackedObject {
+    pub(crate) object: u64,
+    pub(crate) size: u64,
+    pub(crate) live_interval: u32,
+    pub(crate) gc_seq: u32,
+}
+
 /// Whether callbacks should record at all (sampling on, the thread not one of ours).
 pub(crate) fn wanted() -> Option<i32> {
     if !signal_handler::is_active() {
@@ -51,8 +61,23 @@ pub(crate) fn wanted() -> Option<i32> {
 /// Called from a JVMTI event callback on the Java thread the event is about (`tid` is its
 /// kernel id), with the agent's JVMTI environment.
 pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
+    // SAFETY: per this function's contract.
+    unsafe { record_object(jvmti, tid, sample, TrackedObject::default()) };
+}
+
+/// [`record`], with an object for the live heap; returns whether the record was stored
+/// (if not, `tracked.object` is still the caller's).
+///
+/// # Safety
+/// As for [`record`].
+pub(crate) unsafe fn record_object(
+    jvmti: &Jvmti,
+    tid: i32,
+    sample: EventSample,
+    tracked: TrackedObject,
+) -> bool {
     let Some(s) = signal_handler::installed() else {
-        return;
+        return false;
     };
     let (serial, record) = match s.table.lookup(tid) {
         Some(slot) => (slot.serial(), slot.context()),
@@ -70,6 +95,10 @@ pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
         // record of this thread (or of the virtual thread it runs); we are on that thread, in
         // a callback, not inside one of its writes.
         context: unsafe { crate::context::reader::read(record) },
+        object: tracked.object,
+        size: tracked.size,
+        live_interval: tracked.live_interval,
+        gc_seq: tracked.gc_seq,
         ..Default::default()
     };
     let max_depth = s.max_depth();
@@ -103,11 +132,14 @@ pub(crate) unsafe fn record(jvmti: &Jvmti, tid: i32, sample: EventSample) {
         }
         n
     });
-    if sample_buffer::counted(result) {
+    let stored = sample_buffer::counted(result);
+    if stored {
         match sample.kind {
             SampleKind::Alloc => stats::bump(&COUNTERS.alloc_samples),
+            SampleKind::Live => stats::bump(&COUNTERS.live_samples),
             SampleKind::Lock => stats::bump(&COUNTERS.lock_samples),
             SampleKind::Cpu | SampleKind::Wall => {}
         }
     }
+    stored
 }

@@ -64,6 +64,17 @@ pub(crate) struct RecordHeader {
     pub(crate) reserved: u32,
     /// The span the thread was working for.
     pub(crate) context: SpanContext,
+    /// An allocation sample kept for the live heap: a JNI weak global reference to the
+    /// object, which whoever drains the record owns (and must delete); 0 for none.
+    pub(crate) object: u64,
+    /// The sampled object's size in bytes (allocation samples).
+    pub(crate) size: u64,
+    /// The live heap's sampling interval the object was kept at (bytes, at most a jint):
+    /// its inclusion probability is `1 - exp(-size / live_interval)`.
+    pub(crate) live_interval: u32,
+    /// Garbage collection pauses finished before the allocation (wrapping): the collections
+    /// that count as survived are the later ones ([`crate::engines::gc::finished`]).
+    pub(crate) gc_seq: u32,
 }
 
 const WORD: usize = std::mem::size_of::<u64>();

@@ -87,6 +87,32 @@ impl ThreadNames {
         self.map().get_mut(&serial)
     }
 
+    /// The name of the thread registered under `serial`, read from its `Thread` now
+    /// (threads are often renamed after they start), else the one known; `None` for a
+    /// thread this table does not hold.
+    ///
+    /// # Safety
+    /// `jni` is the calling (attached) thread's JNIEnv.
+    pub(crate) unsafe fn current_name(
+        &mut self,
+        serial: u64,
+        jvmti: &Jvmti,
+        jni: *mut JNIEnv,
+    ) -> Option<String> {
+        let info = self.get_mut(serial)?;
+        // A null reference (a thread the scan found) would name the calling thread.
+        // SAFETY: `jni` per this function's contract; `info.thread` is a global reference
+        // that lives until the entry is evicted, which needs this table's lock, held by the
+        // caller through `&mut self`.
+        let current = (!info.thread.is_null())
+            .then(|| unsafe { jvmti.thread_name(jni, info.thread) }.ok())
+            .flatten();
+        if let Some(current) = current.filter(|c| !c.is_empty()) {
+            info.name = current;
+        }
+        Some(info.name.clone())
+    }
+
     /// Forgets threads that ended before `drained_at` (so every sample they took has been
     /// drained and labelled), deleting their global references.
     ///

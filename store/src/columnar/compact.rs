@@ -736,14 +736,9 @@ fn roll_up(profiles: &[Decoded], by_slot: bool) -> (Vec<Decoded>, Vec<StandsFor>
         profiles: usize,
         with_samples: usize,
     }
-    let mut groups: Vec<Acc> = Vec::new();
-    let mut by_key: FxHashMap<ProfileKey, usize> = FxHashMap::default();
-    let mut window = (i64::MAX, i64::MIN);
-    for d in profiles {
+    let key_of = |d: &Decoded| -> ProfileKey {
         let p = &d.profile;
-        let end = p.time_nanos.saturating_add(p.duration_nanos.max(0));
-        window = (window.0.min(p.time_nanos), window.1.max(end));
-        let key: ProfileKey = (
+        (
             d.resource
                 .iter()
                 .map(|kv| (kv.key.as_str().to_owned(), kv.value.to_string()))
@@ -752,7 +747,24 @@ fn roll_up(profiles: &[Decoded], by_slot: bool) -> (Vec<Decoded>, Vec<StandsFor>
             (p.period_type.ty.0, p.period_type.unit.0),
             p.period,
             by_slot.then(|| schema::slot_of(p.time_nanos)),
-        );
+        )
+    };
+    // Snapshots (the live heap) are never added up: a group of them rolls up to its latest.
+    let is_snapshot = |p: &Profile| ProfileType::of(p).is_some_and(ProfileType::is_snapshot);
+    let mut latest: FxHashMap<ProfileKey, i64> = FxHashMap::default();
+    for d in profiles.iter().filter(|d| is_snapshot(&d.profile)) {
+        let t = latest.entry(key_of(d)).or_insert(i64::MIN);
+        *t = (*t).max(d.profile.time_nanos);
+    }
+    let mut groups: Vec<Acc> = Vec::new();
+    let mut by_key: FxHashMap<ProfileKey, usize> = FxHashMap::default();
+    let mut window = (i64::MAX, i64::MIN);
+    for d in profiles {
+        let p = &d.profile;
+        let end = p.time_nanos.saturating_add(p.duration_nanos.max(0));
+        window = (window.0.min(p.time_nanos), window.1.max(end));
+        let key = key_of(d);
+        let superseded = latest.get(&key).is_some_and(|t| *t != p.time_nanos);
         let g = *by_key.entry(key).or_insert_with(|| {
             groups.push(Acc {
                 first: d,
@@ -772,6 +784,9 @@ fn roll_up(profiles: &[Decoded], by_slot: bool) -> (Vec<Decoded>, Vec<StandsFor>
         acc.profiles += 1;
         acc.with_samples += usize::from(!p.samples.is_empty());
         acc.end = acc.end.max(end);
+        if superseded {
+            continue;
+        }
         let counted = counted(p);
         for s in &p.samples {
             let labels = label_key(s);

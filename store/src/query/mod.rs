@@ -1,12 +1,13 @@
 //! The query engine: merges of what a [`Selector`] selects, made in as few passes over the
 //! files as possible, and the computations behind each answer ([`top`], [`diff`],
-//! [`drilldown`], per-request [`requests`], the flame graph's call [`tree`], the
+//! [`drilldown`], [`leaks`], per-request [`requests`], the flame graph's call [`tree`], the
 //! [`timeline`] of a selection), and the time-sliced merges behind the diff's noise estimate
 //! ([`slices`]). The CLI and the web UI both ask here, so they give one answer.
 
 pub mod butterfly;
 pub mod diff;
 pub mod drilldown;
+pub mod leaks;
 pub mod requests;
 pub mod slices;
 pub mod timeline;
@@ -63,11 +64,12 @@ impl Spec {
     }
 }
 
-const ALL_TYPES: [ProfileType; 4] = [
+const ALL_TYPES: [ProfileType; 5] = [
     ProfileType::Cpu,
     ProfileType::Wall,
     ProfileType::Alloc,
     ProfileType::Lock,
+    ProfileType::Live,
 ];
 
 /// Makes every merge of `specs` in one pass over the files; returns each with its type.

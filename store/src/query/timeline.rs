@@ -1,5 +1,7 @@
 //! The timeline: what a selection adds up to over time, stacked by a key (`span_name`,
-//! `service.version`, …): one merge per time bucket, all made in one pass over the files.
+//! `service.version`, …): one merge per time bucket, all made in one pass over the files. A
+//! bucket of live-heap snapshots holds the latest snapshot of each instance in it
+//! ([`crate::merge::Merger`]).
 //!
 //! Compacted hours hold their series with timestamps by the tick ([`SERIES_TICK`]): they
 //! answer buckets of whole ticks, starting on one, exactly. Buckets finer than a tick (a window
@@ -47,7 +49,14 @@ pub fn timeline<E: From<Error>>(
         rows()?.use_series(Some(by))
     };
     let (whole, ty) = merge(&source, spec)?;
-    let Some((start, end)) = whole.window else {
+    // Snapshots: every one reached, not only the latest kept (each bucket keeps its own latest
+    // per instance: a line of live bytes over time, never a sum of snapshots).
+    let Some((start, end)) = whole
+        .snapshots_window
+        // A bucket ends before its end: the last snapshot, an instant, must be inside one.
+        .map(|(start, end)| (start, end.saturating_add(1)))
+        .or(whole.window)
+    else {
         return Ok(Timeline {
             ty,
             unit: whole.unit,

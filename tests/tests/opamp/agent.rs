@@ -94,9 +94,10 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
     assert_eq!(c["cpu"]["status"], "active 10ms");
     assert_eq!(c["wall"]["status"], "available");
     assert_eq!(c["alloc"]["status"], "available", "{c}");
+    assert_eq!(c["live"]["status"], "available", "{c}");
     assert_eq!(
         a["effective_config"]["otelprof"],
-        "cpu=10ms,wall=off,alloc=off,lock=off"
+        "cpu=10ms,wall=off,alloc=off,live=off,lock=off"
     );
 
     // A capture: wall-clock samples for 2 s on top of CPU, then CPU alone again.
@@ -155,7 +156,7 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
     wait_for("the settings applied", Duration::from_secs(15), || {
         let a = &agents(ui)[0];
         a["remote_config"]["status"] == "applied"
-            && a["effective_config"]["otelprof"] == "cpu=10ms,wall=50ms,alloc=off,lock=off"
+            && a["effective_config"]["otelprof"] == "cpu=10ms,wall=50ms,alloc=off,live=off,lock=off"
     });
     // Settings that turn everything off are refused, and the session goes on.
     let (code, _) = http(
@@ -175,7 +176,7 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
         .contains("turn every profile type off"));
     assert_eq!(
         agents(ui)[0]["effective_config"]["otelprof"],
-        "cpu=10ms,wall=50ms,alloc=off,lock=off"
+        "cpu=10ms,wall=50ms,alloc=off,live=off,lock=off"
     );
 
     let out = jvm.join().unwrap();
@@ -205,6 +206,84 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
     wait_for("the goodbye", Duration::from_secs(5), || {
         agents(ui).is_empty()
     });
+}
+
+/// A capture of the live heap (`otelprof capture --live`): while it runs the agent reports
+/// the live heap active, and the capture's end writes a live snapshot carrying its id, of
+/// the objects the JVM holds (tests/java LiveTarget), not of those it wastes.
+#[test]
+fn a_capture_with_live_gives_a_live_snapshot_with_its_id() {
+    let dir = scratch_dir("opamp-live");
+    let (http_port, ui) = (free_port(), free_port());
+    let _serve = Killed(
+        Command::new(cli_path())
+            .args(["serve", "--quiet", "--store"])
+            .arg(dir.join("store"))
+            .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
+            .args(["--ui", &format!("127.0.0.1:{ui}")])
+            .stdin(Stdio::null())
+            .spawn_tied()
+            .unwrap(),
+    );
+    wait_for("serve listening", Duration::from_secs(20), || {
+        TcpStream::connect(("127.0.0.1", ui)).is_ok()
+    });
+    let run = JvmRun::new(jdk25(), "otelprof.tests.LiveTarget")
+        .args(&["25"])
+        .flags(&["-Xmx256m", "-Xmn16m"])
+        .agent(&format!(
+            "cpu=10ms,period=60s,opamp=http://127.0.0.1:{ui}/v1/opamp,opamp_interval=200ms"
+        ));
+    let jvm = std::thread::spawn(move || run.run());
+    wait_for("the JVM listed", Duration::from_secs(30), || {
+        agents(ui).len() == 1
+    });
+    let instance = agents(ui)[0]["identifying"]["service.instance.id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut cmd = Command::new(cli_path());
+    cmd.args(["capture", "--server", &format!("http://127.0.0.1:{ui}")])
+        .args(["--instance", &instance, "--live", "32k", "--seconds", "4"]);
+    let (code, out, err, _) = run_with_timeout(cmd, Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{out}{err}");
+    let id = out
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("capture "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    wait_for("the live heap active", Duration::from_secs(15), || {
+        agents(ui)[0]["health"]["components"]["live"]["status"] == "active 32k"
+    });
+    wait_for("CPU alone again", Duration::from_secs(20), || {
+        agents(ui)[0]["health"]["status"] == "profiling cpu 10ms"
+    });
+    let out = jvm.join().unwrap();
+    out.assert_clean_exit();
+    let files = out.profiles_of("live");
+    assert_eq!(
+        files.len(),
+        1,
+        "one snapshot, at the capture's end: {files:?}"
+    );
+    let samples = otelprof_tests::pprof_traces(&files, "inuse_space");
+    let total: f64 = samples.iter().map(|s| s.value).sum();
+    let held: f64 = samples
+        .iter()
+        .filter(|s| s.has_frame("keep"))
+        .map(|s| s.value)
+        .sum();
+    println!(
+        "capture {id}: {:.1} MB live, {:.1} MB held by keep",
+        total / 1e6,
+        held / 1e6
+    );
+    assert!(total > 1e6 && held >= 0.9 * total, "{samples:?}");
+    assert!(samples
+        .iter()
+        .all(|s| s.label("otelprof.capture.id") == Some(id.as_str())));
 }
 
 #[test]

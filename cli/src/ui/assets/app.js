@@ -366,6 +366,39 @@
     }).catch(function (e) { fail(box, e); });
   }
 
+  // Leak candidates (`otelprof leaks`): the sites whose live bytes grow across the live-heap
+  // snapshots of the selection (where, from, to), fastest first, then the other sites.
+  function leaks(p) {
+    var box = el("div"); main.appendChild(box);
+    var q = new URLSearchParams();
+    ["where", "from", "to"].forEach(function (k) { p.getAll(k).forEach(function (v) { q.append(k, v); }); });
+    api("leaks", q).then(function (d) {
+      var minutes = d.window ? ((d.window[1] - d.window[0]) / 60e9).toFixed(1) : "0";
+      box.appendChild(el("p", { class: "meta", text: "Live heap: " + d.snapshots + " snapshots over " + minutes +
+        " min, " + d.instances + " instance(s) with enough of them; latest live " + fmt(d.latest_total, "bytes") +
+        ". A site: the allocated class and the leaf-most method outside the JDK." }));
+      var cols = [
+        { key: "slope_per_hour", label: "slope /h", fmt: function (v) { return fmt(v, "bytes"); } },
+        { key: "growth", label: "growth", fmt: function (v) { return fmt(v, "bytes"); } },
+        { key: "t", label: "t", fmt: function (v) { return v.toFixed(1); } },
+        { key: "latest", label: "latest", fmt: function (v) { return fmt(v, "bytes"); } },
+        { key: "share", label: "share", fmt: pct },
+        { key: "site", label: "site", name: true }
+      ];
+      if (d.candidates.length === 0) {
+        box.appendChild(el("p", { id: "no-leaks", text: "No leak candidates: no site's growth passes the t-test at " +
+          (100 * d.fdr) + "% FDR and exceeds the sampling noise." }));
+      } else {
+        box.appendChild(el("h2", { text: d.candidates.length + " leak candidate(s), fastest first" }));
+        box.appendChild(table(cols, d.candidates, null, "leaks-table"));
+      }
+      if (d.others.length) {
+        box.appendChild(el("h2", { text: "Other sites, by slope" }));
+        box.appendChild(table(cols, d.others, null, "other-sites-table"));
+      }
+    }).catch(function (e) { fail(box, e); });
+  }
+
   function instances() {
     var box = el("div"); main.appendChild(box);
     // Agents connected over OpAMP (agents.js), above the JVMs the store heard from.
@@ -391,7 +424,7 @@
   function route() {
     main.textContent = "";
     var path = location.pathname, p = params();
-    var view = path === "/" ? "explore" : path === "/traces" ? "traces" : path.indexOf("/trace/") === 0 ? "traces" : path === "/diff" ? "diff" : "instances";
+    var view = path === "/" ? "explore" : path === "/traces" ? "traces" : path.indexOf("/trace/") === 0 ? "traces" : path === "/diff" ? "diff" : path === "/leaks" ? "leaks" : "instances";
     Array.prototype.forEach.call(document.querySelectorAll("nav a"), function (a) {
       if (a.getAttribute("data-view") === view) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
     });
@@ -399,6 +432,7 @@
     else if (path === "/traces") { document.title = "otelprof: traces"; traces(p); }
     else if (path.indexOf("/trace/") === 0) { var id = path.slice(7); document.title = "otelprof: trace " + id; trace(id, p); }
     else if (path === "/diff") { document.title = "otelprof: compare"; compare(p); }
+    else if (path === "/leaks") { document.title = "otelprof: leaks"; leaks(p); }
     else { document.title = "otelprof: instances"; instances(); }
   }
   document.querySelector("nav").addEventListener("click", function (ev) {

@@ -1,0 +1,273 @@
+//! What the JVM's management beans say about its collections and its heap, read through JNI
+//! on the aggregator thread (never from a GC callback, where JNI is forbidden).
+//!
+//! - **Collections** (`GarbageCollectorMXBean.getCollectionCount`): the live heap counts an
+//!   object only once a collection that can free it has run since it was sampled. JVMTI's
+//!   GarbageCollectionFinish cannot say that alone: HotSpot posts it for every
+//!   stop-the-world operation of a collector, G1's Remark and Cleanup pauses included, which
+//!   free no young object. So the count is the beans' that count collections: every bean of
+//!   a stop-the-world collector except G1's `G1 Concurrent GC` (JDK 20+, it counts the Remark
+//!   and Cleanup pauses), or the `Cycles` beans of ZGC and Shenandoah (their `Pauses` beans
+//!   count pauses; generational ZGC's `Major Cycles` when it has them, since its minor cycles
+//!   need not clear weak references). A concurrent collector's cycle may have begun before
+//!   the object was allocated and treat it as live, so two of its cycles are needed
+//!   ([`Management::survivals_needed`]).
+//! - **Heap used after the last collection**: the sum of the heap pools'
+//!   `MemoryPoolMXBean.getCollectionUsage().getUsed()`, what the OpenTelemetry semantic
+//!   convention `jvm.memory.used_after_last_gc` reports per pool.
+//!
+//! The beans need the `java.management` module; a runtime without it (a jlink image) gets
+//! one log line, and the live heap counts pause ends instead ([`super::super::live`]).
+//! The aggregator thread is one of the agent's own: the objects these calls allocate are
+//! never sampled.
+
+use jni::objects::{JObject, JString, JValue};
+use jni::sys::{jobject, JNIEnv};
+
+use crate::jvm::jvmti::{delete_global_ref, new_global_ref};
+
+/// The beans, held by global references of the aggregator thread.
+pub(crate) struct Management {
+    /// The collector beans whose counts are summed.
+    collectors: Vec<jobject>,
+    heap_pools: Vec<jobject>,
+    /// Collections that must follow an object's sampling before it counts as live: 1 for
+    /// stop-the-world collectors, 2 for concurrent ones.
+    pub(crate) survivals_needed: u64,
+    /// The collector beans, with whether each is counted, for the log.
+    pub(crate) described: String,
+}
+
+/// Which collector beans count collections, by name, and how many collections an object
+/// must outlive: see the module docs.
+pub(crate) fn counted_collectors(names: &[String]) -> (Vec<bool>, u64) {
+    let concurrent = names
+        .iter()
+        .any(|n| n.contains("ZGC") || n.contains("Shenandoah"));
+    if concurrent {
+        let majors = names.iter().any(|n| n.contains("Major Cycles"));
+        let counted = names
+            .iter()
+            .map(|n| n.ends_with("Cycles") && (!majors || n.contains("Major")))
+            .collect();
+        return (counted, 2);
+    }
+    let counted: Vec<bool> = names.iter().map(|n| !n.contains("Concurrent")).collect();
+    if counted.iter().any(|&c| c) {
+        (counted, 1)
+    } else {
+        (vec![true; names.len()], 1)
+    }
+}
+
+type JniResult<T> = Result<T, jni::errors::Error>;
+
+impl Management {
+    /// Finds the beans.
+    ///
+    /// # Safety
+    /// `jni` is the calling thread's JNIEnv, in the live phase.
+    pub(crate) unsafe fn open(jni: *mut JNIEnv) -> Result<Management, String> {
+        // SAFETY: per this function's contract.
+        let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.map_err(|e| e.to_string())?;
+        let found = env.with_local_frame(64, |env| -> JniResult<_> {
+            let collectors = beans(env, "getGarbageCollectorMXBeans")?;
+            let mut names = Vec::new();
+            for bean in &collectors {
+                let name = env
+                    .call_method(bean, "getName", "()Ljava/lang/String;", &[])?
+                    .l()?;
+                names.push(env.get_string(&JString::from(name))?.into());
+            }
+            let mut heap = Vec::new();
+            for pool in beans(env, "getMemoryPoolMXBeans")? {
+                let ty = env
+                    .call_method(&pool, "getType", "()Ljava/lang/management/MemoryType;", &[])?
+                    .l()?;
+                let ty = env
+                    .call_method(&ty, "name", "()Ljava/lang/String;", &[])?
+                    .l()?;
+                let ty: String = env.get_string(&JString::from(ty))?.into();
+                if ty == "HEAP" {
+                    heap.push(global(jni, &pool));
+                }
+            }
+            let (counted, needed) = counted_collectors(&names);
+            let mut kept = Vec::new();
+            for (bean, on) in collectors.iter().zip(&counted) {
+                if *on {
+                    kept.push(global(jni, bean));
+                }
+            }
+            let described = names
+                .iter()
+                .zip(&counted)
+                .map(|(n, c)| format!("{n}{}", if *c { "" } else { " (not counted)" }))
+                .collect::<Vec<_>>()
+                .join(", ");
+            Ok(Management {
+                collectors: kept,
+                heap_pools: heap,
+                survivals_needed: needed,
+                described,
+            })
+        });
+        let found = found.map_err(|e| e.to_string());
+        clear_exception(&mut env);
+        let m = found?;
+        if m.collectors
+            .iter()
+            .chain(&m.heap_pools)
+            .any(|r| r.is_null())
+        {
+            // SAFETY: per this function's contract.
+            unsafe { m.close(jni) };
+            return Err("cannot hold the management beans".to_owned());
+        }
+        Ok(m)
+    }
+
+    /// Collections counted so far, or `None` if the beans cannot be read.
+    ///
+    /// # Safety
+    /// As for [`Management::open`].
+    pub(crate) unsafe fn collections(&self, jni: *mut JNIEnv) -> Option<u64> {
+        // SAFETY: per this function's contract.
+        let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.ok()?;
+        let mut total = 0u64;
+        for &bean in &self.collectors {
+            // SAFETY: a global reference held by this struct.
+            let bean = unsafe { JObject::from_raw(bean) };
+            let n = env
+                .call_method(&bean, "getCollectionCount", "()J", &[])
+                .and_then(|v| v.j());
+            match n {
+                Ok(n) => total += n.max(0) as u64,
+                Err(_) => {
+                    clear_exception(&mut env);
+                    return None;
+                }
+            }
+        }
+        Some(total)
+    }
+
+    /// Bytes of the heap in use after the last collection of each pool, summed; `None` when
+    /// no pool says.
+    ///
+    /// # Safety
+    /// As for [`Management::open`].
+    pub(crate) unsafe fn heap_used_after_gc(&self, jni: *mut JNIEnv) -> Option<u64> {
+        // SAFETY: per this function's contract.
+        let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.ok()?;
+        let pools = &self.heap_pools;
+        let sum = env.with_local_frame(16, |env| -> JniResult<Option<u64>> {
+            let mut sum = None;
+            for &pool in pools {
+                // SAFETY: a global reference held by this struct.
+                let pool = unsafe { JObject::from_raw(pool) };
+                let usage = env
+                    .call_method(
+                        &pool,
+                        "getCollectionUsage",
+                        "()Ljava/lang/management/MemoryUsage;",
+                        &[],
+                    )?
+                    .l()?;
+                if usage.is_null() {
+                    continue;
+                }
+                let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
+                env.delete_local_ref(usage)?;
+                *sum.get_or_insert(0u64) += used.max(0) as u64;
+            }
+            Ok(sum)
+        });
+        clear_exception(&mut env);
+        sum.ok().flatten()
+    }
+
+    /// Deletes the global references.
+    ///
+    /// # Safety
+    /// As for [`Management::open`].
+    pub(crate) unsafe fn close(self, jni: *mut JNIEnv) {
+        for r in self.collectors.into_iter().chain(self.heap_pools) {
+            // SAFETY: a global reference made by `open`, deleted once.
+            unsafe { delete_global_ref(jni, r) };
+        }
+    }
+}
+
+/// `ManagementFactory.<method>()`'s beans, as local references.
+fn beans<'l>(env: &mut jni::JNIEnv<'l>, method: &str) -> JniResult<Vec<JObject<'l>>> {
+    let list = env
+        .call_static_method(
+            "java/lang/management/ManagementFactory",
+            method,
+            "()Ljava/util/List;",
+            &[],
+        )?
+        .l()?;
+    let n = env.call_method(&list, "size", "()I", &[])?.i()?;
+    (0..n)
+        .map(|i| {
+            env.call_method(&list, "get", "(I)Ljava/lang/Object;", &[JValue::Int(i)])?
+                .l()
+        })
+        .collect()
+}
+
+fn global(jni: *mut JNIEnv, obj: &JObject<'_>) -> jobject {
+    // SAFETY: `jni` is the calling thread's JNIEnv and `obj` a live local reference.
+    unsafe { new_global_ref(jni, obj.as_raw()) }
+}
+
+/// A Java exception left by a failed call must not reach the JVM.
+fn clear_exception(env: &mut jni::JNIEnv<'_>) {
+    if env.exception_check().unwrap_or(false) {
+        let _ = env.exception_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_beans_that_count_collections() {
+        // G1 on JDK 17, and on JDK 20+ with the bean of the concurrent cycle's pauses.
+        let g1 = names(&["G1 Young Generation", "G1 Old Generation"]);
+        assert_eq!(counted_collectors(&g1), (vec![true, true], 1));
+        let g1 = names(&[
+            "G1 Young Generation",
+            "G1 Concurrent GC",
+            "G1 Old Generation",
+        ]);
+        assert_eq!(counted_collectors(&g1), (vec![true, false, true], 1));
+        let parallel = names(&["PS Scavenge", "PS MarkSweep"]);
+        assert_eq!(counted_collectors(&parallel), (vec![true, true], 1));
+        // ZGC: cycles, not pauses; generational ZGC: major cycles.
+        let z = names(&["ZGC Cycles", "ZGC Pauses"]);
+        assert_eq!(counted_collectors(&z), (vec![true, false], 2));
+        let gz = names(&[
+            "ZGC Minor Cycles",
+            "ZGC Minor Pauses",
+            "ZGC Major Cycles",
+            "ZGC Major Pauses",
+        ]);
+        assert_eq!(
+            counted_collectors(&gz),
+            (vec![false, false, true, false], 2)
+        );
+        let shen = names(&["Shenandoah Pauses", "Shenandoah Cycles"]);
+        assert_eq!(counted_collectors(&shen), (vec![false, true], 2));
+        // A collector named otherwise: every bean counts.
+        let odd = names(&["Concurrent Thing"]);
+        assert_eq!(counted_collectors(&odd), (vec![true], 1));
+    }
+}
