@@ -60,6 +60,7 @@ pub fn butterfly(merged: &Merged, glob: &Glob, direction: Direction) -> Merged {
         window: merged.window,
         spans: Default::default(),
         instances: merged.instances.clone(),
+        snapshots_window: merged.snapshots_window,
     }
 }
 
