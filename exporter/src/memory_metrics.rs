@@ -61,70 +61,106 @@ pub struct LiveFigures {
 }
 
 /// A gauge of what `read` returns at each collection, when it returns something.
-fn gauge(
-    meter: &Meter,
-    name: &'static str,
-    description: &'static str,
-    unit: &'static str,
-    read: impl Fn() -> Option<u64> + Send + Sync + 'static,
-) {
-    meter
-        .u64_observable_gauge(name)
-        .with_description(description)
-        .with_unit(unit)
-        .with_callback(move |o| {
-            if let Some(v) = read() {
-                o.observe(v, &[]);
-            }
-        })
-        .build();
+/// How a whole-number figure is exported: a value now (gauge) or a running total (counter).
+#[derive(Clone, Copy)]
+enum Instrument {
+    Gauge,
+    Counter,
 }
 
-/// A counter of what `read` returns at each collection, when it returns something.
-fn counter(
-    meter: &Meter,
-    name: &'static str,
-    description: &'static str,
-    unit: &'static str,
-    read: impl Fn() -> Option<u64> + Send + Sync + 'static,
-) {
-    meter
-        .u64_observable_counter(name)
-        .with_description(description)
-        .with_unit(unit)
-        .with_callback(move |o| {
-            if let Some(v) = read() {
-                o.observe(v, &[]);
-            }
-        })
-        .build();
+/// One whole-number figure: its name, instrument, description, unit and where it is read
+/// (`None`: not known, nothing observed).
+type Figure = (
+    &'static str,
+    Instrument,
+    &'static str,
+    &'static str,
+    fn(&MemoryFigures) -> Option<u64>,
+);
+
+const FIGURES: [Figure; 7] = [
+    (
+        names::HEAP_AFTER_GC,
+        Instrument::Gauge,
+        "Heap in use after the last garbage collection (sum over the heap pools)",
+        "By",
+        |m| m.heap_after_gc,
+    ),
+    (
+        names::COLLECTIONS,
+        Instrument::Counter,
+        "Garbage collections, as the JVM's collectors count them",
+        "{collection}",
+        |m| m.collections,
+    ),
+    (
+        names::PAUSES,
+        Instrument::Counter,
+        "Garbage collection pauses (JVMTI GarbageCollectionStart/Finish)",
+        "{pause}",
+        |m| Some(m.pauses),
+    ),
+    (
+        names::ALLOCATED,
+        Instrument::Counter,
+        "Bytes allocated, estimated from the allocation samples (its rate is the allocation rate)",
+        "By",
+        |m| m.allocated_bytes,
+    ),
+    (
+        names::LIVE_ENTRIES,
+        Instrument::Gauge,
+        "Objects the live heap tracks",
+        "{object}",
+        |m| m.live.as_ref().map(|l| l.entries),
+    ),
+    (
+        names::LIVE_INTERVAL,
+        Instrument::Gauge,
+        "The live heap's sampling interval in force (raised while its table is full)",
+        "By",
+        |m| m.live.as_ref().map(|l| l.interval),
+    ),
+    (
+        names::LIVE_THINNED,
+        Instrument::Counter,
+        "Tracked objects dropped when the live heap's interval rose (estimates stay unbiased)",
+        "{object}",
+        |m| m.live.as_ref().map(|l| l.thinned),
+    ),
+];
+
+fn register_figure(meter: &Meter, figure: Figure, source: MemorySource) {
+    let (name, instrument, description, unit, read) = figure;
+    let observe = move |o: &dyn opentelemetry::metrics::AsyncInstrument<u64>| {
+        if let Some(v) = read(&source()) {
+            o.observe(v, &[]);
+        }
+    };
+    match instrument {
+        Instrument::Gauge => {
+            meter
+                .u64_observable_gauge(name)
+                .with_description(description)
+                .with_unit(unit)
+                .with_callback(observe)
+                .build();
+        }
+        Instrument::Counter => {
+            meter
+                .u64_observable_counter(name)
+                .with_description(description)
+                .with_unit(unit)
+                .with_callback(observe)
+                .build();
+        }
+    }
 }
 
 pub(crate) fn register(meter: &Meter, source: MemorySource) {
-    let s = source.clone();
-    gauge(
-        meter,
-        names::HEAP_AFTER_GC,
-        "Heap in use after the last garbage collection (sum over the heap pools)",
-        "By",
-        move || s().heap_after_gc,
-    );
-    let s = source.clone();
-    counter(
-        meter,
-        names::COLLECTIONS,
-        "Garbage collections, as the JVM's collectors count them",
-        "{collection}",
-        move || s().collections,
-    );
-    let s = source.clone();
-    counter(
-        meter,
-        names::PAUSES,
-        "Garbage collection pauses (JVMTI GarbageCollectionStart/Finish)",
-        "{pause}",
-        move || Some(s().pauses),
-    );
+    for figure in FIGURES {
+        register_figure(meter, figure, source.clone());
+    }
     let s = source.clone();
     meter
         .f64_observable_counter(names::PAUSE_TIME)
@@ -139,42 +175,6 @@ pub(crate) fn register(meter: &Meter, source: MemorySource) {
         .with_unit("s")
         .with_callback(move |o| o.observe(s().recent_pause_max_ns as f64 / 1e9, &[]))
         .build();
-    let s = source.clone();
-    counter(
-        meter,
-        names::ALLOCATED,
-        "Bytes allocated, estimated from the allocation samples (its rate is the allocation rate)",
-        "By",
-        move || s().allocated_bytes,
-    );
-    register_live(meter, source);
-}
-
-fn register_live(meter: &Meter, source: MemorySource) {
-    let s = source.clone();
-    gauge(
-        meter,
-        names::LIVE_ENTRIES,
-        "Objects the live heap tracks",
-        "{object}",
-        move || s().live.map(|l| l.entries),
-    );
-    let s = source.clone();
-    gauge(
-        meter,
-        names::LIVE_INTERVAL,
-        "The live heap's sampling interval in force (raised while its table is full)",
-        "By",
-        move || s().live.map(|l| l.interval),
-    );
-    let s = source.clone();
-    counter(
-        meter,
-        names::LIVE_THINNED,
-        "Tracked objects dropped when the live heap's interval rose (estimates stay unbiased)",
-        "{object}",
-        move || s().live.map(|l| l.thinned),
-    );
     meter
         .u64_observable_counter(names::LIVE_DROPPED)
         .with_description("Live heap samples lost, by reason")

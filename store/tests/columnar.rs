@@ -160,37 +160,19 @@ fn every_query_answers_as_the_otlp_files() {
         }
         assert_eq!(a.window, b.window, "{what}");
         assert_eq!(sorted(&a.instances), sorted(&b.instances), "{what}");
-        let mut sa: Vec<_> = a
-            .spans
-            .iter()
-            .map(|(l, s)| {
-                (
-                    l.trace_id_hex(),
-                    l.span_id_hex(),
-                    s.value as i64,
-                    s.first,
-                    s.last,
-                    s.window,
-                )
-            })
-            .collect();
-        let mut sb: Vec<_> = b
-            .spans
-            .iter()
-            .map(|(l, s)| {
-                (
-                    l.trace_id_hex(),
-                    l.span_id_hex(),
-                    s.value as i64,
-                    s.first,
-                    s.last,
-                    s.window,
-                )
-            })
-            .collect();
-        sa.sort();
-        sb.sort();
-        assert_eq!(sa, sb, "{what}");
+        let spans = |m: &Merged| {
+            let mut v: Vec<_> = m
+                .spans
+                .iter()
+                .map(|(l, s)| {
+                    let id = (l.trace_id_hex(), l.span_id_hex());
+                    (id, s.value as i64, s.first, s.last, s.window)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(spans(&a), spans(&b), "{what}");
         compared += 1;
     }
     assert_eq!(compared, 10);

@@ -107,3 +107,30 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A self-signed certificate for `localhost` and 127.0.0.1, made by Debian's `openssl` in
+/// `dir` with the `extensions` given (`-addext` values) besides the subject's names:
+/// `(certificate, key)`, PEM.
+pub fn self_signed_cert(dir: &Path, extensions: &[&str]) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let mut openssl = Command::new("openssl");
+    openssl
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]);
+    for e in extensions {
+        openssl.args(["-addext", e]);
+    }
+    let status = openssl
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status_tied()
+        .expect("openssl (Debian openssl) makes the test certificate");
+    assert!(status.success(), "openssl failed");
+    (cert, key)
+}

@@ -62,6 +62,19 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
+    /// The number on the workload's `KEY NUMBER` line of standard output (the truths the test
+    /// workloads print); panics naming the key when there is none.
+    pub fn stdout_number(&self, key: &str) -> f64 {
+        let line = self
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no '{key}' line:\n{}", self.stdout));
+        line.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("'{key} {line}': {e}"))
+    }
+
     /// The pprof files the agent wrote, sorted by name (= by time).
     pub fn profiles(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(&self.out_dir)

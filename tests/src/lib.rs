@@ -39,7 +39,7 @@ pub mod running_jvm;
 pub use attach::{attach_load, AttachReply};
 pub use environment::{
     agent_path, cli_path, free_port, jar_path, otelprof, python, release_dir, repo_root,
-    scratch_dir, which,
+    scratch_dir, self_signed_cert, which,
 };
 pub use jdks::{all_jdks, classes, jdk17, jdk25, otel_classes, otel_sdk_jar, Jdk};
 pub use jvm_run::{AgentMode, JvmRun, RunOutput, NO_LOOP_SAFEPOINTS};

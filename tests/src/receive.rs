@@ -31,6 +31,8 @@ pub struct Launch<'a> {
     pub quiet: bool,
     /// At most this many open files (soft and hard: the process cannot raise them).
     pub nofile: Option<u64>,
+    /// This store (or agent output directory) instead of a fresh one; the log goes beside it.
+    pub store: Option<&'a Path>,
 }
 
 impl Default for Launch<'_> {
@@ -40,6 +42,7 @@ impl Default for Launch<'_> {
             ui_host: None,
             quiet: true,
             nofile: None,
+            store: None,
         }
     }
 }
@@ -55,7 +58,9 @@ impl ReceiveProcess {
 
     /// Starts it as `how` says and waits until every port listens.
     pub fn launch(how: Launch<'_>) -> ReceiveProcess {
-        let store = scratch_dir("store");
+        let store = how
+            .store
+            .map_or_else(|| scratch_dir("store"), Path::to_path_buf);
         let log = store.with_extension("log");
         let (grpc, http) = (free_port(), free_port());
         let ui = how.ui_host.map(|host| (host, free_port()));

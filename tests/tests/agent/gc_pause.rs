@@ -17,14 +17,7 @@ fn check(jdk: Jdk) {
         .args(&["256", "5"])
         .run();
     out.assert_clean_exit();
-    let value = |key: &str| -> f64 {
-        out.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no '{key}' line:\n{}", out.stdout))
-            .parse()
-            .unwrap()
-    };
+    let value = |key: &str| out.stdout_number(key);
     let gc_ms = value("gc_total") / 1e6;
     let span = out
         .stdout

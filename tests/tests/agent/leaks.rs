@@ -3,48 +3,23 @@
 //! other site is a candidate; without it, no candidate at all. The Leaks view of `otelprof
 //! serve` over the same snapshots, in Chromium (tests/browser/leaks_ui.js), says the same.
 
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use otelprof_tests::Tied as _;
-use otelprof_tests::{
-    all_jdks, cli_path, free_port, otelprof, release_dir, repo_root, run_with_timeout, Jdk, JvmRun,
-};
+use otelprof_tests::receive::{Launch, ReceiveProcess};
+use otelprof_tests::{all_jdks, otelprof, release_dir, repo_root, run_with_timeout, Jdk, JvmRun};
 
 const LEAK_SITE: &str = "otelprof.tests.LeakGrowth.leak [byte[]]";
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The Leaks view over `dir` in Chromium shows `site` first (`none`: no candidate).
 fn the_leaks_view_shows(dir: &Path, site: &str) {
-    let (http, ui) = (free_port(), free_port());
-    let _serve = Killed(
-        Command::new(cli_path())
-            .args(["serve", "--quiet", "--store"])
-            .arg(dir)
-            .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http}")])
-            .args(["--ui", &format!("127.0.0.1:{ui}")])
-            .stdin(Stdio::null())
-            .spawn_tied()
-            .unwrap(),
-    );
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", ui)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "serve did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let serve = ReceiveProcess::launch(Launch {
+        store: Some(dir),
+        ui_host: Some("127.0.0.1"),
+        ..Launch::default()
+    });
+    let ui = serve.ui.unwrap();
     // Where scripts/test.sh installs the pinned playwright-core.
     let modules = release_dir()
         .parent()

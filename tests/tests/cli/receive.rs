@@ -6,12 +6,12 @@
 use otelprof_tests::Tied as _;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use otelprof_tests::receive::{files_below, ReceiveProcess};
 use otelprof_tests::{
-    cli_path, free_port, jdk17, otelprof, python, repo_root, scratch_dir, JvmRun,
+    cli_path, free_port, jdk17, otelprof, python, repo_root, scratch_dir, self_signed_cert, JvmRun,
 };
 use serde_json::Value;
 
@@ -309,31 +309,7 @@ fn beyond_loopback_a_token_is_required_and_checked() {
 #[test]
 fn tls_serves_both_transports() {
     let dir = scratch_dir("tls");
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let status = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-        ])
-        .args([
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            "-keyout",
-        ])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status_tied()
-        .expect("openssl (Debian openssl) makes the test certificate");
-    assert!(status.success());
+    let (cert, key) = self_signed_cert(&dir, &[]);
     let store = scratch_dir("tls-store");
     let (grpc, http) = (free_port(), free_port());
     let child = Command::new(cli_path())

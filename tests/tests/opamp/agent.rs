@@ -6,26 +6,16 @@
 //! line and nothing else.
 
 use crate::opamp_support;
-use otelprof_tests::Tied as _;
 
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use opamp_support::{http, wait_for};
+use otelprof_tests::receive::{Launch, ReceiveProcess};
 use otelprof_tests::{
     cli_path, free_port, jdk17, jdk25, otelprof, run_with_timeout, scratch_dir, JvmRun,
 };
 use serde_json::Value;
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn agents(port: u16) -> Vec<Value> {
     let (code, body) = http(port, "GET", "/api/agents", &[], b"");
@@ -37,20 +27,13 @@ fn agents(port: u16) -> Vec<Value> {
 #[test]
 fn a_jvm_reports_to_serve_and_answers_its_requests() {
     let dir = scratch_dir("opamp-agent");
-    let (http_port, ui) = (free_port(), free_port());
-    let _serve = Killed(
-        Command::new(cli_path())
-            .args(["serve", "--quiet", "--store"])
-            .arg(dir.join("store"))
-            .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
-            .args(["--ui", &format!("127.0.0.1:{ui}")])
-            .stdin(Stdio::null())
-            .spawn_tied()
-            .unwrap(),
-    );
-    wait_for("serve listening", Duration::from_secs(20), || {
-        TcpStream::connect(("127.0.0.1", ui)).is_ok()
+    let store = dir.join("store");
+    let serve = ReceiveProcess::launch(Launch {
+        store: Some(&store),
+        ui_host: Some("127.0.0.1"),
+        ..Launch::default()
     });
+    let ui = serve.ui.unwrap();
     let run = JvmRun::new(jdk17(), "otelprof.tests.HotLine")
         .args(&["20"])
         .agent(&format!(
@@ -214,20 +197,13 @@ fn a_jvm_reports_to_serve_and_answers_its_requests() {
 #[test]
 fn a_capture_with_live_gives_a_live_snapshot_with_its_id() {
     let dir = scratch_dir("opamp-live");
-    let (http_port, ui) = (free_port(), free_port());
-    let _serve = Killed(
-        Command::new(cli_path())
-            .args(["serve", "--quiet", "--store"])
-            .arg(dir.join("store"))
-            .args(["--grpc", "off", "--http", &format!("127.0.0.1:{http_port}")])
-            .args(["--ui", &format!("127.0.0.1:{ui}")])
-            .stdin(Stdio::null())
-            .spawn_tied()
-            .unwrap(),
-    );
-    wait_for("serve listening", Duration::from_secs(20), || {
-        TcpStream::connect(("127.0.0.1", ui)).is_ok()
+    let store = dir.join("store");
+    let serve = ReceiveProcess::launch(Launch {
+        store: Some(&store),
+        ui_host: Some("127.0.0.1"),
+        ..Launch::default()
     });
+    let ui = serve.ui.unwrap();
     let run = JvmRun::new(jdk25(), "otelprof.tests.LiveTarget")
         .args(&["25"])
         .flags(&["-Xmx256m", "-Xmn16m"])

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use opamp_support::{http, wait_for};
 use otelprof_opamp::proto::{ServerErrorResponseType, ServerToAgent};
-use otelprof_tests::{cli_path, free_port, python, repo_root, run_with_timeout, scratch_dir};
+use otelprof_tests::{
+    cli_path, free_port, python, repo_root, run_with_timeout, scratch_dir, self_signed_cert,
+};
 use prost::Message as _;
 use serde_json::Value;
 
@@ -334,26 +336,8 @@ fn serve_manages_an_agent_that_is_not_ours() {
 #[test]
 fn captures_over_tls() {
     let dir = scratch_dir("opamp-tls");
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let status = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", "/CN=localhost"])
-        // Not a CA: rustls (the capture command's TLS) refuses a CA certificate as a server's.
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .args([
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            "-keyout",
-        ])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status_tied()
-        .expect("openssl (Debian openssl) makes the test certificate");
-    assert!(status.success());
+    // Not a CA: rustls (the capture command's TLS) refuses a CA certificate as a server's.
+    let (cert, key) = self_signed_cert(&dir, &["basicConstraints=critical,CA:FALSE"]);
     let (http_port, ui) = (free_port(), free_port());
     let _serve = Killed(
         Command::new(cli_path())

@@ -33,14 +33,7 @@ fn check(jdk: Jdk) {
         .args(&["256", "5"])
         .run();
     out.assert_clean_exit();
-    let value = |key: &str| -> f64 {
-        out.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no '{key}' line:\n{}", out.stdout))
-            .parse()
-            .unwrap()
-    };
+    let value = |key: &str| out.stdout_number(key);
     let s = receiver.check();
     let v = s["violations"].as_array().unwrap();
     assert!(v.is_empty(), "docs/output-format.md violations: {v:#?}");

@@ -11,14 +11,14 @@
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
 //! starts a capture on it from the keyboard.
 
+use otelprof_tests::receive::{Launch, ReceiveProcess};
 use otelprof_tests::Tied as _;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use otelprof_tests::{
-    cli_path, free_port, otelprof, python, release_dir, repo_root, run_with_timeout, scratch_dir,
+    cli_path, otelprof, python, release_dir, repo_root, run_with_timeout, scratch_dir,
 };
 
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
@@ -96,26 +96,13 @@ fn every_view_works_in_chromium() {
         assert!(columnar.iter().any(|f| f.starts_with(kind)), "{columnar:?}");
     }
 
-    let (grpc, http, ui) = (free_port(), free_port(), free_port());
-    let _serve = Serve(
-        Command::new(cli_path())
-            .args(["serve", "--quiet", "--store"])
-            .arg(dir.join("store"))
-            .args(["--grpc", &format!("127.0.0.1:{grpc}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .args(["--ui", &format!("127.0.0.1:{ui}")])
-            .stdin(Stdio::null())
-            .spawn_tied()
-            .unwrap(),
-    );
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", ui)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "serve did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let store = dir.join("store");
+    let serve = ReceiveProcess::launch(Launch {
+        store: Some(&store),
+        ui_host: Some("127.0.0.1"),
+        ..Launch::default()
+    });
+    let ui = serve.ui.unwrap();
 
     // An agent connected over OpAMP for the Instances view (PyPI opentelemetry-opamp-client,
     // answering captures as tests/python/opamp_agent.py says), polling until killed.

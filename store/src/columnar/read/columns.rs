@@ -66,22 +66,39 @@ pub(super) fn column_index(
         .ok_or_else(|| ColumnarFileError::MissingColumn(path.to_owned()))
 }
 
-/// Reads `rows` records of one column in batches, within [`MAX_VALUES`].
-macro_rules! read_column {
-    ($rg:expr, $path:expr, $rows:expr, $variant:ident) => {{
+/// The reader of the column at `path`, of the physical type `$variant`, and an empty
+/// [`Column`] to read it into.
+macro_rules! typed_reader {
+    ($rg:expr, $path:expr, $variant:ident) => {{
         let i = $crate::columnar::read::columns::column_index($rg, $path)?;
-        let parquet::column::reader::ColumnReader::$variant(mut reader) =
-            $rg.get_column_reader(i)?
+        let parquet::column::reader::ColumnReader::$variant(reader) = $rg.get_column_reader(i)?
         else {
             return Err($crate::error::ColumnarFileError::ColumnType(
                 $path.to_owned(),
             ));
         };
-        let mut col = $crate::columnar::read::columns::Column {
+        let col = $crate::columnar::read::columns::Column {
             values: Vec::new(),
             def: Vec::new(),
             rep: Vec::new(),
         };
+        (reader, col)
+    }};
+}
+
+/// Refuses a column grown past [`MAX_VALUES`] values or levels.
+pub(in crate::columnar) fn within_bounds<T>(col: &Column<T>) -> Result<(), ColumnarFileError> {
+    if col.values.len() > MAX_VALUES || col.def.len() > MAX_VALUES {
+        return Err(ColumnarFileError::TooManyValues);
+    }
+    Ok(())
+}
+
+/// Reads `rows` records of one column in batches, within [`MAX_VALUES`].
+macro_rules! read_column {
+    ($rg:expr, $path:expr, $rows:expr, $variant:ident) => {{
+        let (mut reader, mut col) =
+            $crate::columnar::read::columns::typed_reader!($rg, $path, $variant);
         let mut read = 0;
         while read < $rows {
             let batch = ($rows - read).min(65_536);
@@ -97,11 +114,7 @@ macro_rules! read_column {
                 ));
             }
             read += records;
-            if col.values.len() > $crate::columnar::read::columns::MAX_VALUES
-                || col.def.len() > $crate::columnar::read::columns::MAX_VALUES
-            {
-                return Err($crate::error::ColumnarFileError::TooManyValues);
-            }
+            $crate::columnar::read::columns::within_bounds(&col)?;
         }
         col
     }};
@@ -111,19 +124,8 @@ macro_rules! read_column {
 /// the others: the columns that repeat a profile's header on each of its rows.
 macro_rules! read_runs {
     ($rg:expr, $path:expr, $runs:expr, $variant:ident) => {{
-        let i = $crate::columnar::read::columns::column_index($rg, $path)?;
-        let parquet::column::reader::ColumnReader::$variant(mut reader) =
-            $rg.get_column_reader(i)?
-        else {
-            return Err($crate::error::ColumnarFileError::ColumnType(
-                $path.to_owned(),
-            ));
-        };
-        let mut col = $crate::columnar::read::columns::Column {
-            values: Vec::new(),
-            def: Vec::new(),
-            rep: Vec::new(),
-        };
+        let (mut reader, mut col) =
+            $crate::columnar::read::columns::typed_reader!($rg, $path, $variant);
         for &run in $runs {
             let (records, _, _) =
                 reader.read_records(1, Some(&mut col.def), Some(&mut col.rep), &mut col.values)?;
@@ -132,11 +134,7 @@ macro_rules! read_runs {
                     $path.to_owned(),
                 ));
             }
-            if col.values.len() > $crate::columnar::read::columns::MAX_VALUES
-                || col.def.len() > $crate::columnar::read::columns::MAX_VALUES
-            {
-                return Err($crate::error::ColumnarFileError::TooManyValues);
-            }
+            $crate::columnar::read::columns::within_bounds(&col)?;
         }
         col
     }};
@@ -256,4 +254,4 @@ pub(super) fn row_count(rg: &dyn RowGroupReader) -> Result<usize, ColumnarFileEr
     Ok(rows)
 }
 
-pub(super) use {read_column, read_runs, required_runs};
+pub(super) use {read_column, read_runs, required_runs, typed_reader};
