@@ -704,7 +704,7 @@ impl Period {
         Period {
             exporter: config.exporter.clone(),
             symbols: Symbols::new(config.jvmti, jni),
-            native_names: NativeNames::default(),
+            native_names: NativeNames::take_kept(),
             lanes,
             lane_of,
             live: config.live.map(|i| LiveHeap::new(u64::from(i), max_depth)),
@@ -773,6 +773,7 @@ impl Period {
     /// Ends the session's live heap: every weak reference it holds is deleted, and the
     /// beans' references.
     fn release(&mut self) {
+        std::mem::take(&mut self.native_names).keep();
         if let Some(live) = self.live.take() {
             // SAFETY: `self.jni` is this (aggregator) thread's JNIEnv.
             unsafe { live.release(self.jni) };

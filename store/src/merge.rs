@@ -64,12 +64,10 @@ fn instance_of(resource: &[opentelemetry::KeyValue]) -> Option<String> {
         .or_else(|| resource_value(resource, "process.pid"))
 }
 
-/// The role frame (`[GC]`, `[JIT compiler]`, …) of a sample of a thread that is not walked:
-/// a stack of that one frame.
+/// The role frame (`[GC]`, `[JIT compiler]`, …) of a sample of one of the JVM's own threads:
+/// the stack's root, alone or with the thread's native frames above it.
 pub(crate) fn role_of(profile: &Profile, stack: StackId) -> Option<&str> {
-    let [location] = profile.stack(stack) else {
-        return None;
-    };
+    let location = profile.stack(stack).last()?;
     let location = profile.locations().get(location.0 as usize)?;
     let [line] = location.lines.as_slice() else {
         return None;

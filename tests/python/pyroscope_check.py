@@ -370,11 +370,24 @@ class Checker:
     def note_depth(self, d, stack):
         if self.deepest and len(stack) <= self.deepest[-1][0] and len(self.deepest) >= 3:
             return
-        names = []
-        for li in (stack[0], stack[-1]) if stack else ():
+        def name(li):
             loc = d.location_table[li]
             fn = loc.lines[0].function_index if loc.lines else 0
-            names.append(d.string_table[d.function_table[fn].name_strindex])
+            return d.string_table[d.function_table[fn].name_strindex]
+
+        def is_java(li):
+            for ai in d.location_table[li].attribute_indices:
+                kv = d.attribute_table[ai]
+                if d.string_table[kv.key_strindex] == "profile.frame.type":
+                    return kv.value.string_value == "jvm"
+            return False
+
+        # The innermost Java frame (native and kernel frames may sit above it: the leaf's
+        # own calls into the JVM or the kernel) and the root.
+        names = []
+        if stack:
+            java = next((li for li in stack if is_java(li)), stack[0])
+            names = [name(java), name(stack[-1])]
         self.deepest.append((len(stack), names))
         self.deepest = sorted(self.deepest, key=lambda x: -x[0])[:3]
 

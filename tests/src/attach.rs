@@ -386,3 +386,18 @@ pub fn attach_load(jvm: &RunningJvm, library: &Path, args: &str) -> AttachReply 
     );
     AttachReply::parse(&text)
 }
+
+/// The perf events open in process `pid` (its descriptors on `anon_inode:[perf_event]`): the
+/// per-thread samplers of `clock=perf`, as SIGPROF timers are those of `clock=cpu`.
+pub fn perf_events(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .filter(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|l| l.to_string_lossy() == "anon_inode:[perf_event]")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}

@@ -36,7 +36,7 @@ pub mod process;
 pub mod receive;
 pub mod running_jvm;
 
-pub use attach::{attach_load, AttachReply};
+pub use attach::{attach_load, perf_events, AttachReply};
 pub use environment::{
     agent_path, cli_path, free_port, jar_path, otelprof, python, release_dir, repo_root,
     scratch_dir, self_signed_cert, which,

@@ -46,7 +46,13 @@ struct Kernel {
     build_id: String,
 }
 
-/// Symbol tables read so far, for the life of the session.
+/// The tables a stopped session read, for the next session of this process: libjvm's
+/// symbols and the kernel's are tens of megabytes of names, read once per process rather than
+/// once per session (a JVM started and stopped many times by attach would otherwise grow
+/// with every session's copy, which the allocator does not always give back).
+static KEPT: std::sync::Mutex<Option<NativeNames>> = std::sync::Mutex::new(None);
+
+/// Symbol tables read so far, for the life of the process ([`NativeNames::take_kept`]).
 #[derive(Default)]
 pub(crate) struct NativeNames {
     /// By library (its address: libraries are never freed).
@@ -57,6 +63,19 @@ pub(crate) struct NativeNames {
 }
 
 impl NativeNames {
+    /// What an earlier session of this process read, or nothing yet.
+    pub(crate) fn take_kept() -> NativeNames {
+        KEPT.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// Leaves the tables for the next session ([`NativeNames::take_kept`]).
+    pub(crate) fn keep(self) {
+        *KEPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(self);
+    }
+
     /// The frame at `pc`: the interrupted pc when `leaf`, a return address otherwise (looked
     /// up at the call instruction, the byte before).
     pub(crate) fn native(&mut self, pc: u64, leaf: bool) -> Named {

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use otelprof_tests::{
-    agent_path, all_jdks, attach_load, pprof_top, scratch_dir, AttachReply, JvmRun, RunningJvm,
+    agent_path, all_jdks, attach_load, perf_events, pprof_top, scratch_dir, AttachReply, JvmRun,
+    RunningJvm,
 };
 
 const CPU_SPLIT: &str = "otelprof.workloads.CpuSplit";
@@ -57,9 +58,11 @@ fn files_of(reply: &AttachReply, prefix: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A stop leaves no timer, no thread of the agent's, and nothing sampled afterwards.
+/// A stop leaves no timer, no perf event, no thread of the agent's, and nothing sampled
+/// afterwards.
 fn assert_nothing_runs(jvm: &RunningJvm, what: &str) {
     assert_eq!(sigprof_timers(jvm), 0, "{what}: SIGPROF timers left");
+    assert_eq!(perf_events(jvm.pid), 0, "{what}: perf events left");
     // The threads were joined before the reply; their tasks are gone a moment later at most.
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     while !agent_threads(jvm).is_empty() && std::time::Instant::now() < deadline {
@@ -95,7 +98,11 @@ fn verbs_drive_an_agent_loaded_into_a_running_jvm() {
         assert_eq!(started.get("state"), Some("running"), "{}", started.text);
         assert_eq!(started.get("types"), Some("cpu=1ms"));
         assert!(started.get("started").is_some_and(|t| t.ends_with('Z')));
-        assert!(sigprof_timers(&jvm) >= 2, "the workers run without timers");
+        // One sampler per thread: perf events (clock=auto where allowed) or CPU timers.
+        assert!(
+            sigprof_timers(&jvm) + perf_events(jvm.pid) >= 2,
+            "the workers run without samplers"
+        );
 
         let again = attach(&jvm, "start,cpu=5ms");
         assert!(
@@ -144,8 +151,10 @@ fn verbs_drive_an_agent_loaded_into_a_running_jvm() {
         let status = attach(&jvm, "status");
         assert_eq!(status.get("state"), Some("stopped"), "{}", status.text);
         let c = counters(&status);
+        // Every per-thread sampler made was undone: CPU timers or perf events.
+        let made = c["timers_created"] + c["perf_events_opened"];
         assert!(
-            c["timers_created"] >= 2 && c["timers_created"] == c["timers_deleted"],
+            made >= 2 && made == c["timers_deleted"] + c["perf_events_closed"],
             "{c:?}"
         );
         let samples_at_stop = c["samples_all_types"];

@@ -510,7 +510,8 @@ fn callers_and_callees_of_a_function() {
     println!("{out}");
     let first_level: Vec<(f64, String)> = out
         .lines()
-        .filter(|l| l.starts_with("  ") && !l.starts_with("    "))
+        // A first-level line: two spaces, the share in six columns, `%`, two spaces, the name.
+        .filter(|l| l.as_bytes().get(8) == Some(&b'%') && l.starts_with("  "))
         .filter_map(|l| {
             let (pct, name) = l.trim().split_once("%  ")?;
             Some((pct.trim().parse().ok()?, name.to_owned()))

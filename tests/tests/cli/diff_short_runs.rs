@@ -115,9 +115,14 @@ fn a_regression_between_two_runs_of_seven_seconds_is_flagged() {
         code, 3,
         "a regression of ~20 pp fails a 5 pp gate:\n{out}\n{err}"
     );
+    // renderHtml's total grew by about 20 pp, and escape's (which it calls twelve times
+    // instead of four) by about as much: either may rank first; both are starred.
     let grew = function_rows(&out, "Grew");
-    assert_eq!(grew[0].name, RENDER_HTML, "{out}");
-    assert_eq!(grew[0].total_starred, Some(true), "{out}");
+    let render = grew.iter().take(2).find(|r| r.name == RENDER_HTML);
+    assert!(
+        render.is_some_and(|r| r.total_starred == Some(true)),
+        "{out}"
+    );
     assert!(
         err.contains(&format!("otelprof: regression: {RENDER_HTML} grew from")),
         "{err}"

@@ -171,7 +171,8 @@ fn the_pyroscope_preset_keeps_every_type_within_what_it_promises() {
 
 /// A recursion of 1,500 frames with all its time in the leaf: without the preset the stacks
 /// are deeper than Pyroscope keeps (it would cut the leaf end); with it they are cut at the
-/// root end to 1,000 frames, the last one `[truncated]`, and the leaf keeps the time.
+/// root end to 1,000 frames, the last one `[truncated]`, and the leaf keeps the time (the
+/// innermost Java frame is checked: the leaf's native calls, its clock, may sit above it).
 #[test]
 fn a_deep_recursion_keeps_its_leaf() {
     for (options, bounded) in [("", false), ("backend=pyroscope,", true)] {
