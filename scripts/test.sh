@@ -83,10 +83,13 @@ echo "== unit tests"
 cargo test --release --workspace --exclude otelprof-tests
 
 echo "== JVM tests (one at a time: they measure CPU)"
-cargo test --release -p otelprof-tests --no-fail-fast -- --test-threads=1 --nocapture
+jvm_tests=0
+cargo test --release -p otelprof-tests --no-fail-fast -- --test-threads=1 --nocapture || jvm_tests=$?
 
 # Every process a test starts must end with its test binary (tests/src/process.rs): nothing
-# started from the target directory may still run now.
+# started from the target directory may still run now, whether the tests passed or not (a
+# failing test is when a child is most likely left behind).
 echo "== no process left behind"
 leftovers_self_test "${CARGO_TARGET_DIR:-target}"
 no_leftovers "${CARGO_TARGET_DIR:-target}"
+exit "$jvm_tests"
