@@ -61,9 +61,6 @@ import overhead as oh  # noqa: E402  (the CPU-sampler benchmark: shared setup an
 
 GOAL_ALL_RATIO = 1.02
 GOAL_LIVE_RATIO = 1.02
-DEFAULT_ASYNC_PROFILER = Path("/work/ext/async-profiler/build/lib/libasyncProfiler.so")
-
-
 @dataclasses.dataclass(frozen=True)
 class Config:
     key: str
@@ -334,8 +331,9 @@ def parse_args(argv):
     p.add_argument("--configs", default="none-aa,cpu,wall,alloc,lock,all,live",
                    help="configurations, or a named set (" + ", ".join(CONFIG_SETS) + ") (default: %(default)s); "
                         "'none' is always included")
-    p.add_argument("--async-profiler", type=Path, default=DEFAULT_ASYNC_PROFILER,
-                   help="libasyncProfiler.so, for the ap-* configurations (default: %(default)s)")
+    p.add_argument("--async-profiler", type=Path,
+                   help="libasyncProfiler.so (built from async-profiler's repository, never committed), "
+                        "for the ap-* configurations")
     p.add_argument("--max-other-load", type=float, metavar="CPUS",
                    help="discard and repeat a round in which the rest of the machine used more than this")
     p.add_argument("--seed", type=int, default=20261122)
