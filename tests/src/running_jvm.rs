@@ -275,7 +275,8 @@ fn comm(pid: u32) -> String {
         .to_owned()
 }
 
-fn children(pid: u32) -> Vec<u32> {
+/// The processes whose parent is `pid` (from /proc; empty once it has none or is gone).
+pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return out;

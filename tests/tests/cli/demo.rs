@@ -361,23 +361,6 @@ fn flame_writes_svg_and_refuses_unknown_formats() {
     assert!(err.contains("*.html") && err.contains("*.svg"), "{err}");
 }
 
-/// The processes whose parent is `pid` (from /proc; empty once it has none or is gone).
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok()),
-            );
-        }
-    }
-    out
-}
-
 fn alive(pid: u32) -> bool {
     // A zombie has no command line left; anything else still runs.
     std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
@@ -387,6 +370,7 @@ fn alive(pid: u32) -> bool {
 /// (no chance to clean up): the kernel signals them (PR_SET_PDEATHSIG).
 #[test]
 fn a_killed_demo_leaves_no_jvm_behind() {
+    use otelprof_tests::running_jvm::children;
     use otelprof_tests::Tied as _;
     let dir = scratch_dir("demo-killed");
     let mut demo = Command::new(cli_path())
