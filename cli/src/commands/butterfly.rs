@@ -12,7 +12,7 @@ use crate::table::{format_value, render_header};
 use otelprof_primitives::escape;
 use otelprof_store::focus::Glob;
 use otelprof_store::query::butterfly::{butterfly, Direction};
-use otelprof_store::query::{self, tree::Tree};
+use otelprof_store::query::tree::Tree;
 
 pub fn run(args: &ButterflyArgs, direction: Direction) -> anyhow::Result<ExitCode> {
     let glob = Glob::parse(&args.function)
@@ -27,13 +27,7 @@ pub fn run(args: &ButterflyArgs, direction: Direction) -> anyhow::Result<ExitCod
         flame::format_of(o)?;
     }
     let selector = args.select.selector()?;
-    let source = super::open_source(&args.paths)?
-        .narrow_to(&selector)
-        .use_rollups(false, None);
-    let (merged, ty) = query::merge(&source, args.select.spec(&selector)?)?;
-    if merged.stacks.is_empty() {
-        bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
-    }
+    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, None)?;
     let half = butterfly(&merged, &glob, direction);
     if half.stacks.is_empty() {
         bail!(

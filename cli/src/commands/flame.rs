@@ -2,24 +2,15 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
-
 use crate::cli::FlameArgs;
 use crate::flame;
 use crate::table::render_header;
 use otelprof_primitives::escape;
-use otelprof_store::query;
 
 pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;
     let selector = args.select.selector()?;
-    let source = super::open_source(&args.paths)?
-        .narrow_to(&selector)
-        .use_rollups(false, None);
-    let (merged, ty) = query::merge(&source, args.select.spec(&selector)?)?;
-    if merged.stacks.is_empty() {
-        bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
-    }
+    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, None)?;
     let title = args
         .title
         .clone()

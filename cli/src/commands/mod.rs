@@ -103,6 +103,28 @@ impl SelectArgs {
     }
 }
 
+/// The merge of what `selector` selects in `paths`, as `select`'s view asks (`--type`,
+/// `--value`, `--lines`), broken down by `by`; an empty answer is an error saying why. Whole
+/// hours of a compacted store answer from their rollups: a day reads 24 hourly sums.
+pub fn merge_selection(
+    paths: &[PathBuf],
+    select: &SelectArgs,
+    selector: &Selector,
+    by: Option<&str>,
+) -> anyhow::Result<(otelprof_store::merge::Merged, ProfileType)> {
+    let source = open_source(paths)?
+        .narrow_to(selector)
+        .use_rollups(false, by);
+    let (merged, ty) = otelprof_store::query::merge(&source, select.spec(selector)?.by(by))?;
+    if merged.stacks.is_empty() {
+        bail!(
+            "{}",
+            otelprof_store::query::explain_empty(&source, &merged, ty, selector)
+        );
+    }
+    Ok((merged, ty))
+}
+
 /// What `paths` hold: the columnar store of a store directory, the files under anything else
 /// ([`StoreSource`]); every file that cannot be read is reported once on stderr (the name and
 /// the reason escaped: both can carry bytes from outside).

@@ -224,10 +224,14 @@ fn write(taken: &Path, output: Output, args: &ProfileArgs) -> anyhow::Result<(u6
     let selector = Selector::default();
     let (merged, _) = query::merge(&source, query::Spec::new(None, &selector))?;
     let samples = merged.total_count() as u64;
-    let header = crate::table::render_header(&merged, merged.total(), merged.total_count());
-    let amount = match header.rsplit_once("; ") {
-        Some((_, a)) if samples > 0 => a.to_owned(),
-        _ => format!("{samples} samples"),
+    // As top's header says it.
+    let amount = if samples > 0 {
+        format!(
+            "{samples} samples, total {}",
+            crate::table::value(merged.total(), &merged.unit)
+        )
+    } else {
+        "0 samples".to_owned()
     };
     let title = format!("otelprof: {} of JVM {}", args.ty, args.pid);
     match output {

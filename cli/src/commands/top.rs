@@ -4,13 +4,10 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::bail;
-
 use crate::cli::TopArgs;
 use crate::table::{render_columns, render_header, share, value};
 use otelprof_primitives::thread_role;
 use otelprof_store::merge::{Merged, NO_GROUP};
-use otelprof_store::query;
 use otelprof_store::query::requests;
 use otelprof_store::query::top::{self, GroupRow, TopTable};
 use otelprof_store::select::ProfileType;
@@ -29,19 +26,12 @@ pub struct TopAnswer {
 /// Computes `top`'s answer; fails, saying why, when the selection is empty.
 pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
     let selector = args.select.selector()?;
-    // Whole hours of a compacted store answer from their rollups: a day reads 24 hourly sums.
     let by = if args.by_thread {
         Some("thread.name")
     } else {
         args.by.as_deref()
     };
-    let source = super::open_source(&args.paths)?
-        .narrow_to(&selector)
-        .use_rollups(false, by);
-    let (merged, ty) = query::merge(&source, args.select.spec(&selector)?.by(by))?;
-    if merged.stacks.is_empty() {
-        bail!("{}", query::explain_empty(&source, &merged, ty, &selector));
-    }
+    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, by)?;
     let mut answer = TopAnswer {
         merged,
         ty,
