@@ -77,7 +77,7 @@ impl SampleKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum ThreadState {
     Unknown = 0,
-    /// Running or ready to run, including in native code (a socket read, for instance).
+    /// Running or ready to run Java code.
     Runnable = 1,
     /// Waiting to enter a `synchronized` monitor.
     Blocked = 2,
@@ -89,6 +89,10 @@ pub(crate) enum ThreadState {
     /// splits the pauses a thread sat through from the state it saw, see
     /// [`crate::engines::wall`]).
     GcPause = 5,
+    /// `RUNNABLE` to the JVM but in native code: a socket read, a poll, a file write, a JNI
+    /// library's work. Told apart because a server's idle acceptors and pollers would
+    /// otherwise fill the RUNNABLE time of every wall profile.
+    Native = 6,
 }
 
 impl ThreadState {
@@ -113,6 +117,8 @@ impl ThreadState {
             ThreadState::Waiting
         } else if bits & s::WAITING_WITH_TIMEOUT != 0 {
             ThreadState::TimedWaiting
+        } else if bits & s::RUNNABLE != 0 && bits & s::IN_NATIVE != 0 {
+            ThreadState::Native
         } else if bits & s::RUNNABLE != 0 {
             ThreadState::Runnable
         } else {
@@ -129,6 +135,7 @@ impl ThreadState {
             3 => ThreadState::Waiting,
             4 => ThreadState::TimedWaiting,
             5 => ThreadState::GcPause,
+            6 => ThreadState::Native,
             _ => ThreadState::Unknown,
         }
     }
@@ -142,6 +149,7 @@ impl ThreadState {
             ThreadState::Waiting => "WAITING",
             ThreadState::TimedWaiting => "TIMED_WAITING",
             ThreadState::GcPause => "GC_PAUSE",
+            ThreadState::Native => "NATIVE",
         }
     }
 }
@@ -175,7 +183,7 @@ mod tests {
         );
         assert_eq!(
             ThreadState::from_jvmti(alive | s::RUNNABLE | s::IN_NATIVE),
-            Some(ThreadState::Runnable)
+            Some(ThreadState::Native)
         );
         assert_eq!(
             ThreadState::from_jvmti(alive | s::BLOCKED_ON_MONITOR_ENTER),

@@ -80,7 +80,8 @@ pub const BUILD_ID: &str = "process.executable.build_id.gnu";
 /// Sample attribute keys (OTel semantic conventions `thread.*`; Pyroscope's `span_name`).
 pub const THREAD_NAME: &str = "thread.name";
 pub const THREAD_ID: &str = "thread.id";
-/// Java thread state of a wall-clock sample (`RUNNABLE`, `BLOCKED`, `WAITING`, `TIMED_WAITING`).
+/// Java thread state of a wall-clock sample (`RUNNABLE`, `BLOCKED`, `WAITING`, `TIMED_WAITING`,
+/// `NATIVE`, `GC_PAUSE`).
 pub const THREAD_STATE: &str = "thread.state";
 /// The thread's pool: its name with the last number folded (`otelprof_primitives::thread_pool`); a key
 /// backends can group by (few values, unlike the thread name).

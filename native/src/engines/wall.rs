@@ -6,7 +6,8 @@
 //! it reads the Java thread state with JVMTI GetThreadState (here, never in the signal
 //! handler), decides whether to sample it, and takes the sample in one of two ways:
 //!
-//! - **RUNNABLE** (running Java code, or in native code): a SIGPROF sent with
+//! - **RUNNABLE** (running Java code) and **NATIVE** (`RUNNABLE` to the JVM, but in native
+//!   code: a socket read, an epoll wait, a JNI library): a SIGPROF sent with
 //!   `rt_tgsigqueueinfo`, `si_code = SI_QUEUE` and a tagged `si_value` ([`WallSignal`]), so the
 //!   handler tells it from a CPU timer's (`SI_TIMER`) and records a wall sample like a CPU one:
 //!   AsyncGetCallTrace wherever the thread is (no safepoint bias), its span context, its state.
@@ -28,8 +29,8 @@
 //!
 //! # Idle threads
 //!
-//! A thread that waits (BLOCKED, WAITING, TIMED_WAITING, RUNNABLE in native code such as a
-//! socket read or an epoll wait, or running no Java code at all) and is not working for a span
+//! A thread that waits (BLOCKED, WAITING, TIMED_WAITING, NATIVE such as a socket read or an
+//! epoll wait, or running no Java code at all) and is not working for a span
 //! is idle. Most of a service's threads are pool threads that stay idle for long stretches
 //! with the same stack; sampling each of them on every visit would spend the signal budget on
 //! them. So once a thread has been idle for more than [`IDLE_AFTER`] visits in a row, each
@@ -93,7 +94,7 @@ use crate::sampling::thread_roles::ThreadRole;
 use crate::sampling::thread_table::ThreadSlot;
 use crate::sampling::wall_signal::{self, WallSignal};
 use crate::stats::{self, COUNTERS};
-use crate::sys::{thread_state, AsgctCallFrame, JvmtiFrameInfo};
+use crate::sys::{AsgctCallFrame, JvmtiFrameInfo};
 use crate::threads::thread_registry;
 
 /// After this many idle visits in a row, a thread counts as long idle (see the module docs).
@@ -294,10 +295,11 @@ impl Rotation {
                 // SAFETY: `jni` is this thread's; `t` is alive under the lock.
                 let local = |t| unsafe { new_local_ref(jni, t) };
                 let how = match (v.signal.state, thread) {
-                    (ThreadState::Runnable, Some(t)) if v.pause_ns > 0 => {
+                    // Running threads, in Java or native code, are walked by the signal.
+                    (ThreadState::Runnable | ThreadState::Native, Some(t)) if v.pause_ns > 0 => {
                         How::Signal(v.signal, local(t))
                     }
-                    (ThreadState::Runnable, _) | (_, None) => {
+                    (ThreadState::Runnable | ThreadState::Native, _) | (_, None) => {
                         How::Signal(v.signal, std::ptr::null_mut())
                     }
                     (state, Some(t)) => {
@@ -509,9 +511,7 @@ fn visit(
     };
     // SAFETY: slots only point to never-freed pool records.
     let has_span = unsafe { crate::context::reader::has_span(slot.context()) };
-    let waiting = state != ThreadState::Runnable
-        || bits & thread_state::IN_NATIVE != 0
-        || marks.no_java.load(Ordering::Relaxed);
+    let waiting = state != ThreadState::Runnable || marks.no_java.load(Ordering::Relaxed);
     if has_span || !waiting {
         marks.idle_streak.store(0, Ordering::Relaxed);
         return sampled(1);

@@ -230,12 +230,16 @@ fn wall_samples_of_threads_in_native_code_show_native_frames() {
 
 /// Checks the wall samples of `thread`, which waits in native code.
 fn native_wait(raw: &Raw, run: &otelprof_tests::RunOutput, thread: &str, what: &str) {
-    let (mut all, mut native_leaf, mut unknown) = (0, 0, 0);
+    let (mut all, mut native_leaf, mut unknown, mut native_state) = (0, 0, 0, 0);
     for s in &raw.samples {
         if s.labels.get("thread_name").map(String::as_str) != Some(thread) {
             continue;
         }
         all += s.value;
+        // RUNNABLE to the JVM, but waiting in native code: the state says so.
+        if s.labels.get("thread_state").map(String::as_str) == Some("NATIVE") {
+            native_state += s.value;
+        }
         let names = raw.names(s);
         if names.contains(&"[unknown_not_Java]") {
             unknown += s.value;
@@ -257,10 +261,11 @@ fn native_wait(raw: &Raw, run: &otelprof_tests::RunOutput, thread: &str, what: &
         .unwrap_or_default();
     println!(
         "{what}: {thread} {:.0} ms of wall samples, {:.1}% with a native leaf, \
-                 {:.1}% [unknown_not_Java]; hottest frame {hottest}",
+                 {:.1}% [unknown_not_Java], {:.1}% in state NATIVE; hottest frame {hottest}",
         all as f64 / 1e6,
         100.0 * native_leaf as f64 / all as f64,
-        100.0 * unknown as f64 / all as f64
+        100.0 * unknown as f64 / all as f64,
+        100.0 * native_state as f64 / all as f64
     );
     assert!(all > 0, "{what}: no wall samples of {thread}");
     assert!(
@@ -272,4 +277,8 @@ fn native_wait(raw: &Raw, run: &otelprof_tests::RunOutput, thread: &str, what: &
         "{what}: {unknown} of {all}"
     );
     assert_ne!(hottest, "[unknown_not_Java]", "{what}");
+    assert!(
+        native_state as f64 >= 0.9 * all as f64,
+        "{what}: {native_state} of {all} in state NATIVE"
+    );
 }
