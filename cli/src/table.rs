@@ -114,35 +114,37 @@ pub fn render_header(m: &Merged, total: f64, count: f64) -> String {
 
 /// Right-aligned columns, then the last one (a name) left-aligned and unpadded. Cells are
 /// escaped before they are measured, so a name cannot break the table or the terminal.
-pub fn render_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
-    let header = header.map(escape);
-    let rows: Vec<[std::borrow::Cow<'_, str>; N]> = rows
+pub fn render_columns<R: AsRef<[String]>>(header: &[&str], rows: &[R]) -> String {
+    let n = header.len();
+    let header: Vec<std::borrow::Cow<'_, str>> = header.iter().map(|h| escape(h)).collect();
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
         .iter()
-        .map(|row| row.each_ref().map(|cell| escape(cell)))
+        .map(|row| row.as_ref().iter().map(|cell| escape(cell)).collect())
         .collect();
-    let mut widths = [0usize; N];
+    let mut widths = vec![0usize; n];
     for (i, h) in header.iter().enumerate() {
         widths[i] = h.chars().count();
     }
     for row in &rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
-        for (i, cell) in cells.enumerate() {
-            if i + 1 == N {
+    let mut line = |cells: &[std::borrow::Cow<'_, str>]| {
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == n {
                 out.push_str(cell);
             } else {
-                let _ = write!(out, "{:>width$}  ", cell, width = widths[i]);
+                let width = widths.get(i).copied().unwrap_or(0);
+                let _ = write!(out, "{:>width$}  ", cell);
             }
         }
         out.push('\n');
     };
-    line(&mut header.iter().map(|h| h.as_ref()));
+    line(&header);
     for row in &rows {
-        line(&mut row.iter().map(|c| c.as_ref()));
+        line(row);
     }
     out
 }

@@ -116,6 +116,8 @@ pub struct Merged {
     /// Whether frames are lines ([`Merger::lines`]).
     pub lines: bool,
     pub groups: Vec<String>,
+    /// The key the stacks are grouped by (`Merger::new`'s `group_by`), if any.
+    pub group_key: Option<String>,
     pub stacks: Vec<MergedStack>,
     /// Profiles with at least one selected sample, and all profiles of the type looked at.
     pub profiles_used: usize,
@@ -258,7 +260,10 @@ impl Merger {
             selector,
             group_by: group_by.map(str::to_owned),
             collect_spans: false,
-            merged: Merged::default(),
+            merged: Merged {
+                group_key: group_by.map(str::to_owned),
+                ..Merged::default()
+            },
             frame_index: FxMap::default(),
             verdicts: Vec::new(),
             group_index: FxMap::default(),

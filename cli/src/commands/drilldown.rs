@@ -128,7 +128,12 @@ pub fn run(args: &DrilldownArgs) -> anyhow::Result<ExitCode> {
     let table = top::top_functions(shown, None);
     out!(
         "{}",
-        super::top::render_top(&table, &shown.unit, args.limit)
+        super::top::render_top(
+            &table,
+            otelprof_store::query::states::state_columns(shown).as_ref(),
+            shown,
+            args.limit
+        )
     )?;
     if let Some(o) = &args.output {
         let subtitle = render_header(shown, shown.total(), shown.total_count());

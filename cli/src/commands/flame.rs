@@ -10,7 +10,9 @@ use otelprof_primitives::escape;
 pub fn run(args: &FlameArgs) -> anyhow::Result<ExitCode> {
     flame::format_of(&args.output)?;
     let selector = args.select.selector()?;
-    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, None)?;
+    // By thread state: a wall profile's page can colour its frames by state.
+    let by = Some(otelprof_store::query::states::STATE_KEY);
+    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, by)?;
     let title = args
         .title
         .clone()

@@ -222,7 +222,9 @@ fn write(taken: &Path, output: Output, args: &ProfileArgs) -> anyhow::Result<(u6
         .with_context(|| format!("the agent's profile {}", taken.display()))?;
     let source = super::open_source(&[taken.to_path_buf()])?;
     let selector = Selector::default();
-    let (merged, _) = query::merge(&source, query::Spec::new(None, &selector))?;
+    // By thread state: a wall profile's page can colour its frames by state.
+    let spec = query::Spec::new(None, &selector).by(Some(query::states::STATE_KEY));
+    let (merged, _) = query::merge(&source, spec)?;
     let samples = merged.total_count() as u64;
     // As top's header says it.
     let amount = if samples > 0 {

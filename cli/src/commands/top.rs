@@ -9,6 +9,7 @@ use crate::table::{render_columns, render_header, share, value};
 use otelprof_primitives::thread_role;
 use otelprof_store::merge::{Merged, NO_GROUP};
 use otelprof_store::query::requests;
+use otelprof_store::query::states::{self, StateColumns};
 use otelprof_store::query::top::{self, GroupRow, TopTable};
 use otelprof_store::select::ProfileType;
 
@@ -21,6 +22,8 @@ pub struct TopAnswer {
     pub groups: Vec<GroupRow>,
     /// The function table, when not grouped.
     pub functions: Option<TopTable>,
+    /// Each function's time per thread state, for the function table of a wall profile.
+    pub states: Option<StateColumns>,
 }
 
 /// Computes `top`'s answer; fails, saying why, when the selection is empty.
@@ -31,13 +34,17 @@ pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
     } else {
         args.by.as_deref()
     };
-    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, by)?;
+    // The function table is merged by thread state: wall profiles get a column per state (the
+    // other types carry none, and stay one group).
+    let merge_by = by.or(Some(states::STATE_KEY));
+    let (merged, ty) = super::merge_selection(&args.paths, &args.select, &selector, merge_by)?;
     let mut answer = TopAnswer {
         merged,
         ty,
         by: by.map(str::to_owned),
         groups: Vec::new(),
         functions: None,
+        states: None,
     };
     match by {
         Some(key) => {
@@ -50,7 +57,10 @@ pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
             }
             answer.groups = rows;
         }
-        None => answer.functions = Some(top::top_functions(&answer.merged, None)),
+        None => {
+            answer.functions = Some(top::top_functions(&answer.merged, None));
+            answer.states = states::state_columns(&answer.merged);
+        }
     }
     Ok(answer)
 }
@@ -64,32 +74,56 @@ pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
             "{}",
             render_groups(&a.groups, key, &a.merged.unit, total, args.limit)
         )?,
-        (None, Some(table)) => out!("{}", render_top(table, &a.merged.unit, args.limit))?,
+        (None, Some(table)) => out!(
+            "{}",
+            render_top(table, a.states.as_ref(), &a.merged, args.limit)
+        )?,
         (None, None) => {}
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The function table, at most `limit` rows (0 = all).
-pub fn render_top(table: &TopTable, unit: &str, limit: usize) -> String {
+/// The function table, at most `limit` rows (0 = all), with a column per thread state after
+/// the total when `states` is given (each function's total in that state; the columns add up
+/// to the total, less any samples without a state).
+pub fn render_top(
+    table: &TopTable,
+    states: Option<&StateColumns>,
+    merged: &Merged,
+    limit: usize,
+) -> String {
+    let unit = merged.unit.as_str();
     let shown = if limit == 0 {
         table.rows.len()
     } else {
         limit.min(table.rows.len())
     };
-    let cells: Vec<[String; 5]> = table.rows[..shown]
+    let state_names: &[String] = states.map_or(&[], |s| &s.names);
+    let frame_of = frame_index(merged, states.is_some());
+    let cells: Vec<Vec<String>> = table.rows[..shown]
         .iter()
         .map(|r| {
-            [
+            let mut row = vec![
                 value(r.self_value, unit),
                 share(r.self_value, table.total),
                 value(r.total_value, unit),
                 share(r.total_value, table.total),
-                r.label.clone(),
-            ]
+            ];
+            if let Some(states) = states {
+                let by_state = frame_of
+                    .get(r.name.as_str())
+                    .map(|&frame| states.of_frame(frame))
+                    .unwrap_or_default();
+                row.extend(by_state.iter().map(|v| state_cell(*v, unit)));
+            }
+            row.push(r.label.clone());
+            row
         })
         .collect();
-    let mut out = render_columns(&["self", "self%", "total", "total%", "function"], &cells);
+    let mut header: Vec<&str> = vec!["self", "self%", "total", "total%"];
+    header.extend(state_names.iter().map(String::as_str));
+    header.push("function");
+    let mut out = render_columns(&header, &cells);
     if shown < table.rows.len() {
         let _ = writeln!(
             out,
@@ -97,7 +131,42 @@ pub fn render_top(table: &TopTable, unit: &str, limit: usize) -> String {
             table.rows.len() - shown
         );
     }
+    if let Some(states) = states {
+        let totals: Vec<String> = states
+            .names
+            .iter()
+            .zip(&states.totals)
+            .map(|(n, t)| format!("{n} {}", share(*t, table.total)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "(thread states: each function's total time in each; all: {})",
+            totals.join(", ")
+        );
+    }
     out
+}
+
+/// Each frame name's id in `merged` (none unless `wanted`).
+pub fn frame_index(merged: &Merged, wanted: bool) -> std::collections::HashMap<&str, usize> {
+    if !wanted {
+        return std::collections::HashMap::new();
+    }
+    merged
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.as_str(), i))
+        .collect()
+}
+
+/// A state column's cell: `-` for none, so that the states a function is in stand out.
+fn state_cell(v: f64, unit: &str) -> String {
+    if v == 0.0 {
+        "-".to_owned()
+    } else {
+        value(v, unit)
+    }
 }
 
 /// A group's name and its hottest function; a role row (`[GC]`) is its own hottest frame.
@@ -232,13 +301,46 @@ total  total%  samples  thread.name
             total: 32.0,
             count: 6.0,
         };
-        let text = render_top(&table, "nanoseconds", 3);
+        let merged = Merged {
+            unit: "nanoseconds".into(),
+            ..Merged::default()
+        };
+        let text = render_top(&table, None, &merged, 3);
         let expected = "\
 self   self%  total   total%  function
 20ns  62.50%   20ns   62.50%  app.A.a (X.java)
 10ns  31.25%   10ns   31.25%  app.C.c (X.java)
  2ns   6.25%   32ns  100.00%  app.Main.main (X.java)
 (1 more functions; --limit 0 shows all)
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn wall_tables_have_a_column_per_thread_state() {
+        use otelprof_store::merge::MergedStack;
+        let stack = |group, frames: &[u32], value| MergedStack {
+            group,
+            frames: frames.to_vec(),
+            value,
+            count: 1.0,
+        };
+        let merged = Merged {
+            unit: "nanoseconds".into(),
+            frames: vec!["app.Run.run".into(), "app.Io.read".into()],
+            groups: vec!["NATIVE".into(), "RUNNABLE".into()],
+            group_key: Some(states::STATE_KEY.into()),
+            stacks: vec![stack(1, &[0], 30.0), stack(0, &[0, 1], 10.0)],
+            ..Merged::default()
+        };
+        let table = top::top_functions(&merged, None);
+        let columns = states::state_columns(&merged);
+        let text = render_top(&table, columns.as_ref(), &merged, 0);
+        let expected = "\
+self   self%  total   total%  RUNNABLE  NATIVE  function
+30ns  75.00%   40ns  100.00%      30ns    10ns  app.Run.run
+10ns  25.00%   10ns   25.00%         -    10ns  app.Io.read
+(thread states: each function's total time in each; all: RUNNABLE 75.00%, NATIVE 25.00%)
 ";
         assert_eq!(text, expected);
     }

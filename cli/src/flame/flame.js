@@ -74,6 +74,31 @@
     return "rgb(" + Math.round(230 + 25 * r) + "," + Math.round(90 + 80 * r) + ",50)";
   }
 
+  // Thread states (wall profiles): a colour each, and a frame coloured by the state most of
+  // its time is in, paler the less that state dominates.
+  var STATE_COLORS = {
+    RUNNABLE: [44, 160, 44], NATIVE: [148, 103, 189], BLOCKED: [214, 39, 40], WAITING: [31, 119, 180],
+    TIMED_WAITING: [120, 180, 230], GC_PAUSE: [90, 90, 90], UNKNOWN: [190, 190, 190]
+  };
+  function stateColor(D, i) {
+    var k = D.states.length, best = -1, bestValue = 0, sum = 0;
+    for (var s = 0; s < k; s++) {
+      var v = D.state[i * k + s]; sum += v;
+      if (v > bestValue) { bestValue = v; best = s; }
+    }
+    if (best < 0) return "rgb(235,235,235)";
+    var c = STATE_COLORS[D.states[best]] || STATE_COLORS.UNKNOWN, mix = 0.6 * (1 - bestValue / sum);
+    return "rgb(" + c.map(function (x) { return Math.round(x + (255 - x) * mix); }).join(",") + ")";
+  }
+  function stateLines(D, i) {
+    var k = D.states.length, lines = [];
+    for (var s = 0; s < k; s++) {
+      var v = D.state[i * k + s];
+      if (v > 0) lines.push("  " + D.states[s] + " " + fmt(v, D.unit) + " (" + pct(v, D.value[i]) + ")");
+    }
+    return lines;
+  }
+
   function matcherOf(q) {
     if (!q) return null;
     if (q.length > 2 && q[0] === "/" && q[q.length - 1] === "/") {
@@ -88,8 +113,23 @@
   // tip, and keys (where Escape zooms out). opts.search: the first search; opts.onSearch(q):
   // told of every search. Returns {search(q), zoomTo(i)}.
   function view(ui, D, opts) {
-    var t = layout(D), zoom = 0, matcher = null;
+    var t = layout(D), zoom = 0, matcher = null, byState = false;
     var chart = ui.chart, status = ui.status, tip = ui.tip;
+    if (D.states && D.states.length && !D.base) {
+      // Colour by thread state, or by kind of code: a picker beside the reset button.
+      var picker = document.createElement("select");
+      picker.className = "flamecolor";
+      picker.setAttribute("aria-label", "colour frames by");
+      [["code", "colour: code"], ["state", "colour: thread state"]].forEach(function (o) {
+        var opt = document.createElement("option"); opt.value = o[0]; opt.textContent = o[1]; picker.appendChild(opt);
+      });
+      byState = opts.colorBy === "state"; picker.value = byState ? "state" : "code";
+      picker.addEventListener("change", function () {
+        byState = picker.value === "state"; render();
+        if (opts.onColorBy) opts.onColorBy(picker.value);
+      });
+      ui.reset.parentNode.insertBefore(picker, ui.reset.nextSibling);
+    }
     chart.style.height = ((t.maxDepth + 1) * ROW + 4) + "px";
     function name(i) { return D.names[D.name[i]]; }
     function matches(i) { return matcher !== null && matcher(name(i)); }
@@ -98,7 +138,8 @@
       var e = document.createElement("div");
       e.className = "frame" + (dim ? " dim" : "") + (matches(i) ? " match" : "");
       e.style.left = left + "%"; e.style.width = width + "%"; e.style.top = (D.depth[i] * ROW) + "px";
-      if (!matches(i)) e.style.background = color(D, i);
+      if (!matches(i)) e.style.background = byState ? stateColor(D, i) : color(D, i);
+      if (byState) e.setAttribute("data-state-color", e.style.background);
       e.textContent = name(i);
       e.setAttribute("data-node", String(i));
       e.tabIndex = 0;
@@ -156,6 +197,7 @@
         lines.push("base " + pct(D.base[i], all) + " → head " + pct(D.value[i], all) +
           " (" + (change >= 0 ? "+" : "") + (100 * change / (all || 1)).toFixed(2) + " pp)");
       }
+      if (D.states && D.states.length) lines = lines.concat(["by thread state:"], stateLines(D, i));
       tip.textContent = lines.join("\n"); tip.style.display = "block";
       var px = ev.clientX + 14;
       if (px + tip.offsetWidth > window.innerWidth) px = ev.clientX - tip.offsetWidth - 8;
@@ -195,6 +237,11 @@
     var reset = make("button", "", "reset zoom"); reset.type = "button";
     var status = make("span", "flamestatus"); status.setAttribute("aria-live", "polite");
     var legend = make("span", "meta", D.base ? "red: larger share than in the base, blue: smaller" : "orange: application, yellow: JDK");
+    if (D.states && D.states.length && !D.base) {
+      legend.textContent += "; by state: " + D.states.map(function (s) {
+        return s + " " + ({ RUNNABLE: "green", NATIVE: "purple", BLOCKED: "red", WAITING: "blue", TIMED_WAITING: "light blue", GC_PAUSE: "dark grey" }[s] || "grey");
+      }).join(", ");
+    }
     bar.appendChild(search); bar.appendChild(reset); bar.appendChild(status); bar.appendChild(legend);
     var chart = make("div", "chart");
     root.appendChild(bar); root.appendChild(chart);

@@ -116,6 +116,29 @@ pub fn data(tree: &Tree) -> String {
             &mut data,
         );
     }
+    if !tree.states.is_empty() {
+        // Each node's value per state: `states.length` numbers a node, in preorder.
+        data.push_str(",\"states\":[");
+        for (i, name) in tree.states.iter().enumerate() {
+            if i > 0 {
+                data.push(',');
+            }
+            json_string(name, &mut data);
+        }
+        data.push_str("],\"state\":");
+        let k = tree.states.len();
+        json_numbers(
+            order.iter().flat_map(|&(i, _)| {
+                (0..k).map(move |s| {
+                    node(i)
+                        .and_then(|n| n.by_state.get(s))
+                        .copied()
+                        .unwrap_or(0.0)
+                })
+            }),
+            &mut data,
+        );
+    }
     data.push('}');
     data
 }
@@ -125,6 +148,8 @@ pub fn render(tree: &Tree, subtitle: &str) -> String {
     let data = data(tree);
     let legend = if tree.differential {
         "red: larger share than in the base, blue: smaller; width: the head"
+    } else if !tree.states.is_empty() {
+        "orange: application, yellow: JDK (or coloured by thread state); width: share of the total"
     } else {
         "orange: application, yellow: JDK; width: share of the total"
     };

@@ -67,11 +67,19 @@ pub fn top(store: &Path, p: &Params) -> Result<String, String> {
     };
     args.limit = 0;
     let a = top::answer(&args).map_err(|e| format!("{e:#}"))?;
+    let frame_of = top::frame_index(&a.merged, a.states.is_some());
     let rows: Vec<Value> = a
         .functions
         .iter()
         .flat_map(|t| t.rows.iter().take(MAX_ROWS))
-        .map(|r| json!({"name": r.name, "label": r.label, "self": r.self_value, "total": r.total_value}))
+        .map(|r| {
+            let mut row = json!({"name": r.name, "label": r.label, "self": r.self_value, "total": r.total_value});
+            // A wall profile's rows: the function's total in each of `states`.
+            if let (Some(states), Some(&frame)) = (&a.states, frame_of.get(r.name.as_str())) {
+                row["by_state"] = json!(states.of_frame(frame));
+            }
+            row
+        })
         .collect();
     let groups: Vec<Value> = a
         .groups
@@ -89,6 +97,7 @@ pub fn top(store: &Path, p: &Params) -> Result<String, String> {
         "functions": rows,
         "functions_total": a.functions.as_ref().map_or(0, |t| t.rows.len()),
         "groups": groups,
+        "states": a.states.as_ref().map(|s| json!({"names": s.names, "totals": s.totals})),
     });
     let title = format!(
         "otelprof: {}",
@@ -364,12 +373,13 @@ pub fn instances(store: &Path) -> Result<String, String> {
 }
 
 /// Keys offered as pickers on the Explore view.
-pub const PICKER_KEYS: [&str; 5] = [
+pub const PICKER_KEYS: [&str; 6] = [
     "service.name",
     "service.version",
     "deployment.environment.name",
     "span_name",
     "thread.pool",
+    "thread.state",
 ];
 
 /// The values of the picker keys present in the store, and its profile types.

@@ -34,6 +34,13 @@ pub fn pprof(m: &Merged) -> Vec<u8> {
             b.location(f, 0, FrameKind::Jvm)
         })
         .collect();
+    // A merge by thread state keeps each sample's state as its label.
+    let mut state_labels = vec![None; m.groups.len()];
+    for (name, group) in otelprof_store::query::states::states_of(m) {
+        if let Some(l) = state_labels.get_mut(group as usize) {
+            *l = Some(b.str_label(otelprof_store::query::states::STATE_KEY, &name));
+        }
+    }
     let mut stack = Vec::new();
     for s in &m.stacks {
         stack.clear();
@@ -44,7 +51,9 @@ pub fn pprof(m: &Merged) -> Vec<u8> {
                 .rev()
                 .filter_map(|&f| locations.get(f as usize).copied()),
         );
-        b.add_sample(&stack, &[], &[s.value.round() as i64]);
+        let labels = state_labels.get(s.group as usize).and_then(Option::as_ref);
+        let labels = labels.map(std::slice::from_ref).unwrap_or(&[]);
+        b.add_sample(&stack, labels, &[s.value.round() as i64]);
     }
     let (start, end) = m.window.unwrap_or((0, 0));
     otel_bridge::pprof::encode_gzip(&b.build(start, end.saturating_sub(start)))

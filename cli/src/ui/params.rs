@@ -51,8 +51,8 @@ const SELECT: &[&str] = &[
 /// Flags without a value: `lines=1` (or `lines=true`) is `--lines`.
 const SWITCHES: &[&str] = &["lines", "children"];
 /// Parameters of the UI itself, not flags (what to export, the timeline's resolution, the
-/// search box): left for the view to read.
-const UI_ONLY: &[&str] = &["format", "side", "buckets", "search", "stack"];
+/// search box, what the flame graph is coloured by): left for the view to read.
+const UI_ONLY: &[&str] = &["format", "side", "buckets", "search", "stack", "color"];
 
 /// The flags each command's view takes beyond [`SELECT`].
 fn command_flags(command: &str) -> &'static [&'static str] {

@@ -53,6 +53,7 @@ pub fn butterfly(merged: &Merged, glob: &Glob, direction: Direction) -> Merged {
         files: merged.files.clone(),
         lines: merged.lines,
         groups: merged.groups.clone(),
+        group_key: merged.group_key.clone(),
         stacks,
         profiles_used: merged.profiles_used,
         profiles_seen: merged.profiles_seen,

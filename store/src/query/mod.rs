@@ -1,6 +1,6 @@
 //! The query engine: merges of what a [`Selector`] selects, made in as few passes over the
 //! files as possible, and the computations behind each answer ([`top`], [`diff`],
-//! [`drilldown`], [`leaks`], per-request [`requests`], the flame graph's call [`tree`], the
+//! [`drilldown`], [`leaks`], per-request [`requests`], the time per thread [`states`], the flame graph's call [`tree`], the
 //! [`timeline`] of a selection), and the time-sliced merges behind the diff's noise estimate
 //! ([`slices`]). The CLI and the web UI both ask here, so they give one answer.
 
@@ -10,6 +10,7 @@ pub mod drilldown;
 pub mod leaks;
 pub mod requests;
 pub mod slices;
+pub mod states;
 pub mod timeline;
 pub mod top;
 pub mod traces;

@@ -16,6 +16,8 @@ pub struct Node {
     /// Base side of a diff, already scaled to the head's total (see [`Tree::diff`]).
     pub base: f64,
     pub children: Vec<usize>,
+    /// The value in each of [`Tree::states`] (empty without states).
+    pub by_state: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -26,6 +28,9 @@ pub struct Tree {
     pub unit: String,
     pub title: String,
     pub differential: bool,
+    /// The thread states the nodes' values are broken down by ([`Node::by_state`]): those of
+    /// a wall profile merged grouped by state ([`super::states`]), else none.
+    pub states: Vec<String>,
 }
 
 struct Builder {
@@ -63,10 +68,24 @@ impl Builder {
 
     /// Adds a stack (root first): `value` to the head side, `base` to the base side.
     fn add(&mut self, frames: &[&str], value: f64, base: f64) {
+        self.add_in(frames, value, base, None);
+    }
+
+    /// Adds a stack whose value is all in the state of column `state` (of `states` columns).
+    fn add_in(&mut self, frames: &[&str], value: f64, base: f64, state: Option<(usize, usize)>) {
         let mut node = 0usize;
+        let in_state = |n: &mut Node| {
+            if let Some((column, states)) = state {
+                n.by_state.resize(states, 0.0);
+                if let Some(v) = n.by_state.get_mut(column) {
+                    *v += value;
+                }
+            }
+        };
         if let Some(root) = self.nodes.get_mut(0) {
             root.value += value;
             root.base += base;
+            in_state(root);
         }
         for f in frames {
             let name = self.name(f);
@@ -88,6 +107,7 @@ impl Builder {
             if let Some(n) = self.nodes.get_mut(child) {
                 n.value += value;
                 n.base += base;
+                in_state(n);
             }
             node = child;
         }
@@ -117,6 +137,7 @@ impl Builder {
             unit: unit.to_owned(),
             title: title.to_owned(),
             differential,
+            states: Vec::new(),
         }
     }
 }
@@ -135,17 +156,29 @@ fn label<'a>(labels: &'a [std::borrow::Cow<'_, str>], frame: u32) -> &'a str {
 }
 
 impl Tree {
-    /// The tree of `merged` (all groups).
+    /// The tree of `merged` (all groups); with each node's value per thread state when
+    /// `merged` is grouped by state ([`super::states::states_of`]).
     pub fn of(merged: &Merged, title: &str) -> Tree {
         let mut b = Builder::new();
         let labels = labels(merged);
+        let states = super::states::states_of(merged);
+        // Group → state column.
+        let mut column = vec![None; merged.groups.len()];
+        for (i, (_, group)) in states.iter().enumerate() {
+            if let Some(c) = column.get_mut(*group as usize) {
+                *c = Some((i, states.len()));
+            }
+        }
         let mut frames: Vec<&str> = Vec::new();
         for s in &merged.stacks {
             frames.clear();
             frames.extend(s.frames.iter().map(|&f| label(&labels, f)));
-            b.add(&frames, s.value, 0.0);
+            let state = column.get(s.group as usize).copied().flatten();
+            b.add_in(&frames, s.value, 0.0, state);
         }
-        b.finish(&merged.unit, title, false)
+        let mut tree = b.finish(&merged.unit, title, false);
+        tree.states = states.into_iter().map(|(name, _)| name).collect();
+        tree
     }
 
     /// A differential tree: widths are the head's values; each node also carries the base's
@@ -271,5 +304,25 @@ mod tests {
         let head = merged(&[(&[0, 1], 10.0), (&[0, 2], 30.0)]);
         let t = Tree::diff(&base, &head, "d");
         assert_eq!(t.folded(), ["main;a 20 10", "main;b 20 30"]);
+    }
+
+    #[test]
+    fn nodes_carry_their_value_per_state_when_merged_by_state() {
+        let mut m = merged(&[(&[0, 1], 5.0), (&[0, 2], 3.0), (&[0, 1], 2.0)]);
+        m.group_key = Some("thread_state".into());
+        m.groups = vec!["WAITING".into(), "RUNNABLE".into(), "<none>".into()];
+        m.stacks[1].group = 1;
+        m.stacks[2].group = 2;
+        let t = Tree::of(&m, "t");
+        // RUNNABLE first whatever the group order; the stateless stack in no column.
+        assert_eq!(t.states, ["RUNNABLE", "WAITING"]);
+        assert_eq!(t.nodes[0].by_state, [3.0, 5.0]);
+        let main = &t.nodes[t.nodes[0].children[0]];
+        let [a, b] = [0, 1].map(|i| &t.nodes[main.children[i]]);
+        assert_eq!((a.value, &a.by_state[..]), (7.0, &[0.0, 5.0][..]));
+        assert_eq!((b.value, &b.by_state[..]), (3.0, &[3.0, 0.0][..]));
+        // Without the grouping, no states.
+        m.group_key = None;
+        assert!(Tree::of(&m, "t").states.is_empty());
     }
 }

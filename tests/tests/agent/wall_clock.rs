@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use otelprof_tests::{all_jdks, otel_classes, otel_sdk_jar, pprof_traces, Jdk, JvmRun};
+use otelprof_tests::{
+    all_jdks, otel_classes, otel_sdk_jar, otelprof, pprof_traces, Jdk, JvmRun, RunOutput,
+};
 
 const CLASS: &str = "otelprof.tests.otel.WallStates";
 /// Each phase method with the Java thread state it is in.
@@ -148,6 +150,10 @@ fn check(jdk: Jdk, clock: &str) {
         }
     }
 
+    if clock == "perf" {
+        top_has_a_column_per_state(&run, &jdk);
+    }
+
     // Long-idle threads: thinned, yet their time and its split come out right.
     let idle: Vec<_> = samples
         .iter()
@@ -187,4 +193,84 @@ fn wall_shares_states_and_spans_match_truth_on_every_jdk() {
             check(jdk.clone(), clock);
         }
     }
+}
+
+/// A duration as `otelprof top` prints it (`350ms`, `1.20s`, `-` for none), in ns.
+fn nanos(cell: &str) -> f64 {
+    if cell == "-" || cell == "0" {
+        return 0.0;
+    }
+    let split = cell.find(|c: char| c.is_ascii_alphabetic()).unwrap();
+    let (number, unit) = cell.split_at(split);
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
+        other => panic!("unit {other} in {cell}"),
+    };
+    number.parse::<f64>().unwrap() * scale
+}
+
+/// `otelprof top` of the wall profiles: a column per state, each phase's time in its state.
+fn top_has_a_column_per_state(run: &RunOutput, jdk: &Jdk) {
+    let files: Vec<String> = run
+        .profiles_of("wall")
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut args = vec!["top", "--type", "wall", "--limit", "0"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, out, err) = otelprof(&args);
+    assert_eq!(code, 0, "{err}");
+    let header: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&header[..4], ["self", "self%", "total", "total%"], "{out}");
+    assert_eq!(header.last(), Some(&"function"), "{out}");
+    let states = &header[4..header.len() - 1];
+    for state in ["RUNNABLE", "BLOCKED", "WAITING", "TIMED_WAITING"] {
+        assert!(states.contains(&state), "{state} missing from {header:?}");
+    }
+    for (phase, state) in PHASES {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!(".{phase} ")))
+            .unwrap_or_else(|| panic!("{phase} not in\n{out}"));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let total = nanos(cells[2]);
+        let by_state: Vec<f64> = cells[4..4 + states.len()]
+            .iter()
+            .map(|c| nanos(c))
+            .collect();
+        let column = states.iter().position(|s| *s == state).unwrap();
+        let sum: f64 = by_state.iter().sum();
+        println!(
+            "{} top: {phase} total {total:.0} ns, by state {by_state:?}",
+            jdk.name
+        );
+        // The columns split the total (each rounded to three digits as printed).
+        assert!((sum - total).abs() <= 0.02 * total, "{line}");
+        let min_state = if phase == "waitPhase" { 0.85 } else { 0.95 };
+        assert!(
+            by_state[column] >= min_state * total,
+            "{phase} in {state}: {line}"
+        );
+    }
+    // The state picker's selection: only BLOCKED time, which is the blocked phase's column.
+    let mut blocked = vec!["top", "--type", "wall", "--where", "thread.state=BLOCKED"];
+    blocked.extend(files.iter().map(String::as_str));
+    let (code, only, err) = otelprof(&blocked);
+    assert_eq!(code, 0, "{err}");
+    let line = only.lines().find(|l| l.contains(".blockedPhase ")).unwrap();
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    let blocked_total = nanos(cells[2]);
+    let all_line = out.lines().find(|l| l.contains(".blockedPhase ")).unwrap();
+    let all_cells: Vec<&str> = all_line.split_whitespace().collect();
+    let column = 4 + states.iter().position(|s| *s == "BLOCKED").unwrap();
+    let in_column = nanos(all_cells[column]);
+    assert!(
+        (blocked_total - in_column).abs() <= 0.02 * in_column,
+        "--where thread.state=BLOCKED: {line}; BLOCKED column: {all_line}"
+    );
 }

@@ -110,7 +110,7 @@
   }
 
   // The selection form of the Explore and Traces views: pickers from the store's values.
-  var PICKERS = [["service.name", "service"], ["service.version", "version"], ["deployment.environment.name", "environment"], ["span_name", "endpoint"], ["thread.pool", "thread pool"]];
+  var PICKERS = [["service.name", "service"], ["service.version", "version"], ["deployment.environment.name", "environment"], ["span_name", "endpoint"], ["thread.pool", "thread pool"], ["thread.state", "thread state"]];
   function conditions(p) {
     var out = {};
     p.getAll("where").forEach(function (w) { var i = w.indexOf("="); if (i > 0 && w[i - 1] !== "!") out[w.slice(0, i)] = w.slice(i + 1); });
@@ -155,6 +155,7 @@
       if (by && by.value !== "span_name") q.set("by", by.value);
       if (lines.checked) q.set("lines", "1");
       if (p.get("search")) q.set("search", p.get("search"));
+      if (p.get("color")) q.set("color", p.get("color"));
       go(path, q);
     }
     form.addEventListener("submit", submit);
@@ -222,15 +223,22 @@
     return el("div", {}, [box, legend, el("div", { class: "meta", text: time(data.times[0]) + " … " + time(data.times[n]) + "  (drag to zoom in time)" })]);
   }
 
-  function functionTable(rows, total, unit, id) {
+  // The function table; `states` (wall profiles): a column per thread state with each
+  // function's total in it.
+  function functionTable(rows, total, unit, id, states) {
     rows.forEach(function (r) { r.selfShare = total ? r.self / total : 0; r.totalShare = total ? r.total / total : 0; });
-    return table([
+    var cols = [
       { key: "self", label: "self", fmt: function (v) { return fmt(v, unit); } },
       { key: "selfShare", label: "self%", fmt: pct },
       { key: "total", label: "total", fmt: function (v) { return fmt(v, unit); } },
-      { key: "totalShare", label: "total%", fmt: pct },
-      { key: "label", label: "function", name: true }
-    ], rows, null, id);
+      { key: "totalShare", label: "total%", fmt: pct }
+    ];
+    (states ? states.names : []).forEach(function (name, k) {
+      rows.forEach(function (r) { r["state_" + name] = r.by_state ? r.by_state[k] : 0; });
+      cols.push({ key: "state_" + name, label: name, fmt: function (v) { return v ? fmt(v, unit) : "-"; } });
+    });
+    cols.push({ key: "label", label: "function", name: true });
+    return table(cols, rows, null, id);
   }
 
   function explore(p) {
@@ -238,7 +246,7 @@
     main.appendChild(box);
     api("values").then(function (values) {
       box.appendChild(selectionForm("/", p, values, true));
-      var q = apiParams(p, ["search"]);
+      var q = apiParams(p, ["search", "color"]);
       var tl = el("div"); box.appendChild(tl);
       var tq = new URLSearchParams(q); tq.delete("lines"); tq.set("by", p.get("by") || "span_name");
       api("timeline", tq).then(function (data) {
@@ -250,11 +258,13 @@
         box.appendChild(exports("explore", q2));
         var flame = el("div", { id: "flame" }), side = el("div");
         box.appendChild(el("div", { class: "split" }, [flame, side]));
-        window.OtelprofFlame.mount(flame, d.flame, { search: p.get("search") || "", onSearch: function (s) {
-          var n = new URLSearchParams(location.search); if (s) n.set("search", s); else n.delete("search");
+        var keep = function (key, v) {
+          var n = new URLSearchParams(location.search); if (v) n.set(key, v); else n.delete(key);
           history.replaceState(null, "", location.pathname + "?" + n.toString());
-        } });
-        side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table"));
+        };
+        window.OtelprofFlame.mount(flame, d.flame, { search: p.get("search") || "", onSearch: function (s) { keep("search", s); },
+          colorBy: p.get("color") || "", onColorBy: function (c) { keep("color", c === "state" ? "state" : ""); } });
+        side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table", d.states));
       });
     }).catch(function (e) { fail(box, e); });
   }
@@ -289,7 +299,7 @@
 
   function trace(id, p) {
     var box = el("div"); main.appendChild(box);
-    var q = apiParams(p, ["search"]); q.set("trace_id", id);
+    var q = apiParams(p, ["search", "color"]); q.set("trace_id", id);
     box.appendChild(el("h2", { text: "Trace " + id }));
     api("trace", q).then(function (d) {
       box.appendChild(el("pre", { class: "meta", text: d.summary + d.notes.map(function (n) { return "note: " + n; }).join("\n") }));
