@@ -89,8 +89,8 @@ pub(crate) enum ThreadState {
     /// splits the pauses a thread sat through from the state it saw, see
     /// [`crate::engines::wall`]).
     GcPause = 5,
-    /// `RUNNABLE` to the JVM but in native code: a socket read, a poll, a file write, a JNI
-    /// library's work. Told apart because a server's idle acceptors and pollers would
+    /// `RUNNABLE` to the JVM but running no Java code: in native code (a socket read, a poll,
+    /// a file write, a JNI library's work) or in the JVM's own. Told apart because a server's idle acceptors and pollers would
     /// otherwise fill the RUNNABLE time of every wall profile.
     Native = 6,
 }

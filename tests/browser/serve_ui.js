@@ -42,8 +42,8 @@ function noErrors(page) {
   assert.deepEqual(page.errors, [], "the page reported errors");
 }
 
-async function shot(page, name) {
-  await page.screenshot({ path: path.join(SHOTS, name), fullPage: false });
+async function shot(page, name, fullPage) {
+  await page.screenshot({ path: path.join(SHOTS, name), fullPage: Boolean(fullPage) });
 }
 
 // What Explore answers: the header line, the first rows of the function table, the search status.
@@ -59,6 +59,40 @@ async function exploreAnswer(page) {
 
 function query(url) {
   return new URL(url).searchParams;
+}
+
+// Wall time by thread state: the top table's state columns, the flame graph coloured by
+// state (picked from the keyboard), and the thread-state picker's selection.
+async function threadStates(page) {
+  step("Explore a wall profile: a column per thread state; colour the flame graph by state from the keyboard");
+  await page.goto(`${BASE}/?type=wall&where=service.version%3D2.0`);
+  await page.locator("#top-table tbody tr").first().waitFor();
+  const heads = await page.locator("#top-table thead th").allTextContents();
+  assert.ok(heads.includes("RUNNABLE"), `state columns: ${heads}`);
+  const answer = await page.evaluate(() => fetch("/api/top?type=wall&where=service.version%3D2.0").then((r) => r.json()));
+  assert.deepEqual(heads.slice(4, -1), answer.states.names, "the columns are not the answer's states");
+  // Every row's state cells add up to its total (the cells are the API's numbers).
+  for (const f of answer.functions.slice(0, 20)) {
+    const sum = f.by_state.reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum - f.total) <= 1e-6 * f.total + 1, `${f.name}: states ${sum} vs total ${f.total}`);
+  }
+  const picker = page.locator("select.flamecolor");
+  await picker.focus();
+  await page.keyboard.press("ArrowDown");
+  await page.waitForURL((u) => u.searchParams.get("color") === "state");
+  assert.ok((await page.locator("#flame .frame[data-state-color]").count()) >= 1, "no frame coloured by state");
+  assert.match(await page.locator(".flamebar .meta").textContent(), /by state: RUNNABLE green/);
+  await shot(page, "states.png", true);
+
+  step("the thread-state picker selects one state: the total is that state's column");
+  const runnable = answer.states.totals[answer.states.names.indexOf("RUNNABLE")];
+  await page.selectOption("select[name='thread.state']", "RUNNABLE");
+  await page.waitForURL((u) => u.searchParams.getAll("where").includes("thread.state=RUNNABLE"));
+  await page.locator("#top-table tbody tr").first().waitFor();
+  const only = await page.evaluate(() => fetch("/api/top" + location.search).then((r) => r.json()));
+  assert.ok(Math.abs(only.header.total - runnable) <= 1e-6 * runnable + 1, `RUNNABLE ${only.header.total} vs column ${runnable}`);
+  assert.equal(query(page.url()).get("color"), "state", "the colour left the URL");
+  noErrors(page);
 }
 
 async function main() {
@@ -117,6 +151,8 @@ async function main() {
     assert.deepEqual(again, zoomed, "a shared URL opened a different answer");
     noErrors(fresh);
     await fresh.context().close();
+
+    await threadStates(page);
 
     step("Traces: the list, then a trace opened from the keyboard (Tab to its row, Enter)");
     await page.click("nav a[data-view=traces]");

@@ -102,7 +102,9 @@ fn spawn_shop(
     (grpc, http): (SocketAddr, SocketAddr),
     version: &str,
 ) -> anyhow::Result<Child> {
-    let options = format!("endpoint=http://{grpc},protocol=grpc,period=5s,timestamps=on,log=warn");
+    // Wall clock too: the store shows where request threads wait, and in which thread state.
+    let options =
+        format!("endpoint=http://{grpc},protocol=grpc,period=5s,timestamps=on,wall=20ms,log=warn");
     let mut command = Command::new(java);
     crate::signals::end_with_parent(&mut command);
     command

@@ -501,7 +501,12 @@ fn visit(
     let elapsed = now.saturating_sub(since);
     let bits = bits?;
     // A thread that is not alive (about to end) is not sampled.
-    let state = ThreadState::from_jvmti(bits)?;
+    let state = match ThreadState::from_jvmti(bits)? {
+        // RUNNABLE to JVMTI, but its last walk found no Java frame: a thread of the JVM's own
+        // (signal dispatcher, notification thread) waiting in VM code. Not running Java code.
+        ThreadState::Runnable if marks.no_java.load(Ordering::Relaxed) => ThreadState::Native,
+        state => state,
+    };
     let sampled = |scale: u64| {
         Some(Visit {
             signal: WallSignal { state },
@@ -511,7 +516,7 @@ fn visit(
     };
     // SAFETY: slots only point to never-freed pool records.
     let has_span = unsafe { crate::context::reader::has_span(slot.context()) };
-    let waiting = state != ThreadState::Runnable || marks.no_java.load(Ordering::Relaxed);
+    let waiting = state != ThreadState::Runnable;
     if has_span || !waiting {
         marks.idle_streak.store(0, Ordering::Relaxed);
         return sampled(1);
@@ -580,6 +585,11 @@ mod tests {
         slot.wall.no_java.store(true, Ordering::Relaxed);
         t += 1_000;
         assert_eq!(visit(slot, running, t, 5_000, skip), None);
+        // Kept (as is every visit of a long idle thread one time in IDLE_EVERY): its state
+        // is NATIVE, not the RUNNABLE JVMTI says, since it runs no Java code.
+        t += 1_000;
+        let (v, _) = visit(slot, running, t, 5_000, keep).unwrap();
+        assert_eq!(v.state, ThreadState::Native);
         slot.wall.no_java.store(false, Ordering::Relaxed);
         t += 1_000;
         assert_eq!(visit(slot, Some(s::TERMINATED), t, 5_000, keep), None);

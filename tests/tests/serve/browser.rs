@@ -24,8 +24,9 @@ use otelprof_tests::{
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 /// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
 const OPAMP_INSTANCE: &str = "i-browser";
-const SCREENS: [&str; 5] = [
+const SCREENS: [&str; 6] = [
     "explore.png",
+    "states.png",
     "traces.png",
     "trace.png",
     "compare.png",

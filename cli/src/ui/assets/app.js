@@ -154,8 +154,9 @@
       if (to.value) q.set("to", to.value);
       if (by && by.value !== "span_name") q.set("by", by.value);
       if (lines.checked) q.set("lines", "1");
-      if (p.get("search")) q.set("search", p.get("search"));
-      if (p.get("color")) q.set("color", p.get("color"));
+      // The search and the colouring change the URL in place: read them from it.
+      var now = new URLSearchParams(location.search);
+      ["search", "color"].forEach(function (k) { if (now.get(k)) q.set(k, now.get(k)); });
       go(path, q);
     }
     form.addEventListener("submit", submit);
@@ -257,7 +258,7 @@
         box.appendChild(el("p", { class: "meta", text: d.header.text }));
         box.appendChild(exports("explore", q2));
         var flame = el("div", { id: "flame" }), side = el("div");
-        box.appendChild(el("div", { class: "split" }, [flame, side]));
+        box.appendChild(el("div", { class: d.states ? "split wide" : "split" }, [flame, side]));
         var keep = function (key, v) {
           var n = new URLSearchParams(location.search); if (v) n.set(key, v); else n.delete(key);
           history.replaceState(null, "", location.pathname + "?" + n.toString());
