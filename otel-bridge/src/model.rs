@@ -384,6 +384,21 @@ impl Profile {
         self.dictionary.locations.get(id.0 as usize)
     }
 
+    /// The file a frame of `location` that runs `function` is in: the function's source file,
+    /// or, for native and kernel code that has none, the base name of the binary the code is
+    /// in (`libjvm.so`, `[kernel.kallsyms]`), which is what tells such frames apart from Java
+    /// ones once only names and files are kept.
+    pub fn frame_file(&self, location: &Location, function: Option<&Function>) -> &str {
+        let file = function.map_or("", |f| self.str(f.filename));
+        if !file.is_empty() || !matches!(location.kind, FrameKind::Native | FrameKind::Kernel) {
+            return file;
+        }
+        let path = self
+            .mapping(location.mapping)
+            .map_or("", |m| self.str(m.filename));
+        path.rsplit('/').next().unwrap_or(path)
+    }
+
     /// A stack, leaf first (empty for an id out of range).
     pub fn stack(&self, id: StackId) -> &[LocationId] {
         self.dictionary.stacks.get(id)

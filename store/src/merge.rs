@@ -611,8 +611,8 @@ impl Merger {
     ) -> u32 {
         let location = profile.locations().get(index as usize);
         let frame = match location.map(|l| l.lines.as_slice()) {
-            Some([line]) if self.merged.lines => self.line_frame(profile, line),
-            Some([line]) => self.function_frame(cache, profile, line.function),
+            Some([line]) if self.merged.lines => self.line_frame(profile, location, line),
+            Some([line]) => self.function_frame(cache, profile, location, line.function),
             _ => MANY,
         };
         // A frame id can never reach MANY: the frame table would need 4 billion names.
@@ -637,9 +637,9 @@ impl Merger {
                 Some(loc) => {
                     for line in &loc.lines {
                         let id = if self.merged.lines {
-                            self.line_frame(profile, line)
+                            self.line_frame(profile, Some(loc), line)
                         } else {
-                            self.function_frame(cache, profile, line.function)
+                            self.function_frame(cache, profile, Some(loc), line.function)
                         };
                         cache.location_flat.push(id);
                     }
@@ -660,6 +660,7 @@ impl Merger {
         &mut self,
         cache: &mut DictionaryCache,
         profile: &Profile,
+        location: Option<&otel_bridge::Location>,
         function: FunctionId,
     ) -> u32 {
         let slot = function.0 as usize;
@@ -675,7 +676,7 @@ impl Merger {
             .map(|f| profile.str(f.name))
             .filter(|n| !n.is_empty())
             .unwrap_or(UNKNOWN_FRAME);
-        let file = f.map_or("", |f| profile.str(f.filename));
+        let file = location.map_or("", |l| profile.frame_file(l, f));
         let id = self.intern_frame_in(name, file);
         if let Some(x) = cache.function_frames.get_mut(slot) {
             *x = id;
@@ -685,13 +686,18 @@ impl Merger {
 
     /// The frame of one source line: `pkg.Class.method (File.java:123)`; resolved once per
     /// location, which holds it.
-    fn line_frame(&mut self, profile: &Profile, line: &otel_bridge::Line) -> u32 {
+    fn line_frame(
+        &mut self,
+        profile: &Profile,
+        location: Option<&otel_bridge::Location>,
+        line: &otel_bridge::Line,
+    ) -> u32 {
         let f = profile.function(line.function);
         let name = f
             .map(|f| profile.str(f.name))
             .filter(|n| !n.is_empty())
             .unwrap_or(UNKNOWN_FRAME);
-        let file = f.map_or("", |f| profile.str(f.filename));
+        let file = location.map_or("", |l| profile.frame_file(l, f));
         let label = match (file, line.line) {
             ("", 0) => name.to_owned(),
             ("", n) => format!("{name} (line {n})"),

@@ -126,6 +126,7 @@ fn every_query_answers_as_the_otlp_files() {
         ),
     ];
     let mut compared = 0;
+    let mut native_checked = 0;
     for (ty, terms, by, measure, lines, spans) in cases {
         let sel = selector(terms);
         let mut spec = Spec::new(ty, &sel).view(measure, lines).by(by);
@@ -133,6 +134,13 @@ fn every_query_answers_as_the_otlp_files() {
             spec = spec.spans();
         }
         let (a, ta) = query::merge(&files, spec.clone()).unwrap();
+        // Native and kernel frames name the binary they are in, read either way.
+        for (frame, file) in [("read", "libc.so.6"), ("ksys_read", "[kernel.kallsyms]")] {
+            if let Some(i) = a.frames.iter().position(|f| f == frame) {
+                assert_eq!(a.file(i as u32), file, "{frame}");
+                native_checked += 1;
+            }
+        }
         let narrowed = ColumnarSource::open(&dir, Box::new(|_, _| {}))
             .unwrap()
             .narrow_to(&sel);
@@ -176,6 +184,10 @@ fn every_query_answers_as_the_otlp_files() {
         compared += 1;
     }
     assert_eq!(compared, 10);
+    assert!(
+        native_checked >= 2,
+        "no case had the native and kernel frames"
+    );
 
     // A 20-minute window of one service reads its one (or two) hours, not the rest.
     let narrow = ColumnarSource::open(&dir, Box::new(|_, _| {}))

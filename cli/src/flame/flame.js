@@ -57,7 +57,8 @@
   }
 
   // A diff: red for a larger share of the whole than in the base, blue for a smaller one.
-  // Otherwise: grey for role frames ([GC]), yellow for the JDK, orange for the application.
+  // Otherwise: grey for role frames ([GC]), yellow for the JDK, orange for the application,
+  // pink for native code, teal for the kernel.
   function color(D, i) {
     var name = D.names[D.name[i]];
     if (D.base) {
@@ -68,6 +69,9 @@
     }
     var r = hash(name);
     if (/^\[/.test(name)) return "rgb(200,200,200)";
+    // Native and kernel code: their file is the binary they are in.
+    if (/ \(\[kernel\.kallsyms\]\)$/.test(name)) return "rgb(" + Math.round(80 + 30 * r) + "," + Math.round(170 + 30 * r) + ",170)";
+    if (/ \([^()]*\.so(\.[\w.]+)?\)$|\[vdso\]\)$/.test(name)) return "rgb(" + Math.round(225 + 25 * r) + "," + Math.round(120 + 40 * r) + ",170)";
     if (/^(java|javax|jdk|sun|com\.sun)\./.test(name)) {
       return "rgb(" + Math.round(205 + 40 * r) + "," + Math.round(165 + 50 * r) + ",60)";
     }
@@ -236,7 +240,7 @@
     search.setAttribute("aria-label", "search frames");
     var reset = make("button", "", "reset zoom"); reset.type = "button";
     var status = make("span", "flamestatus"); status.setAttribute("aria-live", "polite");
-    var legend = make("span", "meta", D.base ? "red: larger share than in the base, blue: smaller" : "orange: application, yellow: JDK");
+    var legend = make("span", "meta", D.base ? "red: larger share than in the base, blue: smaller" : "orange: application, yellow: JDK, pink: native, teal: kernel");
     if (D.states && D.states.length && !D.base) {
       legend.textContent += "; by state: " + D.states.map(function (s) {
         return s + " " + ({ RUNNABLE: "green", NATIVE: "purple", BLOCKED: "red", WAITING: "blue", TIMED_WAITING: "light blue", GC_PAUSE: "dark grey" }[s] || "grey");

@@ -149,9 +149,9 @@ pub fn render(tree: &Tree, subtitle: &str) -> String {
     let legend = if tree.differential {
         "red: larger share than in the base, blue: smaller; width: the head"
     } else if !tree.states.is_empty() {
-        "orange: application, yellow: JDK (or coloured by thread state); width: share of the total"
+        "orange: application, yellow: JDK, pink: native, teal: kernel (or by thread state); width: share of the total"
     } else {
-        "orange: application, yellow: JDK; width: share of the total"
+        "orange: application, yellow: JDK, pink: native, teal: kernel; width: share of the total"
     };
     let title = escape_html(&tree.title);
     format!(

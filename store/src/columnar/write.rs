@@ -271,7 +271,7 @@ fn frames_of(profile: &Profile, stack: StackId) -> Vec<Frame> {
             let f = profile.function(line.function);
             frames.push(Frame {
                 function: f.map(|f| profile.str(f.name)).unwrap_or("").to_owned(),
-                file: f.map(|f| profile.str(f.filename)).unwrap_or("").to_owned(),
+                file: profile.frame_file(location, f).to_owned(),
                 line: line.line,
             });
         }

@@ -74,6 +74,19 @@ pub fn cpu_profile(i: usize, m: i64) -> Profile {
     let lgc = b.location(gc, 0, FrameKind::Native);
     let gc_thread = b.str_label("thread.name", "GC Thread#0");
     b.add_sample(&[lgc], &[gc_thread], &[2, 20_000_000]);
+    // Native and kernel code under Java: their file is the binary they are in.
+    let libc = b.mapping(
+        0x7100_0000..0x7200_0000,
+        0,
+        "/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "",
+    );
+    let kernel = b.mapping(0xffff_0000_0000_0000..u64::MAX, 0, "[kernel.kallsyms]", "");
+    let read = b.function("read", "", 0);
+    let ksys_read = b.function("ksys_read", "", 0);
+    let l_read = b.code_location(read, FrameKind::Native, 0x7100_0100, libc);
+    let l_ksys = b.code_location(ksys_read, FrameKind::Kernel, 0xffff_0000_0000_1000, kernel);
+    b.add_sample(&[l_ksys, l_read, lh, lm], &[], &[1, 10_000_000]);
     let native = b.location(main, 0, FrameKind::Native);
     b.add_sample(&[native, lm], &[], &[1, 10_000_000]);
     let mut p = b.build(T0 + m * MINUTE, MINUTE);

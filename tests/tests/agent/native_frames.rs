@@ -224,6 +224,22 @@ fn wall_samples_of_threads_in_native_code_show_native_frames() {
             for thread in ["acceptor", "poller"] {
                 native_wait(&raw, &run, thread, &format!("{} clock={clock}", jdk.name));
             }
+            // Read back by otelprof: the native frames name their library, so that views
+            // tell (and colour) them apart from Java frames.
+            let files: Vec<String> = run
+                .profiles_of("wall")
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let mut args = vec!["top", "--type", "wall", "--where", "thread.name=poller"];
+            args.extend(files.iter().map(String::as_str));
+            let (code, out, err) = otelprof_tests::otelprof(&args);
+            assert_eq!(code, 0, "{err}");
+            assert!(
+                out.lines().any(|l| l.contains("epoll_wait (libc.so")),
+                "{} clock={clock}: no epoll_wait (libc.so…) row:\n{out}",
+                jdk.name
+            );
         }
     }
 }
