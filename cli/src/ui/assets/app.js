@@ -154,7 +154,7 @@
       if (to.value) q.set("to", to.value);
       if (by && by.value !== "span_name") q.set("by", by.value);
       if (lines.checked) q.set("lines", "1");
-      if (p.get("search")) q.set("search", p.get("search"));
+      ["search", "trend"].forEach(function (k) { var v = new URLSearchParams(location.search).get(k); if (v) q.set(k, v); });
       go(path, q);
     }
     form.addEventListener("submit", submit);
@@ -222,7 +222,7 @@
     return el("div", {}, [box, legend, el("div", { class: "meta", text: time(data.times[0]) + " … " + time(data.times[n]) + "  (drag to zoom in time)" })]);
   }
 
-  function functionTable(rows, total, unit, id) {
+  function functionTable(rows, total, unit, id, onRow) {
     rows.forEach(function (r) { r.selfShare = total ? r.self / total : 0; r.totalShare = total ? r.total / total : 0; });
     return table([
       { key: "self", label: "self", fmt: function (v) { return fmt(v, unit); } },
@@ -230,7 +230,7 @@
       { key: "total", label: "total", fmt: function (v) { return fmt(v, unit); } },
       { key: "totalShare", label: "total%", fmt: pct },
       { key: "label", label: "function", name: true }
-    ], rows, null, id);
+    ], rows, onRow || null, id);
   }
 
   function explore(p) {
@@ -238,8 +238,20 @@
     main.appendChild(box);
     api("values").then(function (values) {
       box.appendChild(selectionForm("/", p, values, true));
-      var q = apiParams(p, ["search"]);
+      var q = apiParams(p, ["search", "trend"]);
       var tl = el("div"); box.appendChild(tl);
+      // The trend of a function (trend.js) under the timeline: a frame clicked, a row of the
+      // table chosen, or Enter in the search box picks it; kept in the URL as `trend`.
+      var tr = el("div", { id: "trend-box" }); box.appendChild(tr);
+      var tp = apiParams(p, ["search", "trend", "by", "lines"]);
+      function setTrend(pattern) {
+        var n = new URLSearchParams(location.search);
+        if (pattern) n.set("trend", pattern); else n.delete("trend");
+        history.replaceState(null, "", location.pathname + (n.toString() ? "?" + n.toString() : ""));
+        if (pattern) window.OtelprofTrend.mount(tr, pattern, tp, api, function () { setTrend(null); });
+        else tr.textContent = "";
+      }
+      if (p.get("trend")) setTrend(p.get("trend"));
       var tq = new URLSearchParams(q); tq.delete("lines"); tq.set("by", p.get("by") || "span_name");
       api("timeline", tq).then(function (data) {
         tl.appendChild(timeline(data, function (a, b) { var n = new URLSearchParams(p); n.set("from", a); n.set("to", b); go("/", n); }));
@@ -254,7 +266,22 @@
           var n = new URLSearchParams(location.search); if (s) n.set("search", s); else n.delete("search");
           history.replaceState(null, "", location.pathname + "?" + n.toString());
         } });
-        side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table"));
+        side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table", function (r) { setTrend(r.name); }));
+        // A frame's name without its source file; the root (the whole selection) picks nothing.
+        function pickFrame(ev) {
+          var f = ev.target.closest(".frame");
+          if (f && f.getAttribute("data-node") !== "0") setTrend(f.textContent.split(" (")[0]);
+        }
+        flame.addEventListener("click", pickFrame);
+        flame.addEventListener("keydown", function (ev) {
+          if (ev.key === "Enter") pickFrame(ev);
+          var s = ev.target.closest(".flamesearch");
+          if (!s || ev.key !== "Enter") return;
+          var text = s.value.trim();
+          // A /regex/ search is not a pattern; text is matched anywhere in the name.
+          if (!text) setTrend(null);
+          else if (!/^\/.*\/$/.test(text)) setTrend(text.indexOf("*") >= 0 ? text : "*" + text + "*");
+        });
       });
     }).catch(function (e) { fail(box, e); });
   }
