@@ -438,6 +438,15 @@ pub struct TopArgs {
     /// Rows to print, 0 for all
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
+    /// The trend of the functions matching GLOB (as --include matches): their total and self
+    /// in each time bucket, their share of the selection, and per request where the store
+    /// has request counts
+    #[arg(long, value_name = "GLOB", conflicts_with_all = ["by", "by_thread"])]
+    pub trend: Option<String>,
+    /// Time buckets of --trend, at most [default: 20]
+    #[arg(long, value_name = "N", requires = "trend",
+          value_parser = clap::value_parser!(u16).range(2..=500))]
+    pub buckets: Option<u16>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,

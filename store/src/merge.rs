@@ -386,6 +386,20 @@ impl Merger {
 
     /// Adds the selected samples of `profile`. Returns whether any was selected.
     pub fn add(&mut self, resource: &[opentelemetry::KeyValue], profile: &Profile) -> bool {
+        self.add_part(resource, profile, 1.0)
+    }
+
+    /// [`Merger::add`] of the part `part` (0 to 1) of `profile`'s time that the merger's
+    /// window holds: its samples without timestamps count that part of their values, as if
+    /// spread evenly over the profile (a timeline bucket a profile straddles takes its share,
+    /// not the whole); samples with timestamps count those inside the window, as in `add`.
+    /// Snapshots are instants, never parted.
+    pub fn add_part(
+        &mut self,
+        resource: &[opentelemetry::KeyValue],
+        profile: &Profile,
+        part: f64,
+    ) -> bool {
         let Some(vi) = self.ty.value_index(profile, self.measure) else {
             self.merged.other_type += 1;
             return false;
@@ -417,9 +431,12 @@ impl Merger {
                 .saturating_add(profile.duration_nanos.max(0)),
         );
         for sample in &profile.samples {
-            let share = self
+            let mut share = self
                 .selector
                 .sample_share(profile, sample, &sample_conditions);
+            if sample.timestamps.is_empty() {
+                share *= part;
+            }
             if share <= 0.0 {
                 continue;
             }

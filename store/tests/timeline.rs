@@ -2,9 +2,8 @@
 //! of the selection, group by group, and the store gives the same timeline before compaction
 //! (from the rows) and after (from the hours' series).
 //!
-//! A profile counts in every bucket its time overlaps, its samples without timestamps whole
-//! in each: the sums are compared over buckets that no profile straddles (the store's
-//! profiles are the first minute of every ten).
+//! A profile counts in every bucket its time overlaps, its samples without timestamps by the
+//! part of its time in each: a steady load draws a flat line whatever the buckets' edges.
 // Test code (clippy.toml allows these in #[test]s; the helpers are outside them).
 #![allow(clippy::unwrap_used, clippy::panic)]
 
@@ -196,4 +195,152 @@ fn a_compacted_hour_of_snapshots_answers_its_latest() {
     let t = timeline(open(&dir), spec, "span_name", 3).unwrap();
     let mb: Vec<f64> = t.series[0].1.iter().map(|v| v / 1e6).collect();
     assert_eq!(mb, [2.0, 4.0, 6.0], "{t:?}");
+}
+
+/// A wall profile of `PERIOD` starting at `start`: four threads' wall time, three quarters in
+/// `app.Work.busy`, the rest in `app.Work.idle`, samples of 10 ms without timestamps (what the
+/// agent sends unless `timestamps=on`).
+fn steady_wall(start: i64) -> otel_bridge::Profile {
+    use otel_bridge::{FrameKind, ProfileBuilder};
+    let mut b = ProfileBuilder::new(
+        &[("samples", "count"), ("wall", "nanoseconds")],
+        ("wall", "nanoseconds"),
+        10_000_000,
+    );
+    let run = b.function("app.Main.run", "Main.java", 1);
+    let busy = b.function("app.Work.busy", "Work.java", 10);
+    let idle = b.function("app.Work.idle", "Work.java", 20);
+    let (lr, lb, li) = (
+        b.location(run, 2, FrameKind::Jvm),
+        b.location(busy, 11, FrameKind::Jvm),
+        b.location(idle, 21, FrameKind::Jvm),
+    );
+    let ep = b.str_label("span_name", "GET /steady");
+    let samples = 4 * PERIOD / 10_000_000;
+    b.add_sample(
+        &[lb, lr],
+        &[ep],
+        &[samples * 3 / 4, samples * 3 / 4 * 10_000_000],
+    );
+    b.add_sample(&[li, lr], &[ep], &[samples / 4, samples / 4 * 10_000_000]);
+    b.build(start, PERIOD)
+}
+
+/// The agent's period in the steady store.
+const PERIOD: i64 = 10_000_000_000;
+/// Where the steady store's first profile starts: on no tick, bucket edge or minute.
+const STEADY_START: i64 = T0 + 3_700_000_000;
+
+/// `profiles` steady wall profiles, back to back from [`STEADY_START`], as OTLP files in
+/// `dir/files` and as a columnar store in `dir/store`.
+fn steady_store(dir: &Path, profiles: i64) -> (std::path::PathBuf, std::path::PathBuf) {
+    use otel_bridge::otlp::{EncodeOptions, ProfileId};
+    let (files, store) = (dir.join("files"), dir.join("store"));
+    std::fs::create_dir_all(&files).unwrap();
+    let writer = otelprof_store::columnar::ColumnarWriter::open(&store).unwrap();
+    let resource = opentelemetry_sdk::Resource::builder_empty()
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.instance.id",
+            "tomcat-1",
+        ))
+        .build();
+    for k in 0..profiles {
+        let start = STEADY_START + k * PERIOD;
+        let bytes = otel_bridge::otlp::encode_to_vec(
+            &steady_wall(start),
+            &resource,
+            ProfileId::from_random([k as u8 + 1; 16]),
+            &EncodeOptions::default(),
+        )
+        .unwrap();
+        std::fs::write(files.join(format!("{k:04}.otlp.pb")), &bytes).unwrap();
+        let decoded = otel_bridge::otlp::decode(&bytes).unwrap();
+        writer.write(&decoded, start + PERIOD).unwrap();
+    }
+    (files, store)
+}
+
+/// The wall time per second of each bucket of `t` (all series), and the mean over buckets.
+fn rates(t: &Timeline) -> (Vec<f64>, f64) {
+    let per_second: Vec<f64> = t
+        .times
+        .windows(2)
+        .enumerate()
+        .map(|(k, w)| {
+            let v: f64 = t.series.iter().map(|(_, s)| s[k]).sum();
+            v / ((w[1] - w[0]) as f64 / 1e9)
+        })
+        .collect();
+    let mean = per_second.iter().sum::<f64>() / per_second.len().max(1) as f64;
+    (per_second, mean)
+}
+
+/// Four threads' wall time a second: what every bucket of the steady store holds.
+const STEADY_RATE: f64 = 4e9;
+
+/// A steady load draws a flat timeline. Profiles of 10 s straddle the edges of buckets that
+/// are not aligned with them; a profile's samples carry no timestamps, so each bucket takes
+/// the share of the profile's value that its time overlaps (samples spread evenly over the
+/// profile), not the whole value: counted whole, a bucket holding a period boundary held
+/// two profiles' worth, a spike at every boundary.
+#[test]
+fn steady_wall_profiles_draw_a_flat_timeline() {
+    let dir = scratch("timeline-steady");
+    let (files, store) = steady_store(&dir, 90);
+    let wall = |path: &Path, buckets: usize, selector: &Selector| {
+        let spec = Spec::new(Some(ProfileType::Wall), selector);
+        timeline(open(path), spec, "span_name", buckets).unwrap()
+    };
+    let all = Selector::default();
+    let whole = {
+        let spec = Spec::new(Some(ProfileType::Wall), &all);
+        query::merge(&open(&files)().unwrap(), spec)
+            .unwrap()
+            .0
+            .total()
+    };
+    assert_eq!(whole, 90.0 * 10.0 * STEADY_RATE);
+    // Buckets of 7 s (900 s in 128), 3 s (90 s in 30) and 25 s (a range cut inside
+    // profiles), none aligned with the profiles.
+    let ninety = Selector {
+        from: Some(STEADY_START + 20 * PERIOD + 1_300_000_000),
+        to: Some(STEADY_START + 29 * PERIOD + 1_300_000_000),
+        ..Selector::default()
+    };
+    let cases = [(&all, 128), (&ninety, 30), (&all, 36)];
+    for (selector, buckets) in cases {
+        let t = wall(&files, buckets, selector);
+        let (per_second, mean) = rates(&t);
+        assert!(
+            per_second
+                .iter()
+                .all(|r| (r - STEADY_RATE).abs() <= 1e-6 * STEADY_RATE),
+            "{buckets} buckets: not flat at {STEADY_RATE}/s (mean {mean}): {per_second:?}"
+        );
+        if selector.from.is_none() {
+            let sum: f64 = t.series.iter().flat_map(|(_, s)| s).sum();
+            assert!((sum - whole).abs() <= 1e-6 * whole, "{sum} vs {whole}");
+        }
+    }
+    // Compacted: long windows are answered from the hours' series by whole ticks, which the
+    // profiles straddle too.
+    assert!(!compact(&store, STEADY_START + 4 * 60 * MINUTE, 0)
+        .unwrap()
+        .is_empty());
+    for buckets in [60, 45] {
+        let t = wall(&store, buckets, &all);
+        let inner = &t.times[1..t.times.len() - 1];
+        assert!(
+            inner.iter().all(|x| x % PERIOD == 0),
+            "not ticks: {inner:?}"
+        );
+        let (per_second, mean) = rates(&t);
+        assert!(
+            per_second
+                .iter()
+                .all(|r| (r - STEADY_RATE).abs() <= 1e-6 * STEADY_RATE),
+            "series, {buckets} buckets: not flat at {STEADY_RATE}/s (mean {mean}): {per_second:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

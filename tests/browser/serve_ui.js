@@ -95,6 +95,64 @@ async function threadStates(page) {
   noErrors(page);
 }
 
+// The trend of the regressed method under Explore's timeline: picked from the keyboard (a row
+// of the top table, Enter), drawn as the api's numbers in the timeline's buckets, kept in the
+// URL, cleared with Escape; then picked again by clicking its frame in the flame graph.
+async function checkTrend(page) {
+  step("trend: Enter on the regressed method's row draws its share under the timeline");
+  await page.goto(`${BASE}/?where=service.version%3D2.0`);
+  await exploreAnswer(page);
+  const row = page.locator("#top-table tbody tr").filter({ hasText: REGRESSED }).first();
+  await row.focus();
+  await page.keyboard.press("Enter");
+  await page.locator("#trend svg").waitFor();
+  assert.equal(query(page.url()).get("trend"), REGRESSED, "the trend is not in the URL");
+  const drawn = await page.evaluate(() => Array.from(document.querySelectorAll("#trend rect"))
+    .map((r) => r.getAttribute("data-value")));
+  const answers = await page.evaluate(async (fn) => {
+    const get = async (path) => (await fetch(path)).json();
+    const where = "where=service.version%3D2.0";
+    return {
+      trend: await get(`/api/trend?${where}&trend=${encodeURIComponent(fn)}`),
+      timeline: await get(`/api/timeline?${where}&by=span_name`),
+    };
+  }, REGRESSED);
+  const { trend, timeline } = answers;
+  assert.deepEqual(trend.times, timeline.times, "the trend's buckets are not the timeline's");
+  assert.deepEqual(drawn, trend.points.map((p) => (p.share == null ? "" : String(p.share))),
+    "the bars drawn are not the api's shares");
+  const shares = trend.points.map((p) => p.share).filter((s) => s != null);
+  assert.ok(shares.length >= 2 && shares.every((s) => s >= 0 && s <= 1), `shares: ${shares}`);
+  assert.ok(shares.some((s) => s > 0), `the regressed method has no share: ${shares}`);
+  assert.ok(trend.functions.some((f) => f.name === REGRESSED), JSON.stringify(trend.functions));
+  await shot(page, "trend.png");
+  // The demo's shop sends the HTTP server duration histogram: time per request, from the
+  // keyboard, is the api's per_request.
+  assert.equal(trend.requests, true, "the demo store has no request counts");
+  await page.locator("#trend-toggle").focus();
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.querySelector("#trend").getAttribute("data-measure") === "per_request");
+  const perRequest = await page.evaluate(() => Array.from(document.querySelectorAll("#trend rect"))
+    .map((r) => r.getAttribute("data-value")));
+  assert.deepEqual(perRequest, trend.points.map((p) => (p.per_request == null ? "" : String(p.per_request))),
+    "the bars drawn are not the api's times per request");
+  assert.ok(perRequest.some((v) => Number(v) > 0), `no time per request: ${perRequest}`);
+
+  step("trend: the URL opened afresh draws it; Escape on the chart clears it and the URL");
+  await page.goto(page.url());
+  await page.locator("#trend svg").waitFor();
+  await page.locator("#trend").focus();
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => !document.querySelector("#trend"));
+  assert.equal(query(page.url()).get("trend"), null, "the cleared trend stayed in the URL");
+
+  step("trend: clicking the method's frame in the flame graph picks it");
+  await page.locator("#flame .frame").filter({ hasText: REGRESSED }).first().click();
+  await page.locator("#trend svg").waitFor();
+  assert.equal(query(page.url()).get("trend"), REGRESSED);
+  noErrors(page);
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
   try {
@@ -153,6 +211,7 @@ async function main() {
     await fresh.context().close();
 
     await threadStates(page);
+    await checkTrend(page);
 
     step("Traces: the list, then a trace opened from the keyboard (Tab to its row, Enter)");
     await page.click("nav a[data-view=traces]");

@@ -402,6 +402,8 @@ fn show_top(paths: &[PathBuf], store_arg: &str) -> anyhow::Result<()> {
         by: Some("span_name".to_owned()),
         by_thread: false,
         limit: 10,
+        trend: None,
+        buckets: None,
         paths: paths.to_vec(),
     })?;
     Ok(())

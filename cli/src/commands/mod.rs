@@ -16,6 +16,7 @@ pub mod run;
 pub mod serve;
 pub mod top;
 pub mod traces;
+pub mod trend;
 
 use std::path::{Path, PathBuf};
 

@@ -66,6 +66,9 @@ pub fn answer(args: &TopArgs) -> anyhow::Result<TopAnswer> {
 }
 
 pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
+    if let Some(pattern) = &args.trend {
+        return super::trend::run(args, pattern);
+    }
     let a = answer(args)?;
     let (total, count) = (a.merged.total(), a.merged.total_count());
     outln!("{}", render_header(&a.merged, total, count))?;

@@ -1,8 +1,8 @@
 //! The UI's JSON answers. Each is the answer of a CLI command ([`crate::commands`]'s
 //! `answer` functions, over the store's query engine) serialised, never a computation of its
 //! own: `/api/top` is `otelprof top`, `/api/trace` is `otelprof drilldown`, `/api/diff` is
-//! `otelprof diff`, `/api/leaks` is `otelprof leaks`, with the same flags
-//! ([`super::params`]).
+//! `otelprof diff`, `/api/leaks` is `otelprof leaks`, `/api/trend` is `otelprof top --trend`,
+//! with the same flags ([`super::params`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -287,6 +287,43 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
         "by": by,
         "times": t.times,
         "series": t.series.iter().map(|(n, v)| json!({"name": n, "values": v})).collect::<Vec<_>>(),
+    })
+    .to_string())
+}
+
+/// `otelprof top --trend GLOB`: the trend of the functions matching `trend` over the
+/// selection, in the buckets of the timeline of the same selection and `buckets`.
+pub fn trend(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Top(args) = params::command("top", p, store)? else {
+        return Err("not a selection".into());
+    };
+    let Some(pattern) = args.trend.as_deref() else {
+        return Err("give the functions' pattern: trend=GLOB".into());
+    };
+    let buckets = p
+        .get("buckets")
+        .and_then(|b| b.parse::<usize>().ok())
+        .unwrap_or(BUCKETS)
+        .clamp(2, 500);
+    let t = commands::trend::answer(&args, pattern, buckets).map_err(|e| format!("{e:#}"))?;
+    let points: Vec<Value> = t
+        .points
+        .iter()
+        .map(|x| {
+            json!({"total": x.total, "self": x.self_value, "selection": x.selection,
+                   "share": x.share(), "self_share": x.self_share(), "requests": x.requests,
+                   "per_request": x.per_request()})
+        })
+        .collect();
+    Ok(json!({
+        "type": t.ty.name(),
+        "unit": t.unit,
+        "pattern": t.pattern,
+        "times": t.times,
+        "points": points,
+        "functions": t.functions.iter().take(MAX_ROWS)
+            .map(|(n, v)| json!({"name": n, "total": v})).collect::<Vec<_>>(),
+        "requests": t.has_requests(),
     })
     .to_string())
 }

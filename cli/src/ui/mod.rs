@@ -42,8 +42,9 @@ const INDEX: &str = include_str!("assets/index.html");
 const JS: &str = "text/javascript; charset=utf-8";
 
 /// The page's scripts and style, by path: (path, content type, content).
-const ASSETS: [(&str, &str, &str); 5] = [
+const ASSETS: [(&str, &str, &str); 6] = [
     ("/dom.js", JS, include_str!("assets/dom.js")),
+    ("/trend.js", JS, include_str!("assets/trend.js")),
     ("/flame.js", JS, crate::flame::VIEWER),
     ("/agents.js", JS, include_str!("assets/agents.js")),
     ("/app.js", JS, include_str!("assets/app.js")),
@@ -221,6 +222,7 @@ fn answer(store: &std::path::Path, endpoint: &str, p: &Params) -> Response<Respo
     match endpoint {
         "top" => json(api::top(store, p)),
         "timeline" => json(api::timeline(store, p)),
+        "trend" => json(api::trend(store, p)),
         "traces" => json(api::traces(store, p)),
         "leaks" => json(api::leaks(store, p)),
         "trace" => json(api::trace(store, p)),

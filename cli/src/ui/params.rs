@@ -57,7 +57,7 @@ const UI_ONLY: &[&str] = &["format", "side", "buckets", "search", "stack", "colo
 /// The flags each command's view takes beyond [`SELECT`].
 fn command_flags(command: &str) -> &'static [&'static str] {
     match command {
-        "top" => &["by", "limit"],
+        "top" => &["by", "limit", "trend"],
         "traces" => &["limit"],
         "leaks" => &["min_snapshots", "all"],
         "drilldown" => &["children", "endpoint", "limit"],

@@ -1,7 +1,8 @@
 //! The query engine: merges of what a [`Selector`] selects, made in as few passes over the
 //! files as possible, and the computations behind each answer ([`top`], [`diff`],
-//! [`drilldown`], [`leaks`], per-request [`requests`], the time per thread [`states`], the flame graph's call [`tree`], the
-//! [`timeline`] of a selection), and the time-sliced merges behind the diff's noise estimate
+//! [`drilldown`], [`leaks`], per-request [`requests`], the time per thread [`states`], the
+//! flame graph's call [`tree`], the [`timeline`] of a selection and a function's [`trend`]
+//! under it), and the time-sliced merges behind the diff's noise estimate
 //! ([`slices`]). The CLI and the web UI both ask here, so they give one answer.
 
 pub mod butterfly;
@@ -15,6 +16,7 @@ pub mod timeline;
 pub mod top;
 pub mod traces;
 pub mod tree;
+pub mod trend;
 
 use std::collections::BTreeSet;
 

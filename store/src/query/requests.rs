@@ -161,8 +161,8 @@ fn count_side(
     delta
 }
 
-/// Request counts per endpoint for both sides of a diff, from the metrics stored under `paths`.
-pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) -> EndpointCounts {
+/// The metrics requests stored under `paths` (those that cannot be read are passed over).
+fn read_requests(paths: &[PathBuf]) -> Vec<ExportMetricsServiceRequest> {
     let mut requests = Vec::new();
     let mut bytes = Vec::new();
     for f in metrics_files(paths) {
@@ -176,10 +176,64 @@ pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) ->
             requests.push(r);
         }
     }
+    requests
+}
+
+/// Request counts per endpoint for both sides of a diff, from the metrics stored under `paths`.
+pub fn endpoint_requests(paths: &[PathBuf], base: &Selector, head: &Selector) -> EndpointCounts {
+    let requests = read_requests(paths);
     EndpointCounts {
         base: count_side(&requests, base),
         head: count_side(&requests, head),
     }
+}
+
+/// Requests in each of the contiguous `windows` (`[start, end)`) of `selector`'s selection:
+/// of the endpoint it names (`span_name=…`), else of every endpoint. A request counts in the
+/// window its metric point falls in, so windows shorter than the metrics' export interval
+/// hold the requests of a whole interval or none. `None` everywhere when no request counts
+/// are stored.
+pub fn requests_in(
+    paths: &[PathBuf],
+    selector: &Selector,
+    windows: &[(i64, i64)],
+) -> Vec<Option<f64>> {
+    counts_in(&read_requests(paths), selector, windows)
+}
+
+/// [`requests_in`] over the metrics requests `requests`.
+fn counts_in(
+    requests: &[ExportMetricsServiceRequest],
+    selector: &Selector,
+    windows: &[(i64, i64)],
+) -> Vec<Option<f64>> {
+    let endpoint = selector
+        .conditions
+        .iter()
+        .find(|c| c.key == "span_name" && c.op == Op::Eq)
+        .map(|c| c.value.as_str());
+    let counts: Vec<HashMap<String, f64>> = windows
+        .iter()
+        .map(|&(start, end)| {
+            let mut cut = selector.clone();
+            // `count_side` takes points up to `to` inclusive: a point on a window's end is
+            // the next window's.
+            (cut.from, cut.to) = (Some(start), Some(end.saturating_sub(1).max(start)));
+            count_side(requests, &cut)
+        })
+        .collect();
+    if counts.iter().all(HashMap::is_empty) {
+        return vec![None; windows.len()];
+    }
+    counts
+        .into_iter()
+        .map(|c| {
+            Some(match endpoint {
+                Some(e) => c.get(e).copied().unwrap_or(0.0),
+                None => c.values().sum(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -234,6 +288,31 @@ mod tests {
                 ..ResourceMetrics::default()
             }],
         }
+    }
+
+    #[test]
+    fn windows_count_the_points_in_them_once() {
+        // Cumulative points at 10, 20 and 30: windows [0, 15), [15, 20), [20, 40).
+        let reqs = [request("1", &[(10, 100), (20, 250), (30, 300)])];
+        let windows = [(0, 15), (15, 20), (20, 40)];
+        let all = Selector::default();
+        assert_eq!(
+            counts_in(&reqs, &all, &windows),
+            [Some(100.0), Some(0.0), Some(200.0)]
+        );
+        let mut cart = Selector::default();
+        cart.add_terms("span_name=GET /cart", 0).unwrap();
+        assert_eq!(
+            counts_in(&reqs, &cart, &windows),
+            [Some(100.0), Some(0.0), Some(200.0)]
+        );
+        let mut other = Selector::default();
+        other.add_terms("span_name=GET /other", 0).unwrap();
+        assert_eq!(
+            counts_in(&reqs, &other, &windows),
+            [Some(0.0), Some(0.0), Some(0.0)]
+        );
+        assert_eq!(counts_in(&[], &all, &windows), [None, None, None]);
     }
 
     #[test]

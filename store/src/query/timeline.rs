@@ -39,15 +39,63 @@ pub fn timeline<E: From<Error>>(
     by: &str,
     buckets: usize,
 ) -> Result<Timeline, E> {
-    let selector = spec.selector.clone();
-    let measure = spec.measure;
-    let rows = || -> Result<StoreSource, E> { Ok(open()?.narrow_to(&selector)) };
-    let short = too_short_for_ticks(&selector, buckets);
-    let source = if short {
-        rows()?
+    let (selector, measure) = (spec.selector.clone(), spec.measure);
+    let plan = plan(&open, spec, Some(by), buckets)?;
+    let merged = if plan.bounds.is_empty() {
+        Vec::new()
+    } else if plan.answers {
+        merge_buckets(
+            &plan.source,
+            &plan.bounds,
+            plan.ty,
+            &selector,
+            measure,
+            Some(by),
+        )?
     } else {
-        rows()?.use_series(Some(by))
+        let rows = open()?.narrow_to(&selector);
+        merge_buckets(&rows, &plan.bounds, plan.ty, &selector, measure, Some(by))?
     };
+    let series = stack(merged, plan.bounds.len());
+    Ok(Timeline {
+        ty: plan.ty,
+        unit: plan.unit,
+        times: plan.times,
+        series,
+    })
+}
+
+/// Where the buckets of a timeline of a selection fall, and what answers them.
+pub(crate) struct Plan {
+    pub ty: ProfileType,
+    pub unit: String,
+    /// Each bucket's start and end; empty when nothing was selected.
+    pub bounds: Vec<(i64, i64)>,
+    /// Where each bucket starts, then where the last one ends ([`Timeline::times`]).
+    pub times: Vec<i64>,
+    /// What the whole selection was merged from: the rows of a range too short for ticks,
+    /// else the series (grouped by the `by` asked for) where the store has them.
+    pub source: StoreSource,
+    /// Whether `source` answers the buckets: they are whole ticks, or it is the rows.
+    pub answers: bool,
+    /// Whether `source` is the rows.
+    pub rows: bool,
+}
+
+/// The buckets of a timeline of `spec` (at most `buckets`, whole ticks when the series can
+/// answer them, see [`buckets_over`]), from one merge of the whole selection (from the series
+/// grouped by `by` where they can answer). Every answer drawn under the timeline ([`timeline`],
+/// [`super::trend`]) buckets time by this plan, so their buckets line up.
+pub(crate) fn plan<E: From<Error>>(
+    open: &impl Fn() -> Result<StoreSource, E>,
+    spec: Spec,
+    by: Option<&str>,
+    buckets: usize,
+) -> Result<Plan, E> {
+    let selector = spec.selector.clone();
+    let short = too_short_for_ticks(&selector, buckets);
+    let source = open()?.narrow_to(&selector);
+    let source = if short { source } else { source.use_series(by) };
     let (whole, ty) = merge(&source, spec)?;
     // Snapshots: every one reached, not only the latest kept (each bucket keeps its own latest
     // per instance: a line of live bytes over time, never a sum of snapshots).
@@ -57,31 +105,32 @@ pub fn timeline<E: From<Error>>(
         .map(|(start, end)| (start, end.saturating_add(1)))
         .or(whole.window)
     else {
-        return Ok(Timeline {
+        return Ok(Plan {
             ty,
             unit: whole.unit,
+            bounds: Vec::new(),
             times: Vec::new(),
-            series: Vec::new(),
+            source,
+            answers: false,
+            rows: short,
         });
     };
     let from = selector.from.map_or(start, |f| f.max(start));
     let to = selector.to.map_or(end, |t| t.min(end)).max(from + 1);
     let (bounds, whole_ticks) = buckets_over(from, to, buckets, !short);
-    let source = if whole_ticks || short {
-        source
-    } else {
-        rows()?
-    };
-    let merged = merge_buckets(&source, &bounds, ty, &selector, measure, by)?;
-    Ok(Timeline {
+    let times = bounds
+        .iter()
+        .map(|b| b.0)
+        .chain(std::iter::once(to))
+        .collect();
+    Ok(Plan {
         ty,
         unit: whole.unit,
-        times: bounds
-            .iter()
-            .map(|b| b.0)
-            .chain(std::iter::once(to))
-            .collect(),
-        series: stack(merged, bounds.len()),
+        bounds,
+        times,
+        source,
+        answers: whole_ticks || short,
+        rows: short,
     })
 }
 
@@ -138,14 +187,21 @@ fn buckets_over(from: i64, to: i64, buckets: usize, ticks: bool) -> (Vec<(i64, i
 }
 
 /// One merge per bucket, grouped by `by`, in one pass over `source`: a profile is added to
-/// the buckets its time overlaps, each of which keeps only the samples within it.
-fn merge_buckets(
+/// the buckets its time overlaps, each of which keeps the samples with timestamps within it
+/// and, of the samples without, the part of their value that its overlap is of the profile's
+/// time ([`Merger::add_part`]).
+///
+/// Not the whole value: the agent's samples carry no timestamps unless asked, and profiles
+/// (10 s to 60 s) are not aligned with buckets, so a bucket that holds a profile's boundary
+/// overlaps two profiles. Counting each whole drew a steady load with a spike at every
+/// period boundary (and made the buckets add up to more than the selection).
+pub(crate) fn merge_buckets(
     source: &StoreSource,
     bounds: &[(i64, i64)],
     ty: ProfileType,
     selector: &Selector,
     measure: Measure,
-    by: &str,
+    by: Option<&str>,
 ) -> Result<Vec<Option<Merged>>, Error> {
     let make = || -> Vec<Merger> {
         bounds
@@ -154,7 +210,7 @@ fn merge_buckets(
                 let mut cut = selector.clone();
                 cut.from = Some(a);
                 cut.to = Some(b);
-                Merger::new(ty, cut, Some(by)).measure(measure).lines(false)
+                Merger::new(ty, cut, by).measure(measure).lines(false)
             })
             .collect()
     };
@@ -163,7 +219,7 @@ fn merge_buckets(
         let p1 = p0.saturating_add(d.profile.duration_nanos.max(0));
         for (m, &(a, b)) in mergers.iter_mut().zip(bounds) {
             if p1 >= a && p0 < b {
-                m.add(&d.resource, &d.profile);
+                m.add_part(&d.resource, &d.profile, overlap(p0, p1, a, b));
             }
         }
     })?;
@@ -177,6 +233,15 @@ fn merge_buckets(
         }
     }
     Ok(merged.into_iter().map(|m| m.map(Merger::finish)).collect())
+}
+
+/// The part of a profile's time `[p0, p1)` inside the bucket `[a, b)`: 1 for an instant in it.
+fn overlap(p0: i64, p1: i64, a: i64, b: i64) -> f64 {
+    if p1 <= p0 {
+        return if a <= p0 && p0 < b { 1.0 } else { 0.0 };
+    }
+    let inside = (i128::from(p1.min(b)) - i128::from(p0.max(a))).max(0);
+    inside as f64 / (i128::from(p1) - i128::from(p0)) as f64
 }
 
 /// The buckets' merges as one series per group: what each group adds up to in each of the
@@ -273,6 +338,20 @@ mod tests {
         assert!(too_short_for_ticks(&range(0, 59 * TICK), 60));
         assert!(!too_short_for_ticks(&range(0, 60 * TICK), 60));
         assert!(!too_short_for_ticks(&Selector::default(), 60));
+    }
+
+    #[test]
+    fn a_profile_straddling_buckets_is_parted_by_its_time_in_each() {
+        // A profile of 10 s from 3 s, buckets of 4 s from 0: 1/10, 4/10, 4/10, 1/10.
+        let s = 1_000_000_000;
+        let parts: Vec<f64> = [0, 4, 8, 12, 16]
+            .iter()
+            .map(|&a| overlap(3 * s, 13 * s, a * s, (a + 4) * s))
+            .collect();
+        assert_eq!(parts, [0.1, 0.4, 0.4, 0.1, 0.0]);
+        // An instant (a snapshot) is whole in the bucket that holds it, at its start.
+        assert_eq!(overlap(4 * s, 4 * s, 4 * s, 8 * s), 1.0);
+        assert_eq!(overlap(8 * s, 8 * s, 4 * s, 8 * s), 0.0);
     }
 
     #[test]

@@ -8,3 +8,4 @@ mod diff_regressions;
 mod diff_short_runs;
 mod diff_support;
 mod receive;
+mod trend;

@@ -4,8 +4,9 @@
 //! `otelprof demo` writes with real JVMs and the real agent (shop 1.0 and 2.0, traces,
 //! endpoints, a known regression), compacted as a receiver compacts an hour that is over
 //! (`otelprof compact`), and served as `scripts/demo.sh --serve` serves it.
-//! The script opens every view, drags a time range, searches a frame, opens a trace from the
-//! keyboard, compares the versions and follows shared URLs; it takes a screenshot of each view,
+//! The script opens every view, drags a time range, searches a frame, picks a function's trend
+//! (a row from the keyboard, a frame), opens a trace from the keyboard, compares the versions
+//! and follows shared URLs; it takes a screenshot of each view,
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
 //! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
@@ -24,9 +25,10 @@ use otelprof_tests::{
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 /// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
 const OPAMP_INSTANCE: &str = "i-browser";
-const SCREENS: [&str; 6] = [
+const SCREENS: [&str; 7] = [
     "explore.png",
     "states.png",
+    "trend.png",
     "traces.png",
     "trace.png",
     "compare.png",

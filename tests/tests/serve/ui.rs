@@ -174,6 +174,44 @@ fn the_ui_answers_what_the_cli_answers() {
         2,
         "{timeline}"
     );
+    // A function's trend: the bucket rows of `otelprof top --trend`, share for share.
+    let work = "otelprof.workloads.CpuSplit.work";
+    let ui = serve.json(&format!(
+        "/api/trend?where=service.version%3Da&type=cpu&buckets=6&trend={work}"
+    ));
+    let (code, cli, err) = otelprof(&[
+        "top",
+        "--trend",
+        work,
+        "--buckets",
+        "6",
+        "--where",
+        "service.version=a",
+        "--type",
+        "cpu",
+        &store,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cli_shares: Vec<&str> = cli
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    let ui_shares: Vec<String> = ui["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["share"]
+                .as_f64()
+                .map_or("-".to_owned(), |s| format!("{:.2}%", 100.0 * s))
+        })
+        .collect();
+    assert_eq!(cli_shares, ui_shares, "{cli}\n{ui}");
+    assert!(
+        cli_shares.iter().filter(|s| **s != "-").count() >= 2,
+        "{cli}"
+    );
     let (status, head, body) = serve.get("/api/export/explore?format=collapsed", &[]);
     assert_eq!(status, 200);
     assert!(head.contains("attachment"), "{head}");

@@ -154,9 +154,9 @@
       if (to.value) q.set("to", to.value);
       if (by && by.value !== "span_name") q.set("by", by.value);
       if (lines.checked) q.set("lines", "1");
-      // The search and the colouring change the URL in place: read them from it.
+      // The search, the colouring and the trend change the URL in place: read them from it.
       var now = new URLSearchParams(location.search);
-      ["search", "color"].forEach(function (k) { if (now.get(k)) q.set(k, now.get(k)); });
+      ["search", "color", "trend"].forEach(function (k) { if (now.get(k)) q.set(k, now.get(k)); });
       go(path, q);
     }
     form.addEventListener("submit", submit);
@@ -225,8 +225,8 @@
   }
 
   // The function table; `states` (wall profiles): a column per thread state with each
-  // function's total in it.
-  function functionTable(rows, total, unit, id, states) {
+  // function's total in it; `onRow`: what choosing a row does.
+  function functionTable(rows, total, unit, id, states, onRow) {
     rows.forEach(function (r) { r.selfShare = total ? r.self / total : 0; r.totalShare = total ? r.total / total : 0; });
     var cols = [
       { key: "self", label: "self", fmt: function (v) { return fmt(v, unit); } },
@@ -239,7 +239,7 @@
       cols.push({ key: "state_" + name, label: name, fmt: function (v) { return v ? fmt(v, unit) : "-"; } });
     });
     cols.push({ key: "label", label: "function", name: true });
-    return table(cols, rows, null, id);
+    return table(cols, rows, onRow || null, id);
   }
 
   function explore(p) {
@@ -247,8 +247,20 @@
     main.appendChild(box);
     api("values").then(function (values) {
       box.appendChild(selectionForm("/", p, values, true));
-      var q = apiParams(p, ["search", "color"]);
+      var q = apiParams(p, ["search", "color", "trend"]);
       var tl = el("div"); box.appendChild(tl);
+      // The trend of a function (trend.js) under the timeline: a frame clicked, a row of the
+      // table chosen, or Enter in the search box picks it; kept in the URL as `trend`.
+      var tr = el("div", { id: "trend-box" }); box.appendChild(tr);
+      var tp = apiParams(p, ["search", "trend", "by", "lines"]);
+      function setTrend(pattern) {
+        var n = new URLSearchParams(location.search);
+        if (pattern) n.set("trend", pattern); else n.delete("trend");
+        history.replaceState(null, "", location.pathname + (n.toString() ? "?" + n.toString() : ""));
+        if (pattern) window.OtelprofTrend.mount(tr, pattern, tp, api, function () { setTrend(null); });
+        else tr.textContent = "";
+      }
+      if (p.get("trend")) setTrend(p.get("trend"));
       var tq = new URLSearchParams(q); tq.delete("lines"); tq.set("by", p.get("by") || "span_name");
       api("timeline", tq).then(function (data) {
         tl.appendChild(timeline(data, function (a, b) { var n = new URLSearchParams(p); n.set("from", a); n.set("to", b); go("/", n); }));
@@ -265,7 +277,22 @@
         };
         window.OtelprofFlame.mount(flame, d.flame, { search: p.get("search") || "", onSearch: function (s) { keep("search", s); },
           colorBy: p.get("color") || "", onColorBy: function (c) { keep("color", c === "state" ? "state" : ""); } });
-        side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table", d.states));
+        side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table", d.states, function (r) { setTrend(r.name); }));
+        // A frame's name without its source file; the root (the whole selection) picks nothing.
+        function pickFrame(ev) {
+          var f = ev.target.closest(".frame");
+          if (f && f.getAttribute("data-node") !== "0") setTrend(f.textContent.split(" (")[0]);
+        }
+        flame.addEventListener("click", pickFrame);
+        flame.addEventListener("keydown", function (ev) {
+          if (ev.key === "Enter") pickFrame(ev);
+          var s = ev.target.closest(".flamesearch");
+          if (!s || ev.key !== "Enter") return;
+          var text = s.value.trim();
+          // A /regex/ search is not a pattern; text is matched anywhere in the name.
+          if (!text) setTrend(null);
+          else if (!/^\/.*\/$/.test(text)) setTrend(text.indexOf("*") >= 0 ? text : "*" + text + "*");
+        });
       });
     }).catch(function (e) { fail(box, e); });
   }
