@@ -18,10 +18,12 @@
     return q;
   }
 
-  // The view's URL for `name` over the selection of `p`.
+  // The view's URL for the function of frame `name` over the selection of `p`. Frames are
+  // shown with their source file (`pkg.Class.method (Class.java)`); the function is the name
+  // before it, as the CLI's pattern matches it.
   function link(p, name) {
     var q = selection(p);
-    q.set("function", name);
+    q.set("function", name.replace(/ \([^()]*\)$/, ""));
     ["depth", "min"].forEach(function (k) { if (p.get(k)) q.set(k, p.get(k)); });
     return "/callers?" + q.toString();
   }
