@@ -5,7 +5,9 @@
 //! endpoints, a known regression), compacted as a receiver compacts an hour that is over
 //! (`otelprof compact`), and served as `scripts/demo.sh --serve` serves it.
 //! The script opens every view, drags a time range, searches a frame, opens a trace from the
-//! keyboard, compares the versions and follows shared URLs; it takes a screenshot of each view,
+//! keyboard, compares the versions and follows shared URLs, focuses (include, hide) and opens
+//! the butterfly view from a frame, comparing both with the CLI run by the script on the same
+//! store (tests/browser/focus_butterfly.js); it takes a screenshot of each view,
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
 //! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
@@ -24,8 +26,10 @@ use otelprof_tests::{
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 /// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
 const OPAMP_INSTANCE: &str = "i-browser";
-const SCREENS: [&str; 5] = [
+const SCREENS: [&str; 7] = [
     "explore.png",
+    "focus.png",
+    "butterfly.png",
     "traces.png",
     "trace.png",
     "compare.png",
@@ -146,6 +150,8 @@ fn every_view_works_in_chromium() {
         .env("OTELPROF_REGRESSED", REGRESSED)
         .env("OTELPROF_FIRST_TRACE", &first_trace)
         .env("OTELPROF_OPAMP_INSTANCE", OPAMP_INSTANCE)
+        .env("OTELPROF_CLI", cli_path())
+        .env("OTELPROF_STORE", &store)
         .env("OTELPROF_SCREENSHOTS", &screenshots);
     let (code, stdout, stderr, _) = run_with_timeout(node, Duration::from_secs(240));
     println!("{stdout}{stderr}");
