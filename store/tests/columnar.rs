@@ -676,6 +676,29 @@ fn compacted_hours_answer_timelines_and_pickers_from_series() {
         threads.groups
     );
     assert!(threads.stacks.iter().any(|s| s.frames.len() > 1));
+    // A focus is decided on frames, which the series drop: read from the rows, a timeline of
+    // a focused selection is the focused merge's.
+    let focused_timeline = |series: bool| {
+        let mut sel = selector("");
+        sel.focus
+            .include
+            .push(otelprof_store::focus::Glob::parse("app.Work.step1").unwrap());
+        let mut source = ColumnarSource::open(&dir, Box::new(|_, _| {}))
+            .unwrap()
+            .narrow_to(&sel);
+        if series {
+            source = source.use_series(Some("span_name"));
+        }
+        let spec = Spec::new(Some(ProfileType::Cpu), &sel).by(Some("span_name"));
+        series_answer(&query::merge(&source, spec).unwrap().0)
+    };
+    let focused = focused_timeline(false);
+    let groups: Vec<&str> = focused.0.iter().map(|g| g.0.as_str()).collect();
+    assert!(
+        groups.contains(&"GET /b") && !groups.contains(&"GET /a"),
+        "{focused:?}"
+    );
+    assert_eq!(focused_timeline(true), focused);
     // A store compacted before series existed gets them on the next pass, without being
     // compacted again.
     let mut removed = 0;

@@ -2,13 +2,15 @@
 // pinned in package.json, installed by scripts/test.sh under target/; no browser download).
 // Run by tests/tests/serve/browser.rs against a serve of a store written by real agents:
 //   OTELPROF_UI=http://127.0.0.1:PORT OTELPROF_REGRESSED=pkg.Class.method \
-//   OTELPROF_SCREENSHOTS=docs/screenshots NODE_PATH=target/browser-node/node_modules \
-//   node tests/browser/serve_ui.js
+//   OTELPROF_SCREENSHOTS=docs/screenshots OTELPROF_CLI=target/release/otelprof \
+//   OTELPROF_STORE=STORE NODE_PATH=target/browser-node/node_modules node tests/browser/serve_ui.js
+// The focus fields and the butterfly view are focus_butterfly.js, checked against the CLI.
 // Every check throws on failure (the process exits 1); nothing is skipped.
 "use strict";
 const assert = require("node:assert/strict");
 const path = require("node:path");
 const { chromium } = require("playwright-core");
+const focusAndButterfly = require("./focus_butterfly.js");
 
 const BASE = need("OTELPROF_UI");
 const REGRESSED = need("OTELPROF_REGRESSED");
@@ -212,6 +214,10 @@ async function main() {
 
     await threadStates(page);
     await checkTrend(page);
+    await focusAndButterfly(browser, { BASE, open, noErrors, shot, step }, {
+      cli: need("OTELPROF_CLI"), store: need("OTELPROF_STORE"), regressed: REGRESSED,
+      include: ["otelprof.demo.Catalog.*", "otelprof.demo.Shop.report"], hide: "java.*",
+    });
 
     step("Traces: the list, then a trace opened from the keyboard (Tab to its row, Enter)");
     await page.click("nav a[data-view=traces]");

@@ -4,7 +4,9 @@
 // depth, total value, self value, and for diffs the base value scaled to the head's total).
 // Root on top; click a frame (or Enter on it) to zoom to it, Escape or "reset zoom" to zoom
 // out, type to search (plain text, case-insensitive; /regex/ for a regular expression) and see
-// the matched share; hover for details (frames carry file:line when asked for lines).
+// the matched share (Enter there moves to the first matched frame); hover for details (frames
+// carry file:line when asked for lines). Given opts.onFrame (the web UI), a frame's context
+// action (right click, or c on the focused frame) hands its name over.
 (function () {
   "use strict";
   var ROW = 18;
@@ -115,7 +117,8 @@
 
   // Draws `D` into the elements of `ui`: chart, search (an input), reset (a button), status,
   // tip, and keys (where Escape zooms out). opts.search: the first search; opts.onSearch(q):
-  // told of every search. Returns {search(q), zoomTo(i)}.
+  // told of every search; opts.onFrame(name): a frame's context action. Returns
+  // {search(q), zoomTo(i)}.
   function view(ui, D, opts) {
     var t = layout(D), zoom = 0, matcher = null, byState = false;
     var chart = ui.chart, status = ui.status, tip = ui.tip;
@@ -196,6 +199,7 @@
       var lines = [name(i),
         "total " + fmt(D.value[i], D.unit) + " (" + pct(D.value[i], all) + ")",
         "self " + fmt(D.self[i], D.unit) + " (" + pct(D.self[i], all) + ")"];
+      if (opts.onFrame && i !== 0) lines.push("right click or c: callers and callees");
       if (D.base) {
         var change = D.value[i] - D.base[i];
         lines.push("base " + pct(D.base[i], all) + " → head " + pct(D.value[i], all) +
@@ -211,9 +215,21 @@
     chart.addEventListener("click", function (ev) {
       var f = ev.target.closest(".frame"); if (f) zoomTo(Number(f.getAttribute("data-node")));
     });
+    // The context action on frame element `f` (never on the root, which is no function).
+    function act(ev, f) {
+      var i = f ? Number(f.getAttribute("data-node")) : 0;
+      if (!opts.onFrame || i === 0) return;
+      ev.preventDefault(); tip.style.display = "none"; opts.onFrame(name(i));
+    }
     chart.addEventListener("keydown", function (ev) {
       var f = ev.target.closest(".frame");
       if (f && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); zoomTo(Number(f.getAttribute("data-node"))); }
+      else if (ev.key === "c" && !ev.ctrlKey && !ev.metaKey && !ev.altKey) act(ev, f);
+    });
+    chart.addEventListener("contextmenu", function (ev) { act(ev, ev.target.closest(".frame")); });
+    ui.search.addEventListener("keydown", function (ev) {
+      var first = ev.key === "Enter" && chart.querySelector(".frame.match");
+      if (first) { ev.preventDefault(); first.focus(); }
     });
     ui.reset.addEventListener("click", function () { zoomTo(0); });
     ui.keys.addEventListener("keydown", function (ev) { if (ev.key === "Escape") zoomTo(0); });
@@ -240,7 +256,8 @@
     search.setAttribute("aria-label", "search frames");
     var reset = make("button", "", "reset zoom"); reset.type = "button";
     var status = make("span", "flamestatus"); status.setAttribute("aria-live", "polite");
-    var legend = make("span", "meta", D.base ? "red: larger share than in the base, blue: smaller" : "orange: application, yellow: JDK, pink: native, teal: kernel");
+    var legend = make("span", "meta", (D.base ? "red: larger share than in the base, blue: smaller" : "orange: application, yellow: JDK, pink: native, teal: kernel") +
+      (opts && opts.onFrame ? "; right click or c on a frame: its callers and callees" : ""));
     if (D.states && D.states.length && !D.base) {
       legend.textContent += "; by state: " + D.states.map(function (s) {
         return s + " " + ({ RUNNABLE: "green", NATIVE: "purple", BLOCKED: "red", WAITING: "blue", TIMED_WAITING: "light blue", GC_PAUSE: "dark grey" }[s] || "grey");

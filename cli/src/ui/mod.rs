@@ -3,9 +3,10 @@
 //! nothing is fetched from elsewhere, it works offline) and the JSON answers it shows
 //! ([`api`], the CLI's answers serialised), plus exports ([`export`]).
 //!
-//! Routes: the views `/`, `/traces`, `/trace/<trace_id>`, `/diff`, `/instances` all serve the
-//! page, which reads its URL (query parameters are the CLI's flags, [`params`]); the page
-//! asks `/api/<view>?<the same parameters>`.
+//! Routes: the views `/`, `/traces`, `/trace/<trace_id>`, `/diff`, `/leaks`, `/callers`
+//! (the butterfly view) and `/instances` all serve the page, which reads its URL (query
+//! parameters are the CLI's flags, [`params`]); the page asks `/api/<view>?<the same
+//! parameters>`.
 //!
 //! Security, with the receiver's rules ([`crate::commands::serve`] refuses a non-loopback UI
 //! without `--token`): with a token, every `/api/` request must carry it (`Authorization:
@@ -15,10 +16,11 @@
 //! Queries read the store on blocking threads, at most [`CONCURRENT_QUERIES`] at once, so the
 //! UI never starves the receiver.
 //!
-//! Module map: `params` (leaf), `api` and `export` (over `params`), this file wires them;
-//! `serve` (the command) starts them with the receiver.
+//! Module map: `params` (leaf), `api` and `export` (over `params`), `butterfly` (over `api`
+//! and `params`), this file wires them; `serve` (the command) starts them with the receiver.
 
 mod api;
+mod butterfly;
 mod export;
 mod params;
 
@@ -42,9 +44,11 @@ const INDEX: &str = include_str!("assets/index.html");
 const JS: &str = "text/javascript; charset=utf-8";
 
 /// The page's scripts and style, by path: (path, content type, content).
-const ASSETS: [(&str, &str, &str); 6] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     ("/dom.js", JS, include_str!("assets/dom.js")),
     ("/trend.js", JS, include_str!("assets/trend.js")),
+    ("/focus.js", JS, include_str!("assets/focus.js")),
+    ("/butterfly.js", JS, include_str!("assets/butterfly.js")),
     ("/flame.js", JS, crate::flame::VIEWER),
     ("/agents.js", JS, include_str!("assets/agents.js")),
     ("/app.js", JS, include_str!("assets/app.js")),
@@ -133,10 +137,12 @@ fn loopback_host(request: &Request<Incoming>) -> bool {
 
 /// The view pages: every one is the same page, which routes on its URL.
 fn is_page(path: &str) -> bool {
-    matches!(path, "/" | "/traces" | "/diff" | "/leaks" | "/instances")
-        || path
-            .strip_prefix("/trace/")
-            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+    matches!(
+        path,
+        "/" | "/traces" | "/diff" | "/leaks" | "/callers" | "/instances"
+    ) || path
+        .strip_prefix("/trace/")
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
@@ -227,6 +233,7 @@ fn answer(store: &std::path::Path, endpoint: &str, p: &Params) -> Response<Respo
         "leaks" => json(api::leaks(store, p)),
         "trace" => json(api::trace(store, p)),
         "diff" => json(api::compare(store, p)),
+        "butterfly" => json(butterfly::answer(store, p)),
         "instances" => json(api::instances(store)),
         "values" => json(api::values(store)),
         e => match e.strip_prefix("export/") {
@@ -268,6 +275,7 @@ mod tests {
             "/traces",
             "/diff",
             "/leaks",
+            "/callers",
             "/instances",
             "/trace/0af7651916cd43dd8448eb211c80319c",
         ] {

@@ -46,8 +46,12 @@ impl Params {
 
 /// Flags of the selection every reading command shares.
 const SELECT: &[&str] = &[
-    "where", "type", "value", "from", "to", "trace_id", "span_id", "lines",
+    "where", "type", "value", "from", "to", "trace_id", "span_id", "lines", "include", "exclude",
+    "hide",
 ];
+/// Parameters that are a command's argument, not a flag: `function=GLOB` is the GLOB of
+/// `otelprof callers GLOB`. Each is taken once (a second one would be read as a path).
+const ARGUMENTS: &[&str] = &["function"];
 /// Flags without a value: `lines=1` (or `lines=true`) is `--lines`.
 const SWITCHES: &[&str] = &["lines", "children"];
 /// Parameters of the UI itself, not flags (what to export, the timeline's resolution, the
@@ -58,6 +62,7 @@ const UI_ONLY: &[&str] = &["format", "side", "buckets", "search", "stack", "colo
 fn command_flags(command: &str) -> &'static [&'static str] {
     match command {
         "top" => &["by", "limit", "trend"],
+        "callers" | "callees" => &["function", "depth", "min"],
         "traces" => &["limit"],
         "leaks" => &["min_snapshots", "all"],
         "drilldown" => &["children", "endpoint", "limit"],
@@ -81,6 +86,7 @@ fn command_flags(command: &str) -> &'static [&'static str] {
 pub fn command(command: &str, params: &Params, store: &Path) -> Result<Cmd, String> {
     let extra = command_flags(command);
     let mut argv: Vec<std::ffi::OsString> = vec!["otelprof".into(), command.into()];
+    let mut arguments: Vec<&str> = Vec::new();
     for (key, value) in &params.0 {
         if UI_ONLY.contains(&key.as_str()) {
             continue;
@@ -97,6 +103,16 @@ pub fn command(command: &str, params: &Params, store: &Path) -> Result<Cmd, Stri
                     .join(", ")
             ));
         }
+        if ARGUMENTS.contains(&key.as_str()) {
+            if !arguments.is_empty() {
+                return Err(format!(
+                    "{} is given more than once",
+                    otelprof_primitives::escape::quote(key)
+                ));
+            }
+            arguments.push(value);
+            continue;
+        }
         let flag = format!("--{}", key.replace('_', "-"));
         if SWITCHES.contains(&key.as_str()) {
             if matches!(value.as_str(), "" | "1" | "true" | "on") {
@@ -111,7 +127,10 @@ pub fn command(command: &str, params: &Params, store: &Path) -> Result<Cmd, Stri
         // `--flag=value`: a value starting with `-` stays a value.
         argv.push(format!("{flag}={value}").into());
     }
+    // After `--`: the command's argument (a pattern starting with `-` stays a pattern), then
+    // the store, the only path, which comes from the server.
     argv.push("--".into());
+    argv.extend(arguments.into_iter().map(Into::into));
     argv.push(store.as_os_str().to_owned());
     Cli::try_parse_from(argv)
         .map(|cli| cli.command)
@@ -172,5 +191,58 @@ mod tests {
             panic!("diff")
         };
         assert_eq!(args.base, "service.version=1.0");
+    }
+
+    #[test]
+    fn focus_parameters_repeat_as_the_flags_do() {
+        let p = Params::parse(
+            "include=com.shop.*&include=*.Cart.add&exclude=*.Log.*&hide=java.*&hide=jdk.*",
+        );
+        let Cmd::Top(args) = command("top", &p, Path::new("/s")).unwrap() else {
+            panic!("top")
+        };
+        assert_eq!(args.select.include, ["com.shop.*", "*.Cart.add"]);
+        assert_eq!(args.select.exclude, ["*.Log.*"]);
+        assert_eq!(args.select.hide, ["java.*", "jdk.*"]);
+        let s = args.select.selector().unwrap();
+        assert_eq!(
+            s.focus.describe(),
+            "--include com.shop.* --include *.Cart.add --exclude *.Log.* --hide java.* --hide jdk.*"
+        );
+        // Every view with a selection takes them.
+        for view in ["traces", "drilldown", "diff"] {
+            let p = Params::parse("include=a.*&exclude=b.*&hide=c.*");
+            assert!(command(view, &p, Path::new("/s")).is_ok(), "{view}");
+        }
+        // A blank pattern gets the CLI's error.
+        let Cmd::Top(args) = command("top", &Params::parse("include=+"), Path::new("/s")).unwrap()
+        else {
+            panic!("top")
+        };
+        let err = format!("{:#}", args.select.selector().unwrap_err());
+        assert_eq!(err, "--include \" \": an empty pattern");
+    }
+
+    #[test]
+    fn the_function_is_the_commands_argument_once() {
+        let p = Params::parse("function=-x.*&where=service.version%3D2&include=a.*&min=0");
+        let Cmd::Callers(args) = command("callers", &p, Path::new("/s")).unwrap() else {
+            panic!("callers")
+        };
+        assert_eq!(args.function, "-x.*");
+        assert_eq!(args.select.conditions, ["service.version=2"]);
+        assert_eq!(args.select.include, ["a.*"]);
+        assert_eq!(args.min, 0.0);
+        assert_eq!(args.paths, [Path::new("/s")]);
+        // A second one would be a path: refused.
+        let err = command(
+            "callers",
+            &Params::parse("function=a&function=/etc"),
+            Path::new("/s"),
+        )
+        .unwrap_err();
+        assert!(err.contains("more than once"), "{err}");
+        let err = command("top", &Params::parse("function=a"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("unknown parameter"), "{err}");
     }
 }

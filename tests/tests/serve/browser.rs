@@ -5,8 +5,10 @@
 //! endpoints, a known regression), compacted as a receiver compacts an hour that is over
 //! (`otelprof compact`), and served as `scripts/demo.sh --serve` serves it.
 //! The script opens every view, drags a time range, searches a frame, picks a function's trend
-//! (a row from the keyboard, a frame), opens a trace from the keyboard, compares the versions
-//! and follows shared URLs; it takes a screenshot of each view,
+//! (a row from the keyboard, a frame), colours a wall profile by thread state, opens a trace from
+//! the keyboard, compares the versions and follows shared URLs, focuses (include, hide) and opens
+//! the butterfly view from a frame, comparing both with the CLI run by the script on the same
+//! store (tests/browser/focus_butterfly.js); it takes a screenshot of each view,
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
 //! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
@@ -25,10 +27,12 @@ use otelprof_tests::{
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 /// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
 const OPAMP_INSTANCE: &str = "i-browser";
-const SCREENS: [&str; 7] = [
+const SCREENS: [&str; 9] = [
     "explore.png",
     "states.png",
     "trend.png",
+    "focus.png",
+    "butterfly.png",
     "traces.png",
     "trace.png",
     "compare.png",
@@ -149,6 +153,8 @@ fn every_view_works_in_chromium() {
         .env("OTELPROF_REGRESSED", REGRESSED)
         .env("OTELPROF_FIRST_TRACE", &first_trace)
         .env("OTELPROF_OPAMP_INSTANCE", OPAMP_INSTANCE)
+        .env("OTELPROF_CLI", cli_path())
+        .env("OTELPROF_STORE", &store)
         .env("OTELPROF_SCREENSHOTS", &screenshots);
     let (code, stdout, stderr, _) = run_with_timeout(node, Duration::from_secs(240));
     println!("{stdout}{stderr}");

@@ -1,6 +1,7 @@
-// otelprof serve: one page, five views, each a URL whose query parameters are the CLI's
-// flags (where, type, from, to, trace_id, span_id, base, head, by, lines). The page asks
-// /api/<view> with the same parameters; everything shown is the CLI's answer.
+// otelprof serve: one page, six views, each a URL whose query parameters are the CLI's
+// flags (where, type, from, to, trace_id, span_id, base, head, by, lines, and the focus:
+// include, exclude, hide, focus.js). The page asks /api/<view> with the same parameters;
+// everything shown is the CLI's answer. The butterfly view (/callers) is butterfly.js.
 (function () {
   "use strict";
   var main = document.getElementById("main");
@@ -14,7 +15,7 @@
   function time(ns) { return ns == null ? "-" : new Date(ns / 1e6).toISOString().replace(".000Z", "Z"); }
   function params() { return new URLSearchParams(location.search); }
   function go(path, p, replace) {
-    var q = p.toString();
+    var q = p ? p.toString() : "";
     var url = path + (q ? "?" + q : "");
     if (replace) history.replaceState(null, "", url); else history.pushState(null, "", url);
     route();
@@ -142,6 +143,7 @@
     }
     var lines = el("input", { type: "checkbox", name: "lines" }); lines.checked = p.get("lines") === "1";
     form.appendChild(el("label", {}, ["lines", lines]));
+    window.OtelprofFocus.fields(form, p);
     form.appendChild(el("button", { type: "submit", text: "Show" }));
     function submit(ev) {
       if (ev) ev.preventDefault();
@@ -154,6 +156,7 @@
       if (to.value) q.set("to", to.value);
       if (by && by.value !== "span_name") q.set("by", by.value);
       if (lines.checked) q.set("lines", "1");
+      window.OtelprofFocus.read(form, q);
       // The search, the colouring and the trend change the URL in place: read them from it.
       var now = new URLSearchParams(location.search);
       ["search", "color", "trend"].forEach(function (k) { if (now.get(k)) q.set(k, now.get(k)); });
@@ -276,7 +279,8 @@
           history.replaceState(null, "", location.pathname + "?" + n.toString());
         };
         window.OtelprofFlame.mount(flame, d.flame, { search: p.get("search") || "", onSearch: function (s) { keep("search", s); },
-          colorBy: p.get("color") || "", onColorBy: function (c) { keep("color", c === "state" ? "state" : ""); } });
+          colorBy: p.get("color") || "", onColorBy: function (c) { keep("color", c === "state" ? "state" : ""); },
+          onFrame: function (name) { go(window.OtelprofButterfly.link(p, name)); } });
         side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table", d.states, function (r) { setTrend(r.name); }));
         // A frame's name without its source file; the root (the whole selection) picks nothing.
         function pickFrame(ev) {
@@ -312,7 +316,7 @@
           { key: "window", label: "window", name: true },
           { key: "trace_id", label: "trace", name: true }
         ], d.traces, function (t) {
-          var q = new URLSearchParams(); if (p.get("type")) q.set("type", p.get("type"));
+          var q = window.OtelprofFocus.carry(p, new URLSearchParams()); if (p.get("type")) q.set("type", p.get("type"));
           // The profiles the trace's samples are in (whole seconds around them): the
           // drilldown then reads the hour or two they lie in, not the store.
           if (t.profiles) {
@@ -329,6 +333,7 @@
     var box = el("div"); main.appendChild(box);
     var q = apiParams(p, ["search", "color"]); q.set("trace_id", id);
     box.appendChild(el("h2", { text: "Trace " + id }));
+    box.appendChild(window.OtelprofFocus.form(p, function (n) { go("/trace/" + id, n); }));
     api("trace", q).then(function (d) {
       box.appendChild(el("pre", { class: "meta", text: d.summary + d.notes.map(function (n) { return "note: " + n; }).join("\n") }));
       if (d.spans.length) {
@@ -343,7 +348,7 @@
       box.appendChild(exports("trace", q));
       var flame = el("div", { id: "flame" }), side = el("div");
       box.appendChild(el("div", { class: "split" }, [flame, side]));
-      window.OtelprofFlame.mount(flame, d.flame, { search: p.get("search") || "" });
+      window.OtelprofFlame.mount(flame, d.flame, { search: p.get("search") || "", onFrame: function (name) { go(window.OtelprofButterfly.link(q, name)); } });
       side.appendChild(functionTable(d.functions, d.header.total, d.header.unit, "top-table"));
     }).catch(function (e) { fail(box, e); });
   }
@@ -357,12 +362,13 @@
     var hf = el("input", { name: "head_from", value: p.get("head_from") || "", placeholder: "now-1h", size: "14" });
     form.appendChild(el("label", {}, ["base", base])); form.appendChild(el("label", {}, ["base from", bf]));
     form.appendChild(el("label", {}, ["head", head])); form.appendChild(el("label", {}, ["head from", hf]));
+    window.OtelprofFocus.fields(form, p);
     form.appendChild(el("button", { type: "submit", text: "Compare" }));
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var q = new URLSearchParams(p);
       [["base", base], ["head", head], ["base_from", bf], ["head_from", hf]].forEach(function (f) { if (f[1].value) q.set(f[0], f[1].value); else q.delete(f[0]); });
-      go("/diff", q);
+      go("/diff", window.OtelprofFocus.read(form, q));
     });
     box.appendChild(form);
     api("values").then(function (values) {
@@ -462,7 +468,7 @@
   function route() {
     main.textContent = "";
     var path = location.pathname, p = params();
-    var view = path === "/" ? "explore" : path === "/traces" ? "traces" : path.indexOf("/trace/") === 0 ? "traces" : path === "/diff" ? "diff" : path === "/leaks" ? "leaks" : "instances";
+    var view = path === "/" ? "explore" : path === "/traces" ? "traces" : path.indexOf("/trace/") === 0 ? "traces" : path === "/callers" ? "explore" : path === "/diff" ? "diff" : path === "/leaks" ? "leaks" : "instances";
     Array.prototype.forEach.call(document.querySelectorAll("nav a"), function (a) {
       if (a.getAttribute("data-view") === view) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
     });
@@ -471,11 +477,12 @@
     else if (path.indexOf("/trace/") === 0) { var id = path.slice(7); document.title = "otelprof: trace " + id; trace(id, p); }
     else if (path === "/diff") { document.title = "otelprof: compare"; compare(p); }
     else if (path === "/leaks") { document.title = "otelprof: leaks"; leaks(p); }
+    else if (path === "/callers") { document.title = "otelprof: callers and callees"; window.OtelprofButterfly.show(main, p, { api: api, go: go, fail: fail }); }
     else { document.title = "otelprof: instances"; instances(); }
   }
   document.querySelector("nav").addEventListener("click", function (ev) {
     var a = ev.target.closest("a"); if (!a || ev.ctrlKey || ev.metaKey) return;
-    ev.preventDefault(); go(a.getAttribute("href"), new URLSearchParams());
+    ev.preventDefault(); go(a.getAttribute("href"), window.OtelprofFocus.carry(params(), new URLSearchParams()));
   });
   window.addEventListener("popstate", route);
   document.addEventListener("keydown", function (ev) {

@@ -97,6 +97,12 @@ impl ColumnarSource {
         self.needs_labels(by) || self.selections.iter().any(Selector::names_links)
     }
 
+    /// Whether a selection has a focus (`--include`, `--exclude`, `--hide`): it is decided on
+    /// each stack's frames, which series do not keep.
+    fn needs_stacks(&self) -> bool {
+        self.selections.iter().any(|s| !s.focus.is_empty())
+    }
+
     /// Whether the selections, or the key `by` groups by, name a label that every derived
     /// file drops ([`crate::columnar::schema::DROPPED_LABELS`]).
     fn needs_labels(&self, by: Option<&str>) -> bool {
@@ -140,9 +146,9 @@ impl ColumnarSource {
     /// (only a thread role's), trace links, or timestamps finer than
     /// [`crate::columnar::schema::SERIES_TICK`]. For answers that need none of those: a timeline, the
     /// values present, the instances. Not when the selection or `by` needs the rows
-    /// ([`ColumnarSource::needs_rows`]).
+    /// ([`ColumnarSource::needs_rows`]) or the selection has a focus.
     pub fn use_series(mut self, by: Option<&str>) -> ColumnarSource {
-        self.series = !self.needs_rows(by);
+        self.series = !self.needs_rows(by) && !self.needs_stacks();
         self
     }
 
