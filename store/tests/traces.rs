@@ -15,6 +15,7 @@ use opentelemetry::KeyValue;
 use otel_bridge::{FrameKind, Link, Profile, ProfileBuilder};
 use otelprof_primitives::rng::SplitMix64;
 use otelprof_store::columnar::{compact, ColumnarWriter};
+use otelprof_store::focus::{Focus, Glob};
 use otelprof_store::query::traces::top_traces;
 use otelprof_store::query::{self, Spec};
 use otelprof_store::{ProfileType, Selector, StoreSource};
@@ -33,6 +34,9 @@ fn profile(service: u64, minute: i64, rng: &mut SplitMix64, long: &[u64]) -> Pro
     );
     let f = b.function("app.Work.run", "Work.java", 1);
     let loc = b.location(f, 3, FrameKind::Jvm);
+    // The long traces wait in a method of their own (what a focus picks or drops).
+    let hold = b.function("app.Long.hold", "Long.java", 1);
+    let long_loc = b.location(hold, 7, FrameKind::Jvm);
     let endpoints = [
         b.str_label("span_name", "GET /a"),
         b.str_label("span_name", "GET /b"),
@@ -60,7 +64,7 @@ fn profile(service: u64, minute: i64, rng: &mut SplitMix64, long: &[u64]) -> Pro
     b.add_sample(&[loc], &[], &[3, 30_000_000]);
     for (k, &trace) in long.iter().enumerate() {
         b.add_linked_sample(
-            &[loc],
+            &[long_loc, loc],
             &[endpoints[0]],
             link(trace, 100 + service * 10 + k as u64),
             &[2, 20_000_000],
@@ -162,16 +166,33 @@ fn the_list_of_traces_is_every_trace_added_up() {
         );
         let trace = format!("trace_id={:032x}", 0xd157_0000u64);
         let endpoint_cut = format!("span_name=GET /a,{cut}");
-        for terms in [
+        // A focus decides on each sample's stack: only the long traces hold app.Long.hold.
+        let long = |list: fn(&mut Focus) -> &mut Vec<Glob>| {
+            move |sel: &mut Selector| list(&mut sel.focus).push(Glob::parse("app.Long.*").unwrap())
+        };
+        let focuses: [(&str, Box<dyn Fn(&mut Selector)>); 3] = [
+            ("", Box::new(|_: &mut Selector| {})),
+            (" --include app.Long.*", Box::new(long(|f| &mut f.include))),
+            (" --exclude app.Long.*", Box::new(long(|f| &mut f.exclude))),
+        ];
+        let cases = [
             "",
             "service.name=svc1",
             "span_name=GET /b",
             &cut,
             &trace,
             &endpoint_cut,
-        ] {
+        ];
+        for (terms, (focus_text, focus)) in cases
+            .iter()
+            .flat_map(|t| focuses.iter().map(move |f| (*t, f)))
+        {
+            let terms_shown = format!("{terms}{focus_text}");
+            let terms = &terms_shown;
             let mut sel = Selector::default();
-            sel.add_terms(terms, T0).unwrap();
+            sel.add_terms(terms.split(" --").next().unwrap_or(""), T0)
+                .unwrap();
+            focus(&mut sel);
             let open = || {
                 let s = StoreSource::open(std::slice::from_ref(&dir), Box::new(|_, _| {}))
                     .unwrap()
@@ -201,6 +222,11 @@ fn the_list_of_traces_is_every_trace_added_up() {
                 let want: Vec<_> = all.iter().take(limit).cloned().collect();
                 assert_eq!(got, want, "{what}, {terms:?}, limit {limit}");
                 assert_eq!(t.total, all.len(), "{what}, {terms:?}, limit {limit}");
+                if all.is_empty() {
+                    // The trace condition and the exclusion of its method: nothing left.
+                    assert!(t.rows.is_empty(), "{what}, {terms:?}");
+                    continue;
+                }
                 assert!(t.merged.total() > 0.0);
                 assert!(
                     (t.merged.total() - total).abs() < 1e-6 * total,

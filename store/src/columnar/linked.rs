@@ -46,11 +46,14 @@ impl ColumnarSource {
             .filter(|p| p.hour == hour)
             .collect();
         let empty = partitions.is_empty();
-        // The traces need no frames: the stacks are not read.
-        let (tasks, failures) = self.plan(partitions, false);
+        // The traces need no frames, unless a focus decides on them: then the stacks are read,
+        // and each linked row is noted with a sample of its own stack.
+        let by_stack = self.needs_stacks();
+        let (tasks, failures) = self.plan(partitions, by_stack);
         self.run(&tasks, failures, empty, init, |state, reuse, task| {
             if task.stands_for.is_none() && task.skip_slots.is_none() {
-                read_linked_group(task, links_apart, |d, rows| visit(state, d, rows))
+                let how = (links_apart, by_stack);
+                read_linked_group(task, how, |d, rows| visit(state, d, rows))
             } else {
                 read_group(task, reuse, |d| visit(state, d, &rows_of(d)))
             }
@@ -59,10 +62,12 @@ impl ColumnarSource {
 }
 
 /// Reads `task`'s row group and hands each profile to `visit` with its linked rows;
-/// `links_apart`: the selection names a trace or span. Returns how many profiles.
+/// `links_apart`: the selection names a trace or span; `by_stack`: a linked row's sample must
+/// have the row's stack (a focus decides on it), not only its labels. Returns how many
+/// profiles.
 fn read_linked_group(
     task: &Task,
-    links_apart: bool,
+    (links_apart, by_stack): (bool, bool),
     mut visit: impl FnMut(&Decoded, &[LinkedRow]),
 ) -> Result<usize, ColumnarFileError> {
     let reader = open(&task.path)?;
@@ -88,6 +93,7 @@ fn read_linked_group(
             r,
             set,
             links_apart,
+            by_stack,
         };
         group.add(&cols, row, &mut b, &task.stacks);
     }
@@ -130,6 +136,8 @@ struct Row {
     r: usize,
     set: u32,
     links_apart: bool,
+    /// The linked row's sample has its stack too (see [`read_linked_group`]).
+    by_stack: bool,
 }
 
 impl LinkedProfiles {
@@ -236,7 +244,11 @@ impl LinkedProfiles {
             at
         };
         if let Some(link) = link {
-            let sample = *self.labelled.entry(row.set).or_insert(at);
+            let sample = if row.by_stack {
+                at
+            } else {
+                *self.labelled.entry(row.set).or_insert(at)
+            };
             rows.push((sample, r, link));
         }
     }

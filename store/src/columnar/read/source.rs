@@ -99,7 +99,7 @@ impl ColumnarSource {
 
     /// Whether a selection has a focus (`--include`, `--exclude`, `--hide`): it is decided on
     /// each stack's frames, which series do not keep.
-    fn needs_stacks(&self) -> bool {
+    pub(crate) fn needs_stacks(&self) -> bool {
         self.selections.iter().any(|s| !s.focus.is_empty())
     }
 
@@ -157,9 +157,9 @@ impl ColumnarSource {
     /// the last). For per-span statistics without stacks: the list of traces, with any
     /// trace or span condition. A time cut inside a span's own first and last sample is
     /// shared out between them. Not when the selection or `by` names a label that derived
-    /// files drop.
+    /// files drop, nor when the selection has a focus (spans keep no stacks).
     pub fn use_spans(mut self, by: Option<&str>) -> ColumnarSource {
-        self.spans = !self.needs_labels(by);
+        self.spans = !self.needs_labels(by) && !self.needs_stacks();
         self
     }
 

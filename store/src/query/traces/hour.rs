@@ -202,7 +202,8 @@ impl Shards {
                     };
                     let selected = spec
                         .selector
-                        .labels_hold(profile, sample, &sample_conditions);
+                        .labels_hold(profile, sample, &sample_conditions)
+                        && spec.selector.focus.keeps_sample(profile, sample);
                     let endpoint = match sample_value(profile, sample, "span_name") {
                         Some(SampleText::Str(e)) => self.endpoint(e),
                         _ => NONE,
