@@ -128,6 +128,9 @@ fn build(dir: &std::path::Path) {
     }
 }
 
+/// What a case does to its selector's focus.
+type SetFocus = Box<dyn Fn(&mut Selector)>;
+
 /// A trace as compared: id, time, spans, window.
 type Row = (String, i64, usize, (i64, i64));
 
@@ -170,7 +173,7 @@ fn the_list_of_traces_is_every_trace_added_up() {
         let long = |list: fn(&mut Focus) -> &mut Vec<Glob>| {
             move |sel: &mut Selector| list(&mut sel.focus).push(Glob::parse("app.Long.*").unwrap())
         };
-        let focuses: [(&str, Box<dyn Fn(&mut Selector)>); 3] = [
+        let focuses: [(&str, SetFocus); 3] = [
             ("", Box::new(|_: &mut Selector| {})),
             (" --include app.Long.*", Box::new(long(|f| &mut f.include))),
             (" --exclude app.Long.*", Box::new(long(|f| &mut f.exclude))),
