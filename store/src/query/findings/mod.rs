@@ -177,6 +177,8 @@ pub fn observations(ty: ProfileType) -> &'static str {
 
 /// Samples a pattern needs before it is believed (fewer is noise).
 pub const MIN_SAMPLES: f64 = 10.0;
+/// Wall time (ns) a wall-clock pattern needs before it is believed (10 samples at 20 ms).
+pub const MIN_WALL: f64 = 200_000_000.0;
 
 pub fn percent(share: f64) -> String {
     format!("{:.1} %", share * 100.0)
@@ -200,16 +202,24 @@ impl Draft<'_> {
     pub fn finish(self, requests: &EndpointCounts) -> Option<Finding> {
         let e = &self.evidence;
         let share = e.share();
-        if e.count < MIN_SAMPLES {
+        // Wall profiles carry no sample counts (a stack's samples are summed into its time):
+        // there, the pattern needs MIN_WALL of time instead.
+        let enough = match self.ty {
+            ProfileType::Wall => e.value >= MIN_WALL,
+            _ => e.count >= MIN_SAMPLES,
+        };
+        if !enough {
             return None;
         }
         let severity = self.thresholds.severity(share)?;
+        let seen = match self.ty {
+            ProfileType::Wall => format!("{:.2} s", e.value / 1e9),
+            _ => format!("{} {}", e.count.round(), observations(self.ty)),
+        };
         let mut why = format!(
-            "{} of {} ({} {}) {}",
+            "{} of {} ({seen}) {}",
             percent(share),
             self.of,
-            e.count.round(),
-            observations(self.ty),
             self.thresholds.passed(share)
         );
         if let Some((method, v)) = e.methods.first() {

@@ -17,13 +17,18 @@ fn profile(types: &[(&str, &str)], stacks: &[(&[&str], i64, &str)]) -> Profile {
                 b.location(f, 1, FrameKind::Jvm)
             })
             .collect();
-        let ep = b.str_label("span_name", endpoint);
+        // "": a sample outside any request.
+        let labels = if endpoint.is_empty() {
+            Vec::new()
+        } else {
+            vec![b.str_label("span_name", endpoint)]
+        };
         // Counting types (samples, contentions) count one per sample.
         let values: Vec<i64> = types
             .iter()
             .map(|(_, unit)| if *unit == "count" { 1 } else { *value })
             .collect();
-        b.add_sample(&locations, &[ep], &values);
+        b.add_sample(&locations, &labels, &values);
     }
     b.build(0, 10_000_000_000)
 }
@@ -59,7 +64,7 @@ fn samples(
     n: usize,
     ep: &'static str,
 ) -> Vec<(&'static [&'static str], i64, &'static str)> {
-    vec![(stack, 1_000_000, ep); n]
+    vec![(stack, 10_000_000, ep); n]
 }
 
 #[test]
@@ -74,7 +79,7 @@ fn exceptions_as_control_flow_fire_with_their_method() {
     assert_eq!(f.file.as_deref(), Some("X.java"));
     assert!((f.share - 0.30).abs() < 1e-9, "{}", f.share);
     assert_eq!(f.severity, Severity::Critical);
-    assert_eq!(f.endpoints, [("POST /order".to_owned(), 30_000_000.0)]);
+    assert_eq!(f.endpoints, [("POST /order".to_owned(), 300_000_000.0)]);
     assert!(
         f.why
             .starts_with("30.0 % of CPU (30 samples) ≥ 20.0 % (critical)"),
@@ -138,4 +143,42 @@ fn a_contended_hashtable_is_named_a_synchronized_collection() {
     );
     assert!((f.share - 0.2).abs() < 1e-9, "{}", f.share);
     assert_eq!(f.severity, Severity::Info);
+}
+
+#[test]
+fn sleeping_counts_in_requests_only() {
+    const SLEEP: &[&str] = &[
+        "java.lang.Thread.sleep",
+        "app.Poller.awaitReady",
+        "app.Main.main",
+    ];
+    const WORK: &[&str] = &["app.Math.compute", "app.Main.main"];
+    // An idle thread sleeping outside any request is no finding; the request's sleep is.
+    let mut stacks = samples(SLEEP, 100, "");
+    stacks.extend(samples(SLEEP, 20, "GET /ready"));
+    stacks.extend(samples(WORK, 80, "GET /ready"));
+    let p = profile(&[("wall", "nanoseconds")], &stacks);
+    let inputs = Inputs {
+        cpu: Merged::default(),
+        wall: merged(ProfileType::Wall, &p),
+        alloc: Merged::default(),
+        lock: Merged::default(),
+    };
+    let found = run(&inputs, &EndpointCounts::default());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].rule, "sleep-in-request");
+    assert!((found[0].share - 0.20).abs() < 1e-9, "{}", found[0].share);
+    assert_eq!(found[0].method.as_deref(), Some("app.Poller.awaitReady"));
+}
+
+#[test]
+fn gc_threads_past_their_share_are_gc_pressure() {
+    const GC: &[&str] = &["[GC]"];
+    let mut stacks = samples(GC, 30, "");
+    stacks.extend(samples(COMPUTE, 70, "GET /calc"));
+    let found = run(&cpu_inputs(&stacks), &EndpointCounts::default());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].rule, "gc-pressure");
+    assert_eq!(found[0].severity, Severity::Critical);
+    assert!((found[0].share - 0.30).abs() < 1e-9, "{}", found[0].share);
 }
