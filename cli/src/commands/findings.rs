@@ -140,3 +140,82 @@ pub fn to_json(found: &[Finding], inputs: &Inputs) -> serde_json::Value {
         .collect();
     serde_json::json!({ "examined": inputs.examined(), "findings": findings })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use otelprof_store::query::findings::EvidenceStack;
+
+    fn inputs() -> Inputs {
+        let cpu = Merged {
+            profiles_used: 3,
+            ..Merged::default()
+        };
+        Inputs {
+            cpu,
+            wall: Merged::default(),
+            alloc: Merged::default(),
+            lock: Merged::default(),
+        }
+    }
+
+    fn finding() -> Finding {
+        Finding {
+            rule: "regex-compiled-per-call",
+            title: "Regular expression compiled on each call in app.V.check".into(),
+            ty: ProfileType::Cpu,
+            value: 2e9,
+            unit: "nanoseconds".into(),
+            share: 0.25,
+            of: "CPU",
+            per_request: Some(1e6),
+            method: Some("app.V.check".into()),
+            file: Some("V.java".into()),
+            stacks: vec![EvidenceStack {
+                frames: vec![
+                    "app.V.check".into(),
+                    "java.util.regex.Pattern.compile".into(),
+                ],
+                value: 2e9,
+            }],
+            endpoints: vec![("GET /v".into(), 2e9)],
+            fix: "compile it once",
+            severity: Severity::Critical,
+            why: "25.0 % of CPU".into(),
+        }
+    }
+
+    #[test]
+    fn no_findings_says_what_was_examined() {
+        assert_eq!(
+            render(&[], &inputs()),
+            "No findings (cpu: 3 profiles, 0 stacks).\n"
+        );
+    }
+
+    #[test]
+    fn a_finding_prints_its_cost_method_and_evidence() {
+        let text = render(&[finding()], &inputs());
+        let expected = "\
+1 findings (cpu: 3 profiles, 0 stacks).
+
+1. [critical] Regular expression compiled on each call in app.V.check
+   cost: 25.0 % of CPU (2s), 1ms per request
+   method: app.V.check (V.java)
+   why: 25.0 % of CPU
+   fix: compile it once
+   endpoints: GET /v (2s)
+   stack 1 (2s):
+     java.util.regex.Pattern.compile
+     app.V.check
+";
+        assert_eq!(text, expected);
+        let json = to_json(&[finding()], &inputs());
+        assert_eq!(json["findings"][0]["severity"], "critical");
+        assert_eq!(
+            json["findings"][0]["stacks"][0]["frames"][1],
+            "java.util.regex.Pattern.compile"
+        );
+        assert_eq!(json["findings"][0]["per_request"], 1e6);
+    }
+}
