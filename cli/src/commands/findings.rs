@@ -144,7 +144,7 @@ pub fn to_json(found: &[Finding], inputs: &Inputs) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otelprof_store::query::findings::EvidenceStack;
+    use otelprof_store::query::findings::{EvidenceStack, Lines};
 
     fn inputs() -> Inputs {
         let cpu = Merged {
@@ -156,6 +156,7 @@ mod tests {
             wall: Merged::default(),
             alloc: Merged::default(),
             lock: Merged::default(),
+            lines: Lines::default(),
         }
     }
 

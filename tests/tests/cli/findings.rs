@@ -13,8 +13,11 @@ const AGENT: &str = "period=1s,cpu=2ms,alloc=512k,lock=100us";
 const SECONDS: &str = "4";
 
 fn run(pattern: &str) -> RunOutput {
+    // Two workers take turns on a lock with the other mostly spinning, not blocked, on a busy
+    // machine; four keep some always blocked.
+    let threads = if pattern == "locks" { "4" } else { "2" };
     let run = JvmRun::new(jdk17(), MAIN)
-        .args(&[pattern, "2", SECONDS])
+        .args(&[pattern, threads, SECONDS])
         .agent(AGENT)
         .run();
     run.assert_clean_exit();
@@ -40,10 +43,16 @@ fn expect(found: &[serde_json::Value], rule: &str, method: &str) -> serde_json::
         .unwrap_or_else(|| panic!("no {rule} finding: {found:#?}"))
         .clone();
     assert_eq!(f["method"], method, "{f:#}");
+    // The line of the method where the pattern costs most (lock findings name the file).
+    let file = f["file"].as_str().unwrap_or_default();
+    assert!(file.ends_with(".java") || file.contains(".java:"), "{f:#}");
+    if rule != "contended-lock" {
+        assert!(file.contains(".java:"), "{f:#}");
+    }
     assert!(!f["stacks"].as_array().unwrap().is_empty(), "{f:#}");
     assert!(f["why"].as_str().unwrap().contains('≥'), "{f:#}");
     println!(
-        "{rule}: {:.1} % of {} ({}), method {method}; why: {}",
+        "{rule}: {:.1} % of {} ({}), method {method} ({file}); why: {}",
         f["share"].as_f64().unwrap() * 100.0,
         f["of"].as_str().unwrap(),
         f["severity"].as_str().unwrap(),

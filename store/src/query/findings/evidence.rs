@@ -134,7 +134,8 @@ impl Evidence {
 /// The stacks of `m` (in the groups `keep` accepts) that show `pattern`, added up.
 pub fn find(m: &Merged, pattern: &Pattern, keep: impl Fn(&str) -> bool) -> Evidence {
     let n = m.frames.len();
-    let names = |i: usize| m.frames.get(i).map_or("", String::as_str);
+    // With source lines a frame is `name (File.java:123)`: rules read the name.
+    let names = |i: usize| m.frames.get(i).map_or("", |f| bare(f));
     let files = |i: usize| m.files.get(i).map_or("", String::as_str);
     let app: Vec<bool> = (0..n).map(|i| is_application(names(i), files(i))).collect();
     let trigger: Vec<bool> = (0..n).map(|i| any(&pattern.triggers, names(i))).collect();
@@ -197,6 +198,17 @@ pub fn find(m: &Merged, pattern: &Pattern, keep: impl Fn(&str) -> bool) -> Evide
         .map(|(f, v)| (m.frame(f).to_owned(), v))
         .collect();
     e
+}
+
+/// A frame's name without its source line (` (File.java:123)`).
+pub fn bare(frame: &str) -> &str {
+    frame.split_once(" (").map_or(frame, |(n, _)| n)
+}
+
+/// The source line of a frame of a merge by lines: `File.java:123` of `name (File.java:123)`.
+pub fn line_of(frame: &str) -> Option<&str> {
+    let (_, rest) = frame.split_once(" (")?;
+    rest.strip_suffix(')').filter(|l| l.contains(':'))
 }
 
 /// The `limit` largest entries, largest first (ties by key, for a stable answer).

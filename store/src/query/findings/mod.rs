@@ -21,7 +21,7 @@ use crate::merge::Merged;
 use crate::query::requests::EndpointCounts;
 use crate::query::{merge_many, Spec};
 use crate::reader::Profiles;
-use crate::select::{ProfileType, Selector};
+use crate::select::{Measure, ProfileType, Selector};
 
 pub use evidence::{Evidence, EvidenceStack};
 
@@ -63,7 +63,8 @@ pub struct Finding {
     pub of: &'static str,
     /// Cost per request, where the store has request counts for the endpoints it hurts.
     pub per_request: Option<f64>,
-    /// The application method responsible, and its source file when known.
+    /// The application method responsible, and its source file (`File.java:123` when the
+    /// line is known).
     pub method: Option<String>,
     pub file: Option<String>,
     /// The heaviest evidence stacks (at most 3).
@@ -82,26 +83,47 @@ pub struct Inputs {
     pub wall: Merged,
     pub alloc: Merged,
     pub lock: Merged,
+    /// The same merges by source line (frames `name (File.java:123)`), where pattern rules
+    /// find the line of the responsible method; empty when not read.
+    pub lines: Lines,
+}
+
+/// The merges by source line of [`Inputs`].
+#[derive(Default)]
+pub struct Lines {
+    pub cpu: Merged,
+    pub wall: Merged,
+    pub alloc: Merged,
 }
 
 impl Inputs {
     /// Makes the four merges of `selector` in one pass over `source`.
     pub fn read(source: &impl Profiles, selector: &Selector) -> Result<Inputs, Error> {
         let spec = |t| Spec::new(Some(t), selector).by(Some("span_name"));
-        let [(cpu, _), (wall, _), (alloc, _), (lock, _)] = merge_many(
-            source,
-            &[
-                spec(ProfileType::Cpu),
-                spec(ProfileType::Wall),
-                spec(ProfileType::Alloc),
-                spec(ProfileType::Lock),
-            ],
-        )?;
+        let lines = |t| Spec::new(Some(t), selector).view(Measure::Amount, true);
+        let [(cpu, _), (wall, _), (alloc, _), (lock, _), (cpu_l, _), (wall_l, _), (alloc_l, _)] =
+            merge_many(
+                source,
+                &[
+                    spec(ProfileType::Cpu),
+                    spec(ProfileType::Wall),
+                    spec(ProfileType::Alloc),
+                    spec(ProfileType::Lock),
+                    lines(ProfileType::Cpu),
+                    lines(ProfileType::Wall),
+                    lines(ProfileType::Alloc),
+                ],
+            )?;
         Ok(Inputs {
             cpu,
             wall,
             alloc,
             lock,
+            lines: Lines {
+                cpu: cpu_l,
+                wall: wall_l,
+                alloc: alloc_l,
+            },
         })
     }
 
@@ -196,6 +218,8 @@ pub(crate) struct Draft<'a> {
     pub evidence: Evidence,
     /// More of the why (e.g. the same pattern's share of another type).
     pub note: String,
+    /// The responsible method's source line (`File.java:123`), when known.
+    pub line: Option<String>,
 }
 
 impl Draft<'_> {
@@ -242,11 +266,12 @@ impl Draft<'_> {
             of: self.of,
             per_request: per_request(&e.endpoints, requests),
             method: e.method.as_ref().map(|(m, _)| m.clone()),
-            file: e
-                .method
-                .as_ref()
-                .map(|(_, f)| f.clone())
-                .filter(|f| !f.is_empty()),
+            file: self.line.or_else(|| {
+                e.method
+                    .as_ref()
+                    .map(|(_, f)| f.clone())
+                    .filter(|f| !f.is_empty())
+            }),
             stacks: e.stacks.clone(),
             endpoints: e.endpoints.iter().take(5).cloned().collect(),
             fix: self.fix,
@@ -337,6 +362,12 @@ pub(crate) fn cpu_and_alloc(
     } else {
         String::new()
     };
+    let lines = if cpu_wins {
+        &inputs.lines.cpu
+    } else {
+        &inputs.lines.alloc
+    };
+    let line = method_line(lines, pattern, &e, |_| true);
     let title = match &e.method {
         Some((method, _)) => format!("{title} in {method}"),
         None => title.to_owned(),
@@ -351,8 +382,26 @@ pub(crate) fn cpu_and_alloc(
         m,
         evidence: e,
         note,
+        line,
     }
     .finish(requests)
+}
+
+/// The source line of `e`'s method where the pattern costs most, from the merge by lines.
+pub(crate) fn method_line(
+    lines: &Merged,
+    pattern: &evidence::Pattern,
+    e: &Evidence,
+    keep: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let (method, _) = e.method.as_ref()?;
+    let by_line = evidence::find(lines, pattern, keep);
+    by_line
+        .methods
+        .iter()
+        .find(|(frame, _)| evidence::bare(frame) == method)
+        .and_then(|(frame, _)| evidence::line_of(frame))
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -41,11 +41,17 @@ fn merged(ty: ProfileType, p: &Profile) -> Merged {
 
 fn cpu_inputs(stacks: &[(&[&str], i64, &str)]) -> Inputs {
     let p = profile(&[("samples", "count"), ("cpu", "nanoseconds")], stacks);
+    let mut by_lines = Merger::new(ProfileType::Cpu, Selector::default(), None).lines(true);
+    by_lines.add(&[], &p);
     Inputs {
         cpu: merged(ProfileType::Cpu, &p),
         wall: Merged::default(),
         alloc: Merged::default(),
         lock: Merged::default(),
+        lines: Lines {
+            cpu: by_lines.finish(),
+            ..Lines::default()
+        },
     }
 }
 
@@ -76,7 +82,8 @@ fn exceptions_as_control_flow_fire_with_their_method() {
     let f = &found[0];
     assert_eq!(f.rule, "exceptions-control-flow");
     assert_eq!(f.method.as_deref(), Some("app.Order.parse"));
-    assert_eq!(f.file.as_deref(), Some("X.java"));
+    // The line, from the merge by lines.
+    assert_eq!(f.file.as_deref(), Some("X.java:1"));
     assert!((f.share - 0.30).abs() < 1e-9, "{}", f.share);
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.endpoints, [("POST /order".to_owned(), 300_000_000.0)]);
@@ -133,6 +140,7 @@ fn a_contended_hashtable_is_named_a_synchronized_collection() {
         wall: Merged::default(),
         alloc: Merged::default(),
         lock,
+        lines: Lines::default(),
     };
     let found = run(&inputs, &EndpointCounts::default());
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -163,6 +171,7 @@ fn sleeping_counts_in_requests_only() {
         wall: merged(ProfileType::Wall, &p),
         alloc: Merged::default(),
         lock: Merged::default(),
+        lines: Lines::default(),
     };
     let found = run(&inputs, &EndpointCounts::default());
     assert_eq!(found.len(), 1, "{found:#?}");

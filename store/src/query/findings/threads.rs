@@ -2,7 +2,7 @@
 //! `Thread.onSpinWait` or `Thread.yield` on samples that carry an endpoint (`span_name`).
 
 use super::evidence::{find, Pattern};
-use super::{Draft, Finding, Inputs, Thresholds};
+use super::{method_line, Draft, Finding, Inputs, Thresholds};
 use crate::merge::NO_GROUP;
 use crate::query::requests::EndpointCounts;
 use crate::select::ProfileType;
@@ -37,6 +37,7 @@ pub fn sleeping_in_requests(inputs: &Inputs, requests: &EndpointCounts) -> Optio
         .filter(|s| in_request(m.group(s.group)))
         .map(|s| s.value)
         .sum();
+    let line = method_line(&inputs.lines.wall, &pattern, &evidence, in_request);
     let title = match &evidence.method {
         Some((method, _)) => format!("Sleeping or spinning in requests in {method}"),
         None => "Sleeping or spinning in requests".to_owned(),
@@ -52,6 +53,7 @@ pub fn sleeping_in_requests(inputs: &Inputs, requests: &EndpointCounts) -> Optio
         m,
         evidence,
         note: String::new(),
+        line,
     }
     .finish(requests)
 }

@@ -77,7 +77,7 @@ public final class Findings {
 
     static final class SessionCache {
         static void touch(long key) {
-            SESSIONS.merge(key % 64, key, (a, b) -> compute(a + b, 20_000));
+            SESSIONS.merge(key % 64, key, (a, b) -> compute(a + b, 500_000));
         }
     }
 
