@@ -66,6 +66,14 @@ pub enum Cmd {
         otelprof diff --base service.version=1.4 --head service.version=1.5 --fail-above 2 STORE   \
         (exit code 3 on a regression: a CI gate, see docs/ci-gate.md)")]
     Diff(DiffArgs),
+    /// Known performance patterns in the selection (exceptions as control flow, stack traces
+    /// built for logging, regexes compiled per call, contended locks, reflection, sleeping in
+    /// requests, GC pressure), each with its cost, method, evidence stacks and a fix
+    #[command(after_help = "Examples:\n  \
+        otelprof findings STORE\n  \
+        otelprof findings --where service.name=cart --from now-1h --format json STORE\n  \
+        otelprof findings --fail-on warning STORE   (exit code 3 when a finding is at least a warning)")]
+    Findings(FindingsArgs),
     /// Profile an example service as version 1 and 2 and show what otelprof answers
     Demo(DemoArgs),
     /// Load and control the agent in a running JVM: start, stop, status, dump
@@ -447,6 +455,29 @@ pub struct TopArgs {
     #[arg(long, value_name = "N", requires = "trend",
           value_parser = clap::value_parser!(u16).range(2..=500))]
     pub buckets: Option<u16>,
+    /// Store directories, profile directories, or OTLP/pprof files
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// How `findings` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FindingsFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FindingsArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Output format: text, or json (for alerting)
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FindingsFormat,
+    /// Exit with code 3 when a finding of this severity or above is present
+    /// (info, warning, critical): a CI gate
+    #[arg(long, value_name = "SEVERITY", value_parser = ["info", "warning", "critical"])]
+    pub fail_on: Option<String>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,

@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         Cmd::Traces(args) => commands::traces::run(args),
         Cmd::Drilldown(args) => commands::drilldown::run(args),
         Cmd::Leaks(args) => commands::leaks::run(args),
+        Cmd::Findings(args) => commands::findings::run(args),
         Cmd::Diff(args) => commands::diff::run(args).map(|(code, _)| code),
         Cmd::Demo(args) => commands::demo::command(args),
         Cmd::Attach(args) => commands::attach::run(args),

@@ -8,6 +8,7 @@ pub mod compact;
 pub mod demo;
 pub mod diff;
 pub mod drilldown;
+pub mod findings;
 pub mod flame;
 pub mod leaks;
 pub mod profile;

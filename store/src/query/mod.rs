@@ -8,6 +8,7 @@
 pub mod butterfly;
 pub mod diff;
 pub mod drilldown;
+pub mod findings;
 pub mod leaks;
 pub mod requests;
 pub mod slices;

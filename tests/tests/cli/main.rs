@@ -7,5 +7,6 @@ mod diff_endpoints;
 mod diff_regressions;
 mod diff_short_runs;
 mod diff_support;
+mod findings;
 mod receive;
 mod trend;

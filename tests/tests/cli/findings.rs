@@ -1,0 +1,181 @@
+//! `otelprof findings` on the profiles of real JVMs: the workload
+//! tests/java/otelprof/tests/Findings.java plants one pattern per run (exceptions as control
+//! flow, stack traces built by a logger, regexes compiled per call, a contended synchronized
+//! map, reflection per request) beside the same arithmetic, and plants none in its `compute`
+//! run; GcChurn is the GC-bound run. Each planted rule must fire, naming the workload's
+//! method, and the pure computation must give no finding at all. Sleeping in requests is
+//! read from the wall profile of tests/java-otel WallStates.
+
+use otelprof_tests::{jdk17, otel_classes, otel_sdk_jar, otelprof, JvmRun, RunOutput};
+
+const MAIN: &str = "otelprof.tests.Findings";
+const AGENT: &str = "period=1s,cpu=2ms,alloc=512k,lock=100us";
+const SECONDS: &str = "4";
+
+fn run(pattern: &str) -> RunOutput {
+    // Two workers take turns on a lock with the other mostly spinning, not blocked, on a busy
+    // machine; four keep some always blocked.
+    let threads = if pattern == "locks" { "4" } else { "2" };
+    let run = JvmRun::new(jdk17(), MAIN)
+        .args(&[pattern, threads, SECONDS])
+        .agent(AGENT)
+        .run();
+    run.assert_clean_exit();
+    run
+}
+
+/// `otelprof findings --format json` on a run's profiles: the findings array.
+fn findings(run: &RunOutput) -> Vec<serde_json::Value> {
+    let dir = run.out_dir.to_str().unwrap();
+    let (code, out, err) = otelprof(&["findings", "--format", "json", dir]);
+    assert_eq!(code, 0, "{err}");
+    let (_, text, _) = otelprof(&["findings", dir]);
+    println!("$ otelprof findings {dir}\n{text}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["findings"].as_array().unwrap().clone()
+}
+
+/// The finding of `rule`, which must be there, naming `method`.
+fn expect(found: &[serde_json::Value], rule: &str, method: &str) -> serde_json::Value {
+    let f = found
+        .iter()
+        .find(|f| f["rule"] == rule)
+        .unwrap_or_else(|| panic!("no {rule} finding: {found:#?}"))
+        .clone();
+    assert_eq!(f["method"], method, "{f:#}");
+    // The line of the method where the pattern costs most (lock findings name the file).
+    let file = f["file"].as_str().unwrap_or_default();
+    assert!(file.ends_with(".java") || file.contains(".java:"), "{f:#}");
+    if rule != "contended-lock" {
+        assert!(file.contains(".java:"), "{f:#}");
+    }
+    assert!(!f["stacks"].as_array().unwrap().is_empty(), "{f:#}");
+    assert!(f["why"].as_str().unwrap().contains('≥'), "{f:#}");
+    println!(
+        "{rule}: {:.1} % of {} ({}), method {method} ({file}); why: {}",
+        f["share"].as_f64().unwrap() * 100.0,
+        f["of"].as_str().unwrap(),
+        f["severity"].as_str().unwrap(),
+        f["why"].as_str().unwrap()
+    );
+    f
+}
+
+#[test]
+fn planted_patterns_are_found_and_a_pure_computation_is_not() {
+    let clean = run("compute");
+    let dir = clean.out_dir.to_str().unwrap();
+    assert!(findings(&clean).is_empty());
+    let (code, out, _) = otelprof(&["findings", "--fail-on", "info", dir]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("No findings (cpu: "), "{out}");
+
+    let planted = [
+        (
+            "exceptions",
+            "exceptions-control-flow",
+            "otelprof.tests.Findings$OrderService.parse",
+        ),
+        (
+            "stacktraces",
+            "stack-traces-as-data",
+            "otelprof.tests.Findings$AuditLog.record",
+        ),
+        (
+            "regex",
+            "regex-compiled-per-call",
+            "otelprof.tests.Findings$Validator.check",
+        ),
+        (
+            "locks",
+            "contended-lock",
+            "otelprof.tests.Findings$SessionCache.touch",
+        ),
+        (
+            "reflection",
+            "reflection-hot-path",
+            "otelprof.tests.Findings$Dispatcher.call",
+        ),
+    ];
+    for (pattern, rule, method) in planted {
+        let r = run(pattern);
+        let found = findings(&r);
+        let f = expect(&found, rule, method);
+        // One pattern planted, one rule fires: the others stay silent on the same arithmetic.
+        assert!(found.iter().all(|f| f["rule"] == rule), "{found:#?}");
+        if rule == "contended-lock" {
+            assert!(
+                f["title"].as_str().unwrap().starts_with(
+                    "Contended synchronized collection java.util.Collections$SynchronizedMap"
+                ),
+                "{f:#}"
+            );
+        }
+        if rule == "exceptions-control-flow" {
+            // The CI gate: a warning or worse stops it with exit code 3.
+            let dir = r.out_dir.to_str().unwrap();
+            let severity = f["severity"].as_str().unwrap();
+            let (code, _, err) = otelprof(&["findings", "--fail-on", severity, dir]);
+            assert_eq!(code, 3, "{err}");
+            assert!(err.contains("OrderService.parse"), "{err}");
+        }
+    }
+
+    let gc = JvmRun::new(jdk17(), "otelprof.tests.GcChurn")
+        .args(&["2", "1000000", "120"])
+        .agent(AGENT)
+        .flags(&["-Xmx300m"])
+        .run();
+    gc.assert_clean_exit();
+    let found = findings(&gc);
+    let f = found
+        .iter()
+        .find(|f| f["rule"] == "gc-pressure")
+        .unwrap_or_else(|| panic!("no gc-pressure finding: {found:#?}"));
+    assert!(f["why"].as_str().unwrap().contains("MB/s"), "{f:#}");
+    assert!(
+        found.iter().all(|f| f["rule"] == "gc-pressure"),
+        "{found:#?}"
+    );
+    println!("gc-pressure: why: {}", f["why"].as_str().unwrap());
+}
+
+/// Sleeping inside requests, from a wall profile: tests/java-otel WallStates's spanned workers
+/// sleep 29 ms of each ~96 ms cycle (`sleepPhase`) inside a span, beside computing, blocking on
+/// a monitor and `Object.wait`. The rule must name `sleepPhase`; with it excluded from the
+/// selection, the other waits (blocked, waiting, and the sleeps of threads without a span)
+/// must not fire it.
+#[test]
+fn sleeping_in_requests_is_found_in_wall_profiles() {
+    let run = JvmRun::new(jdk17(), "otelprof.tests.otel.WallStates")
+        .javaagent()
+        .agent("period=1s,cpu=10ms,wall=10ms")
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .args(&["2", "0", SECONDS])
+        .run();
+    run.assert_clean_exit();
+    let found = findings(&run);
+    expect(
+        &found,
+        "sleep-in-request",
+        "otelprof.tests.otel.WallStates$Worker.sleepPhase",
+    );
+    let dir = run.out_dir.to_str().unwrap();
+    let args = [
+        "findings",
+        "--format",
+        "json",
+        "--exclude",
+        "*.sleepPhase",
+        dir,
+    ];
+    let (code, out, err) = otelprof(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rest = v["findings"].as_array().unwrap();
+    println!("without sleepPhase: {rest:#?}");
+    assert!(
+        rest.iter().all(|f| f["rule"] != "sleep-in-request"),
+        "{rest:#?}"
+    );
+}
