@@ -104,45 +104,6 @@ impl Focus {
         !frames.is_empty()
     }
 
-    /// Whether `sample`'s stack in `profile` is kept, as [`Focus::keep`] decides for merged
-    /// stacks: for answers that add samples up without merging their stacks (the list of
-    /// traces).
-    pub fn keeps_sample(
-        &self,
-        profile: &otel_bridge::Profile,
-        sample: &otel_bridge::Sample,
-    ) -> bool {
-        if self.is_empty() {
-            return true;
-        }
-        let (mut included, mut visible) = (self.include.is_empty(), false);
-        for &loc in profile.stack(sample.stack) {
-            let Some(location) = profile.location(loc) else {
-                continue;
-            };
-            let names = location.lines.iter().map(|line| {
-                profile
-                    .function(line.function)
-                    .map(|f| profile.str(f.name))
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or(crate::merge::UNKNOWN_FRAME)
-            });
-            let address = (location.lines.is_empty()).then(|| match location.address {
-                0 => crate::merge::UNKNOWN_FRAME.to_owned(),
-                a => format!("{a:#x}"),
-            });
-            for name in names.chain(address.as_deref()) {
-                let v = self.frame(name);
-                if v.excluded {
-                    return false;
-                }
-                included |= v.included;
-                visible |= !v.hidden;
-            }
-        }
-        included && visible
-    }
-
     /// `--include a --exclude b --hide c`, for headers and explanations.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();

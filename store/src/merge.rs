@@ -173,6 +173,41 @@ impl Merged {
     }
 }
 
+/// Whether `sample`'s stack in `profile` is kept by `focus`, as [`crate::focus::Focus::keep`]
+/// decides for merged stacks: for answers that add samples up without merging their stacks
+/// (the list of traces).
+pub fn focus_keeps_sample(focus: &crate::focus::Focus, profile: &Profile, sample: &Sample) -> bool {
+    if focus.is_empty() {
+        return true;
+    }
+    let (mut included, mut visible) = (focus.include.is_empty(), false);
+    for &loc in profile.stack(sample.stack) {
+        let Some(location) = profile.location(loc) else {
+            continue;
+        };
+        let names = location.lines.iter().map(|line| {
+            profile
+                .function(line.function)
+                .map(|f| profile.str(f.name))
+                .filter(|n| !n.is_empty())
+                .unwrap_or(UNKNOWN_FRAME)
+        });
+        let address = (location.lines.is_empty()).then(|| match location.address {
+            0 => UNKNOWN_FRAME.to_owned(),
+            a => format!("{a:#x}"),
+        });
+        for name in names.chain(address.as_deref()) {
+            let v = focus.frame(name);
+            if v.excluded {
+                return false;
+            }
+            included |= v.included;
+            visible |= !v.hidden;
+        }
+    }
+    included && visible
+}
+
 /// Accumulates selected samples; see the module docs.
 pub struct Merger {
     ty: ProfileType,

@@ -203,7 +203,7 @@ impl Shards {
                     let selected = spec
                         .selector
                         .labels_hold(profile, sample, &sample_conditions)
-                        && spec.selector.focus.keeps_sample(profile, sample);
+                        && crate::merge::focus_keeps_sample(&spec.selector.focus, profile, sample);
                     let endpoint = match sample_value(profile, sample, "span_name") {
                         Some(SampleText::Str(e)) => self.endpoint(e),
                         _ => NONE,
