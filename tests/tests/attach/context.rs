@@ -141,7 +141,9 @@ fn a_javaagent_agent_restarted_by_attach_keeps_span_context() {
             .classpath(&[otel_classes(), otel_sdk_jar()])
             .spawn();
         jvm.wait_for_stdout("ready", Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(500));
+        // Long enough that the server threads' moments outside a span (between one request
+        // and the next) are a small part of the first session on a busy machine.
+        std::thread::sleep(Duration::from_millis(2000));
         let status = attach_load(&jvm, &agent_path(), "status");
         assert_eq!(status.get("state"), Some("running"), "{}", status.text);
         let stopped = attach_load(&jvm, &agent_path(), "stop");
