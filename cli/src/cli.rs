@@ -495,6 +495,16 @@ pub struct LeaksArgs {
     /// Snapshots before this time (same forms as --from)
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub to: Option<String>,
+    /// Keep only the samples whose stack has a frame matching GLOB (as top's); repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Drop the samples whose stack has a frame matching GLOB; repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Leave methods matching GLOB out of the sites (a site is then named by the next method
+    /// out); repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub hide: Vec<String>,
     /// Snapshots an instance needs for its sites to be tested
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub min_snapshots: usize,

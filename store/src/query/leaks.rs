@@ -44,6 +44,7 @@ use otel_bridge::model::Profile;
 use super::diff::distributions::t_upper;
 use super::diff::significance::{benjamini_hochberg, Test};
 use crate::error::Error;
+use crate::focus::Focus;
 use crate::reader::Profiles;
 use crate::select::{resource_value, Measure, ProfileType, ProfileVerdict, Selector};
 
@@ -165,22 +166,25 @@ fn add_snapshot(
     for sample in &profile.samples {
         let share = selector.sample_share(profile, sample, &sample_conditions);
         let bytes = sample.values.get(vi.value).copied().unwrap_or(0) as f64 * share;
-        if bytes <= 0.0 {
+        if bytes <= 0.0 || !crate::merge::focus_keeps_sample(&selector.focus, profile, sample) {
             continue;
         }
-        *snapshot.sites.entry(site_of(profile, sample)).or_default() += bytes;
+        let site = site_of(profile, sample, &selector.focus);
+        *snapshot.sites.entry(site).or_default() += bytes;
     }
 }
 
-/// The site of a live sample: `method [class]` (see the module docs).
-fn site_of(profile: &Profile, sample: &otel_bridge::model::Sample) -> String {
+/// The site of a live sample: `method [class]` (see the module docs), hidden methods left out.
+fn site_of(profile: &Profile, sample: &otel_bridge::model::Sample, focus: &Focus) -> String {
     // Leaf first: the class, then the frames from the allocating method out.
     let mut names = profile
         .stack(sample.stack)
         .iter()
         .flat_map(|l| profile.location_function_names(*l));
     let class = names.next().unwrap_or("<unknown>");
-    let methods: Vec<&str> = names.collect();
+    let methods: Vec<&str> = names
+        .filter(|m| focus.hide.is_empty() || !focus.frame(m).hidden)
+        .collect();
     let outside = methods
         .iter()
         .find(|m| !m.starts_with('[') && !JDK_PACKAGES.iter().any(|p| m.starts_with(p)));

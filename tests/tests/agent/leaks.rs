@@ -86,6 +86,23 @@ fn the_leaking_site_comes_first_and_a_steady_heap_has_none() {
             );
         }
         the_leaks_view_shows(&dir, LEAK_SITE);
+        // Focus: kept by --include of the leaking method, gone with --exclude of it.
+        let focused = |flag: &str| {
+            let dir = dir.to_str().unwrap();
+            let (code, out, err) =
+                otelprof(&["leaks", flag, "*.LeakGrowth.leak", "--all", "5", dir]);
+            assert_eq!(code, 0, "{err}");
+            out
+        };
+        let included = focused("--include");
+        assert!(
+            candidates(&included)
+                .first()
+                .is_some_and(|r| r.ends_with(LEAK_SITE)),
+            "{included}"
+        );
+        let excluded = focused("--exclude");
+        assert!(!excluded.contains("LeakGrowth.leak "), "{excluded}");
         let (report, dir) = leaks_of(&jdk, "none");
         assert!(report.contains("no leak candidates among"), "{report}");
         the_leaks_view_shows(&dir, "none");

@@ -415,7 +415,8 @@
   function leaks(p) {
     var box = el("div"); main.appendChild(box);
     var q = new URLSearchParams();
-    ["where", "from", "to"].forEach(function (k) { p.getAll(k).forEach(function (v) { q.append(k, v); }); });
+    ["where", "from", "to", "include", "exclude", "hide"].forEach(function (k) { p.getAll(k).forEach(function (v) { q.append(k, v); }); });
+    box.appendChild(window.OtelprofFocus.form(p, function (n) { go("/leaks", n); }));
     api("leaks", q).then(function (d) {
       var minutes = d.window ? ((d.window[1] - d.window[0]) / 60e9).toFixed(1) : "0";
       box.appendChild(el("p", { class: "meta", text: "Live heap: " + d.snapshots + " snapshots over " + minutes +

@@ -163,13 +163,23 @@ fn a_site_is_the_leaf_most_method_outside_the_jdk() {
     b.add_sample(&locs, &[], &[1, 100]);
     b.add_sample(&locs[..3], &[], &[1, 100]);
     let p = b.build(0, 0);
+    let none = crate::focus::Focus::default();
     assert_eq!(
-        site_of(&p, &p.samples[0]),
+        site_of(&p, &p.samples[0], &none),
         "com.app.Registry.register [java.util.HashMap$Node]"
     );
     // Only JDK frames: the allocating method.
     assert_eq!(
-        site_of(&p, &p.samples[1]),
+        site_of(&p, &p.samples[1], &none),
         "java.util.HashMap.putVal [java.util.HashMap$Node]"
+    );
+    // A hidden method leaves the site to the next one out.
+    let hide = crate::focus::Focus {
+        hide: vec![crate::focus::Glob::parse("com.app.Registry.*").unwrap()],
+        ..Default::default()
+    };
+    assert_eq!(
+        site_of(&p, &p.samples[0], &hide),
+        "com.app.Main.main [java.util.HashMap$Node]"
     );
 }
