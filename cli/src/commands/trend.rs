@@ -111,58 +111,34 @@ pub fn render(t: &Trend) -> String {
             value(v, unit)
         }
     };
-    if t.has_requests() {
-        let rows: Vec<[String; 8]> = t
-            .points
-            .iter()
-            .zip(&t.times)
-            .map(|(p, at)| {
-                [
-                    format_time(*at),
-                    cell(p.total, p),
-                    percent(p.share()),
-                    cell(p.self_value, p),
-                    percent(p.self_share()),
-                    p.requests.map_or("-".to_owned(), |n| format!("{n:.0}")),
-                    p.per_request().map_or("-".to_owned(), |v| value(v, unit)),
-                    bar(p.share()),
-                ]
-            })
-            .collect();
-        out.push_str(&render_columns(
-            &[
-                "start",
-                "total",
-                "total%",
-                "self",
-                "self%",
-                "requests",
-                "per request",
-                "total% bar",
-            ],
-            &rows,
-        ));
-    } else {
-        let rows: Vec<[String; 6]> = t
-            .points
-            .iter()
-            .zip(&t.times)
-            .map(|(p, at)| {
-                [
-                    format_time(*at),
-                    cell(p.total, p),
-                    percent(p.share()),
-                    cell(p.self_value, p),
-                    percent(p.self_share()),
-                    bar(p.share()),
-                ]
-            })
-            .collect();
-        out.push_str(&render_columns(
-            &["start", "total", "total%", "self", "self%", "total% bar"],
-            &rows,
-        ));
+    // The request columns only where the store has request counts.
+    let requests = t.has_requests();
+    let rows: Vec<Vec<String>> = t
+        .points
+        .iter()
+        .zip(&t.times)
+        .map(|(p, at)| {
+            let mut row = vec![
+                format_time(*at),
+                cell(p.total, p),
+                percent(p.share()),
+                cell(p.self_value, p),
+                percent(p.self_share()),
+            ];
+            if requests {
+                row.push(p.requests.map_or("-".to_owned(), |n| format!("{n:.0}")));
+                row.push(p.per_request().map_or("-".to_owned(), |v| value(v, unit)));
+            }
+            row.push(bar(p.share()));
+            row
+        })
+        .collect();
+    let mut header = vec!["start", "total", "total%", "self", "self%"];
+    if requests {
+        header.extend(["requests", "per request"]);
     }
+    header.push("total% bar");
+    out.push_str(&render_columns(&header, &rows));
     out
 }
 
