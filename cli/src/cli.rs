@@ -409,6 +409,13 @@ pub struct SelectArgs {
     /// Break functions down to source lines: `Class.method (File.java:123)`
     #[arg(long)]
     pub lines: bool,
+    #[command(flatten)]
+    pub focus: FocusArgs,
+}
+
+/// Focus, shared by every reading command: which stacks and frames to keep.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct FocusArgs {
     /// Keep only stacks with a frame matching GLOB (`*` for any run of characters, matched
     /// against the whole `pkg.Class.method`, e.g. 'com.mycompany.*'); repeatable: any
     #[arg(long, value_name = "GLOB")]
@@ -495,16 +502,9 @@ pub struct LeaksArgs {
     /// Snapshots before this time (same forms as --from)
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub to: Option<String>,
-    /// Keep only the samples whose stack has a frame matching GLOB (as top's); repeatable
-    #[arg(long, value_name = "GLOB")]
-    pub include: Vec<String>,
-    /// Drop the samples whose stack has a frame matching GLOB; repeatable
-    #[arg(long, value_name = "GLOB")]
-    pub exclude: Vec<String>,
-    /// Leave methods matching GLOB out of the sites (a site is then named by the next method
-    /// out); repeatable
-    #[arg(long, value_name = "GLOB")]
-    pub hide: Vec<String>,
+    /// Focus (a hidden method leaves a site to be named by the next method out)
+    #[command(flatten)]
+    pub focus: FocusArgs,
     /// Snapshots an instance needs for its sites to be tested
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub min_snapshots: usize,

@@ -24,9 +24,7 @@ pub fn answer(args: &LeaksArgs) -> anyhow::Result<LeakReport> {
         from: args.from.clone(),
         to: args.to.clone(),
         ty: Some(ProfileType::Live),
-        include: args.include.clone(),
-        exclude: args.exclude.clone(),
-        hide: args.hide.clone(),
+        focus: args.focus.clone(),
         ..SelectArgs::default()
     };
     let selector = select.selector()?;

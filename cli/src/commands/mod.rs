@@ -91,9 +91,9 @@ impl SelectArgs {
             }
         }
         for (flag, texts, globs) in [
-            ("--include", &self.include, &mut s.focus.include),
-            ("--exclude", &self.exclude, &mut s.focus.exclude),
-            ("--hide", &self.hide, &mut s.focus.hide),
+            ("--include", &self.focus.include, &mut s.focus.include),
+            ("--exclude", &self.focus.exclude, &mut s.focus.exclude),
+            ("--hide", &self.focus.hide, &mut s.focus.hide),
         ] {
             for t in texts {
                 let glob = otelprof_store::focus::Glob::parse(t)

@@ -201,9 +201,9 @@ mod tests {
         let Cmd::Top(args) = command("top", &p, Path::new("/s")).unwrap() else {
             panic!("top")
         };
-        assert_eq!(args.select.include, ["com.shop.*", "*.Cart.add"]);
-        assert_eq!(args.select.exclude, ["*.Log.*"]);
-        assert_eq!(args.select.hide, ["java.*", "jdk.*"]);
+        assert_eq!(args.select.focus.include, ["com.shop.*", "*.Cart.add"]);
+        assert_eq!(args.select.focus.exclude, ["*.Log.*"]);
+        assert_eq!(args.select.focus.hide, ["java.*", "jdk.*"]);
         let s = args.select.selector().unwrap();
         assert_eq!(
             s.focus.describe(),
@@ -231,7 +231,7 @@ mod tests {
         };
         assert_eq!(args.function, "-x.*");
         assert_eq!(args.select.conditions, ["service.version=2"]);
-        assert_eq!(args.select.include, ["a.*"]);
+        assert_eq!(args.select.focus.include, ["a.*"]);
         assert_eq!(args.min, 0.0);
         assert_eq!(args.paths, [Path::new("/s")]);
         // A second one would be a path: refused.
