@@ -64,6 +64,12 @@ fn expect(found: &[serde_json::Value], rule: &str, method: &str) -> serde_json::
 #[test]
 fn planted_patterns_are_found_and_a_pure_computation_is_not() {
     let clean = run("compute");
+    // Unix seconds after the clean run: the baseline of the gate below is what came before.
+    let after_clean = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
     let dir = clean.out_dir.to_str().unwrap();
     assert!(findings(&clean).is_empty());
     let (code, out, _) = otelprof(&["findings", "--fail-on", "info", dir]);
@@ -118,6 +124,32 @@ fn planted_patterns_are_found_and_a_pure_computation_is_not() {
             let (code, _, err) = otelprof(&["findings", "--fail-on", severity, dir]);
             assert_eq!(code, 3, "{err}");
             assert!(err.contains("OrderService.parse"), "{err}");
+            // Against a baseline: new since the clean run (the baseline: what came before), so
+            // it stops the gate; against itself it is old, and the gate passes.
+            let clean_dir = clean.out_dir.to_str().unwrap();
+            let gate = |baseline: &str| {
+                otelprof(&[
+                    "findings",
+                    "--from",
+                    &after_clean,
+                    "--new-against",
+                    baseline,
+                    "--fail-on",
+                    "info",
+                    dir,
+                    clean_dir,
+                ])
+            };
+            let (code, out, err) = gate(&format!("to={after_clean}"));
+            assert_eq!(code, 3, "{out}{err}");
+            assert!(
+                out.contains("] new: Exceptions used for control flow"),
+                "{out}"
+            );
+            assert!(err.contains(": new: Exceptions used for control flow in otelprof.tests.Findings$OrderService.parse"), "{err}");
+            let (code, out, err) = gate(&format!("from={after_clean}"));
+            assert_eq!(code, 0, "{out}{err}");
+            assert!(out.contains("(also in the baseline)"), "{out}");
         }
     }
 
@@ -178,4 +210,84 @@ fn sleeping_in_requests_is_found_in_wall_profiles() {
         rest.iter().all(|f| f["rule"] != "sleep-in-request"),
         "{rest:#?}"
     );
+}
+
+/// Starved pools, from wall profiles of tests/java-otel PoolStarvation: four request threads
+/// give 20 ms tasks to a pool of one worker and wait on their futures (the tasks queue), or
+/// take turns on a pool of one connection; fanned out to four workers, the requests wait only
+/// as long as their tasks run, and no pool is starved.
+#[test]
+fn starved_pools_are_found_and_a_pool_that_keeps_up_is_not() {
+    let pool = |mode: &str| {
+        let run = JvmRun::new(jdk17(), "otelprof.tests.otel.PoolStarvation")
+            .javaagent()
+            .agent("period=1s,cpu=10ms,wall=10ms")
+            .classpath(&[otel_classes(), otel_sdk_jar()])
+            .args(&[mode, "4", SECONDS])
+            .run();
+        run.assert_clean_exit();
+        run
+    };
+    let found = findings(&pool("executor"));
+    let f = expect(
+        &found,
+        "starved-pool",
+        "otelprof.tests.otel.PoolStarvation$OrderService.handle",
+    );
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Requests queue for a starved thread pool"),
+        "{f:#}"
+    );
+    assert!(f["why"].as_str().unwrap().contains("s queued"), "{f:#}");
+    assert_eq!(f["endpoints"][0]["endpoint"], "GET /orders", "{f:#}");
+
+    let found = findings(&pool("connections"));
+    let f = expect(
+        &found,
+        "starved-pool",
+        "otelprof.tests.otel.PoolStarvation$ConnectionPool.borrow",
+    );
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Requests wait for a pooled resource"),
+        "{f:#}"
+    );
+
+    let found = findings(&pool("fanout"));
+    assert!(
+        found.iter().all(|f| f["rule"] != "starved-pool"),
+        "{found:#?}"
+    );
+}
+
+/// The JIT compiler kept busy: tests/java JitChurn defines the same code as a new hidden
+/// class again and again, so the compilers never go quiet; with one class (`steady`) they do
+/// after the warm-up, and there is no finding. The rule needs 30 s of selection; the short
+/// runs above (whose second compiler is still busy with large methods after 4 s) must not
+/// fire it.
+#[test]
+fn a_jit_compiler_kept_busy_is_found_and_a_warm_up_is_not() {
+    let jit = |mode: &str| {
+        let run = JvmRun::new(jdk17(), "otelprof.tests.JitChurn")
+            .args(&[mode, "32"])
+            .agent("period=2s,cpu=10ms")
+            .run();
+        run.assert_clean_exit();
+        run
+    };
+    let found = findings(&jit("churn"));
+    let f = found
+        .iter()
+        .find(|f| f["rule"] == "jit-busy")
+        .unwrap_or_else(|| panic!("no jit-busy finding: {found:#?}"));
+    assert!(f["why"].as_str().unwrap().contains("later half"), "{f:#}");
+    assert!(found.iter().all(|f| f["rule"] == "jit-busy"), "{found:#?}");
+    println!("jit-busy: why: {}", f["why"].as_str().unwrap());
+    let found = findings(&jit("steady"));
+    assert!(found.is_empty(), "{found:#?}");
 }

@@ -33,6 +33,10 @@ const NOT_APPLICATION: &[&str] = &[
     "io.netty.",
     "io.undertow.",
     "io.opentelemetry.",
+    "com.zaxxer.hikari.",
+    "org.apache.commons.pool2.",
+    "org.apache.commons.dbcp2.",
+    "com.mchange.v2.",
     "otelprof.internal.",
     "otelprof.otel.",
 ];

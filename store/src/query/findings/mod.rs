@@ -11,7 +11,9 @@
 pub mod evidence;
 mod exceptions;
 mod gc;
+mod jit;
 mod locks;
+mod pools;
 mod reflection;
 mod regex;
 mod threads;
@@ -83,6 +85,9 @@ pub struct Inputs {
     pub wall: Merged,
     pub alloc: Merged,
     pub lock: Merged,
+    /// The cpu merge of the selection's later half (by time), read only when the JIT
+    /// compiler's share of the whole passes the least threshold of its rule.
+    pub cpu_late: Option<Merged>,
     /// The same merges by source line (frames `name (File.java:123)`), where pattern rules
     /// find the line of the responsible method; empty when not read.
     pub lines: Lines,
@@ -114,11 +119,13 @@ impl Inputs {
                     lines(ProfileType::Alloc),
                 ],
             )?;
+        let cpu_late = later_half(source, selector, &cpu)?;
         Ok(Inputs {
             cpu,
             wall,
             alloc,
             lock,
+            cpu_late,
             lines: Lines {
                 cpu: cpu_l,
                 wall: wall_l,
@@ -151,6 +158,28 @@ impl Inputs {
             parts.join("; ")
         }
     }
+}
+
+/// The cpu merge of the later half of `cpu`'s window, when the window is long enough for the
+/// rule on the JIT compiler and its share of `cpu` passes the rule's least threshold (a
+/// second pass, for that rule only).
+fn later_half(
+    source: &impl Profiles,
+    selector: &Selector,
+    cpu: &Merged,
+) -> Result<Option<Merged>, Error> {
+    let (jit, _, total) = jit::jit_cpu(cpu);
+    let Some((start, end)) = cpu.window.filter(|(s, e)| e - s >= jit::MIN_WINDOW) else {
+        return Ok(None);
+    };
+    if total <= 0.0 || jit / total < jit::THRESHOLDS.info {
+        return Ok(None);
+    }
+    let mut late = selector.clone();
+    let middle = start + (end - start) / 2;
+    late.from = Some(late.from.map_or(middle, |f| f.max(middle)));
+    let [(m, _)] = merge_many(source, &[Spec::new(Some(ProfileType::Cpu), &late)])?;
+    Ok(Some(m))
 }
 
 /// Share thresholds of a rule: the least share that fires (info), and those of warning and
@@ -303,6 +332,8 @@ pub fn run(inputs: &Inputs, requests: &EndpointCounts) -> Vec<Finding> {
     out.extend(locks::contended(inputs, requests));
     out.extend(reflection::hot_path(inputs, requests));
     out.extend(threads::sleeping_in_requests(inputs, requests));
+    out.extend(pools::starved(inputs, requests));
+    out.extend(jit::busy(inputs, requests));
     out.extend(gc::pressure(inputs, requests));
     out.sort_by(|a, b| {
         b.severity

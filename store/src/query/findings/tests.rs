@@ -48,6 +48,7 @@ fn cpu_inputs(stacks: &[(&[&str], i64, &str)]) -> Inputs {
         wall: Merged::default(),
         alloc: Merged::default(),
         lock: Merged::default(),
+        cpu_late: None,
         lines: Lines {
             cpu: by_lines.finish(),
             ..Lines::default()
@@ -140,6 +141,7 @@ fn a_contended_hashtable_is_named_a_synchronized_collection() {
         wall: Merged::default(),
         alloc: Merged::default(),
         lock,
+        cpu_late: None,
         lines: Lines::default(),
     };
     let found = run(&inputs, &EndpointCounts::default());
@@ -171,6 +173,7 @@ fn sleeping_counts_in_requests_only() {
         wall: merged(ProfileType::Wall, &p),
         alloc: Merged::default(),
         lock: Merged::default(),
+        cpu_late: None,
         lines: Lines::default(),
     };
     let found = run(&inputs, &EndpointCounts::default());
@@ -190,4 +193,115 @@ fn gc_threads_past_their_share_are_gc_pressure() {
     assert_eq!(found[0].rule, "gc-pressure");
     assert_eq!(found[0].severity, Severity::Critical);
     assert!((found[0].share - 0.30).abs() < 1e-9, "{}", found[0].share);
+}
+
+fn wall_inputs(stacks: &[(&[&str], i64, &str)]) -> Inputs {
+    let p = profile(&[("wall", "nanoseconds")], stacks);
+    Inputs {
+        cpu: Merged::default(),
+        wall: merged(ProfileType::Wall, &p),
+        alloc: Merged::default(),
+        lock: Merged::default(),
+        cpu_late: None,
+        lines: Lines::default(),
+    }
+}
+
+const FUTURE_WAIT: &[&str] = &[
+    "jdk.internal.misc.Unsafe.park",
+    "java.util.concurrent.FutureTask.awaitDone",
+    "java.util.concurrent.FutureTask.get",
+    "app.Orders.handle",
+    "java.lang.Thread.run",
+];
+const TASK_RUN: &[&str] = &[
+    "app.Quote.price",
+    "java.util.concurrent.FutureTask.run",
+    "java.util.concurrent.ThreadPoolExecutor.runWorker",
+    "java.lang.Thread.run",
+];
+const WORKER_IDLE: &[&str] = &[
+    "jdk.internal.misc.Unsafe.park",
+    "java.util.concurrent.LinkedBlockingQueue.take",
+    "java.util.concurrent.ThreadPoolExecutor.getTask",
+    "java.util.concurrent.ThreadPoolExecutor.runWorker",
+    "java.lang.Thread.run",
+];
+const OWN_WORK: &[&str] = &["app.Orders.handle", "java.lang.Thread.run"];
+
+#[test]
+fn requests_waiting_longer_than_the_pool_runs_their_tasks_are_a_starved_pool() {
+    // Four requests wait on futures for 60 units while one worker runs tasks for 20: 40 of
+    // the requests' 80 units (60 waiting + 20 own work) were queued.
+    let mut stacks = samples(FUTURE_WAIT, 60, "GET /orders");
+    stacks.extend(samples(OWN_WORK, 20, "GET /orders"));
+    stacks.extend(samples(TASK_RUN, 20, "GET /orders"));
+    stacks.extend(samples(WORKER_IDLE, 50, ""));
+    let found = run(&wall_inputs(&stacks), &EndpointCounts::default());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.rule, "starved-pool");
+    assert_eq!(f.method.as_deref(), Some("app.Orders.handle"));
+    assert!((f.share - 0.5).abs() < 1e-9, "{}", f.share);
+    assert!(
+        f.title
+            .starts_with("Requests queue for a starved thread pool"),
+        "{}",
+        f.title
+    );
+    assert!(f.why.contains("0.40 s queued"), "{}", f.why);
+
+    // Fanned out to a pool that keeps up: each wait is as long as its task runs.
+    let mut stacks = samples(FUTURE_WAIT, 60, "GET /orders");
+    stacks.extend(samples(OWN_WORK, 20, "GET /orders"));
+    stacks.extend(samples(TASK_RUN, 60, "GET /orders"));
+    let found = run(&wall_inputs(&stacks), &EndpointCounts::default());
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn waiting_for_a_pooled_connection_counts_in_requests_only() {
+    const BORROW: &[&str] = &[
+        "jdk.internal.misc.Unsafe.park",
+        "java.util.concurrent.ArrayBlockingQueue.take",
+        "app.Pool.borrow",
+        "app.Orders.handle",
+    ];
+    let mut stacks = samples(BORROW, 30, "GET /orders");
+    stacks.extend(samples(OWN_WORK, 70, "GET /orders"));
+    // A consumer thread outside requests waiting on its queue is no finding.
+    stacks.extend(samples(BORROW, 200, ""));
+    let found = run(&wall_inputs(&stacks), &EndpointCounts::default());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.rule, "starved-pool");
+    assert_eq!(f.method.as_deref(), Some("app.Pool.borrow"));
+    assert!((f.share - 0.3).abs() < 1e-9, "{}", f.share);
+    assert_eq!(f.severity, Severity::Critical);
+}
+
+#[test]
+fn the_jit_compiler_is_a_finding_when_its_share_stays_up() {
+    const JIT: &[&str] = &["[JIT compiler]"];
+    let whole = |jit_early: usize, jit_late: usize| {
+        let mut early = samples(JIT, jit_early, "");
+        early.extend(samples(COMPUTE, 100 - jit_early, ""));
+        let mut late = samples(JIT, jit_late, "");
+        late.extend(samples(COMPUTE, 100 - jit_late, ""));
+        let late_p = profile(&[("samples", "count"), ("cpu", "nanoseconds")], &late);
+        early.extend(late);
+        let mut inputs = cpu_inputs(&early);
+        inputs.cpu_late = Some(merged(ProfileType::Cpu, &late_p));
+        run(&inputs, &EndpointCounts::default())
+    };
+    // Steady at 12 %: a warning.
+    let found = whole(12, 12);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].rule, "jit-busy");
+    assert_eq!(found[0].severity, Severity::Warning);
+    assert!((found[0].share - 0.12).abs() < 1e-9, "{}", found[0].share);
+    // A warm-up fading from 40 % to 8 %: none.
+    assert!(whole(40, 8).is_empty());
+    // Steady under the least threshold: none.
+    assert!(whole(3, 3).is_empty());
 }
