@@ -485,6 +485,12 @@ pub struct FindingsArgs {
     /// (info, warning, critical): a CI gate
     #[arg(long, value_name = "SEVERITY", value_parser = ["info", "warning", "critical"])]
     pub fail_on: Option<String>,
+    /// A baseline: comma-separated KEY=VALUE (KEY!=VALUE) terms, and from=TIME, to=TIME, e.g.
+    /// service.version=1.4. Findings also present there (the same rule and method, at any
+    /// severity) are marked old, and --fail-on counts only the new ones. The focus flags apply
+    /// to it too; --where, --from and --to do not.
+    #[arg(long, value_name = "SELECTOR", allow_hyphen_values = true)]
+    pub new_against: Option<String>,
     /// Store directories, profile directories, or OTLP/pprof files
     #[arg(required = true, value_name = "PATHS")]
     pub paths: Vec<PathBuf>,

@@ -5,8 +5,9 @@
 #   gate.sh BASE_CHECKOUT HEAD_CHECKOUT
 #
 # Exit status: 0 no regression, 3 a regression (a function's share of the CPU grew by more than
-# GATE_FAIL_ABOVE percentage points, and the samples show it), anything else: the gate itself
-# failed (a build, the service, the load, or no profiles) -- fail the pipeline then too.
+# GATE_FAIL_ABOVE percentage points, and the samples show it; or, with GATE_FINDINGS, a finding
+# the base did not have), anything else: the gate itself failed (a build, the service, the
+# load, or no profiles) -- fail the pipeline then too.
 #
 # Settings (environment, defaults in brackets):
 #   OTELPROF         the otelprof executable; libotelprof.so lies beside it [otelprof]
@@ -19,13 +20,16 @@
 #   GATE_WARMUP      seconds of each side's load left out (JIT compilation) [5]
 #   GATE_FAIL_ABOVE  percentage points a function's share may grow [2]
 #   GATE_CPU         CPU sampling interval [2ms]
+#   GATE_FINDINGS    also fail on a new finding (`otelprof findings`: one the base did not have,
+#                    the same rule in the same method) of this severity or above: info,
+#                    warning or critical [off]
 #   GATE_OUT         directory for the store, the report and the differential flame graph
 #                    [./otelprof-gate]
 # The service and the load find each other on SERVICE_PORT [8080], which the gate exports.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
-  sed -n '2,9p' "$0" >&2
+  sed -n '2,10p' "$0" >&2
   exit 2
 fi
 base_dir=$(cd "$1" && pwd)
@@ -37,6 +41,7 @@ load=${GATE_LOAD:-./load.sh}
 warmup=${GATE_WARMUP:-5}
 fail_above=${GATE_FAIL_ABOVE:-2}
 cpu=${GATE_CPU:-2ms}
+findings=${GATE_FINDINGS:-}
 out=$(mkdir -p "${GATE_OUT:-otelprof-gate}" && cd "${GATE_OUT:-otelprof-gate}" && pwd)
 export SERVICE_PORT=${SERVICE_PORT:-8080}
 
@@ -127,5 +132,18 @@ case $status in
   0) say "pass: no function's share grew by more than $fail_above pp" ;;
   3) say "FAIL: a regression (report: $out/diff.txt, flame graph: $out/diff.html)" ;;
   *) say "the comparison itself failed (exit $status)" ;;
+esac
+[ "$status" = 0 ] && [ -n "$findings" ] || exit "$status"
+
+# 5. Findings: exit 3 when the head has one of GATE_FINDINGS or above that the base had not.
+"$otelprof" findings --where service.version=head --from "$head_from" --to "$head_to" \
+  --new-against "service.version=base,from=$base_from,to=$base_to" \
+  --fail-on "$findings" "$out/store" >"$out/findings.txt" 2>"$out/findings.err" || status=$?
+cat "$out/findings.txt"
+cat "$out/findings.err" >&2
+case $status in
+  0) say "pass: no new finding of $findings or above" ;;
+  3) say "FAIL: a new finding (report: $out/findings.txt)" ;;
+  *) say "the findings themselves failed (exit $status)" ;;
 esac
 exit "$status"

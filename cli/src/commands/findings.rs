@@ -1,15 +1,17 @@
 //! `otelprof findings`: the known performance patterns in a selection, sorted by cost, each
 //! with its method, evidence stacks, endpoints, fix, severity and why it fired; as text or
-//! JSON (`--format json`, for alerting), and a CI gate (`--fail-on SEVERITY`, exit code 3).
+//! JSON (`--format json`, for alerting), and a CI gate (`--fail-on SEVERITY`, exit code 3),
+//! which with a baseline (`--new-against SELECTOR`) stops only what the baseline did not have.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use otelprof_store::merge::Merged;
 use otelprof_store::query::findings::{self, Finding, Inputs, Severity};
 use otelprof_store::query::requests;
-use otelprof_store::select::ProfileType;
+use otelprof_store::select::{ProfileType, Selector};
 
 use super::diff::EXIT_REGRESSION;
 use crate::cli::{FindingsArgs, FindingsFormat};
@@ -23,7 +25,12 @@ pub fn answer(args: &FindingsArgs) -> anyhow::Result<(Vec<Finding>, Inputs)> {
     if args.select.value.is_some() || args.select.lines {
         bail!("findings reads each profile type's own value by function: drop --value and --lines");
     }
-    let selector = args.select.selector()?;
+    answer_for(args, &args.select.selector()?)
+}
+
+/// The findings of `selector` (the type flag of `args` applies).
+fn answer_for(args: &FindingsArgs, selector: &Selector) -> anyhow::Result<(Vec<Finding>, Inputs)> {
+    let selector = selector.clone();
     let source = super::open_source(&args.paths)?.narrow_to(&selector);
     let mut inputs = Inputs::read(&source, &selector)?;
     if let Some(t) = args.select.ty {
@@ -37,26 +44,66 @@ pub fn answer(args: &FindingsArgs) -> anyhow::Result<(Vec<Finding>, Inputs)> {
                 *m = Merged::default();
             }
         }
+        if t != ProfileType::Cpu {
+            inputs.cpu_late = None;
+        }
     }
     let counts = requests::endpoint_requests(&args.paths, &selector, &selector);
     Ok((findings::run(&inputs, &counts), inputs))
 }
 
+/// What identifies a finding across selections: its rule and method.
+type Key = (&'static str, Option<String>);
+
+fn key(f: &Finding) -> Key {
+    (f.rule, f.method.clone())
+}
+
+/// The keys of the baseline's findings, when `--new-against` names one.
+fn baseline(args: &FindingsArgs) -> anyhow::Result<Option<HashSet<Key>>> {
+    let Some(terms) = &args.new_against else {
+        return Ok(None);
+    };
+    let mut selector = Selector::default();
+    selector
+        .add_terms(terms, super::now_unix_nanos())
+        .context("--new-against")?;
+    selector.focus = args.select.selector()?.focus;
+    let (found, inputs) = answer_for(args, &selector)?;
+    if inputs.examined() == "no samples" {
+        bail!("--new-against {terms}: the baseline selects no samples");
+    }
+    Ok(Some(found.iter().map(key).collect()))
+}
+
 pub fn run(args: &FindingsArgs) -> anyhow::Result<ExitCode> {
     let (found, inputs) = answer(args)?;
+    let old = baseline(args)?;
+    let is_new = |f: &Finding| old.as_ref().is_none_or(|old| !old.contains(&key(f)));
+    let new: Vec<bool> = found.iter().map(is_new).collect();
+    let marks = old.as_ref().map(|_| new.as_slice());
     match args.format {
-        FindingsFormat::Text => out!("{}", render(&found, &inputs))?,
+        FindingsFormat::Text => out!("{}", render(&found, &inputs, marks))?,
         FindingsFormat::Json => outln!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&found, &inputs))?
+            serde_json::to_string_pretty(&to_json(&found, &inputs, marks))?
         )?,
     }
     let gate = args.fail_on.as_deref().and_then(Severity::parse);
     if let Some(gate) = gate {
-        let failing: Vec<&Finding> = found.iter().filter(|f| f.severity >= gate).collect();
+        let failing: Vec<&Finding> = found
+            .iter()
+            .filter(|f| f.severity >= gate && is_new(f))
+            .collect();
         if !failing.is_empty() {
+            let new = if old.is_some() { "new: " } else { "" };
             for f in &failing {
-                errln!("otelprof: {}: {} ({})", f.severity.name(), f.title, f.why);
+                errln!(
+                    "otelprof: {}: {new}{} ({})",
+                    f.severity.name(),
+                    f.title,
+                    f.why
+                );
             }
             return Ok(ExitCode::from(EXIT_REGRESSION));
         }
@@ -65,7 +112,8 @@ pub fn run(args: &FindingsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The findings as text, most severe and costly first; "no findings" with what was examined.
-pub fn render(found: &[Finding], inputs: &Inputs) -> String {
+/// With `new` (one per finding, against a baseline) each finding says whether it is new.
+pub fn render(found: &[Finding], inputs: &Inputs, new: Option<&[bool]>) -> String {
     let mut out = String::new();
     if found.is_empty() {
         let _ = writeln!(out, "No findings ({}).", inputs.examined());
@@ -73,7 +121,23 @@ pub fn render(found: &[Finding], inputs: &Inputs) -> String {
     }
     let _ = writeln!(out, "{} findings ({}).", found.len(), inputs.examined());
     for (i, f) in found.iter().enumerate() {
-        let _ = writeln!(out, "\n{}. [{}] {}", i + 1, f.severity.name(), f.title);
+        let age = match new.and_then(|n| n.get(i)) {
+            Some(true) => " new:",
+            Some(false) => " (also in the baseline)",
+            None => "",
+        };
+        let (before, after) = if age.ends_with(':') {
+            (age, "")
+        } else {
+            ("", age)
+        };
+        let _ = writeln!(
+            out,
+            "\n{}. [{}]{before} {}{after}",
+            i + 1,
+            f.severity.name(),
+            f.title
+        );
         let mut cost = format!(
             "   cost: {:.1} % of {} ({})",
             f.share * 100.0,
@@ -114,12 +178,14 @@ pub fn render(found: &[Finding], inputs: &Inputs) -> String {
     out
 }
 
-/// The findings as JSON: one object per finding, and what was examined.
-pub fn to_json(found: &[Finding], inputs: &Inputs) -> serde_json::Value {
+/// The findings as JSON: one object per finding, and what was examined. With `new` (against
+/// a baseline) each finding has `"new": true|false`.
+pub fn to_json(found: &[Finding], inputs: &Inputs, new: Option<&[bool]>) -> serde_json::Value {
     let findings: Vec<serde_json::Value> = found
         .iter()
-        .map(|f| {
-            serde_json::json!({
+        .enumerate()
+        .map(|(i, f)| {
+            let mut v = serde_json::json!({
                 "rule": f.rule,
                 "title": f.title,
                 "severity": f.severity.name(),
@@ -135,7 +201,11 @@ pub fn to_json(found: &[Finding], inputs: &Inputs) -> serde_json::Value {
                 "fix": f.fix,
                 "endpoints": f.endpoints.iter().map(|(e, v)| serde_json::json!({"endpoint": e, "value": v})).collect::<Vec<_>>(),
                 "stacks": f.stacks.iter().map(|s| serde_json::json!({"frames": s.frames, "value": s.value})).collect::<Vec<_>>(),
-            })
+            });
+            if let (Some(n), Some(obj)) = (new.and_then(|n| n.get(i)), v.as_object_mut()) {
+                obj.insert("new".to_owned(), serde_json::Value::Bool(*n));
+            }
+            v
         })
         .collect();
     serde_json::json!({ "examined": inputs.examined(), "findings": findings })
@@ -156,6 +226,7 @@ mod tests {
             wall: Merged::default(),
             alloc: Merged::default(),
             lock: Merged::default(),
+            cpu_late: None,
             lines: Lines::default(),
         }
     }
@@ -189,14 +260,14 @@ mod tests {
     #[test]
     fn no_findings_says_what_was_examined() {
         assert_eq!(
-            render(&[], &inputs()),
+            render(&[], &inputs(), None),
             "No findings (cpu: 3 profiles, 0 stacks).\n"
         );
     }
 
     #[test]
     fn a_finding_prints_its_cost_method_and_evidence() {
-        let text = render(&[finding()], &inputs());
+        let text = render(&[finding()], &inputs(), None);
         let expected = "\
 1 findings (cpu: 3 profiles, 0 stacks).
 
@@ -211,12 +282,34 @@ mod tests {
      app.V.check
 ";
         assert_eq!(text, expected);
-        let json = to_json(&[finding()], &inputs());
+        let json = to_json(&[finding()], &inputs(), None);
         assert_eq!(json["findings"][0]["severity"], "critical");
         assert_eq!(
             json["findings"][0]["stacks"][0]["frames"][1],
             "java.util.regex.Pattern.compile"
         );
         assert_eq!(json["findings"][0]["per_request"], 1e6);
+    }
+
+    #[test]
+    fn against_a_baseline_each_finding_says_whether_it_is_new() {
+        let both = [finding(), finding()];
+        let text = render(&both, &inputs(), Some(&[true, false]));
+        assert!(
+            text.contains(
+                "1. [critical] new: Regular expression compiled on each call in app.V.check\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("2. [critical] Regular expression compiled on each call in app.V.check (also in the baseline)\n"),
+            "{text}"
+        );
+        let json = to_json(&both, &inputs(), Some(&[true, false]));
+        assert_eq!(json["findings"][0]["new"], true);
+        assert_eq!(json["findings"][1]["new"], false);
+        assert!(to_json(&both, &inputs(), None)["findings"][0]
+            .get("new")
+            .is_none());
     }
 }

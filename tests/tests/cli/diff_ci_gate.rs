@@ -2,7 +2,9 @@
 //! builds of the example service (examples/ci-gate/service, JDK-only). One build carries a
 //! regression (each product name escaped in four passes instead of one: `Pages.render` slower
 //! through the shared `Html.escape`); the gate must fail with code 3. Two identical builds must
-//! pass. The document must show the script as it is.
+//! pass. A head that starts throwing an exception per product name must fail it with
+//! GATE_FINDINGS set, while its CPU diff alone passes. The document must show the script as it
+//! is.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,18 +19,22 @@ const REGRESSION: (&str, &str) = (
     "static final int ESCAPE_PASSES = 4;",
 );
 
-/// A checkout of the example service: its sources and scripts, copied.
-fn checkout(dir: &Path, regressed: bool) -> PathBuf {
+/// A change that parses each product name as a number, which throws for every one.
+const EXCEPTIONS: (&str, &str) = (
+    "            String escaped = name;",
+    "            try {\n                Integer.parseInt(name);\n            } catch (NumberFormatException e) {\n                // not a number: as expected\n            }\n            String escaped = name;",
+);
+
+/// A checkout of the example service: its sources and scripts, copied, with `change` made to
+/// Pages.java.
+fn checkout(dir: &Path, change: Option<(&str, &str)>) -> PathBuf {
     let from = repo_root().join("examples/ci-gate/service");
     copy_tree(&from, dir);
-    if regressed {
+    if let Some((old, new)) = change {
         let pages = dir.join("src/otelprof/example/Pages.java");
         let text = std::fs::read_to_string(&pages).unwrap();
-        assert!(
-            text.contains(REGRESSION.0),
-            "Pages.java changed: update the test"
-        );
-        std::fs::write(&pages, text.replace(REGRESSION.0, REGRESSION.1)).unwrap();
+        assert!(text.contains(old), "Pages.java changed: update the test");
+        std::fs::write(&pages, text.replace(old, new)).unwrap();
     }
     dir.to_path_buf()
 }
@@ -54,8 +60,8 @@ struct Gate {
     out: PathBuf,
 }
 
-/// Runs the gate on `base` and `head` with the settings of the example.
-fn gate(base: &Path, head: &Path) -> Gate {
+/// Runs the gate on `base` and `head` with the settings of the example, and `env`.
+fn gate(base: &Path, head: &Path, env: &[(&str, &str)]) -> Gate {
     let out = scratch_dir("gate-out");
     let mut cmd = Command::new("bash");
     cmd.arg(repo_root().join("examples/ci-gate/gate.sh"))
@@ -70,6 +76,9 @@ fn gate(base: &Path, head: &Path) -> Gate {
         .env("GATE_OUT", &out)
         .env_remove("JAVA_TOOL_OPTIONS")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let (code, stdout, stderr, elapsed) = run_with_timeout(cmd, Duration::from_secs(240));
     println!("gate: exit {code:?} after {elapsed:?}\n{stdout}\n{stderr}");
     Gate {
@@ -96,9 +105,9 @@ fn pprof_share(out: &Path, side: &str, function: &str) -> f64 {
 #[test]
 fn a_regressed_build_fails_the_gate_with_code_3() {
     let dir = scratch_dir("gate-checkouts");
-    let base = checkout(&dir.join("base"), false);
-    let head = checkout(&dir.join("head"), true);
-    let g = gate(&base, &head);
+    let base = checkout(&dir.join("base"), None);
+    let head = checkout(&dir.join("head"), Some(REGRESSION));
+    let g = gate(&base, &head, &[]);
     assert_eq!(g.code, Some(3), "the regression must fail the gate");
     assert!(
         g.stderr.contains("otelprof: regression: otelprof.example."),
@@ -127,11 +136,42 @@ fn a_regressed_build_fails_the_gate_with_code_3() {
 #[test]
 fn identical_builds_pass_the_gate() {
     let dir = scratch_dir("gate-checkouts");
-    let base = checkout(&dir.join("base"), false);
-    let head = checkout(&dir.join("head"), false);
-    let g = gate(&base, &head);
+    let base = checkout(&dir.join("base"), None);
+    let head = checkout(&dir.join("head"), None);
+    // With the findings gate on: whatever the two share is old, so it passes too.
+    let g = gate(&base, &head, &[("GATE_FINDINGS", "warning")]);
     assert_eq!(g.code, Some(0), "two identical builds must pass");
-    assert!(g.stderr.contains("gate: pass"), "{}", g.stderr);
+    assert!(g.stderr.contains("gate: pass: no function"), "{}", g.stderr);
+    assert!(
+        g.stderr.contains("gate: pass: no new finding"),
+        "{}",
+        g.stderr
+    );
+}
+
+#[test]
+fn a_new_finding_fails_the_gate_when_asked() {
+    let dir = scratch_dir("gate-checkouts");
+    let base = checkout(&dir.join("base"), None);
+    let head = checkout(&dir.join("head"), Some(EXCEPTIONS));
+    // No share may grow by 100 pp: only the findings can stop it.
+    let g = gate(
+        &base,
+        &head,
+        &[("GATE_FINDINGS", "warning"), ("GATE_FAIL_ABOVE", "100")],
+    );
+    assert_eq!(g.code, Some(3), "a new finding must fail the gate");
+    assert!(
+        g.stderr
+            .contains(": new: Exceptions used for control flow in otelprof.example.Pages.render"),
+        "{}",
+        g.stderr
+    );
+    assert!(
+        g.stderr.contains("gate: FAIL: a new finding"),
+        "{}",
+        g.stderr
+    );
 }
 
 #[test]
