@@ -78,9 +78,10 @@ pub fn contended(inputs: &Inputs, requests: &EndpointCounts) -> Vec<Finding> {
         }
         let class = m.frame(leaf).to_owned();
         let stacks = heaviest(l.stacks, 3);
-        let method = stacks
-            .first()
-            .and_then(|(frames, _)| nearest_application(m, frames));
+        // The leaf is the lock's class, not a method that took it.
+        let method = stacks.first().and_then(|(frames, _)| {
+            nearest_application(m, frames.split_last().map_or(&[][..], |(_, rest)| rest))
+        });
         let endpoints: Vec<(String, f64)> = heaviest(l.endpoints, 5)
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))

@@ -305,3 +305,31 @@ fn the_jit_compiler_is_a_finding_when_its_share_stays_up() {
     // Steady under the least threshold: none.
     assert!(whole(3, 3).is_empty());
 }
+
+#[test]
+fn a_lock_of_an_application_class_names_the_method_that_took_it() {
+    const WAIT: &[&str] = &[
+        "app.Cache$Segment",
+        "app.Cache$Segment.get",
+        "app.Orders.load",
+    ];
+    let p = profile(
+        &[("contentions", "count"), ("delay", "nanoseconds")],
+        &[(WAIT, 100_000_000, "GET /c"); 20],
+    );
+    let inputs = Inputs {
+        cpu: Merged::default(),
+        wall: Merged::default(),
+        alloc: Merged::default(),
+        lock: merged(ProfileType::Lock, &p),
+        cpu_late: None,
+        lines: Lines::default(),
+    };
+    let found = run(&inputs, &EndpointCounts::default());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].method.as_deref(), Some("app.Cache$Segment.get"));
+    assert_eq!(
+        found[0].title,
+        "Contended lock app.Cache$Segment in app.Cache$Segment.get"
+    );
+}
