@@ -166,6 +166,19 @@ async function main() {
     assert.match(first.header, /\S/, "Explore shows no header");
     assert.ok(first.rows.length >= 3, `top table has ${first.rows.length} rows`);
 
+    step("the heap after GC is a line over the timeline, a step across each bucket the api has a figure for");
+    const line = page.locator("#heap-line");
+    await line.waitFor({ state: "attached" });
+    const drawn = (await line.getAttribute("points")).trim().split(/\s+/).length;
+    const tl = await page.evaluate(async () => {
+      const r = await fetch("/api/timeline?where=service.version%3D2.0&by=span_name");
+      return r.json();
+    });
+    const heapPoints = tl.memory.heap_after_gc.filter((v) => v !== null).length;
+    assert.ok(heapPoints >= 1, `the api has ${heapPoints} heap points`);
+    assert.equal(drawn, 2 * heapPoints, "the line is not a step across each bucket the api has a figure for");
+    assert.match(await page.locator("#memory-legend").textContent(), /heap after GC \(line; top = .+\); GC pauses [\d.]+ s/);
+
     step("search a frame from the keyboard ('/' focuses the search box): the matched share shows");
     await page.locator("main p.meta").click(); // focus on the page, not in a form control
     await page.keyboard.press("/");

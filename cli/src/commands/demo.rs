@@ -119,6 +119,9 @@ fn spawn_shop(
         .args(["--version", version.split('.').next().unwrap_or("1")])
         .args(["--metrics", &format!("http://{http}/v1/metrics")])
         .env("OTEL_SERVICE_NAME", "shop")
+        // The agent's metrics (heap after GC, pauses) every period, as its profiles: the
+        // timeline's heap line gets a point per bucket, not one at exit.
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "5000")
         .env(
             "OTEL_RESOURCE_ATTRIBUTES",
             format!("service.version={version},deployment.environment.name=demo"),

@@ -281,12 +281,20 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
     let t = query::timeline::timeline(|| commands::open_source(&args.paths), spec, &by, buckets)
         .map_err(|e| format!("{e:#}"))?;
+    // The JVM's heap after collection and its pauses in the same buckets, from the agent's
+    // metrics in the store (absent when it has none).
+    let windows: Vec<(i64, i64)> = t.times.windows(2).map(|w| (w[0], w[1])).collect();
+    let memory = query::memory::memory_in(&args.paths, &selector, &windows);
+    let memory = (!memory.is_empty()).then(
+        || json!({"heap_after_gc": memory.heap_after_gc, "gc_pause_seconds": memory.gc_pause}),
+    );
     Ok(json!({
         "type": t.ty.name(),
         "unit": t.unit,
         "by": by,
         "times": t.times,
         "series": t.series.iter().map(|(n, v)| json!({"name": n, "values": v})).collect::<Vec<_>>(),
+        "memory": memory,
     })
     .to_string())
 }

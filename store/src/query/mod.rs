@@ -10,6 +10,7 @@ pub mod diff;
 pub mod drilldown;
 pub mod findings;
 pub mod leaks;
+pub mod memory;
 pub mod requests;
 pub mod slices;
 pub mod states;

@@ -67,13 +67,13 @@ fn text(kv: &KeyValue) -> Option<String> {
     }
 }
 
-fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
+pub(crate) fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
     attrs.iter().find(|kv| kv.key == key).and_then(text)
 }
 
 /// Whether the resource passes the selector's conditions on keys the resource has (sample
 /// keys such as `span_name` say nothing about a resource).
-fn resource_passes(resource: &[KeyValue], selector: &Selector) -> bool {
+pub(crate) fn resource_passes(resource: &[KeyValue], selector: &Selector) -> bool {
     selector
         .conditions
         .iter()
@@ -162,7 +162,7 @@ fn count_side(
 }
 
 /// The metrics requests stored under `paths` (those that cannot be read are passed over).
-fn read_requests(paths: &[PathBuf]) -> Vec<ExportMetricsServiceRequest> {
+pub(crate) fn read_requests(paths: &[PathBuf]) -> Vec<ExportMetricsServiceRequest> {
     let mut requests = Vec::new();
     let mut bytes = Vec::new();
     for f in metrics_files(paths) {

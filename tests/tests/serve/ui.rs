@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use otelprof_tests::receive::{Launch, ReceiveProcess};
-use otelprof_tests::{jdk17, otelprof, scratch_dir, JvmRun};
+use otelprof_tests::{jdk17, otel_classes, otel_sdk_jar, otelprof, scratch_dir, JvmRun};
 use serde_json::Value;
 
 const CPU_SPLIT: &str = "otelprof.workloads.CpuSplit";
@@ -229,6 +229,59 @@ fn the_ui_answers_what_the_cli_answers() {
     );
     let (status, _, _) = serve.get("/api/values", &["Host: profiles.example.com"]);
     assert_eq!(status, 403);
+}
+
+/// Explore's timeline carries the heap in use after collection and the collections' pauses,
+/// from the agent's metrics in the store: tests/java-otel GcPauses holds 256 MiB and forces five
+/// full collections, timing each, and reads the heap pools' usage after the last one.
+#[test]
+fn the_timeline_carries_the_heap_after_gc_and_the_pauses() {
+    let serve = Serve::start("127.0.0.1", &[]);
+    let out = JvmRun::new(jdk17(), "otelprof.tests.otel.GcPauses")
+        .javaagent()
+        .agent(&format!(
+            "{},period=1s,wall=20ms",
+            serve.process.agent_options()
+        ))
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .flags(&["-Xmx1g", "-XX:+UseG1GC"])
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "1000")
+        .args(&["256", "5"])
+        .run();
+    out.assert_clean_exit();
+    let t = serve.json("/api/timeline?type=wall&buckets=20");
+    let memory = &t["memory"];
+    let heap: Vec<f64> = memory["heap_after_gc"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no memory figures: {t}"))
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    assert!(heap.len() >= 3, "{memory}");
+    let last = *heap.last().unwrap();
+    let truth = out.stdout_number("heap_after_gc");
+    println!(
+        "heap after GC in {} buckets, last {:.1} MB; the workload read {:.1} MB",
+        heap.len(),
+        last / 1e6,
+        truth / 1e6
+    );
+    assert!((last / truth - 1.0).abs() <= 0.02, "{last} vs {truth}");
+    let paused: f64 = memory["gc_pause_seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    let gc_s = out.stdout_number("gc_total") / 1e9;
+    println!("GC pauses over the timeline {paused:.3} s; the five System.gc() calls {gc_s:.3} s");
+    assert!(
+        paused >= 0.8 * gc_s && paused <= gc_s + 2.0,
+        "{paused} vs {gc_s}"
+    );
+    // A selection of another service has none.
+    let other = serve.json("/api/timeline?type=wall&where=service.name%3Dnone");
+    assert!(other["memory"].is_null(), "{other}");
 }
 
 #[test]

@@ -208,6 +208,7 @@
       legend.appendChild(el("span", {}, [el("i"), s.name]));
       legend.lastChild.firstChild.style.background = COLORS[k % COLORS.length];
     });
+    memoryLine(data.memory, n, svg, legend);
     box.appendChild(svg);
     var sel = el("div", { class: "sel" }); sel.style.display = "none"; box.appendChild(sel);
     var start = null;
@@ -225,6 +226,31 @@
       onRange(new Date((t0 + a * (t1 - t0)) / 1e6).toISOString(), new Date((t0 + b * (t1 - t0)) / 1e6).toISOString());
     });
     return el("div", {}, [box, legend, el("div", { class: "meta", text: time(data.times[0]) + " … " + time(data.times[n]) + "  (drag to zoom in time)" })]);
+  }
+
+  // The heap in use after garbage collection, as a stepped line over the timeline on a scale
+  // of its own (the agent's metrics, in the same buckets), and the pause time in its legend.
+  function memoryLine(memory, n, svg, legend) {
+    if (!memory) return;
+    var NS = "http://www.w3.org/2000/svg", heap = memory.heap_after_gc, max = 0, points = [];
+    heap.forEach(function (v) { if (v != null && v > max) max = v; });
+    // Steps: the figure holds from one collection to the next, so each bucket's is flat across it.
+    heap.forEach(function (v, i) { if (v != null) { var y = 100 - 90 * v / (max || 1); points.push(i + "," + y, (i + 1) + "," + y); } });
+    var paused = 0;
+    (memory.gc_pause_seconds || []).forEach(function (v) { if (v != null) paused += v; });
+    if (points.length) {
+      var line = document.createElementNS(NS, "polyline");
+      line.setAttribute("id", "heap-line");
+      line.setAttribute("points", points.join(" "));
+      line.setAttribute("fill", "none"); line.setAttribute("stroke", "#222"); line.setAttribute("stroke-width", "2");
+      line.setAttribute("vector-effect", "non-scaling-stroke");
+      var title = document.createElementNS(NS, "title"); title.textContent = "heap used after GC"; line.appendChild(title);
+      svg.appendChild(line);
+    }
+    legend.appendChild(el("span", { id: "memory-legend" }, [el("i"),
+      (points.length ? "heap after GC (line; top = " + fmt(max, "bytes") + ")" : "no heap figure") +
+      "; GC pauses " + paused.toFixed(3) + " s in this range"]));
+    legend.lastChild.firstChild.style.background = "#222";
   }
 
   // The function table; `states` (wall profiles): a column per thread state with each
