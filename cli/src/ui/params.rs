@@ -224,6 +224,24 @@ mod tests {
     }
 
     #[test]
+    fn findings_take_the_selection_only() {
+        let p = Params::parse("where=span_name%3DGET+%2Fa&exclude=*.V.check&type=cpu&format=text");
+        let Cmd::Findings(args) = command("findings", &p, Path::new("/s")).unwrap() else {
+            panic!("findings")
+        };
+        assert_eq!(args.select.conditions, ["span_name=GET /a"]);
+        assert_eq!(args.select.focus.exclude, ["*.V.check"]);
+        assert_eq!(args.paths, [Path::new("/s")]);
+        // `format` belongs to the UI: the answer is always the CLI's JSON.
+        assert!(matches!(args.format, crate::cli::FindingsFormat::Text));
+        assert!(args.fail_on.is_none());
+        let err = command("findings", &Params::parse("fail_on=info"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("unknown parameter"), "{err}");
+        let err = command("findings", &Params::parse("by=span_name"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("unknown parameter"), "{err}");
+    }
+
+    #[test]
     fn the_function_is_the_commands_argument_once() {
         let p = Params::parse("function=-x.*&where=service.version%3D2&include=a.*&min=0");
         let Cmd::Callers(args) = command("callers", &p, Path::new("/s")).unwrap() else {

@@ -1,7 +1,8 @@
 // otelprof serve: one page, six views, each a URL whose query parameters are the CLI's
 // flags (where, type, from, to, trace_id, span_id, base, head, by, lines, and the focus:
 // include, exclude, hide, focus.js). The page asks /api/<view> with the same parameters;
-// everything shown is the CLI's answer. The butterfly view (/callers) is butterfly.js.
+// everything shown is the CLI's answer. The butterfly view (/callers) is butterfly.js, the
+// Findings panel of Explore findings.js.
 (function () {
   "use strict";
   var main = document.getElementById("main");
@@ -290,6 +291,10 @@
         else tr.textContent = "";
       }
       if (p.get("trend")) setTrend(p.get("trend"));
+      // The known patterns in the selection (findings.js), between the timeline and the
+      // flame graph.
+      var fb = el("section", { id: "findings", "aria-label": "findings" }); box.appendChild(fb);
+      window.OtelprofFindings.mount(fb, p, api, go);
       var tq = new URLSearchParams(q); tq.delete("lines"); tq.set("by", p.get("by") || "span_name");
       api("timeline", tq).then(function (data) {
         tl.appendChild(timeline(data, function (a, b) { var n = new URLSearchParams(p); n.set("from", a); n.set("to", b); go("/", n); }));
