@@ -16,12 +16,11 @@
 
 use otelprof_tests::receive::{Launch, ReceiveProcess};
 use otelprof_tests::Tied as _;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use otelprof_tests::{
-    cli_path, otelprof, python, release_dir, repo_root, run_with_timeout, scratch_dir,
+    browser_node_modules, cli_path, otelprof, python, repo_root, run_with_timeout, scratch_dir,
 };
 
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
@@ -49,27 +48,9 @@ impl Drop for Serve {
     }
 }
 
-fn node_modules() -> PathBuf {
-    let dir = release_dir()
-        .parent()
-        .unwrap()
-        .join("browser-node/node_modules");
-    assert!(
-        dir.join("playwright-core/package.json").is_file(),
-        "{} has no playwright-core: run scripts/test.sh (it installs the version pinned in \
-         tests/browser/package.json)",
-        dir.display()
-    );
-    dir
-}
-
 #[test]
 fn every_view_works_in_chromium() {
-    let modules = node_modules();
-    assert!(
-        Path::new("/usr/bin/chromium").is_file(),
-        "no /usr/bin/chromium: install Debian chromium (scripts/test.sh does)"
-    );
+    let modules = browser_node_modules();
     let started = SystemTime::now();
 
     let dir = scratch_dir("serve-browser");
