@@ -8,7 +8,8 @@
 //! (a row from the keyboard, a frame), colours a wall profile by thread state, opens a trace from
 //! the keyboard, compares the versions and follows shared URLs, focuses (include, hide) and opens
 //! the butterfly view from a frame, comparing both with the CLI run by the script on the same
-//! store (tests/browser/focus_butterfly.js); it takes a screenshot of each view,
+//! store (tests/browser/focus_butterfly.js); it takes a screenshot of each view (and of
+//! Explore's Findings panel),
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
 //! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
@@ -26,8 +27,9 @@ use otelprof_tests::{
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 /// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
 const OPAMP_INSTANCE: &str = "i-browser";
-const SCREENS: [&str; 9] = [
+const SCREENS: [&str; 10] = [
     "explore.png",
+    "findings.png",
     "states.png",
     "trend.png",
     "focus.png",

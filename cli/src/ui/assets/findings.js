@@ -13,7 +13,7 @@
   // Explore parameters that are no flag of `otelprof findings`: the flame graph's search and
   // colour, the trend, the timeline's grouping; findings reads each type's own value, by
   // function (the CLI refuses --value and --lines).
-  var NOT_FLAGS = ["search", "color", "trend", "by", "lines", "value"];
+  var NOT_FLAGS = ["search", "color", "trend", "by", "limit", "lines", "value"];
   // Frames of a stack shown in its link, from the leaf (all of them are in its tooltip).
   var SHOWN_FRAMES = 8;
 
@@ -46,15 +46,16 @@
 
   function stackItem(p, f, s, n, go) {
     var leafFirst = s.frames.slice().reverse();
-    var top = anchor(f, s), upTo = leafFirst.indexOf(top);
+    var top = anchor(f, s), upTo = top === f.method ? leafFirst.indexOf(top) : -1;
     var q = stackQuery(p, f, s);
     var a = el("a", { class: "evidence", href: "/?" + q.toString(), "data-stack": String(n),
       title: "Explore focused on this stack (include " + top + "):\n" + leafFirst.join("\n") });
     a.appendChild(el("span", { class: "stackvalue", text: "stack " + (n + 1) + " · " + fmt(s.value, f.unit) }));
     function frames(list) { list.forEach(function (frame) { a.appendChild(el("span", { class: "stackframe", text: frame })); }); }
     function more(k) { if (k > 0) a.appendChild(el("span", { class: "stackframe more", text: "… " + k + " more" })); }
-    // The leaf side up to the anchor (its frames beyond SHOWN_FRAMES elided), then how many
-    // frames lie above it.
+    // The leaf side up to the finding's method (its frames beyond SHOWN_FRAMES elided), or
+    // the SHOWN_FRAMES nearest the leaf when the stack does not hold it, then how many frames
+    // lie above.
     var end = upTo >= 0 ? upTo + 1 : Math.min(SHOWN_FRAMES, leafFirst.length);
     if (end > SHOWN_FRAMES) {
       frames(leafFirst.slice(0, SHOWN_FRAMES - 1));
