@@ -126,7 +126,8 @@
       draw(box, q, d, go);
       box.setAttribute("data-state", "done");
     }, function (e) {
-      box.appendChild(el("p", { class: "error", role: "alert", text: "findings: " + String(e.message || e) }));
+      // The CLI's error as it says it (the panel is the context), as every view shows errors.
+      box.appendChild(el("p", { class: "error", role: "alert", text: String(e.message || e) }));
       box.setAttribute("data-state", "error");
     });
   }
