@@ -5,7 +5,8 @@
 //   OTELPROF_UI=http://127.0.0.1:PORT OTELPROF_CLI=target/release/otelprof OTELPROF_STORE=DIR \
 //   NODE_PATH=target/browser-node/node_modules node tests/browser/findings_ui.js
 // For the whole selection, for one narrowed from the focus fields (the regex's method
-// excluded) and for a clean one (only the arithmetic included), what the panel shows must be
+// excluded), for a clean one (only the arithmetic included) and against a baseline (the
+// whole run, so every finding is marked as also there), what the panel shows must be
 // what `otelprof findings --format json` prints for the URL's flags: the same findings in the
 // same order, each with its rule, severity, title, cost, method, why, fix and evidence stacks.
 // An evidence stack, followed, must open a flame graph holding that stack. Every check throws
@@ -27,10 +28,10 @@ const STORE = need("OTELPROF_STORE");
 
 // The CLI's flags for a page URL's parameters (the mapping the server makes; the panel drops
 // the parameters findings does not take).
-const FLAGS = ["where", "type", "from", "to", "trace_id", "span_id", "include", "exclude", "hide"];
+const FLAGS = ["where", "type", "from", "to", "trace_id", "span_id", "include", "exclude", "hide", "new_against"];
 function flags(url) {
   const out = [];
-  for (const [k, v] of new URL(url).searchParams) if (FLAGS.includes(k)) out.push(`--${k.replace("_", "-")}=${v}`);
+  for (const [k, v] of new URL(url).searchParams) if (FLAGS.includes(k)) out.push(`--${k.replaceAll("_", "-")}=${v}`);
   return out;
 }
 
@@ -53,6 +54,7 @@ async function shown(page) {
     return {
       rule: li.getAttribute("data-rule"),
       severity: text(".severity"),
+      age: text(".age"),
       title: text(".title"),
       cost: text(".cost .text"),
       perRequest: text(".perrequest"),
@@ -71,6 +73,7 @@ async function expected(page, json) {
     return findings.map((f) => ({
       rule: f.rule,
       severity: f.severity,
+      age: f.new == null ? null : f.new ? "new" : "also in the baseline",
       title: f.title,
       cost: `${(100 * f.share).toFixed(1)} % of ${f.of} (${fmt(f.value, f.unit)})`,
       perRequest: f.per_request == null ? null : `, ${fmt(f.per_request, f.unit)} per request`,
@@ -136,6 +139,13 @@ function hasPath(flame, frames) {
     const clean = await sameAsCli(page, "include otelprof.tests.Findings.compute");
     assert.equal(clean.findings.length, 0);
     assert.match(await page.textContent("#no-findings"), /^No findings in this selection \(cpu: /);
+
+    // Against a baseline (`new_against`, the CLI's --new-against) that holds the whole run:
+    // every finding is marked "also in the baseline", as the CLI marks it.
+    await page.goto(`${BASE}/?new_against=${encodeURIComponent("service.name!=none")}`);
+    const marked = await sameAsCli(page, "new_against service.name!=none");
+    assert.equal(marked.findings.length, all.findings.length);
+    assert.ok(marked.findings.every((f) => f.new === false), "a finding of the baseline itself is new");
 
     // An evidence stack followed from the keyboard: Explore focused on it, whose flame graph
     // holds the stack's frames.

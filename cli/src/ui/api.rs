@@ -245,8 +245,8 @@ pub fn findings(store: &Path, p: &Params) -> Result<String, String> {
     let Cmd::Findings(args) = params::command("findings", p, store)? else {
         return Err("not a findings query".into());
     };
-    let (found, inputs) = findings::answer(&args).map_err(|e| format!("{e:#}"))?;
-    Ok(findings::to_json(&found, &inputs).to_string())
+    let (found, inputs, new) = findings::marked(&args).map_err(|e| format!("{e:#}"))?;
+    Ok(findings::to_json(&found, &inputs, new.as_deref()).to_string())
 }
 
 /// Sites tested but not candidates, listed at most (the fastest growing).

@@ -3,8 +3,9 @@
 //! one run of the findings workload (tests/java Findings, as in [`super::findings`]) planting
 //! two patterns at once: exceptions as control flow and regexes compiled per call. The script
 //! compares the panel with the CLI (rule, title, cost, method, order) for the whole
-//! selection, for one without the regex's method (`exclude`, one finding fewer), and for a
-//! clean one (`include` of the arithmetic: the "no findings" text); and follows an evidence
+//! selection, for one without the regex's method (`exclude`, one finding fewer), for a clean
+//! one (`include` of the arithmetic: the "no findings" text) and against a baseline
+//! (`new_against`, every finding marked as also there); and follows an evidence
 //! stack into the flame graph, which must hold that stack's frames.
 
 use std::process::Command;

@@ -277,12 +277,13 @@
     main.appendChild(box);
     api("values").then(function (values) {
       box.appendChild(selectionForm("/", p, values, true));
-      var q = apiParams(p, ["search", "color", "trend"]);
+      // `new_against` is the Findings panel's own (the baseline its findings are marked against).
+      var q = apiParams(p, ["search", "color", "trend", "new_against"]);
       var tl = el("div"); box.appendChild(tl);
       // The trend of a function (trend.js) under the timeline: a frame clicked, a row of the
       // table chosen, or Enter in the search box picks it; kept in the URL as `trend`.
       var tr = el("div", { id: "trend-box" }); box.appendChild(tr);
-      var tp = apiParams(p, ["search", "trend", "by", "lines"]);
+      var tp = apiParams(p, ["search", "trend", "by", "lines", "new_against"]);
       function setTrend(pattern) {
         var n = new URLSearchParams(location.search);
         if (pattern) n.set("trend", pattern); else n.delete("trend");

@@ -37,7 +37,7 @@
   // Explore of the selection `p` focused on stack `s` of finding `f`.
   function stackQuery(p, f, s) {
     var q = new URLSearchParams(p);
-    ["include", "search", "trend", "type", "lines", "value", "color"].forEach(function (k) { q.delete(k); });
+    ["include", "search", "trend", "type", "lines", "value", "color", "new_against"].forEach(function (k) { q.delete(k); });
     q.set("type", f.type);
     q.append("include", anchor(f, s));
     q.set("search", s.frames[s.frames.length - 1]);
@@ -79,8 +79,11 @@
 
   function finding(p, f, i, go) {
     var li = el("li", { class: "finding", "data-rule": f.rule, "data-severity": f.severity });
+    // Against a baseline (`new_against=`, the CLI's --new-against): new, or also there.
+    var age = f.new === true ? "new" : f.new === false ? "also in the baseline" : null;
     li.appendChild(el("h3", {}, [
       el("span", { class: "severity " + f.severity, text: f.severity }),
+      age ? el("span", { class: "age" + (f.new ? " new" : ""), text: age }) : null,
       el("span", { class: "title", text: f.title })
     ]));
     var c = field("cost", "cost", cost(f));
