@@ -195,6 +195,14 @@ async function main() {
     assert.equal(query(page.url()).get("search"), method, "the search is not in the URL");
     await shot(page, "explore.png");
 
+    step("the Findings panel of the same selection (compared with the CLI by findings_ui.js)");
+    await page.waitForSelector("#findings[data-state=done]", { timeout: 60000 });
+    assert.ok((await page.locator("#findings li.finding, #no-findings").count()) >= 1, "the Findings panel is empty");
+    // The panel at the top of the window, the flame graph below it.
+    await page.evaluate(() => document.getElementById("findings").scrollIntoView());
+    await shot(page, "findings.png");
+    await page.evaluate(() => window.scrollTo(0, 0));
+
     step("drag a time range on the timeline: from/to enter the URL and the answer changes");
     const box = await page.locator("#timeline").boundingBox();
     const y = box.y + box.height / 2;

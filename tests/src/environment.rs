@@ -1,6 +1,6 @@
 //! What the tests need from the machine: the build's outputs (the agent, the jar and the
 //! CLI of `cargo build --release`), scratch directories, tools on the PATH, the Python venv
-//! of the official OTLP classes, and free loopback ports.
+//! of the official OTLP classes, the browser tests' node modules, and free loopback ports.
 
 use crate::process::Tied as _;
 use std::path::{Path, PathBuf};
@@ -97,6 +97,27 @@ pub fn python() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// The node modules the browser tests (tests/browser) load: `playwright-core` at the version
+/// tests/browser/package.json pins, which scripts/test.sh installs under
+/// target/browser-node; the browser is Debian's Chromium.
+pub fn browser_node_modules() -> PathBuf {
+    let dir = release_dir()
+        .parent()
+        .unwrap()
+        .join("browser-node/node_modules");
+    assert!(
+        dir.join("playwright-core/package.json").is_file(),
+        "{} has no playwright-core: run scripts/test.sh (it installs the version pinned in \
+         tests/browser/package.json)",
+        dir.display()
+    );
+    assert!(
+        Path::new("/usr/bin/chromium").is_file(),
+        "no /usr/bin/chromium: install Debian chromium (scripts/test.sh does)"
+    );
+    dir
 }
 
 /// A loopback port that was free a moment ago.

@@ -38,8 +38,8 @@ pub mod running_jvm;
 
 pub use attach::{attach_load, perf_events, AttachReply};
 pub use environment::{
-    agent_path, cli_path, free_port, jar_path, otelprof, python, release_dir, repo_root,
-    scratch_dir, self_signed_cert, which,
+    agent_path, browser_node_modules, cli_path, free_port, jar_path, otelprof, python, release_dir,
+    repo_root, scratch_dir, self_signed_cert, which,
 };
 pub use jdks::{all_jdks, classes, jdk17, jdk25, otel_classes, otel_sdk_jar, Jdk};
 pub use jvm_run::{AgentMode, JvmRun, RunOutput, NO_LOOP_SAFEPOINTS};

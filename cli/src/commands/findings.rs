@@ -76,12 +76,18 @@ fn baseline(args: &FindingsArgs) -> anyhow::Result<Option<HashSet<Key>>> {
     Ok(Some(found.iter().map(key).collect()))
 }
 
-pub fn run(args: &FindingsArgs) -> anyhow::Result<ExitCode> {
+/// The findings of `args` and, against the `--new-against` baseline, whether each is new
+/// (`None` without a baseline): what `run` prints and the web UI's `/api/findings` serialises.
+pub fn marked(args: &FindingsArgs) -> anyhow::Result<(Vec<Finding>, Inputs, Option<Vec<bool>>)> {
     let (found, inputs) = answer(args)?;
-    let old = baseline(args)?;
-    let is_new = |f: &Finding| old.as_ref().is_none_or(|old| !old.contains(&key(f)));
-    let new: Vec<bool> = found.iter().map(is_new).collect();
-    let marks = old.as_ref().map(|_| new.as_slice());
+    let new = baseline(args)?.map(|old| found.iter().map(|f| !old.contains(&key(f))).collect());
+    Ok((found, inputs, new))
+}
+
+pub fn run(args: &FindingsArgs) -> anyhow::Result<ExitCode> {
+    let (found, inputs, new) = marked(args)?;
+    let marks = new.as_deref();
+    let is_new = |i: usize| marks.is_none_or(|m| m.get(i).copied().unwrap_or(true));
     match args.format {
         FindingsFormat::Text => out!("{}", render(&found, &inputs, marks))?,
         FindingsFormat::Json => outln!(
@@ -93,10 +99,12 @@ pub fn run(args: &FindingsArgs) -> anyhow::Result<ExitCode> {
     if let Some(gate) = gate {
         let failing: Vec<&Finding> = found
             .iter()
-            .filter(|f| f.severity >= gate && is_new(f))
+            .enumerate()
+            .filter(|&(i, f)| f.severity >= gate && is_new(i))
+            .map(|(_, f)| f)
             .collect();
         if !failing.is_empty() {
-            let new = if old.is_some() { "new: " } else { "" };
+            let new = if marks.is_some() { "new: " } else { "" };
             for f in &failing {
                 errln!(
                     "otelprof: {}: {new}{} ({})",

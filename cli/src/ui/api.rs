@@ -2,7 +2,8 @@
 //! `answer` functions, over the store's query engine) serialised, never a computation of its
 //! own: `/api/top` is `otelprof top`, `/api/trace` is `otelprof drilldown`, `/api/diff` is
 //! `otelprof diff`, `/api/leaks` is `otelprof leaks`, `/api/trend` is `otelprof top --trend`,
-//! with the same flags ([`super::params`]).
+//! `/api/findings` is `otelprof findings --format json`, with the same flags
+//! ([`super::params`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -17,7 +18,7 @@ use otelprof_store::Profiles as _;
 
 use super::params::{self, Params};
 use crate::cli::Cmd;
-use crate::commands::{self, diff, drilldown, leaks, top};
+use crate::commands::{self, diff, drilldown, findings, leaks, top};
 use crate::flame::html;
 use crate::table::render_header;
 
@@ -236,6 +237,16 @@ pub fn traces(store: &Path, p: &Params) -> Result<String, String> {
         "total_traces": t.total,
     })
     .to_string())
+}
+
+/// `otelprof findings --format json`: the same engine call and the same serialiser, so the
+/// panel and the command cannot disagree.
+pub fn findings(store: &Path, p: &Params) -> Result<String, String> {
+    let Cmd::Findings(args) = params::command("findings", p, store)? else {
+        return Err("not a findings query".into());
+    };
+    let (found, inputs, new) = findings::marked(&args).map_err(|e| format!("{e:#}"))?;
+    Ok(findings::to_json(&found, &inputs, new.as_deref()).to_string())
 }
 
 /// Sites tested but not candidates, listed at most (the fastest growing).

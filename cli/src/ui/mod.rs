@@ -44,11 +44,12 @@ const INDEX: &str = include_str!("assets/index.html");
 const JS: &str = "text/javascript; charset=utf-8";
 
 /// The page's scripts and style, by path: (path, content type, content).
-const ASSETS: [(&str, &str, &str); 8] = [
+const ASSETS: [(&str, &str, &str); 9] = [
     ("/dom.js", JS, include_str!("assets/dom.js")),
     ("/trend.js", JS, include_str!("assets/trend.js")),
     ("/focus.js", JS, include_str!("assets/focus.js")),
     ("/butterfly.js", JS, include_str!("assets/butterfly.js")),
+    ("/findings.js", JS, include_str!("assets/findings.js")),
     ("/flame.js", JS, crate::flame::VIEWER),
     ("/agents.js", JS, include_str!("assets/agents.js")),
     ("/app.js", JS, include_str!("assets/app.js")),
@@ -231,6 +232,7 @@ fn answer(store: &std::path::Path, endpoint: &str, p: &Params) -> Response<Respo
         "trend" => json(api::trend(store, p)),
         "traces" => json(api::traces(store, p)),
         "leaks" => json(api::leaks(store, p)),
+        "findings" => json(api::findings(store, p)),
         "trace" => json(api::trace(store, p)),
         "diff" => json(api::compare(store, p)),
         "butterfly" => json(butterfly::answer(store, p)),

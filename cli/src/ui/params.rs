@@ -65,6 +65,7 @@ fn command_flags(command: &str) -> &'static [&'static str] {
         "callers" | "callees" => &["function", "depth", "min"],
         "traces" => &["limit"],
         "leaks" => &["min_snapshots", "all"],
+        "findings" => &["new_against"],
         "drilldown" => &["children", "endpoint", "limit"],
         "diff" => &[
             "base",
@@ -221,6 +222,30 @@ mod tests {
         };
         let err = format!("{:#}", args.select.selector().unwrap_err());
         assert_eq!(err, "--include \" \": an empty pattern");
+    }
+
+    #[test]
+    fn findings_take_the_selection_only() {
+        let p = Params::parse("where=span_name%3DGET+%2Fa&exclude=*.V.check&type=cpu&format=text");
+        let Cmd::Findings(args) = command("findings", &p, Path::new("/s")).unwrap() else {
+            panic!("findings")
+        };
+        assert_eq!(args.select.conditions, ["span_name=GET /a"]);
+        assert!(args.new_against.is_none());
+        assert_eq!(args.select.focus.exclude, ["*.V.check"]);
+        assert_eq!(args.paths, [Path::new("/s")]);
+        // `format` belongs to the UI: the answer is always the CLI's JSON.
+        assert!(matches!(args.format, crate::cli::FindingsFormat::Text));
+        assert!(args.fail_on.is_none());
+        let p = Params::parse("new_against=service.version%3D1.4");
+        let Cmd::Findings(args) = command("findings", &p, Path::new("/s")).unwrap() else {
+            panic!("findings")
+        };
+        assert_eq!(args.new_against.as_deref(), Some("service.version=1.4"));
+        let err = command("findings", &Params::parse("fail_on=info"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("unknown parameter"), "{err}");
+        let err = command("findings", &Params::parse("by=span_name"), Path::new("/s")).unwrap_err();
+        assert!(err.contains("unknown parameter"), "{err}");
     }
 
     #[test]

@@ -8,7 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use otelprof_tests::receive::{Launch, ReceiveProcess};
-use otelprof_tests::{all_jdks, otelprof, release_dir, repo_root, run_with_timeout, Jdk, JvmRun};
+use otelprof_tests::{
+    all_jdks, browser_node_modules, otelprof, repo_root, run_with_timeout, Jdk, JvmRun,
+};
 
 const LEAK_SITE: &str = "otelprof.tests.LeakGrowth.leak [byte[]]";
 
@@ -20,16 +22,7 @@ fn the_leaks_view_shows(dir: &Path, site: &str) {
         ..Launch::default()
     });
     let ui = serve.ui.unwrap();
-    // Where scripts/test.sh installs the pinned playwright-core.
-    let modules = release_dir()
-        .parent()
-        .unwrap()
-        .join("browser-node/node_modules");
-    assert!(
-        modules.join("playwright-core/package.json").is_file(),
-        "{} has no playwright-core: run scripts/test.sh",
-        modules.display()
-    );
+    let modules = browser_node_modules();
     let mut node = Command::new("node");
     node.arg(repo_root().join("tests/browser/leaks_ui.js"))
         .env("NODE_PATH", &modules)

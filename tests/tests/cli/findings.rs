@@ -12,7 +12,8 @@ const MAIN: &str = "otelprof.tests.Findings";
 const AGENT: &str = "period=1s,cpu=2ms,alloc=512k,lock=100us";
 const SECONDS: &str = "4";
 
-fn run(pattern: &str) -> RunOutput {
+/// A run of the workload planting `pattern` (several joined by `+`), checked to exit cleanly.
+pub(super) fn run(pattern: &str) -> RunOutput {
     // Two workers take turns on a lock with the other mostly spinning, not blocked, on a busy
     // machine; four keep some always blocked.
     let threads = if pattern == "locks" { "4" } else { "2" };
@@ -25,7 +26,7 @@ fn run(pattern: &str) -> RunOutput {
 }
 
 /// `otelprof findings --format json` on a run's profiles: the findings array.
-fn findings(run: &RunOutput) -> Vec<serde_json::Value> {
+pub(super) fn findings(run: &RunOutput) -> Vec<serde_json::Value> {
     let dir = run.out_dir.to_str().unwrap();
     let (code, out, err) = otelprof(&["findings", "--format", "json", dir]);
     assert_eq!(code, 0, "{err}");

@@ -1,5 +1,6 @@
 //! The `otelprof` commands end to end on stores written by real JVMs: `demo`, `receive`, and
-//! `diff` (regressions with a known truth, endpoints, the CI gate).
+//! `diff` (regressions with a known truth, endpoints, the CI gate), `findings` (and its panel
+//! in `serve`'s Explore view).
 
 mod demo;
 mod diff_ci_gate;
@@ -8,5 +9,6 @@ mod diff_regressions;
 mod diff_short_runs;
 mod diff_support;
 mod findings;
+mod findings_ui;
 mod receive;
 mod trend;

@@ -8,7 +8,8 @@
 //! (a row from the keyboard, a frame), colours a wall profile by thread state, opens a trace from
 //! the keyboard, compares the versions and follows shared URLs, focuses (include, hide) and opens
 //! the butterfly view from a frame, comparing both with the CLI run by the script on the same
-//! store (tests/browser/focus_butterfly.js); it takes a screenshot of each view,
+//! store (tests/browser/focus_butterfly.js); it takes a screenshot of each view (and of
+//! Explore's Findings panel),
 //! into a scratch directory, or into docs/screenshots/ (the README's) with
 //! `OTELPROF_UPDATE_SCREENSHOTS=1`, so that a test run leaves the checkout as it was. An
 //! OpAMP agent (PyPI's opentelemetry-opamp-client) is connected, and the Instances view
@@ -16,19 +17,19 @@
 
 use otelprof_tests::receive::{Launch, ReceiveProcess};
 use otelprof_tests::Tied as _;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use otelprof_tests::{
-    cli_path, otelprof, python, release_dir, repo_root, run_with_timeout, scratch_dir,
+    browser_node_modules, cli_path, otelprof, python, repo_root, run_with_timeout, scratch_dir,
 };
 
 const REGRESSED: &str = "otelprof.demo.Catalog.findProduct";
 /// The service.instance.id of the OpAMP agent the Instances view starts a capture on.
 const OPAMP_INSTANCE: &str = "i-browser";
-const SCREENS: [&str; 9] = [
+const SCREENS: [&str; 10] = [
     "explore.png",
+    "findings.png",
     "states.png",
     "trend.png",
     "focus.png",
@@ -49,27 +50,9 @@ impl Drop for Serve {
     }
 }
 
-fn node_modules() -> PathBuf {
-    let dir = release_dir()
-        .parent()
-        .unwrap()
-        .join("browser-node/node_modules");
-    assert!(
-        dir.join("playwright-core/package.json").is_file(),
-        "{} has no playwright-core: run scripts/test.sh (it installs the version pinned in \
-         tests/browser/package.json)",
-        dir.display()
-    );
-    dir
-}
-
 #[test]
 fn every_view_works_in_chromium() {
-    let modules = node_modules();
-    assert!(
-        Path::new("/usr/bin/chromium").is_file(),
-        "no /usr/bin/chromium: install Debian chromium (scripts/test.sh does)"
-    );
+    let modules = browser_node_modules();
     let started = SystemTime::now();
 
     let dir = scratch_dir("serve-browser");

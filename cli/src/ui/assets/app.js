@@ -1,7 +1,8 @@
 // otelprof serve: one page, six views, each a URL whose query parameters are the CLI's
 // flags (where, type, from, to, trace_id, span_id, base, head, by, lines, and the focus:
 // include, exclude, hide, focus.js). The page asks /api/<view> with the same parameters;
-// everything shown is the CLI's answer. The butterfly view (/callers) is butterfly.js.
+// everything shown is the CLI's answer. The butterfly view (/callers) is butterfly.js, the
+// Findings panel of Explore findings.js.
 (function () {
   "use strict";
   var main = document.getElementById("main");
@@ -276,12 +277,13 @@
     main.appendChild(box);
     api("values").then(function (values) {
       box.appendChild(selectionForm("/", p, values, true));
-      var q = apiParams(p, ["search", "color", "trend"]);
+      // `new_against` is the Findings panel's own (the baseline its findings are marked against).
+      var q = apiParams(p, ["search", "color", "trend", "new_against"]);
       var tl = el("div"); box.appendChild(tl);
       // The trend of a function (trend.js) under the timeline: a frame clicked, a row of the
       // table chosen, or Enter in the search box picks it; kept in the URL as `trend`.
       var tr = el("div", { id: "trend-box" }); box.appendChild(tr);
-      var tp = apiParams(p, ["search", "trend", "by", "lines"]);
+      var tp = apiParams(p, ["search", "trend", "by", "lines", "new_against"]);
       function setTrend(pattern) {
         var n = new URLSearchParams(location.search);
         if (pattern) n.set("trend", pattern); else n.delete("trend");
@@ -290,6 +292,10 @@
         else tr.textContent = "";
       }
       if (p.get("trend")) setTrend(p.get("trend"));
+      // The known patterns in the selection (findings.js), between the timeline and the
+      // flame graph.
+      var fb = el("section", { id: "findings", "aria-label": "findings" }); box.appendChild(fb);
+      window.OtelprofFindings.mount(fb, p, api, go);
       var tq = new URLSearchParams(q); tq.delete("lines"); tq.set("by", p.get("by") || "span_name");
       api("timeline", tq).then(function (data) {
         tl.appendChild(timeline(data, function (a, b) { var n = new URLSearchParams(p); n.set("from", a); n.set("to", b); go("/", n); }));

@@ -29,7 +29,8 @@ import java.util.logging.StreamHandler;
  *   <li>{@code compute}: nothing else.
  * </ul>
  *
- * <p>Usage: {@code Findings <pattern> <threads> <seconds>}.
+ * <p>Usage: {@code Findings <pattern>[+<pattern>…] <threads> <seconds>}: several patterns
+ * joined by {@code +} are all planted, each request doing each in turn.
  */
 public final class Findings {
     static volatile long sink;
@@ -123,7 +124,7 @@ public final class Findings {
     }
 
     public static void main(String[] args) throws Exception {
-        String pattern = args[0];
+        String[] patterns = args[0].split("\\+");
         int threads = Integer.parseInt(args[1]);
         long end = System.currentTimeMillis() + Long.parseLong(args[2]) * 1000L;
         Thread[] workers = new Thread[threads];
@@ -136,7 +137,10 @@ public final class Findings {
                 long i = 0;
                 try {
                     while (System.currentTimeMillis() < end) {
-                        x += request(pattern, i++, log);
+                        for (String pattern : patterns) {
+                            x += request(pattern, i, log);
+                        }
+                        i++;
                     }
                 } catch (Exception e) {
                     throw new RuntimeException(e);
