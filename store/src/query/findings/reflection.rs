@@ -1,6 +1,8 @@
 //! Reflection and class loading or lookup on a hot path: the cost of `Method.invoke`,
 //! `Constructor.newInstance`, `Class.forName` and method lookups themselves (what the invoked
-//! method does is not counted: the pattern needs no application frame below it).
+//! method does is not counted: the pattern needs no application frame below it). Stacks in a
+//! static initialiser (`<clinit>`) are left out: a class is initialised once, so what its
+//! initialisation looks up is start-up, not a hot path.
 
 use super::evidence::Pattern;
 use super::{cpu_and_alloc, Finding, Inputs, Thresholds};
@@ -27,7 +29,7 @@ pub fn hot_path(inputs: &Inputs, requests: &EndpointCounts) -> Option<Finding> {
             "java.lang.ClassLoader.loadClass",
         ],
         &[],
-        &[],
+        &["*.<clinit>"],
     );
     cpu_and_alloc(
         inputs,
