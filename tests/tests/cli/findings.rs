@@ -292,3 +292,25 @@ fn a_jit_compiler_kept_busy_is_found_and_a_warm_up_is_not() {
     let found = findings(&jit("steady"));
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// Busy-waiting in requests: tests/java-otel SpinWait's request threads wait about 10 ms for a
+/// helper's answer by spinning on a flag with `Thread.yield()` (a system call: its frames are
+/// on the stack). (With `Thread.onSpinWait()` instead, C2 compiles the call to one PAUSE
+/// instruction with no frame of its own, and the loop is the waiting method's own time, which
+/// no rule tells from computing: docs/findings.md says so.)
+#[test]
+fn busy_waiting_in_requests_is_found() {
+    let run = JvmRun::new(jdk17(), "otelprof.tests.otel.SpinWait")
+        .javaagent()
+        .agent("period=1s,cpu=10ms,wall=10ms")
+        .classpath(&[otel_classes(), otel_sdk_jar()])
+        .args(&["yield", "2", SECONDS])
+        .run();
+    run.assert_clean_exit();
+    let found = findings(&run);
+    expect(
+        &found,
+        "sleep-in-request",
+        "otelprof.tests.otel.SpinWait$QuoteClient.awaitAnswer",
+    );
+}
