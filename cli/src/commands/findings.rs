@@ -8,9 +8,10 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use otelprof_store::focus::Glob;
 use otelprof_store::merge::Merged;
 use otelprof_store::query::findings::{self, Finding, Inputs, Severity};
-use otelprof_store::query::requests;
+use otelprof_store::query::{requests, traces, Spec};
 use otelprof_store::select::{ProfileType, Selector};
 
 use super::diff::EXIT_REGRESSION;
@@ -49,7 +50,37 @@ fn answer_for(args: &FindingsArgs, selector: &Selector) -> anyhow::Result<(Vec<F
         }
     }
     let counts = requests::endpoint_requests(&args.paths, &selector, &selector);
-    Ok((findings::run(&inputs, &counts), inputs))
+    let mut found = findings::run(&inputs, &counts);
+    add_traces(args, &selector, &mut found)?;
+    Ok((found, inputs))
+}
+
+/// Traces listed per finding.
+const TRACES: usize = 3;
+
+/// Each finding's traces: those with the most of its type in its method (the store's trace
+/// query, focused on the method), where its samples are in traces.
+fn add_traces(
+    args: &FindingsArgs,
+    selector: &Selector,
+    found: &mut [Finding],
+) -> anyhow::Result<()> {
+    for f in found.iter_mut() {
+        let Some(method) = &f.method else {
+            continue;
+        };
+        let Ok(glob) = Glob::parse(method) else {
+            continue;
+        };
+        let mut s = selector.clone();
+        s.focus.include.push(glob);
+        let source = super::open_source(&args.paths)?
+            .narrow_to(&s)
+            .use_spans(None);
+        let t = traces::top_traces(&source, Spec::new(Some(f.ty), &s), TRACES)?;
+        f.traces = t.rows.iter().map(|r| (r.trace_id_hex(), r.value)).collect();
+    }
+    Ok(())
 }
 
 /// What identifies a finding across selections: its rule and method.
@@ -173,6 +204,14 @@ pub fn render(found: &[Finding], inputs: &Inputs, new: Option<&[bool]>) -> Strin
                 .collect();
             let _ = writeln!(out, "   endpoints: {}", eps.join(", "));
         }
+        if !f.traces.is_empty() {
+            let traces: Vec<String> = f
+                .traces
+                .iter()
+                .map(|(t, v)| format!("{t} ({})", value(*v, &f.unit)))
+                .collect();
+            let _ = writeln!(out, "   traces: {}", traces.join(", "));
+        }
         for (n, s) in f.stacks.iter().enumerate() {
             let _ = writeln!(out, "   stack {} ({}):", n + 1, value(s.value, &f.unit));
             for frame in s.frames.iter().rev().take(STACK_FRAMES) {
@@ -208,6 +247,7 @@ pub fn to_json(found: &[Finding], inputs: &Inputs, new: Option<&[bool]>) -> serd
                 "why": f.why,
                 "fix": f.fix,
                 "endpoints": f.endpoints.iter().map(|(e, v)| serde_json::json!({"endpoint": e, "value": v})).collect::<Vec<_>>(),
+                "traces": f.traces.iter().map(|(t, v)| serde_json::json!({"trace_id": t, "value": v})).collect::<Vec<_>>(),
                 "stacks": f.stacks.iter().map(|s| serde_json::json!({"frames": s.frames, "value": s.value})).collect::<Vec<_>>(),
             });
             if let (Some(n), Some(obj)) = (new.and_then(|n| n.get(i)), v.as_object_mut()) {
@@ -259,6 +299,7 @@ mod tests {
                 value: 2e9,
             }],
             endpoints: vec![("GET /v".into(), 2e9)],
+            traces: vec![("0af7651916cd43dd8448eb211c80319c".into(), 1e9)],
             fix: "compile it once",
             severity: Severity::Critical,
             why: "25.0 % of CPU".into(),
@@ -285,6 +326,7 @@ mod tests {
    why: 25.0 % of CPU
    fix: compile it once
    endpoints: GET /v (2s)
+   traces: 0af7651916cd43dd8448eb211c80319c (1s)
    stack 1 (2s):
      java.util.regex.Pattern.compile
      app.V.check
@@ -297,6 +339,10 @@ mod tests {
             "java.util.regex.Pattern.compile"
         );
         assert_eq!(json["findings"][0]["per_request"], 1e6);
+        assert_eq!(
+            json["findings"][0]["traces"][0]["trace_id"],
+            "0af7651916cd43dd8448eb211c80319c"
+        );
     }
 
     #[test]

@@ -188,12 +188,32 @@ fn sleeping_in_requests_is_found_in_wall_profiles() {
         .run();
     run.assert_clean_exit();
     let found = findings(&run);
-    expect(
+    let f = expect(
         &found,
         "sleep-in-request",
         "otelprof.tests.otel.WallStates$Worker.sleepPhase",
     );
     let dir = run.out_dir.to_str().unwrap();
+    // The traces it hurts most: those `otelprof traces` ranks first by the method's wall time.
+    let traces: Vec<&str> = f["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    assert!(!traces.is_empty(), "{f:#}");
+    let (code, out, err) = otelprof(&[
+        "traces",
+        "--type",
+        "wall",
+        "--include",
+        "otelprof.tests.otel.WallStates$Worker.sleepPhase",
+        "--limit",
+        "3",
+        dir,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(traces[0]), "{traces:?}\n{out}");
     let args = [
         "findings",
         "--format",

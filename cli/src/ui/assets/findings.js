@@ -97,6 +97,15 @@
         return e.endpoint + " (" + fmt(e.value, f.unit) + ")";
       }).join(", ")));
     }
+    if (f.traces && f.traces.length) {
+      // The traces with the most of it: each a link to the trace's view.
+      var tr = field("traces", "traces", "");
+      f.traces.forEach(function (t, k) {
+        if (k) tr.appendChild(document.createTextNode(", "));
+        tr.appendChild(el("a", { href: "/trace/" + t.trace_id, text: t.trace_id.slice(0, 16) + "… (" + fmt(t.value, f.unit) + ")" }));
+      });
+      li.appendChild(tr);
+    }
     var stacks = el("ol", { class: "stacks", "aria-label": "evidence stacks of finding " + (i + 1) });
     f.stacks.forEach(function (s, n) { stacks.appendChild(stackItem(p, f, s, n, go)); });
     li.appendChild(stacks);

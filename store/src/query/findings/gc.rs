@@ -88,6 +88,7 @@ pub fn pressure(inputs: &Inputs, requests: &EndpointCounts) -> Option<Finding> {
         file: method.map(|(_, f)| f).filter(|f| !f.is_empty()),
         stacks: evidence,
         endpoints,
+        traces: Vec::new(),
         fix: "allocate less on the hot path (reuse buffers, avoid boxing and temporary \
               collections), or give the heap more room",
         severity,

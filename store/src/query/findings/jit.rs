@@ -92,6 +92,7 @@ pub fn busy(inputs: &Inputs, _requests: &EndpointCounts) -> Option<Finding> {
         file: None,
         stacks,
         endpoints: Vec::new(),
+        traces: Vec::new(),
         fix: "look for code compiled again and again: classes or lambdas generated per call, \
               deoptimisation loops (-Xlog:deoptimization), or a full code cache \
               (-XX:ReservedCodeCacheSize)",

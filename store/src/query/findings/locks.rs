@@ -128,6 +128,7 @@ pub fn contended(inputs: &Inputs, requests: &EndpointCounts) -> Vec<Finding> {
                 })
                 .collect(),
             endpoints,
+            traces: Vec::new(),
             fix: if is_synchronized_collection(&class) {
                 "replace the synchronized collection with a concurrent one (ConcurrentHashMap, \
                  CopyOnWriteArrayList, StringBuilder per thread)"

@@ -73,6 +73,10 @@ pub struct Finding {
     pub stacks: Vec<EvidenceStack>,
     /// The endpoints (`span_name`) it costs most in, with the cost in each, largest first.
     pub endpoints: Vec<(String, f64)>,
+    /// The traces (32 hex digits) with the most of the finding's type in its method, largest
+    /// first: filled by the reader that lists traces (the CLI, from the store's trace
+    /// query), empty when the samples are in no trace.
+    pub traces: Vec<(String, f64)>,
     pub fix: &'static str,
     pub severity: Severity,
     /// The numbers that made it fire, against which threshold.
@@ -303,6 +307,7 @@ impl Draft<'_> {
             }),
             stacks: e.stacks.clone(),
             endpoints: e.endpoints.iter().take(5).cloned().collect(),
+            traces: Vec::new(),
             fix: self.fix,
             severity,
             why,
