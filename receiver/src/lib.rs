@@ -476,9 +476,19 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
     let grpc = grpc_listener
         .map(|l| serving.grpc(l, &ingest, &gate))
         .transpose()?;
-    serving
-        .tasks
-        .push(runtime.spawn(maintain_loop(config.store.clone(), config.keep, stop)));
+    match ingest.store.local_dir() {
+        Some(dir) => {
+            serving
+                .tasks
+                .push(runtime.spawn(maintain_loop(dir.to_path_buf(), config.keep, stop)))
+        }
+        // Conversion, compaction and expiry work on a directory; a store in object storage
+        // keeps the requests as they came, which every reader reads.
+        None => errln!(
+            "otelprof: the store is in object storage: requests are stored as they came; \
+             this receiver does not convert, compact or expire it"
+        ),
+    }
     let http = http_listener
         .map(|l| serving.http(l, &ingest, &gate))
         .transpose()?;

@@ -14,6 +14,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("{url} is not a store URL: {why}")]
+    BadUrl { url: String, why: String },
+    #[error("cannot {what} {object}")]
+    Bucket {
+        what: &'static str,
+        object: String,
+        #[source]
+        source: object_store::Error,
+    },
     #[error("no profile could be read")]
     NothingReadable,
     #[error("the files hold no profiles (empty requests only)")]

@@ -11,16 +11,24 @@ use crate::cli::CompactArgs;
 use otelprof_primitives::escape;
 
 pub fn run(args: &CompactArgs) -> anyhow::Result<()> {
-    if !args.store.is_dir() {
-        bail!("{} is not a directory", escape::path(&args.store));
+    let store = match otelprof_store::bucket::Location::parse(&args.store)? {
+        otelprof_store::bucket::Location::Dir(dir) => dir,
+        otelprof_store::bucket::Location::Bucket(b) => bail!(
+            "{}: compacting a store in object storage is not done yet; compact a store on \
+             disk and copy it into the bucket (its columnar files are read from there)",
+            escape::escape(b.url())
+        ),
+    };
+    if !store.is_dir() {
+        bail!("{} is not a directory", escape::path(&store));
     }
-    let lock = MaintainLock::try_take(&args.store)
-        .map_err(|e| anyhow::anyhow!(otelprof_store::chain(&e)))?;
+    let lock =
+        MaintainLock::try_take(&store).map_err(|e| anyhow::anyhow!(otelprof_store::chain(&e)))?;
     let Some(lock) = lock else {
         bail!(
             "another otelprof process (a receiver) maintains {}; it converts and compacts \
              the store by itself as hours close",
-            escape::path(&args.store)
+            escape::path(&store)
         );
     };
     let nanos = |d: std::time::Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
@@ -30,9 +38,9 @@ pub fn run(args: &CompactArgs) -> anyhow::Result<()> {
         keep_raw: args.keep_otlp.0.map(nanos),
         at_rest: true,
     };
-    let done = maintain(&args.store, super::now_unix_nanos(), &policy, &lock)
+    let done = maintain(&store, super::now_unix_nanos(), &policy, &lock)
         .map_err(|e| anyhow::anyhow!(otelprof_store::chain(&e)))
-        .with_context(|| format!("cannot compact {}", escape::path(&args.store)))?;
+        .with_context(|| format!("cannot compact {}", escape::path(&store)))?;
     for (path, err) in &done.unconvertible {
         errln!(
             "otelprof: cannot convert a stored request (kept as {}, not read): {}",

@@ -1,5 +1,5 @@
 //! The `otelprof` commands end to end on stores written by real JVMs: `demo`, `receive`, and
-//! `diff` (regressions with a known truth, endpoints, the CI gate).
+//! `diff` (regressions with a known truth, endpoints, the CI gate); stores in object storage.
 
 mod demo;
 mod diff_ci_gate;
@@ -8,5 +8,6 @@ mod diff_regressions;
 mod diff_short_runs;
 mod diff_support;
 mod findings;
+mod object_store;
 mod receive;
 mod trend;
