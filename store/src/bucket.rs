@@ -23,7 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
+use object_store::aws::AmazonS3ConfigKey as Aws;
+use object_store::azure::AzureConfigKey as Azure;
+use object_store::gcp::GoogleConfigKey as Gcp;
 use object_store::path::Path as Key;
+use object_store::ClientConfigKey as Client;
 use object_store::{ObjectStore, ObjectStoreExt as _};
 
 use crate::error::Error;
@@ -80,6 +84,23 @@ pub struct Bucket {
     runtime: &'static tokio::runtime::Runtime,
 }
 
+/// Retries end within a minute: a request is acknowledged (or refused, and the client sends it
+/// again) well within [`crate::maintain::LAG`] of its receipt time, so a conversion, which
+/// takes the requests received up to `LAG` before it lists the store, never misses one whose
+/// write was still under way.
+fn retry() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        max_retries: 4,
+        retry_timeout: std::time::Duration::from_secs(30),
+        ..object_store::RetryConfig::default()
+    }
+}
+
+/// Each request within 30 s (30 s of retries + 30 s: a minute at most); set over the
+/// environment's client settings (AWS_ALLOW_HTTP and the like), which stay.
+const REQUEST_TIMEOUT: &str = "30s";
+const CONNECT_TIMEOUT: &str = "5s";
+
 /// The runtime of every bucket's requests, made at the first and never dropped: callers block
 /// on it from threads of their own (or tasks moved off an async runtime's workers), and a
 /// runtime dropped inside another's task would stop the process.
@@ -110,9 +131,14 @@ pub struct Object {
     pub size: u64,
 }
 
+/// An object's bytes and its ETag (when the store gives one).
+pub type Versioned = (Vec<u8>, Option<String>);
+
 /// What a mirror did.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Mirrored {
+    /// The objects the copy holds, by key: the store as the mirror saw it.
+    pub objects: Vec<Object>,
     /// Objects listed, fetched, and local copies removed.
     pub listed: usize,
     pub fetched: usize,
@@ -144,18 +170,27 @@ impl Bucket {
             "s3" | "s3a" => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()
                     .with_url(&root)
+                    .with_retry(retry())
+                    .with_config(Aws::Client(Client::Timeout), REQUEST_TIMEOUT)
+                    .with_config(Aws::Client(Client::ConnectTimeout), CONNECT_TIMEOUT)
                     .build()
                     .map_err(|e| bad(e.to_string()))?,
             ),
             "gs" => Arc::new(
                 object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_url(&root)
+                    .with_retry(retry())
+                    .with_config(Gcp::Client(Client::Timeout), REQUEST_TIMEOUT)
+                    .with_config(Gcp::Client(Client::ConnectTimeout), CONNECT_TIMEOUT)
                     .build()
                     .map_err(|e| bad(e.to_string()))?,
             ),
             "az" => Arc::new(
                 object_store::azure::MicrosoftAzureBuilder::from_env()
                     .with_url(&root)
+                    .with_retry(retry())
+                    .with_config(Azure::Client(Client::Timeout), REQUEST_TIMEOUT)
+                    .with_config(Azure::Client(Client::ConnectTimeout), CONNECT_TIMEOUT)
                     .build()
                     .map_err(|e| bad(e.to_string()))?,
             ),
@@ -208,6 +243,77 @@ impl Bucket {
             .map_err(self.fail("write", key))
     }
 
+    /// The object `key` and its ETag, or `None` when there is none.
+    pub fn get(&self, key: &str) -> Result<Option<Versioned>, Error> {
+        let path = self.key(key);
+        let got = self.runtime.block_on(async {
+            let got = self.client.get(&path).await?;
+            let etag = got.meta.e_tag.clone();
+            got.bytes().await.map(|b| (b.to_vec(), etag))
+        });
+        match got {
+            Ok(g) => Ok(Some(g)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.fail("read", key)(e)),
+        }
+    }
+
+    /// Writes `key` only if no object has that name (`If-None-Match: *`): its ETag, or `None`
+    /// when one exists already.
+    pub fn put_new(&self, key: &str, bytes: Vec<u8>) -> Result<Option<String>, Error> {
+        self.put_if(key, bytes, object_store::PutMode::Create)
+    }
+
+    /// Replaces `key` only if it is still the version `etag` names (`If-Match`): the new ETag,
+    /// or `None` when another writer changed it first.
+    pub fn put_replacing(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        etag: &str,
+    ) -> Result<Option<String>, Error> {
+        let version = object_store::UpdateVersion {
+            e_tag: Some(etag.to_owned()),
+            version: None,
+        };
+        self.put_if(key, bytes, object_store::PutMode::Update(version))
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        mode: object_store::PutMode,
+    ) -> Result<Option<String>, Error> {
+        let path = self.key(key);
+        let options = object_store::PutOptions {
+            mode,
+            ..Default::default()
+        };
+        let put = self
+            .runtime
+            .block_on(self.client.put_opts(&path, bytes.into(), options));
+        match put {
+            // A store that gives no ETag cannot take part in a lease: nothing can be replaced
+            // conditionally after it.
+            Ok(done) => Ok(Some(done.e_tag.unwrap_or_default())),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(None),
+            Err(e) => Err(self.fail("write", key)(e)),
+        }
+    }
+
+    /// Deletes `key` (an object already gone is no error).
+    pub fn delete(&self, key: &str) -> Result<(), Error> {
+        let path = self.key(key);
+        match self.runtime.block_on(self.client.delete(&path)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.fail("delete", key)(e)),
+        }
+    }
+
     /// Every object of the store (keys below its prefix).
     pub fn list(&self) -> Result<Vec<Object>, Error> {
         let strip = self.prefix.parts().count();
@@ -257,6 +363,7 @@ impl Bucket {
                 .is_some_and(crate::layout::is_hidden);
             let current = !changes && std::fs::metadata(&local).is_ok_and(|m| m.len() == o.size);
             kept.insert(local.clone());
+            done.objects.push(o.clone());
             if !current {
                 wanted.push((o, local));
             }
@@ -284,6 +391,7 @@ impl Bucket {
                 // store any more.
                 Err(object_store::Error::NotFound { .. }) => {
                     kept.remove(&local);
+                    done.objects.retain(|k| k.key != o.key);
                     continue;
                 }
                 Err(e) => return Err(self.fail("read", &o.key)(e)),

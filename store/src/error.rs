@@ -23,6 +23,10 @@ pub enum Error {
         #[source]
         source: object_store::Error,
     },
+    #[error("another process maintains {} already", .0.display())]
+    Busy(PathBuf),
+    #[error("another writer took the store's maintenance lease before this pass could commit")]
+    LeaseLost,
     #[error("no profile could be read")]
     NothingReadable,
     #[error("the files hold no profiles (empty requests only)")]
