@@ -33,6 +33,7 @@ mod http_headers;
 mod ingest;
 mod limits;
 mod request_gate;
+mod shared_maintain;
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -482,12 +483,21 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
                 .tasks
                 .push(runtime.spawn(maintain_loop(dir.to_path_buf(), config.keep, stop)))
         }
-        // Conversion, compaction and expiry work on a directory; a store in object storage
-        // keeps the requests as they came, which every reader reads.
-        None => errln!(
-            "otelprof: the store is in object storage: requests are stored as they came; \
-             this receiver does not convert, compact or expire it"
-        ),
+        // A store in object storage: maintained by whichever receiver holds its lease.
+        None => {
+            if let Some((bucket, writer)) = ingest.store.bucket() {
+                serving
+                    .tasks
+                    .push(runtime.spawn(shared_maintain::maintain_loop(
+                        bucket.clone(),
+                        writer.to_owned(),
+                        config.keep,
+                        COMPACT_GRACE,
+                        MAINTAIN_EVERY,
+                        stop,
+                    )));
+            }
+        }
     }
     let http = http_listener
         .map(|l| serving.http(l, &ingest, &gate))

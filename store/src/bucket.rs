@@ -35,6 +35,8 @@ use crate::error::Error;
 /// The URL schemes of object stores, and what each is.
 const SCHEMES: [&str; 4] = ["s3://", "s3a://", "gs://", "az://"];
 const FILE_SCHEME: &str = "file://";
+/// The lease object's key in a store ([`crate::shared`]): who maintains it, until when.
+pub const LEASE: &str = ".maintain-lease";
 /// Objects fetched at once by a mirror.
 const FETCHES_AT_ONCE: usize = 16;
 
@@ -76,6 +78,7 @@ pub fn is_bucket_url(arg: &Path) -> bool {
 }
 
 /// A store's prefix in a bucket, and a client for it.
+#[derive(Clone)]
 pub struct Bucket {
     url: String,
     client: Arc<dyn ObjectStore>,
@@ -349,8 +352,10 @@ impl Bucket {
         let mut kept = HashSet::new();
         let mut wanted = Vec::new();
         for o in objects {
-            // Writes in progress of a local store copied up, or anything outside the layout.
-            if o.key.split('/').any(|p| p.is_empty() || p == "..")
+            // Writes in progress of a local store copied up, anything outside the layout, and
+            // the maintenance lease (no data).
+            if o.key == LEASE
+                || o.key.split('/').any(|p| p.is_empty() || p == "..")
                 || o.key.split('/').rev().skip(1).any(crate::layout::is_hidden)
             {
                 continue;
@@ -431,6 +436,14 @@ fn remove_others(dir: &Path, kept: &HashSet<PathBuf>) -> Result<usize, Error> {
         }
     }
     Ok(removed)
+}
+
+/// The working directory in which `writer` maintains the bucket store at `url` when it holds
+/// its lease ([`crate::shared`]): beside the readers' copy, its own.
+pub fn work_dir(url: &str, base: Option<&Path>, writer: &str) -> PathBuf {
+    let mut dir = cache_dir(url, base).into_os_string();
+    dir.push(format!("-maintain-{writer}"));
+    PathBuf::from(dir)
 }
 
 /// The local directory a bucket store is mirrored into: `base` (or the user's cache

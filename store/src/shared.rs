@@ -40,13 +40,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::bucket::Bucket;
+use crate::bucket::{Bucket, LEASE};
 use crate::columnar;
 use crate::error::Error;
 use crate::maintain::{maintain, Done, MaintainLock, Policy};
-
-/// The lease object's key in a store.
-pub const LEASE: &str = ".maintain-lease";
 
 /// A writer's claim on a store's maintenance.
 #[derive(Debug)]
@@ -83,6 +80,21 @@ impl Lease {
             // Without an ETag nothing can be replaced safely.
             None => Ok(false),
         }
+    }
+}
+
+impl Lease {
+    /// Gives the lease up (expired at once) if this writer holds it, so that another takes
+    /// it at its next pass rather than after the lease's time.
+    pub fn release(&self, bucket: &Bucket) -> Result<(), Error> {
+        if let Some((current, Some(etag))) = bucket.get(LEASE)? {
+            let text = String::from_utf8_lossy(&current);
+            if text.split_whitespace().next() == Some(self.holder.as_str()) {
+                let body = format!("{} 0\n", self.holder).into_bytes();
+                bucket.put_replacing(LEASE, body, &etag)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -48,6 +48,11 @@ impl Store {
         }
     }
 
+    /// The store's bucket and this writer's id in it, when it is in object storage.
+    pub fn bucket(&self) -> Option<(&Bucket, &str)> {
+        self.bucket.as_ref().map(|(b, w)| (b, w.as_str()))
+    }
+
     /// The store's directory, when it is a local one (maintenance works there).
     pub fn local_dir(&self) -> Option<&Path> {
         self.bucket.is_none().then_some(self.root.as_path())

@@ -19,6 +19,11 @@ pub fn set_cache(dir: &Path) {
     let _ = CACHE.set(dir.to_path_buf());
 }
 
+/// `--cache DIR`, when given.
+pub fn cache() -> Option<&'static Path> {
+    CACHE.get().map(PathBuf::as_path)
+}
+
 /// The local paths to read for `paths`: bucket URLs mirrored into the cache, `file://` URLs
 /// as their paths, anything else as given.
 pub fn local_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
@@ -36,7 +41,7 @@ fn local_path(path: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn mirror(b: &Bucket) -> anyhow::Result<PathBuf> {
-    let dir = bucket::cache_dir(b.url(), CACHE.get().map(PathBuf::as_path));
+    let dir = bucket::cache_dir(b.url(), cache());
     let done = b.mirror(&dir).map_err(|e| {
         anyhow::anyhow!(
             "cannot read the store {}: {}",

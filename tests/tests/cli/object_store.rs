@@ -67,6 +67,16 @@ impl BucketReceiver {
     }
 }
 
+impl BucketReceiver {
+    /// SIGTERM, and waits for it to exit (it gives the store's lease up on the way).
+    fn stop(mut self) {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
+
 impl Drop for BucketReceiver {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -132,7 +142,7 @@ fn a_store_in_a_bucket_answers_as_the_same_requests_on_disk() {
         send(r, remote.http, &dir);
     }
     // Acknowledged means written: every request is an object already, named by the writer id.
-    let keys = s3.keys(BUCKET, "fleet/prod/");
+    let keys = s3.keys(BUCKET, "fleet/prod/profiles/");
     assert_eq!(keys.len(), requests.len(), "{keys:?}");
     for k in &keys {
         let name = k.rsplit('/').next().unwrap();
@@ -166,7 +176,8 @@ fn a_store_in_a_bucket_answers_as_the_same_requests_on_disk() {
         assert!(a.contains("otelprof.workloads.CpuSplit"), "{a}");
         assert_eq!(a.replace(local_arg, &url), b, "otelprof {q:?}");
     }
-    // The mirror fetched every object once: a second read fetches nothing.
+    // The mirror fetched every object once: a second read fetches none of them again (only
+    // the conversion marker, which changes in place, a few bytes).
     let again = Command::new(cli_path())
         .args(["top", "--cache", cache_arg, &url])
         .envs(s3.env())
@@ -174,11 +185,26 @@ fn a_store_in_a_bucket_answers_as_the_same_requests_on_disk() {
         .output_tied()
         .unwrap();
     let said = String::from_utf8_lossy(&again.stderr);
+    let fetched: u64 = said
+        .split(" fetched (")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(fetched < 64, "{said}");
+    // The receiver holds the store's lease (it maintains the store): another process may not
+    // compact it meanwhile.
+    let refused = Command::new(cli_path())
+        .args(["compact", "--cache", cache_arg, "--store", &url])
+        .envs(s3.env())
+        .output_tied()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        said.contains(&format!("{} objects, 0 fetched", requests.len())),
+        !refused.status.success() && said.contains("holds the store's lease"),
         "{said}"
     );
-    drop(remote);
+    remote.stop();
 
     // The same store compacted into its columnar form (Hive-partitioned Parquet) and copied
     // into the bucket as it is: read from there, it answers as on disk.
@@ -198,6 +224,30 @@ fn a_store_in_a_bucket_answers_as_the_same_requests_on_disk() {
             a.replace(copy.to_str().unwrap(), &url),
             b,
             "otelprof {q:?} (columnar)"
+        );
+    }
+    let bucket_url = format!("s3://{BUCKET}/fleet/prod");
+    // The bucket's store compacted where it is (this process holding its lease): its Parquet
+    // files and marker are objects now, and it answers as the copy compacted on disk.
+    otelprof_s3(
+        &s3,
+        &["compact", "--cache", cache_arg, "--store", &bucket_url],
+    );
+    let keys = s3.keys(BUCKET, "fleet/prod/columnar/");
+    assert!(
+        keys.iter().any(|k| k.contains("/samples-compacted-"))
+            && keys.iter().any(|k| k.ends_with("/.converted-until")),
+        "{keys:?}"
+    );
+    let copy_arg = copy.to_str().unwrap();
+    for q in questions {
+        let on_disk = otelprof_s3(&s3, &[q, &[copy_arg]].concat());
+        let in_bucket = otelprof_s3(&s3, &[q, &["--cache", cache_arg, &bucket_url]].concat());
+        let (a, b) = (stdout(&on_disk), stdout(&in_bucket));
+        assert_eq!(
+            a.replace(copy_arg, &bucket_url),
+            b,
+            "otelprof {q:?} (compacted in the bucket)"
         );
     }
 }
