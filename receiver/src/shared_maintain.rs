@@ -1,7 +1,9 @@
 //! Maintaining a store in object storage from a receiver: every pass, the receiver tries to
 //! take or renew the store's lease; the one that holds it converts and compacts
 //! ([`otelprof_store::shared`]), the others only receive. A holder that dies stops renewing,
-//! and another receiver takes the lease once it has expired and finishes the work.
+//! and another receiver takes the lease once it has expired and finishes the work. The
+//! holder's working directory is a copy of the store (new objects fetched each pass), under
+//! the user's cache directory, removed when the receiver stops.
 
 use std::time::Duration;
 
@@ -89,5 +91,10 @@ pub(crate) async fn maintain_loop(
             break;
         }
     }
-    let _ = tokio::task::spawn_blocking(move || lease.release(&bucket)).await;
+    // The working copy is this run's own (a new writer id every start): not left behind.
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = std::fs::remove_dir_all(&work);
+        lease.release(&bucket)
+    })
+    .await;
 }
