@@ -17,11 +17,17 @@ use otelprof_receiver::{DEFAULT_GRPC, DEFAULT_HTTP};
     about = "Continuous profiler for JVM services",
     after_help = "Reading commands take `otelprof receive` store directories, agent output directories, \
                   OTLP files (*.otlp.pb[.gz]) or pprof files (*.pb.gz), and merge everything selected, \
-                  from any number of JVMs."
+                  from any number of JVMs. A store may be in object storage: s3://bucket/prefix \
+                  (gs://, az://; configured by AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, \
+                  AWS_REGION, AWS_ALLOW_HTTP and the like), or file:///dir."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Cmd,
+    /// Where stores in object storage (s3://bucket/prefix, gs://, az://) are mirrored for
+    /// reading (default: $XDG_CACHE_HOME/otelprof, or ~/.cache/otelprof)
+    #[arg(long, value_name = "DIR", global = true)]
+    pub cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -292,8 +298,10 @@ pub struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ReceiveArgs {
-    /// Directory the received profiles are stored in (created if missing)
-    #[arg(long, value_name = "DIR")]
+    /// Directory the received profiles are stored in (created if missing), or a prefix in
+    /// object storage: s3://bucket/prefix (gs://, az://; each request is acknowledged once its
+    /// object is written)
+    #[arg(long, value_name = "STORE")]
     pub store: PathBuf,
     /// gRPC listen address, or `off`
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_GRPC)]

@@ -39,6 +39,9 @@ use otelprof_store::query::butterfly::Direction;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(dir) = &cli.cache {
+        commands::stores::set_cache(dir);
+    }
     let result = match &cli.command {
         Cmd::Run(args) => commands::run::run(args).map(ExitCode::from),
         Cmd::Receive(args) => commands::receive::run(args).map(|()| ExitCode::SUCCESS),

@@ -121,18 +121,15 @@ impl Ingest {
         }
     }
 
-    /// Stores a checked request as it came (the client's gzip bytes, or the protobuf).
-    fn keep(
-        &self,
-        signal: Signal,
-        raw: &[u8],
-        gzip: Option<&[u8]>,
-    ) -> Result<std::path::PathBuf, Rejected> {
+    /// Stores a checked request as it came (the client's gzip bytes, or the protobuf); returns
+    /// how many bytes were stored.
+    fn keep(&self, signal: Signal, raw: &[u8], gzip: Option<&[u8]>) -> Result<u64, Rejected> {
         let now = otelprof_store::now_unix_nanos();
         match gzip {
-            Some(gz) => self.store.put_gzip(signal, gz, now),
-            None => self.store.put_raw(signal, raw, now),
+            Some(gz) => self.store.put_gzip(signal, gz, now).map(|_| gz.len()),
+            None => self.store.put_raw(signal, raw, now).map(|_| raw.len()),
         }
+        .map(|n| n as u64)
         .map_err(|e| Rejected::Storage(otelprof_store::chain(&e)))
     }
 
@@ -156,8 +153,7 @@ impl Ingest {
             // Nothing to keep; OTLP says an empty request succeeds.
             return Ok(0);
         }
-        let stored = self.keep(Signal::Profiles, &raw, gzip)?;
-        let size = std::fs::metadata(&stored).map_or(0, |m| m.len());
+        let size = self.keep(Signal::Profiles, &raw, gzip)?;
         self.counters.bytes_stored.fetch_add(size, Relaxed);
         let c = &self.counters;
         c.profiles.fetch_add(checked.profiles as u64, Relaxed);

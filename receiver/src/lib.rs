@@ -33,6 +33,7 @@ mod http_headers;
 mod ingest;
 mod limits;
 mod request_gate;
+mod shared_maintain;
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -476,9 +477,28 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
     let grpc = grpc_listener
         .map(|l| serving.grpc(l, &ingest, &gate))
         .transpose()?;
-    serving
-        .tasks
-        .push(runtime.spawn(maintain_loop(config.store.clone(), config.keep, stop)));
+    match ingest.store.local_dir() {
+        Some(dir) => {
+            serving
+                .tasks
+                .push(runtime.spawn(maintain_loop(dir.to_path_buf(), config.keep, stop)))
+        }
+        // A store in object storage: maintained by whichever receiver holds its lease.
+        None => {
+            if let Some((bucket, writer)) = ingest.store.bucket() {
+                serving
+                    .tasks
+                    .push(runtime.spawn(shared_maintain::maintain_loop(
+                        bucket.clone(),
+                        writer.to_owned(),
+                        config.keep,
+                        COMPACT_GRACE,
+                        MAINTAIN_EVERY,
+                        stop,
+                    )));
+            }
+        }
+    }
     let http = http_listener
         .map(|l| serving.http(l, &ingest, &gate))
         .transpose()?;

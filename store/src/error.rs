@@ -14,6 +14,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("{url} is not a store URL: {why}")]
+    BadUrl { url: String, why: String },
+    #[error("cannot {what} {object}")]
+    Bucket {
+        what: &'static str,
+        object: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("another process maintains {} already", .0.display())]
+    Busy(PathBuf),
+    #[error("another writer took the store's maintenance lease before this pass could commit")]
+    LeaseLost,
     #[error("no profile could be read")]
     NothingReadable,
     #[error("the files hold no profiles (empty requests only)")]

@@ -71,6 +71,16 @@ pub fn file_name(signal: Signal, unix_nanos: i64, pid: u32, seq: u64, gzip: bool
     )
 }
 
+/// [`file_name`] with a writer id (`w` and hex digits) in place of the process id: the names
+/// of a store in object storage, which processes on many machines write.
+pub fn file_name_by(signal: Signal, unix_nanos: i64, writer: &str, seq: u64, gzip: bool) -> String {
+    format!(
+        "{unix_nanos}-{writer}-{seq:06}{}{}",
+        signal.suffix(),
+        if gzip { ".gz" } else { "" }
+    )
+}
+
 /// The day directory (UTC date) a request received at `unix_nanos` goes in.
 pub fn day_dir(unix_nanos: i64) -> String {
     crate::time::day(unix_nanos)

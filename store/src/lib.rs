@@ -2,7 +2,8 @@
 //! and by the web UI, so that they give one answer.
 //!
 //! - [`layout`]: where things are in a store directory; [`Store`] writes requests there
-//!   durably.
+//!   durably; [`bucket`]: the same store in object storage (`s3://`, `gs://`, `az://`),
+//!   maintained by one of its writers at a time ([`shared`]).
 //! - [`Source`]: the profiles a command reads (store directories, agent output, OTLP and pprof
 //!   files), decoded on all cores, a bad file skipped and reported, never hiding the others.
 //! - [`select`]: which samples count ([`Selector`]: attributes, trace and span, time, type);
@@ -16,6 +17,7 @@
 //!   `diff`, `drilldown` and flame graphs.
 #![forbid(unsafe_code)]
 
+pub mod bucket;
 pub mod columnar;
 mod error;
 pub mod focus;
@@ -27,6 +29,7 @@ mod parallel;
 pub mod query;
 mod reader;
 pub mod select;
+pub mod shared;
 mod stored;
 mod time;
 mod walk;

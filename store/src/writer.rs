@@ -7,12 +7,18 @@
 //! and the next open removes. A gzip body is kept as it came; anything else is stored
 //! uncompressed, because compressing at request rate was the receiver's largest cost, more than
 //! checking the request (measured on the receiver's benchmark before compression was dropped).
+//!
+//! A store in object storage ([`crate::bucket`]) takes each request as one PUT to its final
+//! name, acknowledged once the PUT answers: an object is whole or absent, so no `.tmp/` and no
+//! rename. Its names carry a writer id drawn at open (`<received ns>-w<16 hex>-<seq>`) in
+//! place of the process id, so that receivers on many machines never choose the same name.
 
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::bucket::{Bucket, Location};
 use crate::error::Error;
 use crate::layout::{self, Signal, TMP};
 
@@ -20,11 +26,40 @@ use crate::layout::{self, Signal, TMP};
 pub struct Store {
     root: PathBuf,
     seq: AtomicU64,
+    /// The store's bucket when it is in object storage (`root` is then its URL, for messages).
+    bucket: Option<(Bucket, String)>,
 }
 
 impl Store {
-    /// Opens (creating) a store and removes writes a crash left behind.
+    /// Opens (creating) the store that `root` names: a directory (or `file://` URL), or a
+    /// prefix in object storage ([`Location::parse`]).
     pub fn open(root: &Path) -> Result<Store, Error> {
+        match Location::parse(root)? {
+            Location::Dir(dir) => Store::open_dir(&dir),
+            Location::Bucket(bucket) => {
+                bucket.probe()?;
+                let writer = format!("w{:016x}", writer_id()?);
+                Ok(Store {
+                    root: root.to_path_buf(),
+                    seq: AtomicU64::new(0),
+                    bucket: Some((bucket, writer)),
+                })
+            }
+        }
+    }
+
+    /// The store's bucket and this writer's id in it, when it is in object storage.
+    pub fn bucket(&self) -> Option<(&Bucket, &str)> {
+        self.bucket.as_ref().map(|(b, w)| (b, w.as_str()))
+    }
+
+    /// The store's directory, when it is a local one (maintenance works there).
+    pub fn local_dir(&self) -> Option<&Path> {
+        self.bucket.is_none().then_some(self.root.as_path())
+    }
+
+    /// Opens (creating) a store directory and removes writes a crash left behind.
+    fn open_dir(root: &Path) -> Result<Store, Error> {
         let tmp = root.join(TMP);
         std::fs::create_dir_all(&tmp).map_err(Error::io("create the store", root))?;
         for entry in std::fs::read_dir(&tmp).map_err(Error::io("list", &tmp))? {
@@ -40,6 +75,7 @@ impl Store {
         Ok(Store {
             root: root.to_path_buf(),
             seq: AtomicU64::new(0),
+            bucket: None,
         })
     }
 
@@ -63,6 +99,16 @@ impl Store {
         now_unix_nanos: i64,
     ) -> Result<PathBuf, Error> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        if let Some((bucket, writer)) = &self.bucket {
+            let name = layout::file_name_by(signal, now_unix_nanos, writer, seq, gzip);
+            let key = format!(
+                "{}/{}/{name}",
+                signal.dir(),
+                layout::day_dir(now_unix_nanos)
+            );
+            bucket.put(&key, bytes.to_vec())?;
+            return Ok(self.root.join(key));
+        }
         let dir = self
             .root
             .join(signal.dir())
@@ -90,6 +136,18 @@ impl Store {
         sync_dir(&dir)?;
         Ok(path)
     }
+}
+
+/// 64 random bits, the writer id of a store in object storage.
+fn writer_id() -> Result<u64, Error> {
+    let mut bytes = [0u8; 8];
+    let path = Path::new("/dev/urandom");
+    std::io::Read::read_exact(
+        &mut File::open(path).map_err(Error::io("read", path))?,
+        &mut bytes,
+    )
+    .map_err(Error::io("read", path))?;
+    Ok(u64::from_le_bytes(bytes))
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {

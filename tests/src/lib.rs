@@ -16,7 +16,7 @@
 //! - [`pprof`]: `go tool pprof -top` and `-traces`, parsed; [`native_code`]: C test
 //!   libraries built with gcc, and `go tool pprof -raw` (locations with their mappings);
 //! - [`otlp_receiver`]: the independent OTLP receiver; [`receive`]: a real `otelprof
-//!   receive` or `serve`;
+//!   receive` or `serve`; [`s3`]: an S3 API server (moto) for stores in object storage;
 //! - [`attach`]: what the attach tests share.
 //!
 //! What the tests use most is re-exported here.
@@ -35,6 +35,7 @@ pub mod pprof;
 pub mod process;
 pub mod receive;
 pub mod running_jvm;
+pub mod s3;
 
 pub use attach::{attach_load, perf_events, AttachReply};
 pub use environment::{

@@ -15,6 +15,7 @@ pub mod profile;
 pub mod receive;
 pub mod run;
 pub mod serve;
+pub mod stores;
 pub mod top;
 pub mod traces;
 pub mod trend;
@@ -127,8 +128,8 @@ pub fn merge_selection(
     Ok((merged, ty))
 }
 
-/// What `paths` hold: the columnar store of a store directory, the files under anything else
-/// ([`StoreSource`]); every file that cannot be read is reported once on stderr (the name and
+/// What `paths` hold: the columnar store of a store directory (of a bucket's store: its
+/// local mirror, [`stores`]), the files under anything else ([`StoreSource`]); every file that cannot be read is reported once on stderr (the name and
 /// the reason escaped: both can carry bytes from outside).
 pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<StoreSource> {
     let report = |path: &Path, err: &otelprof_store::FileError| {
@@ -138,7 +139,8 @@ pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<StoreSource> {
             escape::escape(&chain(err))
         );
     };
-    Ok(StoreSource::open(paths, Box::new(report))?)
+    let paths = stores::local_paths(paths)?;
+    Ok(StoreSource::open(&paths, Box::new(report))?)
 }
 
 /// The selection in words, for titles and subtitles.

@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::error::Error;
 
 /// Name of the marker file in the columnar store.
-const MARKER: &str = ".converted-until";
+pub const MARKER: &str = ".converted-until";
 /// What the stem of a file written by a conversion starts with, before its W.
 const COMMITTED_BY: &str = "w";
 

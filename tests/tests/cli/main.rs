@@ -1,6 +1,6 @@
 //! The `otelprof` commands end to end on stores written by real JVMs: `demo`, `receive`, and
 //! `diff` (regressions with a known truth, endpoints, the CI gate), `findings` (and its panel
-//! in `serve`'s Explore view).
+//! in `serve`'s Explore view); stores in object storage.
 
 mod demo;
 mod diff_ci_gate;
@@ -10,5 +10,6 @@ mod diff_short_runs;
 mod diff_support;
 mod findings;
 mod findings_ui;
+mod object_store;
 mod receive;
 mod trend;

@@ -1,0 +1,100 @@
+//! Maintaining a store in object storage from a receiver: every pass, the receiver tries to
+//! take or renew the store's lease; the one that holds it converts and compacts
+//! ([`otelprof_store::shared`]), the others only receive. A holder that dies stops renewing,
+//! and another receiver takes the lease once it has expired and finishes the work. The
+//! holder's working directory is a copy of the store (new objects fetched each pass), under
+//! the user's cache directory, removed when the receiver stops.
+
+use std::time::Duration;
+
+use otelprof_store::bucket::Bucket;
+use otelprof_store::shared::{maintain_shared, Lease};
+use tokio::sync::watch;
+
+use crate::Keep;
+
+/// How long a lease lasts past its holder's last renewal: a few passes, so that a holder
+/// whose pass runs late keeps it, and a dead one is replaced within minutes.
+const LEASE_PASSES: u32 = 5;
+
+/// Maintains the store in `bucket` every `every` until shutdown, as [`crate`]'s loop does for
+/// a directory; `writer` is this receiver's id in the store.
+pub(crate) async fn maintain_loop(
+    bucket: Bucket,
+    writer: String,
+    keep: Keep,
+    grace: Duration,
+    every: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    let policy = otelprof_store::maintain::Policy {
+        grace: nanos(grace),
+        retention: keep.retention.map(nanos),
+        keep_raw: keep.raw.map(nanos),
+        at_rest: false,
+    };
+    let work = otelprof_store::bucket::work_dir(bucket.url(), None, &writer);
+    let lease = std::sync::Arc::new(Lease::new(&writer, nanos(every * LEASE_PASSES)));
+    let bucket = std::sync::Arc::new(bucket);
+    let mut failing = false;
+    let mut said_busy = false;
+    loop {
+        let (b, l, w) = (bucket.clone(), lease.clone(), work.clone());
+        let pass = tokio::task::spawn_blocking(move || {
+            maintain_shared(
+                &b,
+                &w,
+                &l,
+                otelprof_store::now_unix_nanos(),
+                &policy,
+                usize::MAX,
+            )
+        })
+        .await;
+        match pass {
+            Ok(Ok(None)) if !said_busy => {
+                said_busy = true;
+                eprintln!(
+                    "otelprof: another receiver maintains this store (holds its lease); this \
+                     one only receives, and takes over if that one stops"
+                );
+            }
+            Ok(Ok(Some(pass))) => {
+                failing = false;
+                said_busy = false;
+                let done = &pass.done;
+                if !done.compacted.is_empty() || !done.expired.is_empty() {
+                    eprintln!(
+                        "otelprof: store maintained: {} requests converted, {} hours compacted, {} hours or days expired, {} raw requests removed",
+                        done.converted,
+                        done.compacted.len(),
+                        done.expired.len(),
+                        done.raw_removed
+                    );
+                }
+            }
+            Ok(Err(e)) if !failing => {
+                failing = true;
+                eprintln!(
+                    "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
+                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
+                );
+            }
+            _ => {}
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => break,
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+    }
+    // The working copy is this run's own (a new writer id every start): not left behind.
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = std::fs::remove_dir_all(&work);
+        lease.release(&bucket)
+    })
+    .await;
+}
