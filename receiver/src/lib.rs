@@ -198,30 +198,11 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
         match pass {
             Ok(Ok(done)) => {
                 failing = false;
-                for (path, err) in &done.unconvertible {
-                    eprintln!(
-                        "otelprof: cannot convert a stored request (kept as {}, not read): {}",
-                        otelprof_primitives::escape::path(path),
-                        otelprof_primitives::escape::escape(&otelprof_store::chain(err))
-                    );
-                }
-                // A pass that converted only a few minutes of requests stays quiet.
-                if !done.compacted.is_empty() || !done.expired.is_empty() {
-                    eprintln!(
-                        "otelprof: store maintained: {} requests converted, {} hours compacted, {} hours or days expired, {} raw requests removed",
-                        done.converted,
-                        done.compacted.len(),
-                        done.expired.len(),
-                        done.raw_removed
-                    );
-                }
+                report_pass(&done);
             }
             Ok(Err(e)) if !failing => {
                 failing = true;
-                eprintln!(
-                    "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
-                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
-                );
+                report_failure(&e);
             }
             _ => {}
         }
@@ -233,6 +214,35 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
             return;
         }
     }
+}
+
+/// What a maintenance pass says: each request it could not convert, and a summary when it
+/// compacted or expired something (a pass that converted only a few minutes stays quiet).
+pub(crate) fn report_pass(done: &otelprof_store::maintain::Done) {
+    for (path, err) in &done.unconvertible {
+        eprintln!(
+            "otelprof: cannot convert a stored request (kept as {}, not read): {}",
+            otelprof_primitives::escape::path(path),
+            otelprof_primitives::escape::escape(&otelprof_store::chain(err))
+        );
+    }
+    if !done.compacted.is_empty() || !done.expired.is_empty() {
+        eprintln!(
+            "otelprof: store maintained: {} requests converted, {} hours compacted, {} hours or days expired, {} raw requests removed",
+            done.converted,
+            done.compacted.len(),
+            done.expired.len(),
+            done.raw_removed
+        );
+    }
+}
+
+/// The first failure of a run of failed passes, said once.
+pub(crate) fn report_failure(e: &otelprof_store::Error) {
+    eprintln!(
+        "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
+        otelprof_primitives::escape::escape(&otelprof_store::chain(e))
+    );
 }
 
 /// A receiver running on its own runtime.

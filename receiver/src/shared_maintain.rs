@@ -63,23 +63,11 @@ pub(crate) async fn maintain_loop(
             Ok(Ok(Some(pass))) => {
                 failing = false;
                 said_busy = false;
-                let done = &pass.done;
-                if !done.compacted.is_empty() || !done.expired.is_empty() {
-                    eprintln!(
-                        "otelprof: store maintained: {} requests converted, {} hours compacted, {} hours or days expired, {} raw requests removed",
-                        done.converted,
-                        done.compacted.len(),
-                        done.expired.len(),
-                        done.raw_removed
-                    );
-                }
+                crate::report_pass(&pass.done);
             }
             Ok(Err(e)) if !failing => {
                 failing = true;
-                eprintln!(
-                    "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
-                    otelprof_primitives::escape::escape(&otelprof_store::chain(&e))
-                );
+                crate::report_failure(&e);
             }
             _ => {}
         }
