@@ -8,10 +8,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point, NumberDataPoint};
 
-use super::requests::{read_requests, resource_passes};
+use super::requests::{read_requests, selected_metrics};
 use crate::select::Selector;
 
 pub const HEAP_AFTER_GC: &str = "otelprof.jvm.heap.used_after_gc";
@@ -50,25 +49,16 @@ fn points(
     name: &str,
 ) -> HashMap<String, Vec<(i64, f64)>> {
     let mut out: HashMap<String, Vec<(i64, f64)>> = HashMap::new();
-    for req in requests {
-        for rm in &req.resource_metrics {
-            let resource: &[KeyValue] = rm.resource.as_ref().map_or(&[], |r| &r.attributes);
-            if !resource_passes(resource, selector) {
-                continue;
-            }
-            let instance = format!("{resource:?}");
-            for m in rm.scope_metrics.iter().flat_map(|s| &s.metrics) {
-                let data = match &m.data {
-                    Some(metric::Data::Gauge(g)) if m.name == name => &g.data_points,
-                    Some(metric::Data::Sum(s)) if m.name == name => &s.data_points,
-                    _ => continue,
-                };
-                let series = out.entry(instance.clone()).or_default();
-                for p in data {
-                    if let (Ok(t), Some(v)) = (i64::try_from(p.time_unix_nano), number(p)) {
-                        series.push((t, v));
-                    }
-                }
+    for (instance, m) in selected_metrics(requests, selector, name) {
+        let data = match &m.data {
+            Some(metric::Data::Gauge(g)) => &g.data_points,
+            Some(metric::Data::Sum(s)) => &s.data_points,
+            _ => continue,
+        };
+        let series = out.entry(instance).or_default();
+        for p in data {
+            if let (Ok(t), Some(v)) = (i64::try_from(p.time_unix_nano), number(p)) {
+                series.push((t, v));
             }
         }
     }
@@ -125,7 +115,7 @@ fn line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use opentelemetry_proto::tonic::metrics::v1::{
         AggregationTemporality, Gauge, Metric, ResourceMetrics, ScopeMetrics, Sum,
     };

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
-use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
+use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality, Metric};
 use otel_bridge::gzip;
 use prost::Message as _;
 
@@ -67,13 +67,13 @@ fn text(kv: &KeyValue) -> Option<String> {
     }
 }
 
-pub(crate) fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
+fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
     attrs.iter().find(|kv| kv.key == key).and_then(text)
 }
 
 /// Whether the resource passes the selector's conditions on keys the resource has (sample
 /// keys such as `span_name` say nothing about a resource).
-pub(crate) fn resource_passes(resource: &[KeyValue], selector: &Selector) -> bool {
+fn resource_passes(resource: &[KeyValue], selector: &Selector) -> bool {
     selector
         .conditions
         .iter()
@@ -83,6 +83,29 @@ pub(crate) fn resource_passes(resource: &[KeyValue], selector: &Selector) -> boo
                 Op::Ne => v != c.value,
             },
             None => !(c.key.starts_with("service.") || c.key.starts_with("deployment.")),
+        })
+}
+
+/// The metrics named `name` of the resources `selector` passes, each with its instance (its
+/// resource, as text).
+pub(crate) fn selected_metrics<'a>(
+    requests: &'a [ExportMetricsServiceRequest],
+    selector: &'a Selector,
+    name: &'a str,
+) -> impl Iterator<Item = (String, &'a Metric)> + 'a {
+    requests
+        .iter()
+        .flat_map(|req| &req.resource_metrics)
+        .filter_map(move |rm| {
+            let resource: &[KeyValue] = rm.resource.as_ref().map_or(&[], |r| &r.attributes);
+            resource_passes(resource, selector).then(|| (format!("{resource:?}"), rm))
+        })
+        .flat_map(move |(instance, rm)| {
+            rm.scope_metrics
+                .iter()
+                .flat_map(|sm| &sm.metrics)
+                .filter(move |m| m.name == name)
+                .map(move |m| (instance.clone(), m))
         })
 }
 
@@ -104,51 +127,38 @@ fn count_side(
         .map_or(u64::MAX, |t| u64::try_from(t).unwrap_or(u64::MAX));
     let mut delta: HashMap<String, f64> = HashMap::new();
     let mut cumulative: HashMap<String, Series> = HashMap::new();
-    for req in requests {
-        for rm in &req.resource_metrics {
-            let resource: &[KeyValue] = rm.resource.as_ref().map_or(&[], |r| &r.attributes);
-            if !resource_passes(resource, selector) {
+    for (instance, m) in selected_metrics(requests, selector, HTTP_SERVER_DURATION) {
+        let Some(metric::Data::Histogram(h)) = &m.data else {
+            continue;
+        };
+        let is_delta = h.aggregation_temporality == AggregationTemporality::Delta as i32;
+        for p in &h.data_points {
+            let (Some(method), Some(route)) = (
+                attr(&p.attributes, "http.request.method"),
+                attr(&p.attributes, "http.route"),
+            ) else {
+                continue;
+            };
+            let endpoint = format!("{method} {route}");
+            let t = p.time_unix_nano;
+            if is_delta {
+                if t > from && t <= to.saturating_add(1) {
+                    *delta.entry(endpoint).or_default() += p.count as f64;
+                }
                 continue;
             }
-            let instance = format!("{resource:?}");
-            for sm in &rm.scope_metrics {
-                for m in sm.metrics.iter().filter(|m| m.name == HTTP_SERVER_DURATION) {
-                    let Some(metric::Data::Histogram(h)) = &m.data else {
-                        continue;
-                    };
-                    let is_delta =
-                        h.aggregation_temporality == AggregationTemporality::Delta as i32;
-                    for p in &h.data_points {
-                        let (Some(method), Some(route)) = (
-                            attr(&p.attributes, "http.request.method"),
-                            attr(&p.attributes, "http.route"),
-                        ) else {
-                            continue;
-                        };
-                        let endpoint = format!("{method} {route}");
-                        let t = p.time_unix_nano;
-                        if is_delta {
-                            if t > from && t <= to.saturating_add(1) {
-                                *delta.entry(endpoint).or_default() += p.count as f64;
-                            }
-                            continue;
-                        }
-                        let key =
-                            format!("{instance}|{:?}|{}", p.attributes, p.start_time_unix_nano);
-                        let s = cumulative.entry(key).or_default();
-                        s.endpoint = endpoint;
-                        let slot = if t < from {
-                            &mut s.before
-                        } else if t <= to {
-                            &mut s.inside
-                        } else {
-                            continue;
-                        };
-                        if slot.is_none_or(|(pt, _)| t >= pt) {
-                            *slot = Some((t, p.count));
-                        }
-                    }
-                }
+            let key = format!("{instance}|{:?}|{}", p.attributes, p.start_time_unix_nano);
+            let s = cumulative.entry(key).or_default();
+            s.endpoint = endpoint;
+            let slot = if t < from {
+                &mut s.before
+            } else if t <= to {
+                &mut s.inside
+            } else {
+                continue;
+            };
+            if slot.is_none_or(|(pt, _)| t >= pt) {
+                *slot = Some((t, p.count));
             }
         }
     }
