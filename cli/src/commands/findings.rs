@@ -262,7 +262,7 @@ pub fn to_json(found: &[Finding], inputs: &Inputs, new: Option<&[bool]>) -> serd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otelprof_store::query::findings::{EvidenceStack, Lines};
+    use otelprof_store::query::findings::EvidenceStack;
 
     fn inputs() -> Inputs {
         let cpu = Merged {
@@ -271,11 +271,7 @@ mod tests {
         };
         Inputs {
             cpu,
-            wall: Merged::default(),
-            alloc: Merged::default(),
-            lock: Merged::default(),
-            cpu_late: None,
-            lines: Lines::default(),
+            ..Inputs::default()
         }
     }
 

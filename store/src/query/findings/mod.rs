@@ -84,6 +84,7 @@ pub struct Finding {
 }
 
 /// The merges rules read: one per profile type, grouped by endpoint (empty when absent).
+#[derive(Default)]
 pub struct Inputs {
     pub cpu: Merged,
     pub wall: Merged,

@@ -148,12 +148,8 @@ fn a_contended_hashtable_is_named_a_synchronized_collection() {
     );
     let lock = merged(ProfileType::Lock, &p);
     let inputs = Inputs {
-        cpu: Merged::default(),
-        wall: Merged::default(),
-        alloc: Merged::default(),
         lock,
-        cpu_late: None,
-        lines: Lines::default(),
+        ..Inputs::default()
     };
     let found = run(&inputs, &EndpointCounts::default());
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -180,12 +176,8 @@ fn sleeping_counts_in_requests_only() {
     stacks.extend(samples(WORK, 80, "GET /ready"));
     let p = profile(&[("wall", "nanoseconds")], &stacks);
     let inputs = Inputs {
-        cpu: Merged::default(),
         wall: merged(ProfileType::Wall, &p),
-        alloc: Merged::default(),
-        lock: Merged::default(),
-        cpu_late: None,
-        lines: Lines::default(),
+        ..Inputs::default()
     };
     let found = run(&inputs, &EndpointCounts::default());
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -209,12 +201,8 @@ fn gc_threads_past_their_share_are_gc_pressure() {
 fn wall_inputs(stacks: &[(&[&str], i64, &str)]) -> Inputs {
     let p = profile(&[("wall", "nanoseconds")], stacks);
     Inputs {
-        cpu: Merged::default(),
         wall: merged(ProfileType::Wall, &p),
-        alloc: Merged::default(),
-        lock: Merged::default(),
-        cpu_late: None,
-        lines: Lines::default(),
+        ..Inputs::default()
     }
 }
 
@@ -329,12 +317,8 @@ fn a_lock_of_an_application_class_names_the_method_that_took_it() {
         &[(WAIT, 100_000_000, "GET /c"); 20],
     );
     let inputs = Inputs {
-        cpu: Merged::default(),
-        wall: Merged::default(),
-        alloc: Merged::default(),
         lock: merged(ProfileType::Lock, &p),
-        cpu_late: None,
-        lines: Lines::default(),
+        ..Inputs::default()
     };
     let found = run(&inputs, &EndpointCounts::default());
     assert_eq!(found.len(), 1, "{found:#?}");
