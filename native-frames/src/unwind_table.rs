@@ -97,13 +97,94 @@ impl std::fmt::Display for TableError {
 
 impl std::error::Error for TableError {}
 
-/// One rule change, before the table is packed.
-#[derive(Clone, Copy, Debug)]
-struct Change {
-    address: u64,
-    /// The end marker of an FDE sorts before a rule starting at the same address.
-    starts: bool,
-    rule: Option<Rule>,
+/// One rule change, before the table is packed: its address, whether it starts a rule (an
+/// FDE's end marker sorts before a rule starting at the same address), its position among
+/// the changes (so that changes at one address keep the order they were found in) and the
+/// index of its rule in a [`Rules`] dictionary ([`NO_RULE`] for the end of an FDE), in one
+/// integer whose order is the table's: sorting plain integers is several times faster than
+/// sorting structs, and libjvm has about half a million changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Change(u128);
+
+impl Change {
+    fn new(address: u64, starts: bool, seq: usize, rule: u32) -> Change {
+        // Positions beyond 31 bits would need a library with billions of rows; they share the
+        // top position rather than wrap.
+        let seq = u32::try_from(seq).unwrap_or(u32::MAX).min(0x7fff_ffff);
+        Change(
+            u128::from(address) << 64
+                | u128::from(starts) << 63
+                | u128::from(seq) << 32
+                | u128::from(rule),
+        )
+    }
+
+    fn address(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    fn rule(self) -> u32 {
+        (self.0 & 0xffff_ffff) as u32
+    }
+}
+
+/// The distinct rules met so far, each with its index: a library has a few hundred at most,
+/// met hundreds of thousands of times, so the map hashes a rule with a multiply, not SipHash.
+#[derive(Default)]
+struct Rules {
+    list: Vec<Rule>,
+    index: std::collections::HashMap<Rule, u32, std::hash::BuildHasherDefault<RuleHasher>>,
+}
+
+impl Rules {
+    fn intern(&mut self, rule: Rule) -> u32 {
+        let next = u32::try_from(self.list.len()).unwrap_or(NO_RULE);
+        let list = &mut self.list;
+        *self.index.entry(rule).or_insert_with(|| {
+            list.push(rule);
+            next
+        })
+    }
+}
+
+/// A hasher for small keys of plain integers (FxHash's multiply-and-rotate).
+#[derive(Default)]
+struct RuleHasher(u64);
+
+impl std::hash::Hasher for RuleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.write_u64(u64::from(n as u32));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(n as u64);
+    }
 }
 
 impl UnwindTable {
@@ -126,32 +207,34 @@ impl UnwindTable {
             .filter(|s| s.name().is_ok_and(|n| n.starts_with(".plt")))
             .map(|s| (s.address(), s.address().saturating_add(s.size())))
             .collect();
-        let changes = changes_of(eh_data, &bases, &plt);
-        UnwindTable::pack(changes)
+        let (changes, rules) = changes_of(eh_data, &bases, &plt);
+        UnwindTable::pack(changes, &rules.list)
     }
 
     /// A table from `(address, rule from there on)` pairs, `None` starting a gap: for
     /// synthetic code in tests.
     pub fn from_ranges(ranges: &[(u64, Option<Rule>)]) -> Result<UnwindTable, TableError> {
-        UnwindTable::pack(
-            ranges
-                .iter()
-                .map(|&(address, rule)| Change {
-                    address,
-                    starts: rule.is_some(),
-                    rule,
-                })
-                .collect(),
-        )
+        let mut rules = Rules::default();
+        let changes = ranges
+            .iter()
+            .enumerate()
+            .map(|(seq, &(address, rule))| {
+                let index = rule.map_or(NO_RULE, |r| rules.intern(r));
+                Change::new(address, rule.is_some(), seq, index)
+            })
+            .collect();
+        UnwindTable::pack(changes, &rules.list)
     }
 
     /// Packs rule changes into rows: sorted, one row per address, consecutive equal rules
-    /// merged.
-    fn pack(mut changes: Vec<Change>) -> Result<UnwindTable, TableError> {
-        changes.sort_by_key(|c| (c.address, c.starts));
-        let base = changes.first().map_or(0, |c| c.address);
+    /// merged. The table's dictionary holds the rules in the order of the addresses they
+    /// first hold at.
+    fn pack(mut changes: Vec<Change>, found: &[Rule]) -> Result<UnwindTable, TableError> {
+        changes.sort_unstable();
+        let base = changes.first().map_or(0, |c| c.address());
         let mut rules: Vec<Rule> = Vec::new();
-        let mut index = std::collections::HashMap::new();
+        // The table's index of each found rule, once it has one.
+        let mut renumbered = vec![NO_RULE; found.len()];
         let mut rows: Vec<u64> = Vec::with_capacity(changes.len());
         let mut last_rule = NO_RULE;
         let mut i = 0;
@@ -159,22 +242,28 @@ impl UnwindTable {
             // Of the changes at one address, the last one sorted (a start after an end)
             // holds from there on.
             let mut at = *c;
-            while let Some(next) = changes.get(i + 1).filter(|n| n.address == c.address) {
+            while let Some(next) = changes.get(i + 1).filter(|n| n.address() == c.address()) {
                 at = *next;
                 i += 1;
             }
             i += 1;
-            let rule_index = match at.rule {
-                None => NO_RULE,
-                Some(rule) => *index.entry(rule).or_insert_with(|| {
-                    rules.push(rule);
-                    u32::try_from(rules.len() - 1).unwrap_or(NO_RULE)
-                }),
+            let rule_index = match (
+                found.get(at.rule() as usize),
+                renumbered.get_mut(at.rule() as usize),
+            ) {
+                (Some(rule), Some(slot)) => {
+                    if *slot == NO_RULE {
+                        rules.push(*rule);
+                        *slot = u32::try_from(rules.len() - 1).unwrap_or(NO_RULE);
+                    }
+                    *slot
+                }
+                _ => NO_RULE,
             };
             if rule_index == last_rule {
                 continue;
             }
-            let offset = u32::try_from(at.address - base).map_err(|_| TableError::TooLarge)?;
+            let offset = u32::try_from(at.address() - base).map_err(|_| TableError::TooLarge)?;
             rows.push(u64::from(offset) << 32 | u64::from(rule_index));
             last_rule = rule_index;
         }
@@ -221,11 +310,12 @@ impl UnwindTable {
 }
 
 /// The rule changes of every FDE in `.eh_frame`; an FDE that cannot be read is skipped.
-fn changes_of(eh_data: &[u8], bases: &BaseAddresses, plt: &[(u64, u64)]) -> Vec<Change> {
+fn changes_of(eh_data: &[u8], bases: &BaseAddresses, plt: &[(u64, u64)]) -> (Vec<Change>, Rules) {
     let mut eh = EhFrame::new(eh_data, LittleEndian);
     eh.set_address_size(8);
     let mut ctx = Box::new(UnwindContext::new());
     let mut changes = Vec::new();
+    let mut rules = Rules::default();
     let mut entries = eh.entries(bases);
     // An entry that cannot be parsed ends the section: its length is what finds the next one.
     while let Ok(Some(entry)) = entries.next() {
@@ -255,21 +345,14 @@ fn changes_of(eh_data: &[u8], bases: &BaseAddresses, plt: &[(u64, u64)]) -> Vec<
                 in_plt,
             );
             if last != Some(rule) {
-                changes.push(Change {
-                    address: row.start_address(),
-                    starts: true,
-                    rule: Some(rule),
-                });
+                let index = rules.intern(rule);
+                changes.push(Change::new(row.start_address(), true, changes.len(), index));
                 last = Some(rule);
             }
         }
-        changes.push(Change {
-            address: end,
-            starts: false,
-            rule: None,
-        });
+        changes.push(Change::new(end, false, changes.len(), NO_RULE));
     }
-    changes
+    (changes, rules)
 }
 
 /// One row of gimli's evaluation as a [`Rule`].
@@ -331,22 +414,18 @@ mod tests {
         let entry = frame(Cfa::Sp(8), None);
         let pushed = frame(Cfa::Sp(16), Some(-16));
         let framed = frame(Cfa::Fp(16), Some(-16));
-        let c = |address, starts, rule| Change {
-            address,
-            starts,
-            rule,
-        };
-        let table = UnwindTable::pack(vec![
+        // Given out of order: the table sorts them (an end before a start at one address).
+        let table = UnwindTable::from_ranges(&[
             // f: 0x1000..0x1040, g: 0x1040..0x1050 (adjacent), h: 0x2000..0x2010.
-            c(0x1000, true, Some(entry)),
-            c(0x1001, true, Some(pushed)),
-            c(0x1004, true, Some(framed)),
-            c(0x103f, true, Some(entry)),
-            c(0x1040, false, None),
-            c(0x1040, true, Some(entry)),
-            c(0x1050, false, None),
-            c(0x2000, true, Some(Rule::Outermost)),
-            c(0x2010, false, None),
+            (0x2000, Some(Rule::Outermost)),
+            (0x2010, None),
+            (0x1040, Some(entry)),
+            (0x1000, Some(entry)),
+            (0x1001, Some(pushed)),
+            (0x1004, Some(framed)),
+            (0x103f, Some(entry)),
+            (0x1040, None),
+            (0x1050, None),
         ])
         .unwrap();
         assert_eq!(table.lookup(0xfff), None);
@@ -368,16 +447,14 @@ mod tests {
 
     #[test]
     fn too_large_spans_are_refused() {
-        let c = |address, rule| Change {
-            address,
-            starts: true,
-            rule: Some(rule),
-        };
         assert_eq!(
-            UnwindTable::pack(vec![c(0, Rule::Outermost), c(1 << 33, Rule::Unsupported)]),
+            UnwindTable::from_ranges(&[
+                (0, Some(Rule::Outermost)),
+                (1 << 33, Some(Rule::Unsupported))
+            ]),
             Err(TableError::TooLarge)
         );
-        assert_eq!(UnwindTable::pack(Vec::new()).unwrap().lookup(0), None);
+        assert_eq!(UnwindTable::from_ranges(&[]).unwrap().lookup(0), None);
     }
 
     /// The C library this test runs on: every function that calls another has a rule, and

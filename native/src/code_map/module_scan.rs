@@ -3,7 +3,7 @@
 //! file's `.eh_frame`, or from memory for the vDSO), and the JVM's code cache.
 //!
 //! The `otelprof-modules` thread ([`ModuleWatch`]) builds the first set as profiling starts
-//! (libjvm's table takes a few hundred milliseconds of CPU; samples taken meanwhile have no
+//! (libjvm's table takes a few tens of milliseconds of CPU; samples taken meanwhile have no
 //! native frames), then looks again whenever walks have met code in no known library (a
 //! library loaded since, with `dlopen`), at most once per [`RESCAN_EVERY`]: that code's first
 //! samples end their native walk early, they are not wrong. The aggregator, naming a pc in no
