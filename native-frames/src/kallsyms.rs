@@ -6,32 +6,45 @@
 #![forbid(unsafe_code)]
 
 /// Kernel text symbols, sorted by address. Kallsyms gives no sizes: an address belongs to the
-/// symbol before it, up to the next one.
+/// symbol before it, up to the next one. The names are kept in one string (a kernel has over
+/// a hundred thousand functions: one allocation each would be most of the parsing time).
 #[derive(Clone, Debug, Default)]
 pub struct KernelSymbols {
     starts: Vec<u64>,
-    names: Vec<String>,
+    /// Where each symbol's name is in `text`: its start and length.
+    names: Vec<(u32, u32)>,
+    text: String,
 }
 
 impl KernelSymbols {
     /// Parses the text of `/proc/kallsyms`: lines `address type name [module]`; text
-    /// symbols (`T`, `t`, `W`, `w`) only.
+    /// symbols (`T`, `t`, `W`, `w`) only. Of symbols at one address, the first listed names it.
     pub fn parse(text: &str) -> KernelSymbols {
-        let mut symbols: Vec<(u64, &str)> = text
+        let mut names = String::new();
+        let mut symbols: Vec<(u64, u32, u32)> = text
             .lines()
             .filter_map(|line| {
                 let mut f = line.split_ascii_whitespace();
                 let address = u64::from_str_radix(f.next()?, 16).ok()?;
                 let kind = f.next()?;
                 let name = f.next()?;
-                (matches!(kind, "T" | "t" | "W" | "w") && address != 0).then_some((address, name))
+                if !matches!(kind, "T" | "t" | "W" | "w") || address == 0 {
+                    return None;
+                }
+                let at = u32::try_from(names.len()).ok()?;
+                let len = u32::try_from(name.len()).ok()?;
+                names.push_str(name);
+                Some((address, at, len))
             })
             .collect();
-        symbols.sort_unstable_by_key(|&(a, _)| a);
-        symbols.dedup_by_key(|&mut (a, _)| a);
+        // Names are appended in the order listed: sorting by (address, name position) keeps
+        // the first listed of each address first.
+        symbols.sort_unstable();
+        symbols.dedup_by_key(|s| s.0);
         KernelSymbols {
-            starts: symbols.iter().map(|&(a, _)| a).collect(),
-            names: symbols.iter().map(|&(_, n)| n.to_owned()).collect(),
+            starts: symbols.iter().map(|s| s.0).collect(),
+            names: symbols.iter().map(|s| (s.1, s.2)).collect(),
+            text: names,
         }
     }
 
@@ -71,7 +84,11 @@ impl KernelSymbols {
         if after == self.starts.len() {
             return None;
         }
-        Some((self.names.get(i)?.as_str(), *self.starts.get(i)?))
+        let &(at, len) = self.names.get(i)?;
+        let name = self
+            .text
+            .get(at as usize..(at as usize).checked_add(len as usize)?)?;
+        Some((name, *self.starts.get(i)?))
     }
 
     pub fn len(&self) -> usize {
@@ -121,6 +138,7 @@ mod tests {
              ffffffff81001000 t do_one\n\
              ffffffff81002000 D some_data\n\
              ffffffff81003000 T ksys_write\n\
+             ffffffff81003000 t ksys_write_alias\n\
              ffffffffc0000000 t ext4_thing\t[ext4]\n\
              ffffffffc0001000 T _etext_mod\n",
         );
