@@ -36,6 +36,10 @@ pub(crate) struct Management {
     pub(crate) survivals_needed: u64,
     /// The collector beans, with whether each is counted, for the log.
     pub(crate) described: String,
+    /// A concurrent collector whose minor cycles leave weak references alone (generational
+    /// ZGC's `Major Cycles` beans): between its major cycles, objects that died young can
+    /// still be reachable through the live heap's weak references.
+    pub(crate) generational_concurrent: bool,
 }
 
 /// Which collector beans count collections, by name, and how many collections an object
@@ -110,6 +114,7 @@ impl Management {
                 heap_pools: heap,
                 survivals_needed: needed,
                 described,
+                generational_concurrent: names.iter().any(|n| n.contains("Major Cycles")),
             })
         });
         let found = found.map_err(|e| e.to_string());

@@ -65,6 +65,13 @@ impl GcWatch {
         let management = match unsafe { Management::open(jni) } {
             Ok(m) => {
                 log_debug!("collections counted by {}", m.described);
+                if m.generational_concurrent {
+                    log_warn!(
+                        "live heap under generational ZGC: a snapshot taken between two major \
+                         cycles may count objects that died young (only major cycles clear the \
+                         weak references it checks); snapshots after a major cycle are exact"
+                    );
+                }
                 Some(m)
             }
             Err(e) => {

@@ -9,6 +9,7 @@
 //!   that collection;
 //! - in every snapshot, the churn sites hold under 5 % of the live bytes (young garbage is
 //!   never live: an object counts only once a collection has run since it was sampled);
+//!   under generational ZGC, whose minor cycles clear no weak reference, in the last one;
 //! - the objects carry the allocating thread, span and endpoint.
 //!
 //! At `live=32k` with every sample kept (`alloc_rate=0`): a share's sampling error is then
@@ -20,8 +21,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use otelprof_tests::{
-    all_jdks, jdk17, otel_classes, otel_sdk_jar, otelprof, pprof_top, pprof_traces, Jdk, JvmRun,
-    RunOutput,
+    all_jdks, jdk17, jdk25, otel_classes, otel_sdk_jar, otelprof, pprof_top, pprof_traces, Jdk,
+    JvmRun, RunOutput,
 };
 
 const CLASS: &str = "otelprof.tests.otel.LiveSplit";
@@ -100,8 +101,24 @@ fn churn_bytes(top: &otelprof_tests::Top) -> f64 {
     top.cum(&format!("{CLASS}.churnArrays")) + top.cum(&format!("{CLASS}.churnStrings"))
 }
 
+/// When dead objects stop counting as live.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Clears {
+    /// After the next collection (G1, Parallel): every snapshot holds under 5 % of churn, and
+    /// the table never fills.
+    EveryCollection,
+    /// After a major cycle (generational ZGC, whose minor cycles leave weak references
+    /// alone): between major cycles the churn fills the table (the interval rises) and
+    /// snapshots may count it; the one after the final collections must be exact.
+    MajorCycles,
+}
+
 /// The checks on the snapshots of one run; returns the last snapshot.
 fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
+    check_snapshots_clearing(jdk, out, t, Clears::EveryCollection)
+}
+
+fn check_snapshots_clearing(jdk: &Jdk, out: &RunOutput, t: &Truth, clears: Clears) -> PathBuf {
     let files = out.profiles_of("live");
     let c = out.agent_counters();
     println!(
@@ -121,10 +138,12 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
     );
     // A snapshot per 5 s period and one at exit.
     assert!(files.len() >= 5, "{files:?}");
-    assert_eq!(
-        c["live_interval_raises"], 0,
-        "the table never filled: {c:?}"
-    );
+    if clears == Clears::EveryCollection {
+        assert_eq!(
+            c["live_interval_raises"], 0,
+            "the table never filled: {c:?}"
+        );
+    }
     for (i, f) in files.iter().enumerate() {
         let top = pprof_top(std::slice::from_ref(f), "inuse_space", &[]);
         if top.total == 0.0 {
@@ -138,8 +157,9 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
             jdk.name,
             top.total / 1e6
         );
+        let last = i + 1 == files.len();
         assert!(
-            churn < 5.0,
+            churn < 5.0 || (clears == Clears::MajorCycles && !last),
             "{}: churn {churn:.2} % in {}",
             jdk.name,
             f.display()
@@ -166,9 +186,14 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
             measured[i] / 1e6,
             true_bytes[i] / 1e6
         );
+        // ±3 pp, five standard deviations at 32k; five at the interval in force when a full
+        // table raised it.
+        let r = truth / 100.0;
+        let sd = 100.0 * (r * (1.0 - r) * c["live_interval"] as f64 / true_sum).sqrt();
+        let allowed = (5.0 * sd).max(3.0);
         assert!(
-            (share - truth).abs() <= 3.0,
-            "{} {site}: {share:.2} vs {truth:.2}",
+            (share - truth).abs() <= allowed,
+            "{} {site}: {share:.2} vs {truth:.2} (±{allowed:.1})",
             jdk.name
         );
         counted += count;
@@ -176,21 +201,30 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
     }
     // Objects: at 32k a 512 B array is sampled with p = 1.6 %, so a count's sampling error is
     // large for few objects (6.5 % for site C's 1,600); the three sites' 16,000 together are
-    // within 2 % (one standard deviation), checked at four.
+    // within 2 % (one standard deviation), checked at four. The error grows with the square
+    // root of the interval, when a full table raised it.
     let objects_ratio = counted / true_counted;
+    let bound = 0.08 * (c["live_interval"] as f64 / 32768.0).sqrt().max(1.0);
     println!(
-        "{}: the sites' objects {counted:.0}, truth {true_counted:.0} ({objects_ratio:.3})",
-        jdk.name
+        "{}: the sites' objects {counted:.0}, truth {true_counted:.0} ({objects_ratio:.3}, \
+         allowed ±{bound:.3} at the interval {})",
+        jdk.name, c["live_interval"]
     );
     assert!(
-        (objects_ratio - 1.0).abs() <= 0.08,
+        (objects_ratio - 1.0).abs() <= bound,
         "{}: {counted:.0} objects vs {true_counted:.0}",
         jdk.name
     );
-    let ratio = top.total / t.heap_used;
+    // ZGC's heap in use counts its pages whole (153 MB in use for 134 MB held, measured):
+    // there the snapshot is held to the bytes the workload holds.
+    let against = match clears {
+        Clears::EveryCollection => t.heap_used,
+        Clears::MajorCycles => true_sum,
+    };
+    let ratio = top.total / against;
     println!(
         "{}: snapshot total {:.1} MB, heap used after full GC {:.1} MB (collection usage \
-         {:.1} MB): {ratio:.3}; the sites' truth {:.1} MB",
+         {:.1} MB); the sites' truth {:.1} MB: {ratio:.3}",
         jdk.name,
         top.total / 1e6,
         t.heap_used / 1e6,
@@ -199,7 +233,7 @@ fn check_snapshots(jdk: &Jdk, out: &RunOutput, t: &Truth) -> PathBuf {
     );
     assert!(
         (ratio - 1.0).abs() <= 0.10,
-        "{}: total/heap {ratio:.3}",
+        "{}: total/truth {ratio:.3}",
         jdk.name
     );
 
@@ -362,4 +396,26 @@ fn cli_reads_one_snapshot(jdk: &Jdk, out: &RunOutput) {
         (earlier / before - 1.0).abs() < 0.005,
         "{earlier} vs {before}"
     );
+}
+
+/// A concurrent, generational collector: ZGC on JDK 25 (generational only). Its minor
+/// cycles leave JNI weak references alone, so between major cycles the snapshots count
+/// churn (measured: up to 95 % of a snapshot's bytes) and the agent says so in one line;
+/// the snapshot after the final collections is as exact as under G1.
+#[test]
+fn live_heap_under_generational_zgc() {
+    let jdk = jdk25();
+    let out = run(
+        &jdk,
+        "cpu=off,live=32k,alloc_rate=0,period=5s",
+        "-XX:+UseZGC",
+    );
+    assert!(
+        out.stderr
+            .contains("otelprof: live heap under generational ZGC:"),
+        "{}",
+        out.stderr
+    );
+    let t = truth(&out);
+    check_snapshots_clearing(&jdk, &out, &t, Clears::MajorCycles);
 }
