@@ -774,8 +774,9 @@ fn blind_spot_warning(d: &FunctionDiff, limit: f64) -> Option<String> {
         format!(
             "--fail-above {limit}: with {:.0} and {:.0} samples, a growth of {limit} pp in a \
              function at 50% of the total is found less than 4 times in 5 ({takes}); profile \
-             longer or under more load (a CPU interval shorter than the kernel's tick, 4 ms at \
-             HZ=250, adds counts but no information)",
+             longer, under more load, or at a shorter CPU interval with the perf engine \
+             (`clock=perf`; the CPU timers of `clock=cpu` fire on the kernel's tick, 4 ms at \
+             HZ=250, so a shorter interval adds counts but no information)",
             d.base_samples, d.head_samples
         )
     })
