@@ -1,6 +1,8 @@
 //! The SQL of docs/sql.md, run as written by DuckDB and by Spark (PyPI `duckdb`, `pyspark`
 //! in local mode, in the test venv; one Spark session for all queries) on the
-//! Parquet files of a store (store/tests/python/sql_doc.py), against what the query engine
+//! Parquet files of a store (store/tests/python/sql_doc.py), by Spark again through the
+//! doc's Hive DDL in a metastore, and by ClickHouse's engine (PyPI `chdb`) from a bucket,
+//! against what the query engine
 //! behind `otelprof top` and `otelprof diff` answers from the OTLP files of the same store:
 //! equal totals, the same top 20, the same figures per endpoint, version and hour.
 // Test code (clippy.toml allows these in #[test]s; the helpers are outside them).
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{build_store, scratch, T0};
+use otelprof_store::columnar::compact;
 use otelprof_store::query::{self, top, Spec};
 use otelprof_store::select::Condition;
 use otelprof_store::{ProfileType, Selector, Source};
@@ -128,6 +131,46 @@ fn the_documented_sql_answers_as_otelprof() {
         check(engine, &run_doc(engine, &dir), &files);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The doc's Hive DDL, run by Spark with a Hive metastore, over a compacted store (whose
+/// partitions hold rollups, spans and series beside the samples and stacks: the doc's views
+/// keep them out), answers the doc's queries as otelprof does.
+#[test]
+fn a_hive_catalog_declares_the_tables_of_a_compacted_store() {
+    let dir = scratch("sql-doc-hive");
+    build_store(&dir);
+    let compacted = compact(&dir, T0 + 10 * HOUR, 0).unwrap();
+    assert_eq!(compacted.len(), 4, "two services, two hours: {compacted:?}");
+    let names: Vec<String> = walk(&dir.join("columnar"));
+    for kind in [
+        "rollup-",
+        "spans-",
+        "samples-compacted-",
+        "stacks-compacted-",
+    ] {
+        assert!(
+            names.iter().any(|n| n.starts_with(kind)),
+            "{kind} in {names:?}"
+        );
+    }
+    let files = Source::open(&[dir.join("profiles")], Box::new(|_, _| {})).unwrap();
+    check("spark-hive", &run_doc("spark-hive", &dir), &files);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The names of the files under `dir`.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
 }
 
 /// Checks an engine's answers to the doc's queries against the query engine's.

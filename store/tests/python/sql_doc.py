@@ -1,15 +1,18 @@
 """Runs the queries of docs/sql.md on a store with DuckDB or Spark, in one session.
 
-Usage: sql_doc.py duckdb|spark DOC STORE QUERY[:NAME=VALUE,...] ...
-Runs the doc's setup block of the engine (`setup`, `spark_setup`), with the doc's store path
-(/var/otelprof) replaced by STORE, then each QUERY block with its $NAME parameters bound
-(Spark: as :NAME). Prints `== QUERY`, then its rows tab-separated, one a line (NULL as the
+Usage: sql_doc.py duckdb|spark|spark-hive DOC STORE QUERY[:NAME=VALUE,...] ...
+Runs the doc's setup block of the engine (`setup`, `spark_setup`; for spark-hive the Hive
+DDL `hive_tables` in a Derby metastore of its own, then `spark_hive_views`), with the doc's
+store path (/var/otelprof, or the DDL's bucket location) replaced by STORE, then each QUERY
+block with its $NAME parameters bound (Spark: as :NAME). Prints `== QUERY`, then its rows tab-separated, one a line (NULL as the
 empty string).
 """
 import re
 import sys
+import tempfile
 
 DOC_STORE = "/var/otelprof"
+DOC_LOCATION = "s3://bucket/prefix"
 
 
 def blocks(doc):
@@ -34,10 +37,16 @@ def duckdb_session(setup):
     return lambda sql, params: con.execute(sql, params or None).fetchall()
 
 
-def spark_session(setup):
+def spark_session(setup, metastore=None):
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("otelprof-sql-doc")
+    builder = SparkSession.builder
+    if metastore:
+        builder = (builder.enableHiveSupport()
+                   .config("spark.sql.warehouse.dir", f"{metastore}/warehouse")
+                   .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                           f"jdbc:derby:;databaseName={metastore}/metastore_db;create=true"))
+    spark = (builder.master("local[2]").appName("otelprof-sql-doc")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4")
              # Hour directories stay text, as the other engines read them.
@@ -62,6 +71,10 @@ def main():
         run = duckdb_session(sql["setup"].replace(DOC_STORE, store))
     elif engine == "spark":
         run = spark_session(sql["spark_setup"].replace(DOC_STORE, store))
+    elif engine == "spark-hive":
+        setup = sql["hive_tables"].replace(DOC_LOCATION, f"file://{store}") + sql["spark_hive_views"]
+        metastore = tempfile.TemporaryDirectory(prefix="otelprof-metastore-")
+        run = spark_session(setup, metastore=metastore.name)
     else:
         sys.exit(f"unknown engine {engine!r}")
     for arg in sys.argv[4:]:
