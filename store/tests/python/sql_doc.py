@@ -7,6 +7,7 @@ store path (/var/otelprof, or the DDL's bucket location) replaced by STORE, then
 block with its $NAME parameters bound (Spark: as :NAME). Prints `== QUERY`, then its rows tab-separated, one a line (NULL as the
 empty string).
 """
+import os
 import re
 import sys
 import tempfile
@@ -74,6 +75,8 @@ def main():
     elif engine == "spark-hive":
         setup = sql["hive_tables"].replace(DOC_LOCATION, f"file://{store}") + sql["spark_hive_views"]
         metastore = tempfile.TemporaryDirectory(prefix="otelprof-metastore-")
+        # Derby writes its log into the working directory.
+        os.chdir(metastore.name)
         run = spark_session(setup, metastore=metastore.name)
     else:
         sys.exit(f"unknown engine {engine!r}")
