@@ -68,8 +68,10 @@ impl GcWatch {
                 if m.generational_concurrent {
                     log_warn!(
                         "live heap under generational ZGC: a snapshot taken between two major \
-                         cycles may count objects that died young (only major cycles clear the \
-                         weak references it checks); snapshots after a major cycle are exact"
+                         cycles may count objects that died young, and the heap may hold them \
+                         until a major cycle (only major cycles clear the weak references it \
+                         keeps); snapshots after a major cycle are exact; G1 and Parallel have \
+                         neither limit"
                     );
                 }
                 Some(m)
