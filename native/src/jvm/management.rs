@@ -12,9 +12,14 @@
 //!   need not clear weak references). A concurrent collector's cycle may have begun before
 //!   the object was allocated and treat it as live, so two of its cycles are needed
 //!   ([`Management::survivals_needed`]).
-//! - **Heap used after the last collection**: the sum of the heap pools'
-//!   `MemoryPoolMXBean.getCollectionUsage().getUsed()`, what the OpenTelemetry semantic
-//!   convention `jvm.memory.used_after_last_gc` reports per pool.
+//! - **Heap used after the last collection**: the heap pools' usage after the JVM's most
+//!   recent collection, from the `GcInfo` of the collector bean whose last collection ended
+//!   last (`com.sun.management.GarbageCollectorMXBean.getLastGcInfo().getMemoryUsageAfterGc()`).
+//!   Not the pools' `getCollectionUsage()` (what the OpenTelemetry semantic convention
+//!   `jvm.memory.used_after_last_gc` reports per pool): G1 updates its old generation's only
+//!   at a full or mixed collection, so between them that sum leaves out everything promoted
+//!   (80 MB held read as 17 MB after young collections, measured on JDK 17). The sum of the
+//!   collection usages remains the fallback where `GcInfo` cannot be read.
 //!
 //! The beans need the `java.management` module; a runtime without it (a jlink image) gets
 //! one log line, and the live heap counts pause ends instead ([`super::super::live`]).
@@ -30,7 +35,13 @@ use crate::jvm::jvmti::{delete_global_ref, new_global_ref};
 pub(crate) struct Management {
     /// The collector beans whose counts are summed.
     collectors: Vec<jobject>,
+    /// The collector beans whose last collection's `GcInfo` tells the heap after it: every
+    /// bean but those that count pauses (ZGC's and Shenandoah's `Pauses`, G1's
+    /// `G1 Concurrent GC`), whose `GcInfo` follows a pause that collected nothing.
+    collections_info: Vec<jobject>,
     heap_pools: Vec<jobject>,
+    /// The heap pools' names (`String`s), the keys of a `GcInfo`'s usage map.
+    heap_pool_names: Vec<jobject>,
     /// Collections that must follow an object's sampling before it counts as live: 1 for
     /// stop-the-world collectors, 2 for concurrent ones.
     pub(crate) survivals_needed: u64,
@@ -64,6 +75,12 @@ pub(crate) fn counted_collectors(names: &[String]) -> (Vec<bool>, u64) {
     }
 }
 
+/// Whether a collector bean's `GcInfo` follows collections (not pauses that may collect
+/// nothing): see [`Management`]'s `collections_info`.
+fn collects(name: &str) -> bool {
+    !name.contains("Pauses") && !name.contains("Concurrent GC")
+}
+
 type JniResult<T> = Result<T, jni::errors::Error>;
 
 impl Management {
@@ -84,6 +101,7 @@ impl Management {
                 names.push(env.get_string(&JString::from(name))?.into());
             }
             let mut heap = Vec::new();
+            let mut heap_names = Vec::new();
             for pool in beans(env, "getMemoryPoolMXBeans")? {
                 let ty = env
                     .call_method(&pool, "getType", "()Ljava/lang/management/MemoryType;", &[])?
@@ -94,13 +112,21 @@ impl Management {
                 let ty: String = env.get_string(&JString::from(ty))?.into();
                 if ty == "HEAP" {
                     heap.push(global(jni, &pool));
+                    let name = env
+                        .call_method(&pool, "getName", "()Ljava/lang/String;", &[])?
+                        .l()?;
+                    heap_names.push(global(jni, &name));
                 }
             }
             let (counted, needed) = counted_collectors(&names);
             let mut kept = Vec::new();
-            for (bean, on) in collectors.iter().zip(&counted) {
+            let mut info = Vec::new();
+            for ((bean, on), name) in collectors.iter().zip(&counted).zip(&names) {
                 if *on {
                     kept.push(global(jni, bean));
+                }
+                if collects(name) {
+                    info.push(global(jni, bean));
                 }
             }
             let described = names
@@ -111,7 +137,9 @@ impl Management {
                 .join(", ");
             Ok(Management {
                 collectors: kept,
+                collections_info: info,
                 heap_pools: heap,
+                heap_pool_names: heap_names,
                 survivals_needed: needed,
                 described,
                 generational_concurrent: names.iter().any(|n| n.contains("Major Cycles")),
@@ -122,7 +150,9 @@ impl Management {
         let m = found?;
         if m.collectors
             .iter()
+            .chain(&m.collections_info)
             .chain(&m.heap_pools)
+            .chain(&m.heap_pool_names)
             .any(|r| r.is_null())
         {
             // SAFETY: per this function's contract.
@@ -157,39 +187,93 @@ impl Management {
         Some(total)
     }
 
-    /// Bytes of the heap in use after the last collection of each pool, summed; `None` when
-    /// no pool says.
+    /// Bytes of the heap in use after the JVM's most recent collection (see the module docs);
+    /// `None` when no collection has run or nothing says.
     ///
     /// # Safety
     /// As for [`Management::open`].
     pub(crate) unsafe fn heap_used_after_gc(&self, jni: *mut JNIEnv) -> Option<u64> {
         // SAFETY: per this function's contract.
         let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.ok()?;
-        let pools = &self.heap_pools;
-        let sum = env.with_local_frame(16, |env| -> JniResult<Option<u64>> {
-            let mut sum = None;
-            for &pool in pools {
-                // SAFETY: a global reference held by this struct.
-                let pool = unsafe { JObject::from_raw(pool) };
-                let usage = env
-                    .call_method(
-                        &pool,
-                        "getCollectionUsage",
-                        "()Ljava/lang/management/MemoryUsage;",
-                        &[],
-                    )?
-                    .l()?;
-                if usage.is_null() {
-                    continue;
-                }
-                let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
-                env.delete_local_ref(usage)?;
-                *sum.get_or_insert(0u64) += used.max(0) as u64;
-            }
-            Ok(sum)
-        });
+        let after = env.with_local_frame(32, |env| self.after_last_collection(env));
         clear_exception(&mut env);
-        sum.ok().flatten()
+        match after {
+            Ok(Some(used)) => Some(used),
+            _ => {
+                let sum = env.with_local_frame(16, |env| self.collection_usage(env));
+                clear_exception(&mut env);
+                sum.ok().flatten()
+            }
+        }
+    }
+
+    /// The heap pools' usage after the collection that ended last, from its `GcInfo`.
+    fn after_last_collection(&self, env: &mut jni::JNIEnv<'_>) -> JniResult<Option<u64>> {
+        let mut latest: Option<(i64, JObject<'_>)> = None;
+        for &bean in &self.collections_info {
+            // SAFETY: a global reference held by this struct.
+            let bean = unsafe { JObject::from_raw(bean) };
+            let info = env
+                .call_method(&bean, "getLastGcInfo", "()Lcom/sun/management/GcInfo;", &[])?
+                .l()?;
+            if info.is_null() {
+                continue;
+            }
+            let end = env.call_method(&info, "getEndTime", "()J", &[])?.j()?;
+            if latest.as_ref().is_none_or(|(e, _)| end > *e) {
+                latest = Some((end, info));
+            }
+        }
+        let Some((_, info)) = latest else {
+            return Ok(None);
+        };
+        let usages = env
+            .call_method(&info, "getMemoryUsageAfterGc", "()Ljava/util/Map;", &[])?
+            .l()?;
+        let mut sum = None;
+        for &name in &self.heap_pool_names {
+            // SAFETY: a global reference held by this struct.
+            let name = unsafe { JObject::from_raw(name) };
+            let usage = env
+                .call_method(
+                    &usages,
+                    "get",
+                    "(Ljava/lang/Object;)Ljava/lang/Object;",
+                    &[JValue::Object(&name)],
+                )?
+                .l()?;
+            if usage.is_null() {
+                continue;
+            }
+            let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
+            env.delete_local_ref(usage)?;
+            *sum.get_or_insert(0u64) += used.max(0) as u64;
+        }
+        Ok(sum)
+    }
+
+    /// The heap pools' `getCollectionUsage().getUsed()`, summed.
+    fn collection_usage(&self, env: &mut jni::JNIEnv<'_>) -> JniResult<Option<u64>> {
+        let mut sum = None;
+        for &pool in &self.heap_pools {
+            // SAFETY: a global reference held by this struct.
+            let pool = unsafe { JObject::from_raw(pool) };
+            let usage = env
+                .call_method(
+                    &pool,
+                    "getCollectionUsage",
+                    "()Ljava/lang/management/MemoryUsage;",
+                    &[],
+                )?
+                .l()?;
+            if usage.is_null() {
+                continue;
+            }
+            let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
+            env.delete_local_ref(usage)?;
+            *sum.get_or_insert(0u64) += used.max(0) as u64;
+        }
+        Ok(sum)
     }
 
     /// Deletes the global references.
@@ -197,7 +281,13 @@ impl Management {
     /// # Safety
     /// As for [`Management::open`].
     pub(crate) unsafe fn close(self, jni: *mut JNIEnv) {
-        for r in self.collectors.into_iter().chain(self.heap_pools) {
+        for r in self
+            .collectors
+            .into_iter()
+            .chain(self.collections_info)
+            .chain(self.heap_pools)
+            .chain(self.heap_pool_names)
+        {
             // SAFETY: a global reference made by `open`, deleted once.
             unsafe { delete_global_ref(jni, r) };
         }
@@ -241,6 +331,29 @@ mod tests {
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_beans_whose_last_collection_tells_the_heap_after_it() {
+        for name in [
+            "G1 Young Generation",
+            "G1 Old Generation",
+            "PS Scavenge",
+            "ZGC Cycles",
+            "ZGC Minor Cycles",
+            "ZGC Major Cycles",
+            "Shenandoah Cycles",
+        ] {
+            assert!(collects(name), "{name}");
+        }
+        for name in [
+            "G1 Concurrent GC",
+            "ZGC Pauses",
+            "ZGC Major Pauses",
+            "Shenandoah Pauses",
+        ] {
+            assert!(!collects(name), "{name}");
+        }
     }
 
     #[test]

@@ -88,3 +88,34 @@ fn wall_profiles_show_the_collections_a_span_sat_through_on_every_jdk() {
         check(jdk);
     }
 }
+
+/// The heap after collection counts what young collections left in the old generation: G1
+/// updates its old pool's collection usage only at full and mixed collections, so a heap
+/// that grew under young collections alone is read from the last collection's `GcInfo`.
+#[test]
+fn heap_after_gc_counts_the_old_generation_between_full_collections() {
+    let jdk = otelprof_tests::jdk17();
+    let out = JvmRun::new(jdk.clone(), "otelprof.tests.HeapAfterYoung")
+        .agent("cpu=off,live=512k")
+        .flags(&["-Xmx1g", "-XX:+UseG1GC", "-XX:G1HeapRegionSize=1m"])
+        .args(&["96"])
+        .run();
+    out.assert_clean_exit();
+    let value = |key: &str| out.stdout_number(key);
+    let (held, after, usage) = (value("held"), value("after_gc"), value("collection_usage"));
+    let agent = out.agent_counters()["heap_after_gc"] as f64;
+    println!(
+        "{}: held {:.1} MB; after the last collection {:.1} MB (GcInfo), collection usage \
+         {:.1} MB; the agent's heap after GC {:.1} MB",
+        jdk.name,
+        held / 1e6,
+        after / 1e6,
+        usage / 1e6,
+        agent / 1e6
+    );
+    // The case the collection usage gets wrong: no full collection, the held arrays unseen.
+    assert_eq!(value("full_collections"), 0.0);
+    assert!(usage < 0.5 * held, "collection usage {usage} of {held}");
+    assert!(after >= held, "GcInfo {after} < held {held}");
+    assert!((agent / after - 1.0).abs() <= 0.05, "{agent} vs {after}");
+}
