@@ -4,14 +4,12 @@
 
 use otelprof_tests::Tied as _;
 use std::io::Read as _;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use otelprof_tests::receive::{files_below, ReceiveProcess};
-use otelprof_tests::s3::S3Server;
-use otelprof_tests::{cli_path, free_port, jdk17, python, repo_root, scratch_dir, JvmRun};
+use otelprof_tests::s3::{BucketReceiver, S3Server};
+use otelprof_tests::{cli_path, jdk17, python, repo_root, scratch_dir, JvmRun};
 
 const CPU_SPLIT: &str = "otelprof.workloads.CpuSplit";
 const BUCKET: &str = "profiles";
@@ -33,55 +31,6 @@ fn otelprof_s3(s3: &S3Server, args: &[&str]) -> Output {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-/// `otelprof receive --store URL` on a free HTTP port, with the object store's environment;
-/// killed on drop.
-struct BucketReceiver {
-    child: Child,
-    http: u16,
-}
-
-impl BucketReceiver {
-    fn start(s3: &S3Server, url: &str, log: &Path) -> BucketReceiver {
-        let http = free_port();
-        let child = Command::new(cli_path())
-            .args(["receive", "--quiet", "--store", url, "--grpc", "off"])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .envs(s3.env())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).unwrap())
-            .spawn_tied()
-            .unwrap();
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", http)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "otelprof receive did not listen:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        BucketReceiver { child, http }
-    }
-}
-
-impl BucketReceiver {
-    /// SIGTERM, and waits for it to exit (it gives the store's lease up on the way).
-    fn stop(mut self) {
-        // SAFETY: kill only sends a signal to our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{status}");
-    }
-}
-
-impl Drop for BucketReceiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Sends the OTLP request in `file` (gzip or not) over HTTP with the independent client;
@@ -137,7 +86,7 @@ fn a_store_in_a_bucket_answers_as_the_same_requests_on_disk() {
     let (local, requests) = local_store();
     let dir = scratch_dir("s3-store");
     let url = format!("s3://{BUCKET}/fleet/prod");
-    let remote = BucketReceiver::start(&s3, &url, &dir.join("receive.log"));
+    let remote = BucketReceiver::start(&s3, &url, &dir.join("receive.log"), &[], &[]);
     for r in &requests {
         send(r, remote.http, &dir);
     }
