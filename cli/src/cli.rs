@@ -28,6 +28,10 @@ pub struct Cli {
     /// reading (default: $XDG_CACHE_HOME/otelprof, or ~/.cache/otelprof)
     #[arg(long, value_name = "DIR", global = true)]
     pub cache: Option<PathBuf>,
+    /// Keep the cache within SIZE (e.g. `2GiB`, `500MB`): after fetching what a command
+    /// reads, the least recently used copies of other objects are removed [default: no limit]
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size_u64)]
+    pub cache_size: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -709,6 +713,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         Ok(d) => Ok(d),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// A size in bytes, zero allowed, in the workspace's one grammar
+/// ([`otelprof_primitives::units`]).
+fn parse_size_u64(text: &str) -> Result<u64, String> {
+    otelprof_primitives::units::parse_size(text).map_err(|e| e.to_string())
 }
 
 /// A positive size in bytes, in the workspace's one grammar ([`otelprof_primitives::units`]).

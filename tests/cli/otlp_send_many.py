@@ -3,12 +3,12 @@ over HTTP to one or more receivers in turn, and says what was acknowledged: the 
 kill receivers count every acknowledged sample against what the store answers.
 
     otlp_send_many.py --targets http://127.0.0.1:P1,http://127.0.0.1:P2 --requests N \
-        --first I --hour-ns H
+        --first I --hour-ns H [--hours K]
 
 Request i goes to target i % len(targets): service `checkout` or `cart` (i // 2 % 2), hour
-i % 2 of the two starting at H, function `py.fleet.Work.f<i % 7>`, 1 + (i * 37) % 50
-samples, a profile id of its own. Prints one JSON object: {"acked": n, "refused": n, "samples": total acknowledged,
-"by_function": {function: samples}}.
+i % K of the K (2) starting at H, function `py.fleet.Work.f<i % 7>`, 1 + (i * 37) % 50
+samples, a profile id of its own. Prints one JSON object: {"acked": n, "refused": n,
+"samples": total acknowledged, "by_function": {function: samples}}.
 """
 import argparse
 import json
@@ -27,13 +27,14 @@ def main():
     ap.add_argument("--requests", type=int, required=True)
     ap.add_argument("--first", type=int, default=0, help="index of the first request")
     ap.add_argument("--hour-ns", type=int, required=True, help="start of the first hour (ns)")
+    ap.add_argument("--hours", type=int, default=2, help="hours the requests spread over")
     a = ap.parse_args()
     targets = a.targets.split(",")
     out = {"acked": 0, "refused": 0, "samples": 0, "by_function": {}}
     for i in range(a.first, a.first + a.requests):
         function = f"py.fleet.Work.f{i % 7}"
         samples = 1 + (i * 37) % 50
-        start = a.hour_ns + (i % 2) * HOUR_NS + (i * 7919 % 3000) * 1_000_000_000
+        start = a.hour_ns + (i % a.hours) * HOUR_NS + (i * 7919 % 3000) * 1_000_000_000
         service = ("checkout", "cart")[i // 2 % 2]
         body = profile_request(service, "1", function, samples, start, i.to_bytes(16, "big"))
         result = send_http(targets[i % len(targets)], body, True, "", "application/x-protobuf")

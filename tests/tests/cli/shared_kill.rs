@@ -14,8 +14,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use otelprof_tests::receive::{send_many, Acked};
 use otelprof_tests::s3::{BucketReceiver, S3Server};
-use otelprof_tests::{cli_path, python, repo_root, scratch_dir, Tied as _};
+use otelprof_tests::{cli_path, scratch_dir, Tied as _};
 
 const BUCKET: &str = "shared-store";
 /// Where each case's holder is stopped and killed: round and object operations into it.
@@ -37,55 +38,6 @@ const HOUR_NS: i64 = 3_600_000_000_000;
 /// Requests sent to both receivers before the kill, and in all (the rest to the survivor).
 const FIRST: usize = 40;
 const REQUESTS: usize = 60;
-
-/// What the sender says it got acknowledged.
-#[derive(Debug, Default)]
-struct Acked {
-    samples: u64,
-    by_function: std::collections::BTreeMap<String, u64>,
-}
-
-impl Acked {
-    fn add(&mut self, other: Acked) {
-        self.samples += other.samples;
-        for (f, n) in other.by_function {
-            *self.by_function.entry(f).or_default() += n;
-        }
-    }
-}
-
-/// Sends `n` requests from index `first` to the receivers on `ports`, in turn; each must be
-/// acknowledged.
-fn send(ports: &[u16], first: usize, n: usize, hour: i64) -> Acked {
-    let targets: Vec<String> = ports
-        .iter()
-        .map(|p| format!("http://127.0.0.1:{p}"))
-        .collect();
-    let out = Command::new(python())
-        .arg(repo_root().join("tests/cli/otlp_send_many.py"))
-        .args(["--targets", &targets.join(",")])
-        .args(["--requests", &n.to_string(), "--first", &first.to_string()])
-        .args(["--hour-ns", &hour.to_string()])
-        .output_tied()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(said["acked"].as_u64(), Some(n as u64), "{text}");
-    Acked {
-        samples: said["samples"].as_u64().unwrap(),
-        by_function: said["by_function"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
-            .collect(),
-    }
-}
 
 /// Waits until `check` passes, trying every 200 ms, for at most `secs`; fails with what it
 /// said last.
@@ -178,7 +130,7 @@ fn kill_case(s3: &S3Server, dir: &Path, prefix: &str, kill: &str) -> String {
         so(s3.get_text(BUCKET, &lease).is_some(), || a.log())
     });
     let b = BucketReceiver::start(s3, &url, &dir.join("b.log"), &FAST, &[]);
-    let mut acked = send(&[a.http, b.http], 0, FIRST, hour);
+    let mut acked = send_many(&[a.http, b.http], 0, FIRST, hour, 2);
     wait_for(40, "A to stop at its fault", || {
         let said = a.log();
         so(said.contains("maintenance stopped by"), || said)
@@ -195,7 +147,7 @@ fn kill_case(s3: &S3Server, dir: &Path, prefix: &str, kill: &str) -> String {
         "{stop_line}"
     );
     // B goes on receiving, alone, and takes over once A's lease has expired.
-    acked.add(send(&[b.http], FIRST, REQUESTS - FIRST, hour));
+    acked.add(send_many(&[b.http], FIRST, REQUESTS - FIRST, hour, 2));
     let received_until = now_ns();
     let marker_key = format!("{prefix}/columnar/.converted-until");
     wait_for(40, "B to finish the work", || {
