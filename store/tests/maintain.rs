@@ -226,3 +226,32 @@ fn one_process_maintains_a_store_and_at_rest_it_converts_and_compacts_everything
     assert!(MaintainLock::try_take(&dir).unwrap().is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_short_settle_converts_within_seconds_of_receipt() {
+    let dir = scratch("settle");
+    let files = otlp_store(&dir);
+    let before = answers(&dir);
+    let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
+    let second = MINUTE / 60;
+    // 12:10:06: the default waits for the 10-minute chunk to be 2 minutes old, and converts
+    // nothing; a settle of 5 s converts what arrived before 12:10:00 (minutes 1-9).
+    let at = T0 + 10 * MINUTE + 6 * second;
+    let default = Policy::receiving(15 * MINUTE, None, None);
+    assert_eq!(maintain(&dir, at, &default, &lock).unwrap().converted, 0);
+    let short = Policy::receiving(5 * second, None, None);
+    assert_eq!(maintain(&dir, at, &short, &lock).unwrap().converted, 9 * 3);
+    assert_eq!(
+        otelprof_store::columnar::converted_until(&dir),
+        Some(T0 + 10 * MINUTE)
+    );
+    // Ten seconds after the last request: all converted; the hour, 5 s after its end.
+    let done = maintain(&dir, T0 + 30 * MINUTE + 10 * second, &short, &lock).unwrap();
+    assert_eq!(done.converted, files.len() - 9 * 3);
+    assert!(done.compacted.is_empty());
+    assert_eq!(answers(&dir), before);
+    let done = maintain(&dir, T0 + 60 * MINUTE + 10 * second, &short, &lock).unwrap();
+    assert_eq!(done.compacted.len(), 1, "compacted 5 s after its end");
+    assert_eq!(answers(&dir), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
