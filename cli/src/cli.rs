@@ -28,6 +28,10 @@ pub struct Cli {
     /// reading (default: $XDG_CACHE_HOME/otelprof, or ~/.cache/otelprof)
     #[arg(long, value_name = "DIR", global = true)]
     pub cache: Option<PathBuf>,
+    /// Keep the cache within SIZE (e.g. `2GiB`, `500MB`): after fetching what a command
+    /// reads, the least recently used copies of other objects are removed [default: no limit]
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size_u64)]
+    pub cache_size: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -340,6 +344,18 @@ pub struct ReceiveArgs {
     /// or `forever`; its profiles stay in the columnar store, which is what readers read
     #[arg(long = "keep-otlp", value_name = "DURATION", default_value = "1h", value_parser = parse_keep)]
     pub keep_otlp: Keep,
+    /// How often the store is converted and compacted. With several receivers on one store
+    /// in a bucket, one at a time does it, holding a lease that lasts five of these: a
+    /// stopped receiver's work is taken over that long after its last pass
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub maintain_every: Duration,
+    /// How long after its end an hour is compacted into one file (profiles exported late
+    /// still arrive in it); requests are converted into the columnar store in 10-minute
+    /// chunks of receipt time, 2 minutes after a chunk ends, both shortened to this when it is
+    /// shorter. Under 2m (for tests), a request must be written within this time of its
+    /// arrival, or a conversion may pass it by
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub settle: Duration,
     /// Print nothing but errors
     #[arg(long, short)]
     pub quiet: bool,
@@ -697,6 +713,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         Ok(d) => Ok(d),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// A size in bytes, zero allowed, in the workspace's one grammar
+/// ([`otelprof_primitives::units`]).
+fn parse_size_u64(text: &str) -> Result<u64, String> {
+    otelprof_primitives::units::parse_size(text).map_err(|e| e.to_string())
 }
 
 /// A positive size in bytes, in the workspace's one grammar ([`otelprof_primitives::units`]).

@@ -39,6 +39,9 @@ use otelprof_store::query::butterfly::Direction;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(size) = cli.cache_size {
+        commands::stores::set_cache_size(size);
+    }
     if let Some(dir) = &cli.cache {
         commands::stores::set_cache(dir);
     }

@@ -38,22 +38,45 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     Duration::try_from(signed).map_err(|_| UnitError::Negative(text.to_owned()))
 }
 
-/// Bytes: `65536`, `512k`, `16m`, `1g` (binary units, either case).
+/// Bytes: `65536`, `512k`, `16m`, `1g` (binary units, either case), also written `512KiB`,
+/// `16MiB`, `2GiB`, `1TiB`; `500KB`, `500MB`, `2GB`, `1TB` are decimal (SI), as disks and
+/// object stores count.
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     let t = text.trim();
-    let (digits, shift) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 30),
-        _ => (t, 0),
-    };
+    const UNITS: [(&str, u64); 12] = [
+        ("KiB", 1 << 10),
+        ("MiB", 1 << 20),
+        ("GiB", 1 << 30),
+        ("TiB", 1 << 40),
+        ("KB", 1_000),
+        ("MB", 1_000_000),
+        ("GB", 1_000_000_000),
+        ("TB", 1_000_000_000_000),
+        ("k", 1 << 10),
+        ("m", 1 << 20),
+        ("g", 1 << 30),
+        ("t", 1 << 40),
+    ];
+    let (digits, unit) = UNITS
+        .iter()
+        .find_map(|(suffix, unit)| {
+            let cut = t.len().checked_sub(suffix.len())?;
+            let tail = t.get(cut..)?;
+            let matches = if suffix.len() == 1 {
+                tail.eq_ignore_ascii_case(suffix)
+            } else {
+                tail == *suffix
+            };
+            matches.then(|| (&t[..cut], *unit))
+        })
+        .unwrap_or((t, 1));
     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
         return Err(UnitError::NotSize(text.to_owned()));
     }
     let n: u64 = digits
         .parse()
         .map_err(|_| UnitError::OutOfRange(text.to_owned()))?;
-    n.checked_mul(1 << shift)
+    n.checked_mul(unit)
         .ok_or_else(|| UnitError::OutOfRange(text.to_owned()))
 }
 
@@ -112,12 +135,20 @@ mod tests {
     }
 
     #[test]
-    fn sizes_are_binary() {
+    fn sizes_are_binary_but_for_si_units() {
         assert_eq!(parse_size("65536").unwrap(), 65536);
         assert_eq!(parse_size("512k").unwrap(), 512 << 10);
         assert_eq!(parse_size("16M").unwrap(), 16 << 20);
         assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("64KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_size("500MB").unwrap(), 500_000_000);
+        assert_eq!(parse_size("3GB").unwrap(), 3_000_000_000);
         for bad in [
+            "2gib",
+            "1.5GiB",
+            "GB",
+            "1iB",
             "",
             "m",
             "-1",
@@ -125,6 +156,7 @@ mod tests {
             "1.5m",
             "99999999999999999999g",
             "99999999999g",
+            "99999999TiB",
         ] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }

@@ -74,6 +74,27 @@ pub struct ReceiveConfig {
     pub limits: Limits,
     /// What the store keeps and for how long ([`otelprof_store::maintain`]).
     pub keep: Keep,
+    /// When the store is converted and compacted.
+    pub maintenance: Maintenance,
+}
+
+/// When a receiver maintains its store ([`otelprof_store::maintain`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Maintenance {
+    /// How often (`--maintain-every`); a bucket store's lease lasts a few of these.
+    pub every: Duration,
+    /// How long after its end an hour is compacted, and the longest a request waits before
+    /// it is converted (`--settle`; [`otelprof_store::maintain::Policy::receiving`]).
+    pub settle: Duration,
+}
+
+impl Default for Maintenance {
+    fn default() -> Maintenance {
+        Maintenance {
+            every: MAINTAIN_EVERY,
+            settle: COMPACT_GRACE,
+        }
+    }
 }
 
 /// How long a receiver's store keeps what it received.
@@ -101,10 +122,22 @@ pub const DEFAULT_KEEP_RAW: Duration = Duration::from_secs(3600);
 
 /// How long after its end an hour is compacted: the agents' period (60 s) and their export
 /// retry window, after which no profile starts in it any more, with room to spare.
-const COMPACT_GRACE: Duration = Duration::from_secs(15 * 60);
+pub const COMPACT_GRACE: Duration = Duration::from_secs(15 * 60);
 
 /// How often the store is maintained.
-const MAINTAIN_EVERY: Duration = Duration::from_secs(60);
+pub const MAINTAIN_EVERY: Duration = Duration::from_secs(60);
+
+impl Maintenance {
+    /// The maintenance policy of a receiver's store that keeps what `keep` says.
+    pub(crate) fn policy(&self, keep: Keep) -> otelprof_store::maintain::Policy {
+        let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        otelprof_store::maintain::Policy::receiving(
+            nanos(self.settle),
+            keep.retention.map(nanos),
+            keep.raw.map(nanos),
+        )
+    }
+}
 
 impl ReceiveConfig {
     /// The receiver's rules: something to listen on, and no unauthenticated listener beyond
@@ -145,18 +178,17 @@ pub struct ExtraListener {
     pub handler: Handler,
 }
 
-/// Maintains the store every [`MAINTAIN_EVERY`] until shutdown: compacts the hours that are
+/// Maintains the store every `maintenance.every` until shutdown: compacts the hours that are
 /// over, applies the retention, removes raw requests past their time. One line per pass that
 /// changed something; a failure is logged once until a pass succeeds again, and never stops
 /// the receiver (the store stays readable, only larger or slower).
-async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver<bool>) {
-    let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
-    let policy = otelprof_store::maintain::Policy {
-        grace: nanos(COMPACT_GRACE),
-        retention: keep.retention.map(nanos),
-        keep_raw: keep.raw.map(nanos),
-        at_rest: false,
-    };
+async fn maintain_loop(
+    store: PathBuf,
+    keep: Keep,
+    maintenance: Maintenance,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let policy = maintenance.policy(keep);
     let mut failing = false;
     // Held for the receiver's whole run once taken; while another process holds it, this
     // receiver only receives (said once), and tries again every pass.
@@ -207,7 +239,7 @@ async fn maintain_loop(store: PathBuf, keep: Keep, mut shutdown: watch::Receiver
             _ => {}
         }
         tokio::select! {
-            _ = tokio::time::sleep(MAINTAIN_EVERY) => {}
+            _ = tokio::time::sleep(maintenance.every) => {}
             _ = shutdown.changed() => return,
         }
         if *shutdown.borrow() {
@@ -240,7 +272,7 @@ pub(crate) fn report_pass(done: &otelprof_store::maintain::Done) {
 /// The first failure of a run of failed passes, said once.
 pub(crate) fn report_failure(e: &otelprof_store::Error) {
     eprintln!(
-        "otelprof: cannot maintain the store (it stays readable; retried every minute): {}",
+        "otelprof: cannot maintain the store (it stays readable; retried at the next pass): {}",
         otelprof_primitives::escape::escape(&otelprof_store::chain(e))
     );
 }
@@ -488,11 +520,12 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
         .map(|l| serving.grpc(l, &ingest, &gate))
         .transpose()?;
     match ingest.store.local_dir() {
-        Some(dir) => {
-            serving
-                .tasks
-                .push(runtime.spawn(maintain_loop(dir.to_path_buf(), config.keep, stop)))
-        }
+        Some(dir) => serving.tasks.push(runtime.spawn(maintain_loop(
+            dir.to_path_buf(),
+            config.keep,
+            config.maintenance,
+            stop,
+        ))),
         // A store in object storage: maintained by whichever receiver holds its lease.
         None => {
             if let Some((bucket, writer)) = ingest.store.bucket() {
@@ -502,8 +535,7 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
                         bucket.clone(),
                         writer.to_owned(),
                         config.keep,
-                        COMPACT_GRACE,
-                        MAINTAIN_EVERY,
+                        config.maintenance,
                         stop,
                     )));
             }

@@ -11,12 +11,12 @@
 //! atomic (the object is whole or absent) and durable when it answers, so a request is
 //! written straight to its final name, and acknowledged after that PUT succeeds.
 //!
-//! Readers ([`Bucket::mirror`]) copy the store's objects into a local directory and answer
-//! from it with the same engine as a local store: objects are immutable under their names,
-//! so a copy whose size matches is current and only new objects are fetched; names that
-//! change in place (the conversion marker, hidden names) are fetched every time; local
-//! copies of objects gone from the bucket (compacted away, expired) are removed, so nothing
-//! is counted twice.
+//! Readers ([`Bucket::mirror_needed`]) copy the objects a question reads (the `cache`
+//! module) into a local directory and answer from it with the same engine as a local store: objects
+//! are immutable under their names, so a copy whose size matches is current and only new
+//! objects are fetched; names that change in place (the conversion marker, hidden names) are
+//! fetched every time; local copies of objects gone from the bucket (compacted away,
+//! expired) are removed, so nothing is counted twice.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -37,6 +37,8 @@ const SCHEMES: [&str; 4] = ["s3://", "s3a://", "gs://", "az://"];
 const FILE_SCHEME: &str = "file://";
 /// The lease object's key in a store ([`crate::shared`]): who maintains it, until when.
 pub const LEASE: &str = ".maintain-lease";
+/// What the name of a holder's working directory ([`work_dir`]) has after the readers' copy's.
+pub const WORK_DIR_MARK: &str = "-maintain-";
 /// Objects fetched at once by a mirror.
 const FETCHES_AT_ONCE: usize = 16;
 
@@ -137,6 +139,9 @@ pub struct Object {
 /// An object's bytes and its ETag (when the store gives one).
 pub type Versioned = (Vec<u8>, Option<String>);
 
+/// Whether a copy in the directory (first argument) needs the object of a key (second).
+pub type Needed<'a> = dyn Fn(&Path, &str) -> bool + 'a;
+
 /// What a mirror did.
 #[derive(Clone, Debug, Default)]
 pub struct Mirrored {
@@ -148,6 +153,9 @@ pub struct Mirrored {
     pub removed: usize,
     /// Bytes fetched.
     pub bytes: u64,
+    /// The local copies of the objects the copy was made for (all of them for a whole
+    /// mirror): what a reader reads.
+    pub in_use: Vec<PathBuf>,
 }
 
 impl Bucket {
@@ -339,9 +347,23 @@ impl Bucket {
             .collect())
     }
 
-    /// Copies the store into `dir` (see the module's doc): fetches the objects that are new
-    /// or changed, removes the copies of objects that are gone.
+    /// Copies the whole store into `dir` (see the module's doc): fetches the objects that are
+    /// new or changed, removes the copies of objects that are gone. What a holder of the
+    /// lease maintains.
     pub fn mirror(&self, dir: &Path) -> Result<Mirrored, Error> {
+        self.mirror_where(dir, None)
+    }
+
+    /// Copies into `dir` the objects for which `needed(dir, key)` holds (called once the
+    /// objects whose names change in place, the conversion marker, are fetched), as
+    /// [`Bucket::mirror`] does; local copies of other objects still in the bucket stay (a
+    /// cache), and those of objects gone are removed. What a reader copies (the store's
+    /// `cache` module).
+    pub fn mirror_needed(&self, dir: &Path, needed: &Needed<'_>) -> Result<Mirrored, Error> {
+        self.mirror_where(dir, Some(needed))
+    }
+
+    fn mirror_where(&self, dir: &Path, needed: Option<&Needed<'_>>) -> Result<Mirrored, Error> {
         let objects = self.list()?;
         let tmp = dir.join(crate::layout::TMP);
         std::fs::create_dir_all(&tmp).map_err(Error::io("create", &tmp))?;
@@ -350,31 +372,59 @@ impl Bucket {
             ..Mirrored::default()
         };
         let mut kept = HashSet::new();
-        let mut wanted = Vec::new();
-        for o in objects {
-            // Writes in progress of a local store copied up, anything outside the layout, and
-            // the maintenance lease (no data).
-            if o.key == LEASE
-                || o.key.split('/').any(|p| p.is_empty() || p == "..")
-                || o.key.split('/').rev().skip(1).any(crate::layout::is_hidden)
-            {
-                continue;
-            }
-            let local = dir.join(&o.key);
-            let changes = o
-                .key
+        // Writes in progress of a local store copied up, anything outside the layout, and
+        // the maintenance lease (no data).
+        let objects = objects.into_iter().filter(|o| {
+            o.key != LEASE
+                && !o.key.split('/').any(|p| p.is_empty() || p == "..")
+                && !o.key.split('/').rev().skip(1).any(crate::layout::is_hidden)
+        });
+        // Names that change in place (the conversion marker) first: what else is needed may
+        // depend on them.
+        let (changing, rest): (Vec<Object>, Vec<Object>) = objects.partition(|o| {
+            o.key
                 .rsplit('/')
                 .next()
-                .is_some_and(crate::layout::is_hidden);
-            let current = !changes && std::fs::metadata(&local).is_ok_and(|m| m.len() == o.size);
+                .is_some_and(crate::layout::is_hidden)
+        });
+        for o in &changing {
+            kept.insert(dir.join(&o.key));
+        }
+        let changing = changing
+            .into_iter()
+            .map(|o| (dir.join(&o.key), o))
+            .collect();
+        self.fetch(changing, &tmp, &mut kept, &mut done)?;
+        let mut wanted = Vec::new();
+        for o in rest {
+            let local = dir.join(&o.key);
             kept.insert(local.clone());
+            if needed.is_some_and(|n| !n(dir, &o.key)) {
+                continue;
+            }
+            let current = std::fs::metadata(&local).is_ok_and(|m| m.len() == o.size);
             done.objects.push(o.clone());
+            done.in_use.push(local.clone());
             if !current {
-                wanted.push((o, local));
+                wanted.push((local, o));
             }
         }
+        self.fetch(wanted, &tmp, &mut kept, &mut done)?;
+        done.removed = remove_others(dir, &kept)?;
+        Ok(done)
+    }
+
+    /// Fetches `wanted` (local path, object) into place through `tmp`; an object gone since
+    /// the listing is no part of the store any more.
+    fn fetch(
+        &self,
+        wanted: Vec<(PathBuf, Object)>,
+        tmp: &Path,
+        kept: &mut HashSet<PathBuf>,
+        done: &mut Mirrored,
+    ) -> Result<(), Error> {
         let fetches =
-            futures_util::stream::iter(wanted.into_iter().enumerate().map(|(i, (o, local))| {
+            futures_util::stream::iter(wanted.into_iter().enumerate().map(|(i, (local, o))| {
                 let client = Arc::clone(&self.client);
                 let path = self.key(&o.key);
                 let tmp = tmp.join(format!("fetch-{}-{i}", std::process::id()));
@@ -392,11 +442,10 @@ impl Bucket {
         for (o, local, tmp, bytes) in self.runtime.block_on(fetches) {
             let bytes = match bytes {
                 Ok(b) => b,
-                // Removed between the listing and the fetch (compacted away): not part of the
-                // store any more.
                 Err(object_store::Error::NotFound { .. }) => {
                     kept.remove(&local);
                     done.objects.retain(|k| k.key != o.key);
+                    done.in_use.retain(|p| *p != local);
                     continue;
                 }
                 Err(e) => return Err(self.fail("read", &o.key)(e)),
@@ -409,8 +458,7 @@ impl Bucket {
             done.fetched += 1;
             done.bytes += bytes.len() as u64;
         }
-        done.removed = remove_others(dir, &kept)?;
-        Ok(done)
+        Ok(())
     }
 }
 
@@ -442,22 +490,15 @@ fn remove_others(dir: &Path, kept: &HashSet<PathBuf>) -> Result<usize, Error> {
 /// its lease ([`crate::shared`]): beside the readers' copy, its own.
 pub fn work_dir(url: &str, base: Option<&Path>, writer: &str) -> PathBuf {
     let mut dir = cache_dir(url, base).into_os_string();
-    dir.push(format!("-maintain-{writer}"));
+    dir.push(format!("{WORK_DIR_MARK}{writer}"));
     PathBuf::from(dir)
 }
 
-/// The local directory a bucket store is mirrored into: `base` (or the user's cache
-/// directory, `$XDG_CACHE_HOME` or `~/.cache`, under `otelprof/`), then the URL with every
+/// The local directory a bucket store is mirrored into: [`cache_base`], then the URL with every
 /// byte outside `[A-Za-z0-9.-]` as `_` and a hash of the URL, so that two stores never share
 /// a copy.
 pub fn cache_dir(url: &str, base: Option<&Path>) -> PathBuf {
-    let base = base.map(Path::to_path_buf).unwrap_or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("otelprof")
-    });
+    let base = cache_base(base);
     let name: String = url
         .trim_end_matches('/')
         .chars()
@@ -477,6 +518,18 @@ pub fn cache_dir(url: &str, base: Option<&Path>) -> PathBuf {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
     base.join(format!("{name}-{:08x}", hash >> 32))
+}
+
+/// The directory of every store's local copy: `base` (`--cache`), or the user's cache
+/// directory (`$XDG_CACHE_HOME` or `~/.cache`) under `otelprof/`.
+pub fn cache_base(base: Option<&Path>) -> PathBuf {
+    base.map(Path::to_path_buf).unwrap_or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("otelprof")
+    })
 }
 
 #[cfg(test)]

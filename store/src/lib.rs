@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bucket;
+pub mod cache;
 pub mod columnar;
 mod error;
 pub mod focus;

@@ -49,6 +49,11 @@ pub struct Policy {
     /// An hour is compacted once the conversion has passed its end by this (ns): the agents'
     /// period and their export retry window, after which no profile starts in it any more.
     pub grace: i64,
+    /// Requests are converted once their chunk of receipt time ended this long (ns) ago
+    /// ([`LAG`] in service).
+    pub lag: i64,
+    /// Receipt time converted at once (ns; [`CHUNK`] in service).
+    pub chunk: i64,
     /// Data older than this (ns) is deleted: columnar hours, raw request and metrics days.
     pub retention: Option<i64>,
     /// Raw requests are removed this long (ns) after they arrived, once converted; `None`
@@ -59,6 +64,37 @@ pub struct Policy {
     /// compacted, the current one included (a request that comes later into a compacted hour
     /// makes it answer from rows until it is compacted again).
     pub at_rest: bool,
+}
+
+impl Policy {
+    /// A receiver's policy: an hour compacted `settle` (ns) after its end; requests converted
+    /// in [`CHUNK`]s once [`LAG`] old, both shortened to `settle` when it is shorter (a store
+    /// that must answer from its columnar form within seconds, as in tests: a request must
+    /// then be written within `settle` of its receipt, or a conversion may pass it by).
+    pub fn receiving(settle: i64, retention: Option<i64>, keep_raw: Option<i64>) -> Policy {
+        let settle = settle.max(1);
+        Policy {
+            grace: settle,
+            lag: LAG.min(settle),
+            chunk: CHUNK.min(settle),
+            retention,
+            keep_raw,
+            at_rest: false,
+        }
+    }
+
+    /// The policy of a store at rest ([`Policy::at_rest`]): everything converted and
+    /// compacted now.
+    pub fn at_rest(retention: Option<i64>, keep_raw: Option<i64>) -> Policy {
+        Policy {
+            grace: 0,
+            lag: 0,
+            chunk: CHUNK,
+            retention,
+            keep_raw,
+            at_rest: true,
+        }
+    }
 }
 
 /// The store's maintenance lock (`STORE/.maintain.lock`, an advisory `flock`): the process
@@ -114,7 +150,7 @@ pub fn maintain(
     _lock: &MaintainLock,
 ) -> Result<Done, Error> {
     let mut done = Done::default();
-    let until = convert_received(store, now, policy.at_rest, &mut done)?;
+    let until = convert_received(store, now, policy, &mut done)?;
     if let Some(until) = until {
         done.compacted = if policy.at_rest {
             // Every hour up to the one `until` falls in.
@@ -138,19 +174,20 @@ pub fn maintain(
     Ok(done)
 }
 
-/// Converts the raw requests received before the last chunk that ended [`LAG`] before `now`
-/// (`at_rest`: before `now`), chunk after chunk, moving the marker after each; returns the
-/// marker.
+/// Converts the raw requests received before the last chunk that ended the policy's lag
+/// before `now` (at rest: before `now`), chunk after chunk, moving the marker after each;
+/// returns the marker.
 fn convert_received(
     store: &Path,
     now: i64,
-    at_rest: bool,
+    policy: &Policy,
     done: &mut Done,
 ) -> Result<Option<i64>, Error> {
-    let target = if at_rest {
+    let chunk = policy.chunk.max(1);
+    let target = if policy.at_rest {
         now
     } else {
-        now.saturating_sub(LAG).div_euclid(CHUNK) * CHUNK
+        now.saturating_sub(policy.lag).div_euclid(chunk) * chunk
     };
     let marked = columnar::converted_until(store);
     if marked.is_some_and(|m| m >= target) {
@@ -172,7 +209,7 @@ fn convert_received(
     let mut rest = todo.as_slice();
     while let Some((first, _)) = rest.first() {
         // The marker never passes `target`: a request received later must be read raw.
-        let end = ((first.div_euclid(CHUNK) + 1) * CHUNK).min(target);
+        let end = ((first.div_euclid(chunk) + 1) * chunk).min(target);
         let n = rest.iter().take_while(|(at, _)| *at < end).count();
         let (chunk, after) = rest.split_at(n);
         rest = after;

@@ -104,19 +104,38 @@ pub struct Pass {
     pub done: Done,
     pub uploaded: usize,
     pub deleted: usize,
+    /// Where the pass stopped short at its [`Stop`]: the round and the last object written
+    /// or deleted.
+    pub stopped: Option<String>,
 }
 
+/// Where a pass stops writing back. In service it never does; tests stop it to stand for a
+/// holder killed there (an object write is whole or absent, so a holder killed during one
+/// leaves the bucket as one stopped before or after it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Never,
+    /// After this many object writes and deletes of the pass.
+    After(usize),
+    /// After this many of its converting round, of a pass that writes more.
+    Converting(usize),
+    /// After this many of its compacting round, of a pass that writes more.
+    Compacting(usize),
+}
+
+/// The rounds of a pass ([`maintain_shared`]).
+const ROUNDS: [&str; 2] = ["converting", "compacting"];
+
 /// One maintenance pass of the store in `bucket` by the holder of `lease`, in the working
-/// directory `work` (this writer's own); `None` when another writer holds the lease. At most
-/// `steps` object writes and deletes are made (all of them in service; fewer stand for a
-/// holder killed in the middle, in tests).
+/// directory `work` (this writer's own); `None` when another writer holds the lease. The
+/// write-back ends early at `stop` ([`Stop::Never`] in service).
 pub fn maintain_shared(
     bucket: &Bucket,
     work: &Path,
     lease: &Lease,
     now: i64,
     policy: &Policy,
-    steps: usize,
+    stop: Stop,
 ) -> Result<Option<Pass>, Error> {
     let started = std::time::Instant::now();
     if !lease.hold(bucket, now)? {
@@ -137,7 +156,10 @@ pub fn maintain_shared(
         lease,
         now,
         started,
-        budget: steps,
+        stop,
+        round: 0,
+        in_round: 0,
+        last: String::new(),
         pass: Pass::default(),
     };
     // Two rounds, each written back before the next: converting (the marker moves; no hour is
@@ -147,9 +169,11 @@ pub fn maintain_shared(
         grace: i64::MAX,
         ..*policy
     };
-    for round in [&converting, policy] {
+    for (round, policy) in [&converting, policy].into_iter().enumerate() {
+        sync.round = round;
+        sync.in_round = 0;
         let marker_before = columnar::converted_until(work);
-        let done = maintain(work, now, round, &lock)?;
+        let done = maintain(work, now, policy, &lock)?;
         let after = local_files(work);
         sync.pass.done.converted += done.converted;
         sync.pass.done.unconvertible.extend(done.unconvertible);
@@ -164,34 +188,64 @@ pub fn maintain_shared(
     Ok(Some(sync.pass))
 }
 
-/// Writing a pass's changes back to the bucket, within a budget of object operations.
+/// Writing a pass's changes back to the bucket, up to its [`Stop`].
 struct Sync<'a> {
     bucket: &'a Bucket,
     work: &'a Path,
     lease: &'a Lease,
     now: i64,
     started: std::time::Instant,
-    budget: usize,
+    stop: Stop,
+    /// The round being written back ([`ROUNDS`]), and its steps so far.
+    round: usize,
+    in_round: usize,
+    last: String,
     pass: Pass,
 }
 
 impl Sync<'_> {
-    /// One object write or delete, if the budget allows: whether it was made.
+    /// Whether the next step is past the pass's [`Stop`]; if so, says where it stopped.
+    fn stops(&mut self) -> bool {
+        let made = self.pass.uploaded + self.pass.deleted;
+        let stops = match self.stop {
+            Stop::Never => false,
+            Stop::After(n) => made >= n,
+            Stop::Converting(n) => self.round == 0 && self.in_round >= n,
+            Stop::Compacting(n) => self.round == 1 && self.in_round >= n,
+        };
+        if stops && self.pass.stopped.is_none() {
+            let last = if self.last.is_empty() {
+                "none"
+            } else {
+                &self.last
+            };
+            self.pass.stopped = Some(format!(
+                "{} round, after {} of its object writes and deletes (the last: {last})",
+                ROUNDS.get(self.round).unwrap_or(&"?"),
+                self.in_round,
+            ));
+        }
+        stops
+    }
+
+    /// One object write or delete, unless the pass stops here: whether it was made.
     fn step(&mut self, upload: Option<&str>, delete: Option<&str>) -> Result<bool, Error> {
-        if self.budget == 0 {
+        if self.stops() {
             return Ok(false);
         }
-        self.budget -= 1;
         if let Some(k) = upload {
             let path = self.work.join(k);
             let bytes = std::fs::read(&path).map_err(Error::io("read", &path))?;
             self.bucket.put(k, bytes)?;
             self.pass.uploaded += 1;
+            self.last = format!("wrote {k}");
         }
         if let Some(k) = delete {
             self.bucket.delete(k)?;
             self.pass.deleted += 1;
+            self.last = format!("deleted {k}");
         }
+        self.in_round += 1;
         Ok(true)
     }
 
@@ -228,12 +282,13 @@ impl Sync<'_> {
         // reading every raw request while the columnar files arrive (a columnar store
         // without a marker would answer alone).
         if marker_before.is_none() && marker_after.is_some() {
-            if self.budget == 0 {
+            if self.stops() {
                 return Ok(false);
             }
-            self.budget -= 1;
             self.bucket.put(&marker_key, b"0\n".to_vec())?;
             self.pass.uploaded += 1;
+            self.in_round += 1;
+            self.last = format!("wrote {marker_key} (0)");
         }
         // 2, 3: everything but samples, then the conversion's samples.
         let phase2 = new.iter().filter(|k| !is_samples(k));

@@ -100,12 +100,7 @@ fn a_store_answers_the_same_at_every_step_of_its_conversion() {
     let before = answers(&dir);
     assert!(!read(&dir, ProfileType::Cpu, None).1, "read from the files");
     assert!(before.iter().all(|a| !a.is_empty()));
-    let policy = Policy {
-        grace: 15 * MINUTE,
-        retention: None,
-        keep_raw: None,
-        at_rest: false,
-    };
+    let policy = Policy::receiving(15 * MINUTE, None, None);
     let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
 
     // At 12:13 the chunk [.., 12:10) is converted: the requests received at minutes 1-9.
@@ -168,12 +163,7 @@ fn raw_requests_go_after_their_time_and_retention_removes_whole_hours_and_days()
 
     // Raw requests received in the first 10 minutes are past an hour's keep at T0 + 71 min,
     // and converted (the marker is at 12:30 once the whole half hour is in).
-    let policy = Policy {
-        grace: 15 * MINUTE,
-        retention: None,
-        keep_raw: Some(60 * MINUTE),
-        at_rest: false,
-    };
+    let policy = Policy::receiving(15 * MINUTE, None, Some(60 * MINUTE));
     let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
     let done = maintain(&dir, T0 + 71 * MINUTE, &policy, &lock).unwrap();
     assert_eq!(done.converted, files.len());
@@ -223,10 +213,8 @@ fn one_process_maintains_a_store_and_at_rest_it_converts_and_compacts_everything
     // waited for), the marker at `now` exactly, the hour compacted although not over.
     let now = T0 + 31 * MINUTE;
     let policy = Policy {
-        grace: 15 * MINUTE,
-        retention: None,
-        keep_raw: None,
         at_rest: true,
+        ..Policy::receiving(15 * MINUTE, None, None)
     };
     let done = maintain(&dir, now, &policy, &lock).unwrap();
     assert_eq!(done.converted, files.len());
@@ -236,5 +224,34 @@ fn one_process_maintains_a_store_and_at_rest_it_converts_and_compacts_everything
     assert_eq!(answers(&dir), before);
     drop(lock);
     assert!(MaintainLock::try_take(&dir).unwrap().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_short_settle_converts_within_seconds_of_receipt() {
+    let dir = scratch("settle");
+    let files = otlp_store(&dir);
+    let before = answers(&dir);
+    let lock = MaintainLock::try_take(&dir).unwrap().unwrap();
+    let second = MINUTE / 60;
+    // 12:10:06: the default waits for the 10-minute chunk to be 2 minutes old, and converts
+    // nothing; a settle of 5 s converts what arrived before 12:10:00 (minutes 1-9).
+    let at = T0 + 10 * MINUTE + 6 * second;
+    let default = Policy::receiving(15 * MINUTE, None, None);
+    assert_eq!(maintain(&dir, at, &default, &lock).unwrap().converted, 0);
+    let short = Policy::receiving(5 * second, None, None);
+    assert_eq!(maintain(&dir, at, &short, &lock).unwrap().converted, 9 * 3);
+    assert_eq!(
+        otelprof_store::columnar::converted_until(&dir),
+        Some(T0 + 10 * MINUTE)
+    );
+    // Ten seconds after the last request: all converted; the hour, 5 s after its end.
+    let done = maintain(&dir, T0 + 30 * MINUTE + 10 * second, &short, &lock).unwrap();
+    assert_eq!(done.converted, files.len() - 9 * 3);
+    assert!(done.compacted.is_empty());
+    assert_eq!(answers(&dir), before);
+    let done = maintain(&dir, T0 + 60 * MINUTE + 10 * second, &short, &lock).unwrap();
+    assert_eq!(done.compacted.len(), 1, "compacted 5 s after its end");
+    assert_eq!(answers(&dir), before);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,7 +18,7 @@ use otel_bridge::otlp::{EncodeOptions, ProfileId};
 use otelprof_store::bucket::Bucket;
 use otelprof_store::maintain::Policy;
 use otelprof_store::query::{self, top, Spec};
-use otelprof_store::shared::{maintain_shared, Lease};
+use otelprof_store::shared::{maintain_shared, Lease, Stop};
 use otelprof_store::{ProfileType, Selector, Signal, Store, StoreSource};
 
 const HOUR: i64 = 60 * MINUTE;
@@ -154,12 +154,7 @@ fn a_holder_stopped_at_any_step_leaves_every_sample_once_and_the_next_finishes()
         &StoreSource::open(&[dir.join("files")], Box::new(|p, e| panic!("{p:?}: {e}"))).unwrap(),
     );
     assert!(want.1 > 0.0 && want.0.len() > 5);
-    let policy = Policy {
-        grace: 15 * MINUTE,
-        retention: None,
-        keep_raw: Some(0),
-        at_rest: false,
-    };
+    let policy = Policy::receiving(15 * MINUTE, None, Some(0));
     let now = T0 + 3 * HOUR;
     let fill = |prefix: &str| {
         let url = format!("s3://shared/{prefix}");
@@ -178,7 +173,7 @@ fn a_holder_stopped_at_any_step_leaves_every_sample_once_and_the_next_finishes()
         &a,
         now,
         &policy,
-        usize::MAX,
+        Stop::Never,
     )
     .unwrap()
     .unwrap();
@@ -198,7 +193,7 @@ fn a_holder_stopped_at_any_step_leaves_every_sample_once_and_the_next_finishes()
     for stop in 0..steps {
         let bucket = fill(&format!("stopped-{stop}"));
         let work = dir.join(format!("work-{stop}"));
-        let first = maintain_shared(&bucket, &work, &a, now, &policy, stop)
+        let first = maintain_shared(&bucket, &work, &a, now, &policy, Stop::After(stop))
             .unwrap()
             .unwrap();
         assert_eq!(first.uploaded + first.deleted, stop);
@@ -216,14 +211,21 @@ fn a_holder_stopped_at_any_step_leaves_every_sample_once_and_the_next_finishes()
             &b,
             later - 2 * TTL,
             &policy,
-            0
+            Stop::After(0)
         )
         .unwrap()
         .is_none());
         let _ = std::fs::remove_dir_all(dir.join("work-b"));
-        let second = maintain_shared(&bucket, &dir.join("work-b"), &b, later, &policy, usize::MAX)
-            .unwrap()
-            .unwrap();
+        let second = maintain_shared(
+            &bucket,
+            &dir.join("work-b"),
+            &b,
+            later,
+            &policy,
+            Stop::Never,
+        )
+        .unwrap()
+        .unwrap();
         let _ = std::fs::remove_dir_all(dir.join("work-b"));
         assert_eq!(
             read(&bucket, &dir.join("read")),

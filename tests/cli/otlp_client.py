@@ -25,6 +25,13 @@ from opentelemetry.proto.profiles.v1development import profiles_pb2 as pb
 
 
 def make_profile(path, service, version, function, samples):
+    """Writes profile_request(...) to PATH."""
+    with open(path, "wb") as f:
+        f.write(profile_request(service, version, function, samples))
+
+
+def profile_request(service, version, function, samples, start_ns=1_700_000_000_000_000_000,
+                    profile_id=bytes(range(1, 17))):
     """A minimal valid proto v1.10 request: one resource, one stack main -> FUNCTION."""
     d = pb.ProfilesDictionary()
     d.string_table.extend(["", "py.sender.Main.main", function, "Main.java", "samples", "count",
@@ -56,12 +63,11 @@ def make_profile(path, service, version, function, samples):
     p.period_type.type_strindex = 6
     p.period_type.unit_strindex = 7
     p.period = 10_000_000
-    p.time_unix_nano = 1_700_000_000_000_000_000
+    p.time_unix_nano = start_ns
     p.duration_nano = 10_000_000_000
-    p.profile_id = bytes(range(1, 17))
+    p.profile_id = profile_id
     p.samples.add(stack_index=1, attribute_indices=[2], values=[samples])
-    with open(path, "wb") as f:
-        f.write(req.SerializeToString())
+    return req.SerializeToString()
 
 
 def send_grpc(target, body, use_gzip, token, cacert=None):

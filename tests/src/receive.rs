@@ -203,3 +203,58 @@ pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// What the sender says it got acknowledged.
+#[derive(Debug, Default)]
+pub struct Acked {
+    pub samples: u64,
+    pub by_function: std::collections::BTreeMap<String, u64>,
+}
+
+impl Acked {
+    pub fn add(&mut self, other: Acked) {
+        self.samples += other.samples;
+        for (f, n) in other.by_function {
+            *self.by_function.entry(f).or_default() += n;
+        }
+    }
+}
+
+/// Sends `n` small requests (tests/cli/otlp_send_many.py) from index `first` to the
+/// receivers on `ports`, in turn, into `hours` hours from `hour` (Unix ns); each must be
+/// acknowledged.
+pub fn send_many(ports: &[u16], first: usize, n: usize, hour: i64, hours: usize) -> Acked {
+    let targets: Vec<String> = ports
+        .iter()
+        .map(|p| format!("http://127.0.0.1:{p}"))
+        .collect();
+    let out = std::process::Command::new(crate::environment::python())
+        .arg(crate::environment::repo_root().join("tests/cli/otlp_send_many.py"))
+        .args(["--targets", &targets.join(",")])
+        .args(["--requests", &n.to_string(), "--first", &first.to_string()])
+        .args([
+            "--hour-ns",
+            &hour.to_string(),
+            "--hours",
+            &hours.to_string(),
+        ])
+        .output_tied()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(said["acked"].as_u64(), Some(n as u64), "{text}");
+    Acked {
+        samples: said["samples"].as_u64().unwrap(),
+        by_function: said["by_function"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect(),
+    }
+}

@@ -8,10 +8,11 @@
 //! nothing about a real store's latency, consistency under load or authentication.
 
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::environment::{free_port, python};
+use crate::environment::{cli_path, free_port, python};
 use crate::process::Tied as _;
 
 pub struct S3Server {
@@ -123,6 +124,22 @@ impl S3Server {
         keys
     }
 
+    /// The object `key` of `bucket` as text, or `None` when there is none.
+    pub fn get_text(&self, bucket: &str, key: &str) -> Option<String> {
+        let out = self.python(
+            "import sys, boto3\n\
+             s3 = boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id='test', \
+             aws_secret_access_key='test', region_name='us-east-1')\n\
+             try:\n\
+             \x20   print('=' + s3.get_object(Bucket=sys.argv[2], Key=sys.argv[3])['Body'].read().decode())\n\
+             except s3.exceptions.NoSuchKey:\n\
+             \x20   pass",
+            &[bucket, key],
+        );
+        out.strip_prefix('=')
+            .map(|t| t.trim_end_matches('\n').to_owned())
+    }
+
     fn python(&self, script: &str, args: &[&str]) -> String {
         let out = Command::new(python())
             .arg("-c")
@@ -141,6 +158,90 @@ impl S3Server {
 }
 
 impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `otelprof receive --store URL` (or `serve`, by `args`) on a free HTTP port, with the object
+/// store's environment; killed (SIGKILL) on drop.
+pub struct BucketReceiver {
+    child: Child,
+    pub http: u16,
+    log: PathBuf,
+}
+
+impl BucketReceiver {
+    /// `otelprof receive --store URL ARGS` with `env` beside the object store's, its stderr
+    /// in `log`; returns once it listens (on a port it chose: ports picked by tests running
+    /// at once could collide).
+    pub fn start(
+        s3: &S3Server,
+        url: &str,
+        log: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> BucketReceiver {
+        let child = Command::new(cli_path())
+            .args(["receive", "--store", url, "--grpc", "off"])
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .envs(s3.env())
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn_tied()
+            .unwrap();
+        // `  HTTP  http://127.0.0.1:PORT/v1development/profiles  (agent: …)`
+        let listening = || -> Option<u16> {
+            let said = std::fs::read_to_string(log).ok()?;
+            let line = said.lines().find(|l| l.trim_start().starts_with("HTTP "))?;
+            let addr = line.split("http://").nth(1)?.split('/').next()?;
+            addr.rsplit(':').next()?.parse().ok()
+        };
+        let start = Instant::now();
+        let http = loop {
+            if let Some(port) = listening() {
+                break port;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "otelprof receive did not listen:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(TcpStream::connect(("127.0.0.1", http)).is_ok());
+        BucketReceiver {
+            child,
+            http,
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// What it printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, and waits for it to exit (it gives the store's lease up on the way).
+    pub fn stop(mut self) {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
+
+    /// SIGKILL, and waits for it to be gone.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for BucketReceiver {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

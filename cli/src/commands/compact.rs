@@ -36,12 +36,7 @@ pub fn run(args: &CompactArgs) -> anyhow::Result<()> {
 
 fn policy(args: &CompactArgs) -> Policy {
     let nanos = |d: std::time::Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
-    Policy {
-        grace: 0,
-        retention: args.retention.map(nanos),
-        keep_raw: args.keep_otlp.0.map(nanos),
-        at_rest: true,
-    }
+    Policy::at_rest(args.retention.map(nanos), args.keep_otlp.0.map(nanos))
 }
 
 /// A store in object storage: compacted by this process as the holder of its lease, in a
@@ -61,7 +56,7 @@ fn compact_bucket(
         &lease,
         now,
         &policy(args),
-        usize::MAX,
+        otelprof_store::shared::Stop::Never,
     );
     let _ = std::fs::remove_dir_all(&work);
     let _ = lease.release(bucket);

@@ -356,6 +356,7 @@ fn profile_both_versions(
         max_bytes: 32 << 20,
         limits: receiver::Limits::default(),
         keep: receiver::Keep::default(),
+        maintenance: receiver::Maintenance::default(),
     })?;
     let (Some(grpc), Some(http)) = (running.grpc, running.http) else {
         bail!("the embedded receiver did not start");

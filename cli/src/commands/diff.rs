@@ -175,14 +175,14 @@ fn merge_shared(
     let guess = guessed_slices(specs, measure, lines);
     let ([(base, ty), (head, _)], presliced) = match guess {
         Some(sides) => {
-            let slots = super::open_source(paths)?
+            let slots = super::open_source_for(paths, &both)?
                 .narrow_to_any(&both)
                 .use_slots(by);
             let (merges, sliced) = slices::merge_many_and_slices(&slots, specs, &sides)?;
             (merges, Some(Presliced { sides, sliced }))
         }
         None => {
-            let source = super::open_source(paths)?
+            let source = super::open_source_for(paths, &both)?
                 .narrow_to_any(&both)
                 .use_rollups(false, by);
             (query::merge_many(&source, specs)?, None)
@@ -198,7 +198,7 @@ fn merge_apart(
     head: bool,
     by: Option<&str>,
 ) -> anyhow::Result<(Merged, ProfileType)> {
-    let source = super::open_source(paths.of(head))?
+    let source = super::open_source_for(paths.of(head), std::slice::from_ref(&spec.selector))?
         .narrow_to_any(std::slice::from_ref(&spec.selector))
         .use_rollups(false, by);
     let [merged] = query::merge_many(&source, std::array::from_ref(spec))?;
@@ -248,7 +248,7 @@ fn slice(
     }
     let pass = |paths: &[PathBuf], sides: &[SliceSpec]| -> anyhow::Result<slices::Sliced> {
         let selectors: Vec<Selector> = sides.iter().map(|s| s.selector.clone()).collect();
-        let source = super::open_source(paths)?.narrow_to_any(&selectors);
+        let source = super::open_source_for(paths, &selectors)?.narrow_to_any(&selectors);
         Ok(if sides.iter().all(SliceSpec::whole_hours) {
             slices::merge_slices(&source.use_rollups(false, by), sides)?
         } else if sides.iter().all(SliceSpec::whole_slots) {

@@ -57,7 +57,8 @@ pub fn answer(args: &DrilldownArgs) -> anyhow::Result<DrilldownAnswer> {
     }
     let (ty, measure) = args.select.view()?;
     // Per-span statistics need every sample's trace link: sample rows, never rollups.
-    let source = super::open_source(&args.paths)?.narrow_to(&selector);
+    let source =
+        super::open_source_for(&args.paths, std::slice::from_ref(&selector))?.narrow_to(&selector);
     let target = drilldown::Target {
         selector: selector.clone(),
         children: args.children,

@@ -32,7 +32,8 @@ pub fn answer(args: &FindingsArgs) -> anyhow::Result<(Vec<Finding>, Inputs)> {
 /// The findings of `selector` (the type flag of `args` applies).
 fn answer_for(args: &FindingsArgs, selector: &Selector) -> anyhow::Result<(Vec<Finding>, Inputs)> {
     let selector = selector.clone();
-    let source = super::open_source(&args.paths)?.narrow_to(&selector);
+    let source =
+        super::open_source_for(&args.paths, std::slice::from_ref(&selector))?.narrow_to(&selector);
     let mut inputs = Inputs::read(&source, &selector)?;
     if let Some(t) = args.select.ty {
         for (ty, m) in [
@@ -74,7 +75,7 @@ fn add_traces(
         };
         let mut s = selector.clone();
         s.focus.include.push(glob);
-        let source = super::open_source(&args.paths)?
+        let source = super::open_source_for(&args.paths, std::slice::from_ref(&s))?
             .narrow_to(&s)
             .use_spans(None);
         let t = traces::top_traces(&source, Spec::new(Some(f.ty), &s), TRACES)?;

@@ -29,7 +29,8 @@ pub fn answer(args: &LeaksArgs) -> anyhow::Result<LeakReport> {
     };
     let selector = select.selector()?;
     // Every snapshot's own rows: an hour's rollup keeps only its latest snapshot.
-    let source = super::open_source(&args.paths)?.narrow_to(&selector);
+    let source =
+        super::open_source_for(&args.paths, std::slice::from_ref(&selector))?.narrow_to(&selector);
     let options = LeakOptions {
         min_snapshots: args.min_snapshots,
     };

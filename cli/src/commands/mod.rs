@@ -115,7 +115,7 @@ pub fn merge_selection(
     selector: &Selector,
     by: Option<&str>,
 ) -> anyhow::Result<(otelprof_store::merge::Merged, ProfileType)> {
-    let source = open_source(paths)?
+    let source = open_source_for(paths, std::slice::from_ref(selector))?
         .narrow_to(selector)
         .use_rollups(false, by);
     let (merged, ty) = otelprof_store::query::merge(&source, select.spec(selector)?.by(by))?;
@@ -132,6 +132,16 @@ pub fn merge_selection(
 /// local mirror, [`stores`]), the files under anything else ([`StoreSource`]); every file that cannot be read is reported once on stderr (the name and
 /// the reason escaped: both can carry bytes from outside).
 pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<StoreSource> {
+    open_paths(paths, None)
+}
+
+/// [`open_source`] for a command that narrows what it reads to `selectors`
+/// ([`StoreSource::narrow_to_any`]): of a bucket's store, only what they read is fetched.
+pub fn open_source_for(paths: &[PathBuf], selectors: &[Selector]) -> anyhow::Result<StoreSource> {
+    open_paths(paths, Some(selectors))
+}
+
+fn open_paths(paths: &[PathBuf], selectors: Option<&[Selector]>) -> anyhow::Result<StoreSource> {
     let report = |path: &Path, err: &otelprof_store::FileError| {
         errln!(
             "otelprof: skipped {}: {}",
@@ -139,7 +149,7 @@ pub fn open_source(paths: &[PathBuf]) -> anyhow::Result<StoreSource> {
             escape::escape(&chain(err))
         );
     };
-    let paths = stores::local_paths(paths)?;
+    let paths = stores::local_paths(paths, selectors)?;
     Ok(StoreSource::open(&paths, Box::new(report))?)
 }
 

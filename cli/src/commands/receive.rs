@@ -51,6 +51,10 @@ pub fn config(args: &ReceiveArgs) -> anyhow::Result<ReceiveConfig> {
             retention: args.retention,
             raw: args.keep_otlp.0,
         },
+        maintenance: receiver::Maintenance {
+            every: args.maintain_every,
+            settle: args.settle,
+        },
     };
     config.check()?;
     Ok(config)
@@ -118,6 +122,8 @@ mod tests {
             max_connections: None,
             retention: None,
             keep_otlp: crate::cli::Keep(Some(std::time::Duration::from_secs(3600))),
+            maintain_every: std::time::Duration::from_secs(60),
+            settle: std::time::Duration::from_secs(900),
             quiet: true,
         };
         assert!(config(&args("127.0.0.1:0", None)).is_ok());

@@ -15,7 +15,7 @@ use crate::table::{render_columns, render_header, share, value};
 pub fn answer(args: &TracesArgs) -> anyhow::Result<Traces> {
     let selector = args.select.selector()?;
     // Compacted hours answer from their spans: a row per span, no stacks.
-    let source = super::open_source(&args.paths)?
+    let source = super::open_source_for(&args.paths, std::slice::from_ref(&selector))?
         .narrow_to(&selector)
         .use_spans(None);
     let spec = args.select.spec(&selector)?;

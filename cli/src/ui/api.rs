@@ -290,8 +290,9 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
         .clamp(2, 500);
     let selector = args.select.selector().map_err(|e| format!("{e:#}"))?;
     let spec = args.select.spec(&selector).map_err(|e| format!("{e:#}"))?;
-    let t = query::timeline::timeline(|| commands::open_source(&args.paths), spec, &by, buckets)
-        .map_err(|e| format!("{e:#}"))?;
+    let narrowed = std::slice::from_ref(&selector);
+    let open = || commands::open_source_for(&args.paths, narrowed);
+    let t = query::timeline::timeline(open, spec, &by, buckets).map_err(|e| format!("{e:#}"))?;
     // The JVM's heap after collection and its pauses in the same buckets, from the agent's
     // metrics in the store (absent when it has none).
     let windows: Vec<(i64, i64)> = t.times.windows(2).map(|w| (w[0], w[1])).collect();

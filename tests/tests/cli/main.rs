@@ -12,4 +12,5 @@ mod findings;
 mod findings_ui;
 mod object_store;
 mod receive;
+mod shared_kill;
 mod trend;

@@ -4,14 +4,12 @@
 
 use otelprof_tests::Tied as _;
 use std::io::Read as _;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
-use otelprof_tests::receive::{files_below, ReceiveProcess};
-use otelprof_tests::s3::S3Server;
-use otelprof_tests::{cli_path, free_port, jdk17, python, repo_root, scratch_dir, JvmRun};
+use otelprof_tests::receive::{files_below, send_many, ReceiveProcess};
+use otelprof_tests::s3::{BucketReceiver, S3Server};
+use otelprof_tests::{cli_path, jdk17, python, repo_root, scratch_dir, JvmRun};
 
 const CPU_SPLIT: &str = "otelprof.workloads.CpuSplit";
 const BUCKET: &str = "profiles";
@@ -33,55 +31,6 @@ fn otelprof_s3(s3: &S3Server, args: &[&str]) -> Output {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-/// `otelprof receive --store URL` on a free HTTP port, with the object store's environment;
-/// killed on drop.
-struct BucketReceiver {
-    child: Child,
-    http: u16,
-}
-
-impl BucketReceiver {
-    fn start(s3: &S3Server, url: &str, log: &Path) -> BucketReceiver {
-        let http = free_port();
-        let child = Command::new(cli_path())
-            .args(["receive", "--quiet", "--store", url, "--grpc", "off"])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .envs(s3.env())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).unwrap())
-            .spawn_tied()
-            .unwrap();
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", http)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "otelprof receive did not listen:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        BucketReceiver { child, http }
-    }
-}
-
-impl BucketReceiver {
-    /// SIGTERM, and waits for it to exit (it gives the store's lease up on the way).
-    fn stop(mut self) {
-        // SAFETY: kill only sends a signal to our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{status}");
-    }
-}
-
-impl Drop for BucketReceiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Sends the OTLP request in `file` (gzip or not) over HTTP with the independent client;
@@ -137,7 +86,7 @@ fn a_store_in_a_bucket_answers_as_the_same_requests_on_disk() {
     let (local, requests) = local_store();
     let dir = scratch_dir("s3-store");
     let url = format!("s3://{BUCKET}/fleet/prod");
-    let remote = BucketReceiver::start(&s3, &url, &dir.join("receive.log"));
+    let remote = BucketReceiver::start(&s3, &url, &dir.join("receive.log"), &[], &[]);
     for r in &requests {
         send(r, remote.http, &dir);
     }
@@ -258,4 +207,119 @@ fn copy_dir(from: &Path, to: &Path) {
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::copy(&f, &dest).unwrap();
     }
+}
+
+/// `otelprof ARGS` with `OTELPROF_BUCKET_STATS`: stdout, and the bytes it fetched (its
+/// stats line in `said`).
+fn otelprof_fetching(s3: &S3Server, args: &[&str], said_last: &mut String) -> (String, u64) {
+    let out = Command::new(cli_path())
+        .args(args)
+        .envs(s3.env())
+        .env("OTELPROF_BUCKET_STATS", "1")
+        .output_tied()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "otelprof {args:?}: {said}");
+    let fetched = said
+        .split(" fetched (")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    *said_last = said.into_owned();
+    (stdout(&out), fetched)
+}
+
+/// The bytes of the files below `dir`.
+fn bytes_below(dir: &Path) -> u64 {
+    files_below(dir)
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum()
+}
+
+#[test]
+fn a_bounded_cache_fetches_what_a_view_reads_and_stays_within_its_size() {
+    const HOURS: usize = 6;
+    let s3 = S3Server::start();
+    s3.create_bucket(BUCKET);
+    let dir = scratch_dir("s3-cache");
+    // Six hours of two services, received and compacted on disk, copied into the bucket.
+    let local = ReceiveProcess::start(&[]);
+    let hour_ns: i64 = 3_600_000_000_000;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let first = (now / hour_ns - 10) * hour_ns;
+    send_many(&[local.http], 0, 240, first, HOURS);
+    let store = local.store.clone();
+    drop(local);
+    otelprof_s3(&s3, &["compact", "--store", store.to_str().unwrap()]);
+    s3.upload(&store, BUCKET, "fleet/hours");
+    let url = format!("s3://{BUCKET}/fleet/hours");
+    let local_arg = store.to_str().unwrap();
+    // Unix seconds.
+    let hour = |h: usize| ((first + h as i64 * hour_ns) / 1_000_000_000).to_string();
+    let view = |h: usize| -> Vec<String> {
+        let to = hour(h + 1);
+        let from = hour(h);
+        ["top", "--value", "samples", "--from", &from, "--to", &to]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let said = std::cell::RefCell::new(String::new());
+    let ask = |args: &[String], cache: &Path, size: Option<&str>| -> (String, u64) {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(["--cache", cache.to_str().unwrap()]);
+        if let Some(s) = size {
+            all.extend(["--cache-size", s]);
+        }
+        all.push(&url);
+        otelprof_fetching(&s3, &all, &mut said.borrow_mut())
+    };
+    let truth = |args: &[String]| -> String {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.push(local_arg);
+        stdout(&otelprof_s3(&s3, &all)).replace(local_arg, &url)
+    };
+
+    // The whole store, then one hour with a cold cache: the hour fetches much less.
+    let whole = ["top", "--value", "samples"].map(str::to_owned).to_vec();
+    let (answer, all_bytes) = ask(&whole, &dir.join("cold-whole"), None);
+    assert_eq!(answer, truth(&whole));
+    let (answer, hour_bytes) = ask(&view(3), &dir.join("cold-hour"), None);
+    assert_eq!(answer, truth(&view(3)));
+    assert!(answer.contains("py.fleet.Work"), "{answer}");
+    eprintln!("whole store: {all_bytes} bytes fetched; one hour: {hour_bytes}");
+    assert!(
+        hour_bytes > 0 && hour_bytes * 2 < all_bytes,
+        "{hour_bytes} of {all_bytes}"
+    );
+
+    // A limit of one view's copies and half another's: each hour in turn, then again; the
+    // cache stays within it after every command and every answer is the local store's.
+    let limit = hour_bytes * 3 / 2;
+    let limit_arg = limit.to_string();
+    let cache = dir.join("bounded");
+    let mut fetched_again = 0;
+    for round in 0..2 {
+        for h in 0..HOURS {
+            let (answer, fetched) = ask(&view(h), &cache, Some(&limit_arg));
+            assert_eq!(answer, truth(&view(h)), "hour {h}, round {round}");
+            let size = bytes_below(&cache);
+            assert!(
+                size <= limit,
+                "hour {h}: {size} bytes cached, limit {limit}"
+            );
+            if round == 1 {
+                fetched_again += fetched;
+            }
+        }
+    }
+    // Evicted hours are fetched again; a view answered from the cache fetches only the marker.
+    assert!(fetched_again > hour_bytes, "{fetched_again}");
+    let (_, fetched) = ask(&view(HOURS - 1), &cache, Some(&limit_arg));
+    assert!(fetched < 64, "{}", said.borrow());
+    eprintln!("{}", said.borrow());
 }

@@ -35,6 +35,18 @@ pub(super) fn may_select(s: &Selector, p: &Partition) -> bool {
     !starts_too_late && !ends_too_early
 }
 
+/// Whether any of `selectors` can select samples in the partition of the service directory
+/// `service` (`service=…`) and hour directory `hour` (`hour=…`); `None` when the names are
+/// not a partition's.
+pub fn dirs_may_select(selectors: &[Selector], service: &str, hour: &str) -> Option<bool> {
+    let p = Partition {
+        dir: PathBuf::new(),
+        service: schema::service_of_dir(service)?,
+        hour: schema::hour_of_dir(hour)?,
+    };
+    Some(selectors.iter().any(|s| may_select(s, &p)))
+}
+
 /// The columnar store of `store`: its `columnar/` directory, or `store` itself when it has
 /// none (it may be the `columnar/` directory already).
 pub(super) fn columnar_root(store: &Path) -> PathBuf {
