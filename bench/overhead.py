@@ -142,12 +142,14 @@ CONFIGS = {
         Config("agent-itimer", "otelprof cpu=10ms,clock=itimer", "agent", "cpu=10ms,clock=itimer"),
         # The CPU engines side by side (not by default): `agent` takes perf events where the
         # kernel allows them; these name the engine, at 10 ms and 1 ms, and async-profiler's
-        # perf-events engine at 1 ms (--async-profiler).
+        # perf-events engine at both (--async-profiler).
         Config("agent-perf", "otelprof cpu=10ms,clock=perf", "agent", "cpu=10ms,clock=perf", default=False),
         Config("agent-timers", "otelprof cpu=10ms,clock=cpu", "agent", "cpu=10ms,clock=cpu", default=False),
         Config("agent-perf-1ms", "otelprof cpu=1ms,clock=perf", "agent", "cpu=1ms,clock=perf", default=False),
         Config("agent-timers-1ms", "otelprof cpu=1ms,clock=cpu", "agent", "cpu=1ms,clock=cpu", default=False),
         Config("asprof-cpu-1ms", "async-profiler event=cpu,interval=1ms", "asprof", "event=cpu,interval=1ms",
+               default=False),
+        Config("asprof-cpu-10ms", "async-profiler event=cpu,interval=10ms", "asprof", "event=cpu,interval=10ms",
                default=False),
         # Not by default: a tenth of the signals, so what remains of the overhead at 100 ms is
         # the agent's fixed cost (JVMTI events, start-up, the final write), not sampling.
