@@ -296,7 +296,11 @@ pub fn timeline(store: &Path, p: &Params) -> Result<String, String> {
     // The JVM's heap after collection and its pauses in the same buckets, from the agent's
     // metrics in the store (absent when it has none).
     let windows: Vec<(i64, i64)> = t.times.windows(2).map(|w| (w[0], w[1])).collect();
-    let memory = query::memory::memory_in(&args.paths, &selector, &windows);
+    // Of a bucket's store, its local copy (the metrics are among the files every reader
+    // fetches).
+    let local =
+        commands::stores::local_paths(&args.paths, Some(narrowed)).map_err(|e| format!("{e:#}"))?;
+    let memory = query::memory::memory_in(&local, &selector, &windows);
     let memory = (!memory.is_empty()).then(
         || json!({"heap_after_gc": memory.heap_after_gc, "gc_pause_seconds": memory.gc_pause}),
     );
