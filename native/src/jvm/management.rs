@@ -242,12 +242,7 @@ impl Management {
                     &[JValue::Object(&name)],
                 )?
                 .l()?;
-            if usage.is_null() {
-                continue;
-            }
-            let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
-            env.delete_local_ref(usage)?;
-            *sum.get_or_insert(0u64) += used.max(0) as u64;
+            add_used(env, usage, &mut sum)?;
         }
         Ok(sum)
     }
@@ -266,12 +261,7 @@ impl Management {
                     &[],
                 )?
                 .l()?;
-            if usage.is_null() {
-                continue;
-            }
-            let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
-            env.delete_local_ref(usage)?;
-            *sum.get_or_insert(0u64) += used.max(0) as u64;
+            add_used(env, usage, &mut sum)?;
         }
         Ok(sum)
     }
@@ -292,6 +282,18 @@ impl Management {
             unsafe { delete_global_ref(jni, r) };
         }
     }
+}
+
+/// Adds a `MemoryUsage`'s `getUsed()` to `sum` (nothing for a null usage), and frees the
+/// local reference.
+fn add_used(env: &mut jni::JNIEnv<'_>, usage: JObject<'_>, sum: &mut Option<u64>) -> JniResult<()> {
+    if usage.is_null() {
+        return Ok(());
+    }
+    let used = env.call_method(&usage, "getUsed", "()J", &[])?.j()?;
+    env.delete_local_ref(usage)?;
+    *sum.get_or_insert(0u64) += used.max(0) as u64;
+    Ok(())
 }
 
 /// `ManagementFactory.<method>()`'s beans, as local references.
