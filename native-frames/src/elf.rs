@@ -16,6 +16,8 @@ pub struct ElfInfo {
     pub debuglink: Option<String>,
     /// Loadable segments: file offset, file size, virtual address.
     pub segments: Vec<Segment>,
+    /// The size of `.eh_frame`: how much work its unwind table is.
+    pub unwind_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +49,7 @@ impl ElfInfo {
                 .flatten()
                 .map(|(name, _)| String::from_utf8_lossy(name).into_owned()),
             segments,
+            unwind_bytes: file.section_by_name(".eh_frame").map_or(0, |s| s.size()),
         })
     }
 
@@ -86,25 +89,109 @@ pub const UNWIND_SECTIONS: &[&str] = &[".eh_frame", ".eh_frame_hdr"];
 /// The sections a symbol table needs.
 pub const SYMBOL_SECTIONS: &[&str] = &[".symtab", ".strtab", ".dynsym", ".dynstr"];
 
-/// A copy of the ELF file at `path` that holds its headers, its notes (the build id), its
-/// debug link and the
-/// sections named in `wanted`, at their offsets; everything else reads as zero. The copy is
-/// as long as the file, but the parts never written cost no memory (a zeroed allocation of
-/// that size is fresh pages the kernel maps on first touch), and only the parts wanted are
-/// read: a library's debug information or code can be most of its file (the agent's own is
-/// 60 MB, of which its unwind table needs 3).
-pub fn read_sections(path: &Path, wanted: &[&str]) -> std::io::Result<Vec<u8>> {
-    use object::read::elf::{ElfFile64, FileHeader};
+/// Parts of an ELF file, at their offsets: what [`read_sections`] read. Reading anything
+/// else fails, except the symbol and string tables, which read as zeros (an ELF parser looks
+/// at them even when only the unwind information is wanted). A copy as long as the file with the
+/// rest zeroed would do the same, but zeroing it costs more than reading the parts (libjvm's
+/// file is 24 MB, its unwind information 1.8).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseImage {
+    len: u64,
+    /// Sorted by offset, not overlapping.
+    parts: Vec<(u64, Vec<u8>)>,
+    zeros: Vec<u8>,
+}
+
+impl SparseImage {
+    /// All of a file's bytes.
+    pub fn whole(bytes: Vec<u8>) -> SparseImage {
+        SparseImage {
+            len: bytes.len() as u64,
+            parts: vec![(0, bytes)],
+            zeros: Vec::new(),
+        }
+    }
+
+    /// The length of the file.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes read from the file.
+    pub fn bytes_held(&self) -> usize {
+        self.parts.iter().map(|(_, p)| p.len()).sum()
+    }
+
+    /// The part holding `offset`, and where `offset` is in it.
+    fn part_at(&self, offset: u64) -> Option<(&[u8], usize)> {
+        let after = self.parts.partition_point(|(start, _)| *start <= offset);
+        let (start, bytes) = self.parts.get(after.checked_sub(1)?)?;
+        let at = usize::try_from(offset.checked_sub(*start)?).ok()?;
+        (at < bytes.len()).then_some((bytes.as_slice(), at))
+    }
+}
+
+impl<'a> object::ReadRef<'a> for &'a SparseImage {
+    fn len(self) -> Result<u64, ()> {
+        Ok(self.len)
+    }
+
+    fn read_bytes_at(self, offset: u64, size: u64) -> Result<&'a [u8], ()> {
+        if size == 0 {
+            return Ok(&[]);
+        }
+        let size = usize::try_from(size).map_err(|_| ())?;
+        if let Some(held) = self
+            .part_at(offset)
+            .and_then(|(bytes, at)| bytes.get(at..at.checked_add(size)?))
+        {
+            return Ok(held);
+        }
+        // Not read (a symbol table, or a string table only partly in a part that was).
+        let in_file = offset
+            .checked_add(size as u64)
+            .is_some_and(|end| end <= self.len);
+        if in_file {
+            return self.zeros.get(..size).ok_or(());
+        }
+        Err(())
+    }
+
+    fn read_bytes_at_until(
+        self,
+        range: std::ops::Range<u64>,
+        delimiter: u8,
+    ) -> Result<&'a [u8], ()> {
+        let (bytes, at) = self.part_at(range.start).ok_or(())?;
+        let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(|_| ())?;
+        let end = at.saturating_add(len).min(bytes.len());
+        let within = bytes.get(at..end).ok_or(())?;
+        let found = within.iter().position(|&b| b == delimiter).ok_or(())?;
+        within.get(..found).ok_or(())
+    }
+}
+
+/// The parts of the ELF file at `path` that hold its headers, its notes (the build id), its
+/// debug link and the sections named in `wanted`; only those are read: a library's debug
+/// information or code can be most of its file (the agent's own is 60 MB, of which its unwind
+/// table needs 3).
+pub fn read_sections(path: &Path, wanted: &[&str]) -> std::io::Result<SparseImage> {
+    use object::elf::{SHT_DYNSYM, SHT_STRTAB, SHT_SYMTAB, SHT_SYMTAB_SHNDX};
+    use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(path)?;
-    let len = usize::try_from(file.metadata()?.len())
-        .map_err(|_| std::io::Error::other("file too large"))?;
-    let mut ranges = vec![(0u64, len.min(4096) as u64)];
+    let len = file.metadata()?.len();
+    let mut ranges = vec![(0u64, len.min(4096))];
+    let mut zeros = 0u64;
     {
         let cache = object::ReadCache::new(&file);
         let Ok(elf) = ElfFile64::<object::Endianness, _>::parse(&cache) else {
             // Not a 64-bit ELF file: all of it, for the caller's parser to judge.
-            return std::fs::read(path);
+            return std::fs::read(path).map(SparseImage::whole);
         };
         let (header, endian) = (elf.elf_header(), elf.endian());
         let table = |at: u64, n: u64, size: u16| (at, n.saturating_mul(u64::from(size)));
@@ -122,24 +209,52 @@ pub fn read_sections(path: &Path, wanted: &[&str]) -> std::io::Result<Vec<u8>> {
             let Ok(name) = section.name() else { continue };
             let always =
                 name.starts_with(".note") || name == ".shstrtab" || name == ".gnu_debuglink";
+            let Some(range) = section.file_range() else {
+                continue;
+            };
             if wanted.contains(&name) || always {
-                if let Some(range) = section.file_range() {
-                    ranges.push(range);
-                }
+                ranges.push(range);
+            } else if matches!(
+                section.elf_section_header().sh_type(endian),
+                SHT_SYMTAB | SHT_DYNSYM | SHT_SYMTAB_SHNDX | SHT_STRTAB
+            ) {
+                zeros = zeros.max(range.1);
             }
         }
     }
-    let mut image = vec![0u8; len];
-    for (offset, size) in ranges {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(len);
-        let end = start
-            .saturating_add(usize::try_from(size).unwrap_or(usize::MAX))
-            .min(len);
-        if let Some(part) = image.get_mut(start..end) {
-            file.read_exact_at(part, offset)?;
+    // Each part starts on an 8-byte boundary, so that what is aligned in the file is aligned
+    // in memory; parts that touch or overlap are read as one.
+    let mut spans: Vec<(u64, u64)> = ranges
+        .into_iter()
+        .filter(|&(_, size)| size > 0)
+        .map(|(offset, size)| {
+            let start = (offset & !7).min(len);
+            (start, offset.saturating_add(size).min(len))
+        })
+        .filter(|(start, end)| start < end)
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
         }
     }
-    Ok(image)
+    let mut parts = Vec::with_capacity(merged.len());
+    for (start, end) in merged {
+        let size =
+            usize::try_from(end - start).map_err(|_| std::io::Error::other("file too large"))?;
+        let mut bytes = vec![0u8; size];
+        file.read_exact_at(&mut bytes, start)?;
+        parts.push((start, bytes));
+    }
+    let zeros = usize::try_from(zeros).map_err(|_| std::io::Error::other("file too large"))?;
+    Ok(SparseImage {
+        len,
+        parts,
+        zeros: vec![0u8; zeros],
+    })
 }
 
 #[cfg(test)]

@@ -33,8 +33,36 @@ pub enum Source {
 #[derive(Clone, Debug)]
 pub struct SymbolTable {
     entries: Vec<Entry>,
-    names: Vec<String>,
+    names: Names,
     pub source: Source,
+}
+
+/// Names kept in one string (a library such as libjvm has tens of thousands: one allocation
+/// each was a large part of reading its table).
+#[derive(Clone, Debug, Default)]
+struct Names {
+    text: String,
+    /// Start and length of each name in `text`.
+    spans: Vec<(u32, u32)>,
+}
+
+impl Names {
+    /// Adds a name; `None` once the names no longer fit 32-bit offsets.
+    fn push(&mut self, name: &str) -> Option<u32> {
+        let index = u32::try_from(self.spans.len()).ok()?;
+        let at = u32::try_from(self.text.len()).ok()?;
+        let len = u32::try_from(name.len()).ok()?;
+        at.checked_add(len)?;
+        self.text.push_str(name);
+        self.spans.push((at, len));
+        Some(index)
+    }
+
+    fn get(&self, index: u32) -> Option<&str> {
+        let &(at, len) = self.spans.get(index as usize)?;
+        self.text
+            .get(at as usize..(at as usize).checked_add(len as usize)?)
+    }
 }
 
 /// A function found for an address.
@@ -78,17 +106,17 @@ impl SymbolTable {
     pub fn empty() -> SymbolTable {
         SymbolTable {
             entries: Vec::new(),
-            names: Vec::new(),
+            names: Names::default(),
             source: Source::None,
         }
     }
 
     fn collect<'d, S: ObjectSymbol<'d>>(symbols: impl Iterator<Item = S>) -> SymbolTable {
-        let mut names = Vec::new();
-        let mut entries = Vec::new();
-        // How much a name is preferred among aliases of one address: global before local
-        // (`write` before glibc's `__GI___write`), then fewer leading underscores.
-        let mut rank = Vec::new();
+        let mut names = Names::default();
+        // Each function with its sort key: by address; of aliases at one address the largest
+        // first, then the preferred name: global before local (`write` before glibc's
+        // `__GI___write`), then fewer leading underscores, then the first listed.
+        let mut found: Vec<(u64, std::cmp::Reverse<u64>, u8, u32)> = Vec::new();
         for s in symbols {
             if s.kind() != SymbolKind::Text || s.is_undefined() || s.address() == 0 {
                 continue;
@@ -97,31 +125,24 @@ impl SymbolTable {
             if name.is_empty() {
                 continue;
             }
-            let Ok(index) = u32::try_from(names.len()) else {
+            let Some(index) = names.push(name) else {
                 break;
             };
-            names.push(name.to_owned());
-            rank.push((
-                !s.is_global(),
-                name.bytes().take_while(|&b| b == b'_').count(),
-            ));
-            entries.push(Entry {
-                start: s.address(),
-                size: s.size(),
-                name: index,
-            });
+            let underscores = name.bytes().take_while(|&b| b == b'_').count().min(127) as u8;
+            let rank = u8::from(!s.is_global()) << 7 | underscores;
+            found.push((s.address(), std::cmp::Reverse(s.size()), rank, index));
         }
-        // Aliases share an address: keep the largest, then the preferred name.
-        let rank_of = |e: &Entry| rank.get(e.name as usize).copied().unwrap_or((true, 0));
-        entries.sort_by(|a, b| {
-            a.start
-                .cmp(&b.start)
-                .then(b.size.cmp(&a.size))
-                .then(rank_of(a).cmp(&rank_of(b)))
-        });
-        entries.dedup_by_key(|e| e.start);
+        found.sort_unstable();
+        found.dedup_by_key(|f| f.0);
         SymbolTable {
-            entries,
+            entries: found
+                .into_iter()
+                .map(|(start, size, _, name)| Entry {
+                    start,
+                    size: size.0,
+                    name,
+                })
+                .collect(),
             names,
             source: Source::Symtab,
         }
@@ -137,7 +158,7 @@ impl SymbolTable {
             address < e.start.saturating_add(e.size) || (e.size == 0 && address == e.start)
         })?;
         Some(Found {
-            name: self.names.get(e.name as usize)?,
+            name: self.names.get(e.name)?,
             start: e.start,
         })
     }
@@ -146,7 +167,7 @@ impl SymbolTable {
     pub fn address_of(&self, name: &str) -> Option<u64> {
         self.entries
             .iter()
-            .find(|e| self.names.get(e.name as usize).is_some_and(|n| n == name))
+            .find(|e| self.names.get(e.name) == Some(name))
             .map(|e| e.start)
     }
 
@@ -203,7 +224,7 @@ impl DebugSearch {
         candidates.into_iter().find_map(|path| {
             // Only its symbol tables: a debug file is mostly DWARF this does not need.
             let data = crate::elf::read_sections(&path, crate::elf::SYMBOL_SECTIONS).ok()?;
-            let debug = object::File::parse(&*data).ok()?;
+            let debug = object::File::parse(&data).ok()?;
             let table = SymbolTable::collect(debug.symbols());
             (!table.entries.is_empty()).then_some(SymbolTable {
                 source: Source::DebugFile,
@@ -219,12 +240,12 @@ pub(crate) mod tests {
 
     fn table(entries: &[(u64, u64, &str)]) -> SymbolTable {
         let mut t = SymbolTable::empty();
-        for (i, (start, size, name)) in entries.iter().enumerate() {
-            t.names.push((*name).to_owned());
+        for (start, size, name) in entries {
+            let name = t.names.push(name).unwrap();
             t.entries.push(Entry {
                 start: *start,
                 size: *size,
-                name: i as u32,
+                name,
             });
         }
         t

@@ -48,6 +48,9 @@ pub enum Code<'a> {
     /// Java code: the JVM's code cache (interpreter, compiled methods, stubs). A native walk
     /// ends here; the Java frames are another walker's.
     Java,
+    /// A library whose unwind table is not built yet (tables are built for the libraries
+    /// walks meet, off the walker's thread): the walk ends here.
+    Pending,
     /// Nothing known.
     Unknown,
 }
@@ -80,10 +83,12 @@ pub enum End {
     DepthLimit = 6,
     /// The stack's bounds were not known: only the interrupted pc was recorded.
     NoStack = 7,
+    /// The pc is in a library whose unwind table is not built yet.
+    TablePending = 8,
 }
 
 impl End {
-    pub const ALL: [End; 8] = [
+    pub const ALL: [End; 9] = [
         End::NotWalked,
         End::ReachedJava,
         End::StackBottom,
@@ -92,6 +97,7 @@ impl End {
         End::BadFrame,
         End::DepthLimit,
         End::NoStack,
+        End::TablePending,
     ];
 
     /// # Signal safety
@@ -105,6 +111,7 @@ impl End {
             5 => End::BadFrame,
             6 => End::DepthLimit,
             7 => End::NoStack,
+            8 => End::TablePending,
             _ => End::NotWalked,
         }
     }
@@ -125,6 +132,7 @@ impl End {
             End::BadFrame => "bad_frame",
             End::DepthLimit => "depth_limit",
             End::NoStack => "no_stack",
+            End::TablePending => "table_pending",
         }
     }
 }
@@ -179,6 +187,10 @@ pub fn walk(start: Regs, code: &impl CodeMap, stack: &impl StackMemory, out: &mu
         walked.frames = depth.wrapping_add(1);
         let (table, bias) = match found {
             Code::Module { table, bias } => (table, bias),
+            Code::Pending => {
+                walked.end = End::TablePending;
+                return walked;
+            }
             _ => {
                 walked.end = End::NoModule;
                 return walked;
@@ -289,7 +301,7 @@ mod tests {
     }
 
     /// Two libraries at 0x10000 (frame-pointer code) and 0x20000 (leaf-ish code that keeps
-    /// no frame pointer); Java code at 0x90000.
+    /// no frame pointer), a library without its table yet at 0x30000; Java code at 0x90000.
     struct Map {
         fp_lib: UnwindTable,
         sp_lib: UnwindTable,
@@ -306,6 +318,7 @@ mod tests {
                     table: &self.sp_lib,
                     bias: 0x20000,
                 },
+                0x30000..=0x3ffff => Code::Pending,
                 0x90000..=0x9ffff => Code::Java,
                 _ => Code::Unknown,
             }
@@ -380,6 +393,28 @@ mod tests {
             &mut out,
         );
         assert_eq!((w.frames, w.end), (0, End::ReachedJava));
+    }
+
+    #[test]
+    fn a_library_without_its_table_ends_the_walk_with_its_frame() {
+        let map = map();
+        let base = 0x7000_0000;
+        let mut words = vec![0u64; 8];
+        words[2] = 0x30400; // the leaf's caller is in the pending library
+        let stack = Stack::new(base, words);
+        let mut out = [0u64; 8];
+        let start = Regs {
+            pc: 0x20050,
+            sp: base,
+            fp: 0,
+        };
+        let w = walk(start, &map, &stack, &mut out);
+        assert_eq!(w.end, End::TablePending);
+        // The frame in that library is kept (it can be named); nothing above it is guessed.
+        assert_eq!(&out[..w.frames], &[0x20050, 0x30400]);
+        assert_eq!(w.guessed, 0);
+        assert_eq!(End::from_u8(End::TablePending as u8), End::TablePending);
+        assert_eq!(stack.refused(), 0);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -172,6 +173,7 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
     };
     let mut period = Period::new(&config, jni);
     let (lock, cv) = control;
+    let mut tables_pending = 0;
     loop {
         let (stop, poked) = {
             let c = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -182,6 +184,15 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
             (c.stop, std::mem::take(&mut c.poke))
         };
         period.drain(config.sampler);
+        // Walks that met a library without its unwind table: have it built for the next.
+        let pending = COUNTERS
+            .native_walk_end
+            .get(otelprof_native_frames::walk::End::TablePending as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed));
+        if pending != tables_pending {
+            tables_pending = pending;
+            crate::code_map::module_scan::tables_wanted();
+        }
         if stop {
             let flushed = period.flush(None);
             *mailbox.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(flushed);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Number of distinct AsyncGetCallTrace outcomes we count (codes 0 ..= -10).
 pub(crate) const WALK_OUTCOMES: usize = 11;
 /// Number of ways a native walk ends (`otelprof_native_frames::walk::End`).
-pub(crate) const NATIVE_ENDS: usize = 8;
+pub(crate) const NATIVE_ENDS: usize = otelprof_native_frames::walk::End::ALL.len();
 
 pub(crate) struct Counters {
     /// Sample records stored, of every kind (including failed walks, which are recorded as

@@ -1,10 +1,17 @@
 //! Building the module sets the native walk reads ([`super::modules`]): which libraries are
-//! mapped executable (`/proc/self/maps`), each library's unwind table (read once from its
-//! file's `.eh_frame`, or from memory for the vDSO), and the JVM's code cache.
+//! mapped executable (`/proc/self/maps`), each library's unwind table (read from its file's
+//! `.eh_frame`, or from memory for the vDSO), and the JVM's code cache.
 //!
-//! The `otelprof-modules` thread ([`ModuleWatch`]) builds the first set as profiling starts
-//! (libjvm's table takes a few tens of milliseconds of CPU; samples taken meanwhile have no
-//! native frames), then looks again whenever walks have met code in no known library (a
+//! The `otelprof-modules` thread ([`ModuleWatch`]) publishes the first set as profiling
+//! starts. Tables are built there for libjvm (20 to 30 ms of CPU; the first samples of every
+//! JVM meet it, and samples taken meanwhile have no native frames) and for libraries with
+//! little unwind information ([`EAGER_UNWIND_BYTES`]); any other library's table is built
+//! once walks have met its code ([`tables_wanted`]: the aggregator wakes the watch when walks
+//! ended at a library without one, within a drain of the first such walk). Walks that meet a
+//! library before its table is built end there (`[native_walk_table_pending]`). The agent's
+//! own (about 10 ms), libstdc++ and the JDK's larger libraries are then never built in most
+//! JVMs.
+//! The watch looks at the maps again whenever walks have met code in no known library (a
 //! library loaded since, with `dlopen`), at most once per [`RESCAN_EVERY`]: that code's first
 //! samples end their native walk early, they are not wrong. The aggregator, naming a pc in no
 //! known library, asks for a look at once ([`rescan_now`], at most every [`NAMING_RESCAN`]),
@@ -13,8 +20,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use otelprof_native_frames::elf::ElfInfo;
@@ -28,11 +35,25 @@ use crate::worker::{self, Shared, Worker};
 
 /// Least time between two looks at the maps by the watch.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
+/// Libraries with at most this much unwind information get their table when they are found,
+/// not when a walk first meets them (64 KiB of `.eh_frame` is about a millisecond of work).
+const EAGER_UNWIND_BYTES: u64 = 64 * 1024;
 /// Least time between two looks asked for by the aggregator.
 const NAMING_RESCAN: Duration = Duration::from_millis(100);
 
 /// The scanner of the running watch (one per process: the module set is process-wide).
 static SCANNER: Mutex<Option<(ModuleScanner, Option<Instant>)>> = Mutex::new(None);
+/// The running watch's handshake, for [`tables_wanted`] to wake it.
+static WATCH: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+
+/// Wakes the module watch to build the unwind tables walks have met without one. The
+/// aggregator calls it when walks ended at such a library since its last drain.
+pub(crate) fn tables_wanted() {
+    let watch = WATCH.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(shared) = watch {
+        worker::poke(&shared);
+    }
+}
 
 /// Looks at the maps now, for a pc in no known library, unless a look was asked for less than
 /// [`NAMING_RESCAN`] ago or no watch runs. Returns whether a new set was published.
@@ -100,6 +121,28 @@ impl ModuleScanner {
         Ok(true)
     }
 
+    /// Builds the unwind tables walks have asked for. Returns how many it built.
+    pub(crate) fn build_wanted(&mut self) -> usize {
+        let mut built = 0;
+        for library in self.libraries.values() {
+            if library.table.get().is_none() && library.wanted.load(Ordering::Relaxed) {
+                build_table(library);
+                built += 1;
+            }
+        }
+        built
+    }
+
+    /// Scans and builds every library's table at once (for tests that walk without a watch).
+    #[cfg(test)]
+    pub(crate) fn scan_with_tables(&mut self) {
+        self.scan().unwrap();
+        for library in self.libraries.values() {
+            library.wanted.store(true, Ordering::Relaxed);
+        }
+        self.build_wanted();
+    }
+
     /// The module of one executable mapping, reading its library if it is new.
     fn module(&mut self, m: &Mapping) -> Option<Module> {
         let id = if m.is_file() {
@@ -110,7 +153,13 @@ impl ModuleScanner {
         let library = match self.libraries.get(&id) {
             Some(l) => *l,
             None => {
-                let l: &'static Library = Box::leak(Box::new(read_library(m)));
+                let (library, unwind_bytes) = read_library(m);
+                let l: &'static Library = Box::leak(Box::new(library));
+                // Small tables cost less than a walk's wait for them (a JNI library loaded at
+                // run time); the JVM's own is met by the first samples of every JVM.
+                if unwind_bytes <= EAGER_UNWIND_BYTES || l.file_name() == "libjvm.so" {
+                    build_table(l);
+                }
                 self.libraries.insert(id, l);
                 l
             }
@@ -126,59 +175,80 @@ impl ModuleScanner {
     }
 }
 
-/// The bytes of a mapped library, and whether they are a copy of its memory: its file
-/// (or, for a file deleted since it was mapped, the mapping's link in `/proc/self/map_files`),
-/// of which only the headers and the unwind information are read; for the vDSO, which has no
-/// file, its memory.
-fn image_of(m: &Mapping) -> Option<(Vec<u8>, bool)> {
-    let sections = otelprof_native_frames::elf::UNWIND_SECTIONS;
-    if m.is_file() && !m.path.ends_with(" (deleted)") {
-        if let Ok(data) = otelprof_native_frames::elf::read_sections(Path::new(&m.path), sections) {
-            return Some((data, false));
-        }
+/// Where a mapped library's bytes are read from: its file or, for a file deleted since it was
+/// mapped, the mapping's link in `/proc/self/map_files`.
+fn source_of(m: &Mapping) -> String {
+    if m.is_file() && !m.path.ends_with(" (deleted)") && Path::new(&m.path).is_file() {
+        m.path.clone()
+    } else {
+        format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end)
     }
-    if m.path == "[vdso]" && m.readable() {
-        let len = usize::try_from(m.end.checked_sub(m.start)?).ok()?;
-        // SAFETY: the vDSO is mapped readable for the life of the process, at the range the
-        // maps give; it is copied, never written.
-        let bytes = unsafe { std::slice::from_raw_parts(m.start as *const u8, len) };
-        return Some((bytes.to_vec(), true));
-    }
-    let link = format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end);
-    otelprof_native_frames::elf::read_sections(Path::new(&link), sections)
-        .ok()
-        .map(|d| (d, false))
 }
 
-/// Reads one library: unwind table and build id (an unreadable file gives an empty table:
-/// its code is still named `libname+0x…`, and walks through it assume frame pointers).
-fn read_library(m: &Mapping) -> Library {
+/// Reads what one library says about itself (build id, segments), not yet its unwind table
+/// ([`build_table`] does that), and how large its unwind information is. An unreadable file
+/// gives a library without segments, which no mapping is placed in.
+fn read_library(m: &Mapping) -> (Library, u64) {
     let path = m
         .path
         .strip_suffix(" (deleted)")
         .unwrap_or(&m.path)
         .to_owned();
-    let parsed = image_of(m).map(|(bytes, in_memory)| {
-        (
-            ElfInfo::parse(&bytes[..]),
-            UnwindTable::from_elf(&bytes[..]),
-            in_memory.then_some(bytes),
-        )
-    });
-    let Some((info, table, image)) = parsed else {
+    let (source, image) = if m.path == "[vdso]" && m.readable() {
+        let Some(len) = m
+            .end
+            .checked_sub(m.start)
+            .and_then(|l| usize::try_from(l).ok())
+        else {
+            return (Library::unread(path, String::new()), 0);
+        };
+        // SAFETY: the vDSO is mapped readable for the life of the process, at the range the
+        // maps give; it is copied, never written.
+        let bytes = unsafe { std::slice::from_raw_parts(m.start as *const u8, len) };
+        (String::new(), Some(bytes.to_vec()))
+    } else {
+        (source_of(m), None)
+    };
+    // Headers and notes only: the unwind information is read when the table is built.
+    let info = match &image {
+        Some(bytes) => ElfInfo::parse(&bytes[..]),
+        None => otelprof_native_frames::elf::read_sections(Path::new(&source), &[])
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| ElfInfo::parse(&bytes)),
+    };
+    let Ok(info) = info else {
         COUNTERS
             .unwind_tables_failed
             .fetch_add(1, Ordering::Relaxed);
-        return Library {
-            path,
-            build_id: String::new(),
-            table: UnwindTable::default(),
-            image: None,
-            segments: Vec::new(),
-        };
+        return (Library::unread(path, source), 0);
     };
-    let info = info.unwrap_or_default();
-    let table = match table {
+    let library = Library {
+        path,
+        build_id: info.build_id_hex(),
+        table: OnceLock::new(),
+        wanted: AtomicBool::new(false),
+        source,
+        image,
+        segments: info.segments,
+    };
+    (library, info.unwind_bytes)
+}
+
+/// Builds the unwind table of `library` from its `.eh_frame` and sets it (an unreadable file
+/// gives an empty table: its code is still named `libname+0x…`, and walks through it assume
+/// frame pointers).
+fn build_table(library: &Library) {
+    let built = match &library.image {
+        Some(bytes) => UnwindTable::from_elf(&bytes[..]).map_err(|e| e.to_string()),
+        None => otelprof_native_frames::elf::read_sections(
+            Path::new(&library.source),
+            otelprof_native_frames::elf::UNWIND_SECTIONS,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| UnwindTable::from_elf(&bytes).map_err(|e| e.to_string())),
+    };
+    let path = &library.path;
+    let table = match built {
         Ok(t) => {
             COUNTERS.unwind_tables.fetch_add(1, Ordering::Relaxed);
             log_debug!(
@@ -197,13 +267,7 @@ fn read_library(m: &Mapping) -> Library {
             UnwindTable::default()
         }
     };
-    Library {
-        path,
-        build_id: info.build_id_hex(),
-        table,
-        image,
-        segments: info.segments,
-    }
+    let _ = library.table.set(table);
 }
 
 /// The load bias of mapping `m` of `library`.
@@ -241,10 +305,12 @@ impl ModuleWatch {
             }
             worker::mark_done(&control);
         })?;
+        *WATCH.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker.control.clone());
         Ok(ModuleWatch { worker })
     }
 
     pub(crate) fn stop(&self, timeout: Duration) -> bool {
+        WATCH.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.worker.stop(timeout)
     }
 }
@@ -257,11 +323,13 @@ fn run(control: &Shared) {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     };
     let mut seen = u64::MAX;
+    let mut scanned_at: Option<Instant> = None;
     let (lock, cv) = control;
     loop {
         let now = unknown();
-        if now != seen {
+        if now != seen && scanned_at.is_none_or(|t| t.elapsed() >= RESCAN_EVERY) {
             seen = now;
+            scanned_at = Some(Instant::now());
             let scanned = SCANNER
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -272,13 +340,17 @@ fn run(control: &Shared) {
                 return;
             }
         }
+        if let Some((scanner, _)) = SCANNER.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            scanner.build_wanted();
+        }
         let c = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let (c, _) = match cv.wait_timeout_while(c, RESCAN_EVERY, |c| !c.stop) {
+        let (mut c, _) = match cv.wait_timeout_while(c, RESCAN_EVERY, |c| !c.stop && !c.poke) {
             Ok(r) => r,
             Err(p) => p.into_inner(),
         };
         if c.stop {
             return;
         }
+        c.poke = false;
     }
 }

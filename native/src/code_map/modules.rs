@@ -4,13 +4,16 @@
 //!
 //! A [`ModuleSet`] is built off the handler ([`super::module_scan`]) and published with one
 //! atomic pointer swap; the handler reads the current one with one atomic load and never
-//! waits. Sets and libraries are never freed: a handler that loaded the old pointer may still
+//! waits. A large library's unwind table may be built only once a walk has met its code:
+//! until then the walk ends at that library's frame and marks it wanted (one atomic store),
+//! and the module watch builds it and sets it in place (one atomic release). Sets and libraries are never freed: a handler that loaded the old pointer may still
 //! be searching it, and what a set holds is small (the tables, the large part, are shared by
 //! every later set and live as long as the process). A new set is published only when the
 //! libraries changed, so their number bounds the memory kept.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::OnceLock;
 
 use otelprof_native_frames::unwind_table::UnwindTable;
 use otelprof_native_frames::walk::{Code, CodeMap};
@@ -22,14 +25,34 @@ pub(crate) struct Library {
     pub(crate) path: String,
     /// Its GNU build id in hex, or empty.
     pub(crate) build_id: String,
-    pub(crate) table: UnwindTable,
-    /// Its bytes, when they do not come from a file (the vDSO): for its symbols.
+    /// Its unwind table, once built.
+    pub(crate) table: OnceLock<UnwindTable>,
+    /// Set by a walk that met this library's code before its table was built.
+    pub(crate) wanted: AtomicBool,
+    /// Where its bytes are read from when the table is built: the file, or the mapping's
+    /// link in `/proc/self/map_files` for a file deleted since it was mapped.
+    pub(crate) source: String,
+    /// Its bytes, when they do not come from a file (the vDSO): for its symbols and table.
     pub(crate) image: Option<Vec<u8>>,
     /// Its loadable segments, to place each of its mappings.
     pub(crate) segments: Vec<otelprof_native_frames::elf::Segment>,
 }
 
 impl Library {
+    /// A library whose file could not be read: no segments (no mapping is placed in it) and
+    /// an empty table.
+    pub(crate) fn unread(path: String, source: String) -> Library {
+        Library {
+            path,
+            build_id: String::new(),
+            table: OnceLock::from(UnwindTable::default()),
+            wanted: AtomicBool::new(false),
+            source,
+            image: None,
+            segments: Vec::new(),
+        }
+    }
+
     /// The file name without directories: `libjvm.so`.
     pub(crate) fn file_name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or(&self.path)
@@ -94,17 +117,23 @@ impl ModuleSet {
 
 impl CodeMap for ModuleSet {
     /// # Signal safety
-    /// Two binary searches.
+    /// Two binary searches, an atomic load (`OnceLock::get`) and an atomic store.
     fn find(&self, pc: u64) -> Code<'_> {
         if self.is_java(pc) {
             return Code::Java;
         }
-        match self.module_of(pc) {
-            Some(m) => Code::Module {
-                table: &m.library.table,
+        let Some(m) = self.module_of(pc) else {
+            return Code::Unknown;
+        };
+        match m.library.table.get() {
+            Some(table) => Code::Module {
+                table,
                 bias: m.bias,
             },
-            None => Code::Unknown,
+            None => {
+                m.library.wanted.store(true, Ordering::Relaxed);
+                Code::Pending
+            }
         }
     }
 }

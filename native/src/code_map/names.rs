@@ -164,7 +164,7 @@ fn symbols_of(library: &Library) -> SymbolTable {
         path,
         otelprof_native_frames::elf::SYMBOL_SECTIONS,
     ) {
-        Ok(data) => SymbolTable::from_elf(&data[..], Some(&DebugSearch::new(path))),
+        Ok(data) => SymbolTable::from_elf(&data, Some(&DebugSearch::new(path))),
         Err(_) => SymbolTable::empty(),
     }
 }

@@ -472,6 +472,10 @@ impl Sampler {
         header.kernel_frames = k as u16;
         let native = match (slot, scratch.pcs.get_mut(k..)) {
             // SAFETY: per this function's contract.
+            (Some(slot), Some(out)) if slot.role() == ThreadRole::Agent => unsafe {
+                native_walk::leaf(ucontext, out)
+            },
+            // SAFETY: per this function's contract.
             (Some(slot), Some(out)) => unsafe { native_walk::walk(ucontext, slot, out) },
             _ => Walked {
                 frames: 0,
@@ -679,17 +683,18 @@ mod tests {
         a.cmp(&b) as libc::c_int
     }
 
-    /// The handler's native walk (with the unwind tables of this process's libraries) and a
-    /// real perf event on this thread, when the kernel allows one: samples taken in the
-    /// comparator of a libc qsort walk through qsort to the thread's first frame, and the
-    /// perf records' intervals are the samples' weight.
+    /// The handler's native walk (with the unwind tables of this process's libraries, built as
+    /// walks meet them) and a real perf event on this thread, when the kernel allows one:
+    /// samples taken in the comparator of a libc qsort walk through qsort to the thread's
+    /// first frame, and the perf records' intervals are the samples' weight.
     fn native_walks_and_perf_events(sampler: &'static Sampler, table: &ThreadTable, tid: i32) {
         use crate::code_map::names::NativeNames;
         use crate::sampling::cpu_clock::ThreadSampler;
         use crate::sampling::perf_events::{self, PerfConfig, PerfEvent, Probe, Scope};
-        crate::code_map::module_scan::ModuleScanner::new(None)
-            .scan()
-            .unwrap();
+        // The libraries' tables are built only once walks have met them, as the module watch
+        // does: the first walks end at a library without one.
+        let mut scanner = crate::code_map::module_scan::ModuleScanner::new(None);
+        scanner.scan().unwrap();
         let interval = std::time::Duration::from_millis(1);
         let scope = match perf_events::probe(interval) {
             Probe::Kernel => Some(Scope::Kernel),
@@ -712,7 +717,7 @@ mod tests {
             .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
             .collect();
         let (mut native, mut weight, mut bottom, mut with_kernel) = (Vec::new(), 0, 0, 0);
-        let mut ends = [0usize; 8];
+        let mut ends = [0usize; End::ALL.len()];
         let start = thread_cpu();
         let records = || stats::get(&COUNTERS.perf_records) - records_before;
         let enough = |n: usize| n >= 200 && (scope.is_none() || records() >= 200);
@@ -727,14 +732,18 @@ mod tests {
                     Some(compare),
                 )
             };
+            scanner.build_wanted();
             sampler.buffer.drain(|r| {
                 weight += r.header.weight;
+                if let Some(e) = ends.get_mut(usize::from(r.header.native_end)) {
+                    *e += 1;
+                }
+                if r.header.native_end == End::TablePending as u8 {
+                    return;
+                }
                 with_kernel += usize::from(!r.kernel.is_empty());
                 if r.header.native_end == End::StackBottom as u8 {
                     bottom += 1;
-                }
-                if let Some(e) = ends.get_mut(usize::from(r.header.native_end)) {
-                    *e += 1;
                 }
                 native.push(r.native.to_vec());
             });
@@ -764,8 +773,10 @@ mod tests {
             .count();
         println!(
             "{} samples, {bottom} walked to the thread's start, {through_qsort} through qsort, \
-             {with_kernel} with kernel frames, weight {weight}; e.g. {:?}",
+             {with_kernel} with kernel frames, weight {weight}, {} before a table was built; \
+             e.g. {:?}",
             named.len(),
+            ends[End::TablePending as usize],
             named.iter().find(|f| f.iter().any(|n| n.contains("qsort")))
         );
         assert!(named.len() >= 200, "{} samples", named.len());
