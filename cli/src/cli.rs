@@ -25,7 +25,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Cmd,
     /// Where stores in object storage (s3://bucket/prefix, gs://, az://) are mirrored for
-    /// reading (default: $XDG_CACHE_HOME/otelprof, or ~/.cache/otelprof)
+    /// reading, and maintained from by the receiver or `compact` that holds their lease
+    /// (default: $XDG_CACHE_HOME/otelprof, or ~/.cache/otelprof)
     #[arg(long, value_name = "DIR", global = true)]
     pub cache: Option<PathBuf>,
     /// Keep the cache within SIZE (e.g. `2GiB`, `500MB`): after fetching what a command

@@ -76,6 +76,9 @@ pub struct ReceiveConfig {
     pub keep: Keep,
     /// When the store is converted and compacted.
     pub maintenance: Maintenance,
+    /// Where a store in object storage is maintained from while this receiver holds its
+    /// lease (`--cache`; `None`: the user's cache directory, [`otelprof_store::bucket::cache_base`]).
+    pub cache: Option<PathBuf>,
 }
 
 /// When a receiver maintains its store ([`otelprof_store::maintain`]).
@@ -536,6 +539,7 @@ pub fn start_with(config: &ReceiveConfig, extra: Option<ExtraListener>) -> anyho
                         writer.to_owned(),
                         config.keep,
                         config.maintenance,
+                        config.cache.clone(),
                         stop,
                     )));
             }

@@ -38,19 +38,21 @@ fn stop_fault() -> Stop {
 }
 
 /// Maintains the store in `bucket` every `maintenance.every` until shutdown, as [`crate`]'s
-/// loop does for a directory; `writer` is this receiver's id in the store.
+/// loop does for a directory; `writer` is this receiver's id in the store, and its working
+/// directory is under `cache` (the user's cache directory when `None`).
 pub(crate) async fn maintain_loop(
     bucket: Bucket,
     writer: String,
     keep: Keep,
     maintenance: Maintenance,
+    cache: Option<std::path::PathBuf>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
     let policy = maintenance.policy(keep);
     let every = maintenance.every;
     let stop = stop_fault();
-    let work = otelprof_store::bucket::work_dir(bucket.url(), None, &writer);
+    let work = otelprof_store::bucket::work_dir(bucket.url(), cache.as_deref(), &writer);
     let lease = std::sync::Arc::new(Lease::new(&writer, nanos(every * LEASE_PASSES)));
     let bucket = std::sync::Arc::new(bucket);
     let mut failing = false;

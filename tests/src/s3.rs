@@ -174,8 +174,9 @@ pub struct BucketReceiver {
 
 impl BucketReceiver {
     /// `otelprof receive --store URL ARGS` with `env` beside the object store's, its stderr
-    /// in `log`; returns once it listens (on a port it chose: ports picked by tests running
-    /// at once could collide).
+    /// in `log` and its local copy and working directories beside it (`LOG-cache`, not the
+    /// user's cache directory, which would keep them after the test); returns once it listens
+    /// (on a port it chose: ports picked by tests running at once could collide).
     pub fn start(
         s3: &S3Server,
         url: &str,
@@ -183,9 +184,13 @@ impl BucketReceiver {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> BucketReceiver {
+        let mut cache = log.as_os_str().to_owned();
+        cache.push("-cache");
         let child = Command::new(cli_path())
             .args(["receive", "--store", url, "--grpc", "off"])
             .args(["--http", "127.0.0.1:0"])
+            .arg("--cache")
+            .arg(&cache)
             .args(args)
             .envs(s3.env())
             .envs(env.iter().copied())

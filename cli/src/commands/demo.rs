@@ -357,6 +357,7 @@ fn profile_both_versions(
         limits: receiver::Limits::default(),
         keep: receiver::Keep::default(),
         maintenance: receiver::Maintenance::default(),
+        cache: None,
     })?;
     let (Some(grpc), Some(http)) = (running.grpc, running.http) else {
         bail!("the embedded receiver did not start");

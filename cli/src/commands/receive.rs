@@ -55,6 +55,7 @@ pub fn config(args: &ReceiveArgs) -> anyhow::Result<ReceiveConfig> {
             every: args.maintain_every,
             settle: args.settle,
         },
+        cache: super::stores::cache().map(std::path::Path::to_path_buf),
     };
     config.check()?;
     Ok(config)

@@ -136,6 +136,16 @@ fn kill_case(s3: &S3Server, dir: &Path, prefix: &str, kill: &str) -> String {
         so(said.contains("maintenance stopped by"), || said)
     });
     a.kill();
+    // A maintained from a working directory under its `--cache`, not the user's cache.
+    let a_cache = dir.join("a.log-cache");
+    let worked_in_cache = std::fs::read_dir(&a_cache)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().contains("-maintain-w"))
+        })
+        .unwrap_or(false);
+    assert!(worked_in_cache, "no working directory under {a_cache:?}");
     let said = a.log();
     let stop_line = said
         .lines()
