@@ -9,8 +9,8 @@
 //! once walks have met its code ([`tables_wanted`]: the aggregator wakes the watch when walks
 //! ended at a library without one, within a drain of the first such walk). Walks that meet a
 //! library before its table is built end there (`[native_walk_table_pending]`). The agent's
-//! own (about 10 ms), libstdc++ and the JDK's larger libraries are then never built in most
-//! JVMs.
+//! own (about 10 ms) is then never built in most JVMs.
+//!
 //! The watch looks at the maps again whenever walks have met code in no known library (a
 //! library loaded since, with `dlopen`), at most once per [`RESCAN_EVERY`]: that code's first
 //! samples end their native walk early, they are not wrong. The aggregator, naming a pc in no
@@ -36,8 +36,11 @@ use crate::worker::{self, Shared, Worker};
 /// Least time between two looks at the maps by the watch.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
 /// Libraries with at most this much unwind information get their table when they are found,
-/// not when a walk first meets them (64 KiB of `.eh_frame` is about a millisecond of work).
-const EAGER_UNWIND_BYTES: u64 = 64 * 1024;
+/// not when a walk first meets them: the C library (150 KiB of `.eh_frame`, about 2.5 ms of
+/// work), which nearly every sampled native stack passes through, libstdc++ and the JDK's
+/// smaller libraries. Larger ones (the agent's own, 750 KiB; large JNI libraries) wait for a
+/// walk.
+const EAGER_UNWIND_BYTES: u64 = 256 * 1024;
 /// Least time between two looks asked for by the aggregator.
 const NAMING_RESCAN: Duration = Duration::from_millis(100);
 
