@@ -78,11 +78,8 @@ impl KernelSymbols {
             symbols.push((address, at, len));
         }
         // Names are appended in the order listed: sorting by (address, name position) keeps
-        // the first listed of each address first. The kernel lists its own symbols in address
-        // order, so this is mostly a check that they are.
-        if !symbols.is_sorted() {
-            symbols.sort_unstable();
-        }
+        // the first listed of each address first.
+        symbols.sort_unstable();
         symbols.dedup_by_key(|s| s.0);
         KernelSymbols {
             starts: symbols.iter().map(|s| s.0).collect(),

@@ -124,16 +124,13 @@ impl ModuleScanner {
         Ok(true)
     }
 
-    /// Builds the unwind tables walks have asked for. Returns how many it built.
-    pub(crate) fn build_wanted(&mut self) -> usize {
-        let mut built = 0;
+    /// Builds the unwind tables walks have asked for.
+    pub(crate) fn build_wanted(&mut self) {
         for library in self.libraries.values() {
             if library.table.get().is_none() && library.wanted.load(Ordering::Relaxed) {
                 build_table(library);
-                built += 1;
             }
         }
-        built
     }
 
     /// Scans and builds every library's table at once (for tests that walk without a watch).

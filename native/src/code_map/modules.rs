@@ -6,9 +6,10 @@
 //! atomic pointer swap; the handler reads the current one with one atomic load and never
 //! waits. A large library's unwind table may be built only once a walk has met its code:
 //! until then the walk ends at that library's frame and marks it wanted (one atomic store),
-//! and the module watch builds it and sets it in place (one atomic release). Sets and libraries are never freed: a handler that loaded the old pointer may still
-//! be searching it, and what a set holds is small (the tables, the large part, are shared by
-//! every later set and live as long as the process). A new set is published only when the
+//! and the module watch builds it and sets it in place (one atomic release). Sets and
+//! libraries are never freed: a handler that loaded the old pointer may still be searching
+//! it, and what a set holds is small (the tables, the large part, are shared by every later
+//! set and live as long as the process). A new set is published only when the
 //! libraries changed, so their number bounds the memory kept.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
