@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use jni::sys::{JNIEnv, JavaVM};
 use otel_bridge::{FrameKind, Label, LocationId, Profile, ProfileBuilder};
 use otelprof_exporter::{FailureLog, OtlpExporter, PprofFileSink};
+use otelprof_native_frames::walk::End;
 
 use crate::code_map::locations::{NativeLocations, NativeStack};
 use crate::code_map::names::NativeNames;
@@ -173,7 +174,7 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
     };
     let mut period = Period::new(&config, jni);
     let (lock, cv) = control;
-    let mut tables_pending = 0;
+    let mut cut_short = 0;
     loop {
         let (stop, poked) = {
             let c = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -184,14 +185,18 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
             (c.stop, std::mem::take(&mut c.poke))
         };
         period.drain(config.sampler);
-        // Walks that met a library without its unwind table: have it built for the next.
-        let pending = COUNTERS
-            .native_walk_end
-            .get(otelprof_native_frames::walk::End::TablePending as usize)
-            .map_or(0, |c| c.load(Ordering::Relaxed));
-        if pending != tables_pending {
-            tables_pending = pending;
-            crate::code_map::module_scan::tables_wanted();
+        // Walks that met a library without its unwind table, or code in no known library:
+        // the module watch builds the table, or looks at the maps, for the next walks.
+        let ended = |end: End| {
+            COUNTERS
+                .native_walk_end
+                .get(end as usize)
+                .map_or(0, |c| c.load(Ordering::Relaxed))
+        };
+        let now = ended(End::TablePending).wrapping_add(ended(End::NoModule));
+        if now != cut_short {
+            cut_short = now;
+            crate::code_map::module_scan::wake();
         }
         if stop {
             let flushed = period.flush(None);
@@ -492,7 +497,7 @@ impl Lane {
         let native = NativeStack {
             kernel: record.kernel,
             native: record.native,
-            end: otelprof_native_frames::walk::End::from_u8(h.native_end),
+            end: End::from_u8(h.native_end),
             java_follows: h.num_frames > 0,
         };
         self.native

@@ -6,14 +6,15 @@
 //! starts. Tables are built there for libjvm (20 to 30 ms of CPU; the first samples of every
 //! JVM meet it, and samples taken meanwhile have no native frames) and for libraries with
 //! little unwind information ([`EAGER_UNWIND_BYTES`]); any other library's table is built
-//! once walks have met its code ([`tables_wanted`]: the aggregator wakes the watch when walks
+//! once walks have met its code ([`wake`]: the aggregator wakes the watch when walks
 //! ended at a library without one, within a drain of the first such walk). Walks that meet a
 //! library before its table is built end there (`[native_walk_table_pending]`). The agent's
 //! own (about 10 ms) is then never built in most JVMs.
 //!
 //! The watch looks at the maps again whenever walks have met code in no known library (a
-//! library loaded since, with `dlopen`), at most once per [`RESCAN_EVERY`]: that code's first
-//! samples end their native walk early, they are not wrong. The aggregator, naming a pc in no
+//! library loaded since, with `dlopen`; the aggregator wakes it within a drain), at most once
+//! per [`RESCAN_EVERY`]: that code's first samples end their native walk early, they are not
+//! wrong. The aggregator, naming a pc in no
 //! known library, asks for a look at once ([`rescan_now`], at most every [`NAMING_RESCAN`]),
 //! so that those first samples are named too. Tables are kept per file (device and inode)
 //! for the life of the process, so a library is read once however many sets hold it.
@@ -46,12 +47,13 @@ const NAMING_RESCAN: Duration = Duration::from_millis(100);
 
 /// The scanner of the running watch (one per process: the module set is process-wide).
 static SCANNER: Mutex<Option<(ModuleScanner, Option<Instant>)>> = Mutex::new(None);
-/// The running watch's handshake, for [`tables_wanted`] to wake it.
+/// The running watch's handshake, for [`wake`] to wake it.
 static WATCH: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
 
-/// Wakes the module watch to build the unwind tables walks have met without one. The
-/// aggregator calls it when walks ended at such a library since its last drain.
-pub(crate) fn tables_wanted() {
+/// Wakes the module watch to build the unwind tables walks have met without one, and to look
+/// at the maps if walks met code in no known library. The aggregator calls it when walks
+/// ended either way since its last drain.
+pub(crate) fn wake() {
     let watch = WATCH.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(shared) = watch {
         worker::poke(&shared);
