@@ -20,11 +20,117 @@ impl KernelSymbols {
     /// Parses the text of `/proc/kallsyms`: lines `address type name [module]`; text
     /// symbols (`T`, `t`, `W`, `w`) only. Of symbols at one address, the first listed names it.
     pub fn parse(text: &str) -> KernelSymbols {
-        // About 45 bytes a line, of which a name takes half: reserved at once rather than
-        // grown (and copied) a dozen times.
-        let mut names = String::with_capacity(text.len() / 2);
-        let mut symbols: Vec<(u64, u32, u32)> = Vec::with_capacity(text.len() / 40);
-        let bytes = text.as_bytes();
+        let mut parser = Parser::with_capacity(text.len() / 45);
+        parser.lines(text.as_bytes());
+        parser.finish()
+    }
+
+    /// `/proc/kallsyms` of this machine (empty when unreadable or hidden). Read and parsed a
+    /// piece at a time: the whole text is over 5 MB on a common kernel, and a buffer that
+    /// size, grown as the read goes, costs more page faults and copies than the parsing.
+    pub fn read() -> KernelSymbols {
+        std::fs::File::open("/proc/kallsyms")
+            .map(KernelSymbols::read_from)
+            .unwrap_or_default()
+    }
+
+    /// Kallsyms text from `source`, parsed a buffer at a time.
+    fn read_from(mut source: impl std::io::Read) -> KernelSymbols {
+        // A common kernel lists about 120,000 symbols; reserving room for more than that
+        // costs nothing until the room is used.
+        let mut parser = Parser::with_capacity(160_000);
+        let mut buf = vec![0u8; 64 * 1024];
+        // Bytes at the start of `buf` that begin a line not yet complete.
+        let mut kept = 0;
+        loop {
+            let n = match source.read(buf.get_mut(kept..).unwrap_or_default()) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return KernelSymbols::default(),
+            };
+            let filled = kept.saturating_add(n);
+            let Some(data) = buf.get(..filled) else {
+                return KernelSymbols::default();
+            };
+            if n == 0 {
+                // The last line, when the text does not end with a newline.
+                parser.lines(data);
+                return parser.finish();
+            }
+            let complete = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            if complete == 0 && filled == buf.len() {
+                // A line longer than the buffer: this is not kallsyms.
+                return KernelSymbols::default();
+            }
+            parser.lines(data.get(..complete).unwrap_or_default());
+            buf.copy_within(complete..filled, 0);
+            kept = filled - complete;
+        }
+    }
+
+    /// Whether this process sees kernel addresses in `/proc/kallsyms` (its first line only:
+    /// the kernel hides all of them or none).
+    pub fn visible() -> bool {
+        use std::io::BufRead;
+        let Ok(file) = std::fs::File::open("/proc/kallsyms") else {
+            return false;
+        };
+        let mut line = String::new();
+        std::io::BufReader::new(file).read_line(&mut line).is_ok()
+            && line
+                .split_ascii_whitespace()
+                .next()
+                .and_then(|a| u64::from_str_radix(a, 16).ok())
+                .is_some_and(|a| a != 0)
+    }
+
+    /// Whether any address was visible.
+    pub fn usable(&self) -> bool {
+        !self.starts.is_empty()
+    }
+
+    /// The function holding `address` and its start.
+    pub fn lookup(&self, address: u64) -> Option<(&str, u64)> {
+        let after = self.starts.partition_point(|&s| s <= address);
+        let i = after.checked_sub(1)?;
+        // Past the last symbol is not kernel text we know.
+        if after == self.starts.len() {
+            return None;
+        }
+        let &(at, len) = self.names.get(i)?;
+        let name = self
+            .text
+            .get(at as usize..(at as usize).checked_add(len as usize)?)?;
+        Some((name, *self.starts.get(i)?))
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+}
+
+/// Symbols gathered from lines of kallsyms, in the order listed.
+struct Parser {
+    /// Address, and where the name is in `names`: its start and length.
+    symbols: Vec<(u64, u32, u32)>,
+    names: String,
+}
+
+impl Parser {
+    fn with_capacity(lines: usize) -> Parser {
+        // A name takes about 22 bytes.
+        Parser {
+            symbols: Vec::with_capacity(lines),
+            names: String::with_capacity(lines.saturating_mul(22)),
+        }
+    }
+
+    /// Adds the text symbols of `text`, whole lines only (the last may lack its newline).
+    fn lines(&mut self, bytes: &[u8]) {
         let mut at = 0;
         // One pass over the text: each line is `address type name`, then a tab and
         // `[module]` for a module's symbols. Each byte is looked at once (splitting into lines
@@ -71,72 +177,26 @@ impl KernelSymbols {
             else {
                 continue;
             };
-            let (Ok(at), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else {
-                break;
+            let (Ok(start), Ok(len)) = (u32::try_from(self.names.len()), u32::try_from(name.len()))
+            else {
+                return;
             };
-            names.push_str(name);
-            symbols.push((address, at, len));
+            self.names.push_str(name);
+            self.symbols.push((address, start, len));
         }
+    }
+
+    fn finish(mut self) -> KernelSymbols {
         // Names are appended in the order listed: sorting by (address, name position) keeps
         // the first listed of each address first.
-        symbols.sort_unstable();
-        symbols.dedup_by_key(|s| s.0);
+        self.symbols.sort_unstable();
+        self.symbols.dedup_by_key(|s| s.0);
+        self.names.shrink_to_fit();
         KernelSymbols {
-            starts: symbols.iter().map(|s| s.0).collect(),
-            names: symbols.iter().map(|s| (s.1, s.2)).collect(),
-            text: names,
+            starts: self.symbols.iter().map(|s| s.0).collect(),
+            names: self.symbols.iter().map(|s| (s.1, s.2)).collect(),
+            text: self.names,
         }
-    }
-
-    /// `/proc/kallsyms` of this machine (empty when unreadable or hidden).
-    pub fn read() -> KernelSymbols {
-        std::fs::read_to_string("/proc/kallsyms")
-            .map(|t| KernelSymbols::parse(&t))
-            .unwrap_or_default()
-    }
-
-    /// Whether this process sees kernel addresses in `/proc/kallsyms` (its first line only:
-    /// the kernel hides all of them or none).
-    pub fn visible() -> bool {
-        use std::io::BufRead;
-        let Ok(file) = std::fs::File::open("/proc/kallsyms") else {
-            return false;
-        };
-        let mut line = String::new();
-        std::io::BufReader::new(file).read_line(&mut line).is_ok()
-            && line
-                .split_ascii_whitespace()
-                .next()
-                .and_then(|a| u64::from_str_radix(a, 16).ok())
-                .is_some_and(|a| a != 0)
-    }
-
-    /// Whether any address was visible.
-    pub fn usable(&self) -> bool {
-        !self.starts.is_empty()
-    }
-
-    /// The function holding `address` and its start.
-    pub fn lookup(&self, address: u64) -> Option<(&str, u64)> {
-        let after = self.starts.partition_point(|&s| s <= address);
-        let i = after.checked_sub(1)?;
-        // Past the last symbol is not kernel text we know.
-        if after == self.starts.len() {
-            return None;
-        }
-        let &(at, len) = self.names.get(i)?;
-        let name = self
-            .text
-            .get(at as usize..(at as usize).checked_add(len as usize)?)?;
-        Some((name, *self.starts.get(i)?))
-    }
-
-    pub fn len(&self) -> usize {
-        self.starts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
     }
 }
 
@@ -188,6 +248,76 @@ pub fn kernel_build_id(notes: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader that returns at most `step` bytes a call.
+    struct Trickle<'a> {
+        text: &'a [u8],
+        step: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.text.len());
+            buf[..n].copy_from_slice(&self.text[..n]);
+            self.text = &self.text[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn reading_in_pieces_gives_what_parsing_the_whole_text_gives() {
+        let mut text = String::new();
+        for i in 0..5000u64 {
+            let kind = ["T", "t", "D", "W"][(i % 4) as usize];
+            text.push_str(&format!(
+                "{:016x} {kind} fn_{i}\n",
+                0xffff_ffff_8100_0000 + i * 64
+            ));
+        }
+        text.push_str("ffffffffc0000000 t last_without_newline\t[m]");
+        let whole = KernelSymbols::parse(&text);
+        assert_eq!(whole.len(), 3751);
+        for step in [1, 7, 45, 4096, 70_000] {
+            let pieces = KernelSymbols::read_from(Trickle {
+                text: text.as_bytes(),
+                step,
+            });
+            assert_eq!(pieces.starts, whole.starts, "step {step}");
+            assert_eq!(pieces.text, whole.text, "step {step}");
+            assert_eq!(pieces.names, whole.names, "step {step}");
+        }
+        assert_eq!(
+            whole.lookup(0xffff_ffff_c000_0001),
+            None,
+            "past the last symbol"
+        );
+        assert_eq!(
+            whole.lookup(0xffff_ffff_8100_0000 + 4999 * 64 + 1),
+            Some(("fn_4999", 0xffff_ffff_8100_0000 + 4999 * 64))
+        );
+        // A line longer than the read buffer is not kallsyms.
+        let long = format!("ffffffff81000000 T {}\n", "x".repeat(70_000));
+        let odd = KernelSymbols::read_from(Trickle {
+            text: long.as_bytes(),
+            step: 4096,
+        });
+        assert!(odd.is_empty());
+    }
+
+    #[test]
+    fn the_machines_kallsyms_reads_as_when_read_whole() {
+        let text = std::fs::read_to_string("/proc/kallsyms").expect("/proc/kallsyms");
+        let whole = KernelSymbols::parse(&text);
+        let read = KernelSymbols::read();
+        // Symbols come and go between two reads (BPF programs, modules): nearly all agree.
+        let diff = whole.len().abs_diff(read.len());
+        assert!(
+            diff * 100 <= whole.len().max(1),
+            "{} vs {}",
+            whole.len(),
+            read.len()
+        );
+    }
 
     #[test]
     fn text_symbols_name_the_addresses_up_to_the_next_one() {
