@@ -157,8 +157,8 @@ def main() -> int:
             row = f"| {kind} | {interval / 1000:g} ms | {t:.4f} | {f:.4f} |"
             if len(intervals) > 1:
                 # Shorter intervals deliver more signals per run, so their cost per signal is
-                # measured with less noise; the same cost at this interval's rate:
-                per = median_cost[(kind, shortest, "perf")] * 1e-6 * 1e6 / interval
+                # measured with less noise; that cost (µs) at one signal per `interval` (µs):
+                per = median_cost[(kind, shortest, "perf")] / interval
                 row += f" {1 + per + ks / args.run_cpu_s:.4f} |"
             print(row)
     return 0

@@ -3,10 +3,10 @@
 //!
 //! Paths inside the target JVM are never walked as plain strings: its `/tmp` could be a
 //! symbolic link to `/etc`, and a walk to its temporary directory through the target's
-//! `root` link in proc(5) would resolve that absolute link against *our* root. So the target's root is opened once as a directory
-//! ([`open_in_root`] then resolves every path with `RESOLVE_IN_ROOT`, the way the JVM itself
-//! sees it), and files inside a directory are opened one name at a time with `O_NOFOLLOW`
-//! ([`open_at`]).
+//! `root` link in proc(5) would resolve that absolute link against *our* root. So the
+//! target's root is opened once as a directory ([`open_in_root`] then resolves every path
+//! with `RESOLVE_IN_ROOT`, the way the JVM itself sees it), and files inside a directory are
+//! opened one name at a time with `O_NOFOLLOW` ([`open_at`]).
 
 use std::ffi::{CString, OsStr};
 use std::io;

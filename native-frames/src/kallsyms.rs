@@ -129,7 +129,7 @@ impl Parser {
         }
     }
 
-    /// Adds the text symbols of `text`, whole lines only (the last may lack its newline).
+    /// Adds the text symbols of `bytes`, whole lines only (the last may lack its newline).
     fn lines(&mut self, bytes: &[u8]) {
         let mut at = 0;
         // One pass over the text: each line is `address type name`, then a tab and

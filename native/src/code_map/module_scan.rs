@@ -14,9 +14,9 @@
 //! The watch looks at the maps again whenever walks have met code in no known library (a
 //! library loaded since, with `dlopen`; the aggregator wakes it within a drain), at most once
 //! per [`RESCAN_EVERY`]: that code's first samples end their native walk early, they are not
-//! wrong. The aggregator, naming a pc in no
-//! known library, asks for a look at once ([`rescan_now`], at most every [`NAMING_RESCAN`]),
-//! so that those first samples are named too. Tables are kept per file (device and inode)
+//! wrong. The aggregator, naming a pc in no known library, asks for a look at once
+//! ([`rescan_now`], at most every [`NAMING_RESCAN`]), so that those first samples are named
+//! too. Tables are kept per file (device and inode)
 //! for the life of the process, so a library is read once however many sets hold it.
 
 use std::collections::HashMap;
