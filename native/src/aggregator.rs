@@ -40,9 +40,14 @@ use crate::threads::thread_registry;
 static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
-/// How often the buffer is drained. Short enough that arenas never fill at the highest
-/// sampling rate we accept, long enough to cost nothing.
-const DRAIN_EVERY: Duration = Duration::from_millis(50);
+/// Longest time between two drains. A write that takes an arena past half full, or a walk
+/// that met code the module watch has not prepared (a library without its unwind table yet,
+/// or in no known library), wakes the aggregator sooner ([`crate::sampling::doorbell`]), so
+/// this only bounds how late a quiet process's samples are read. Each wake costs: this
+/// thread preempts a busy application thread on a loaded machine, and a drain has work that
+/// does not depend on how many samples it reads (FixedWork at 10 ms: the aggregator used
+/// about 2.6 ms of CPU a second draining every 50 ms, and next to none at this bound).
+const DRAIN_EVERY: Duration = Duration::from_millis(250);
 
 /// Least time between two log lines about pprof writes that keep failing (a full disk fails
 /// every write of every period; the first failure is told at once, later ones counted).
@@ -78,6 +83,8 @@ unsafe impl Send for Config {}
 pub(crate) struct Aggregator {
     worker: crate::worker::Worker,
     mailbox: Arc<Mailbox>,
+    /// The sampler whose buffer's doorbell the aggregator sleeps on.
+    sampler: &'static Sampler,
 }
 
 /// What the owner asks of the running aggregator besides stopping, and what it answered.
@@ -102,6 +109,7 @@ pub(crate) struct Flushed {
 
 impl Aggregator {
     pub(crate) fn start(config: Config) -> std::io::Result<Aggregator> {
+        let sampler = config.sampler;
         let mailbox = Arc::new(Mailbox::default());
         let theirs = mailbox.clone();
         let worker = crate::worker::Worker::spawn("otelprof-aggregator", move |control| {
@@ -117,13 +125,18 @@ impl Aggregator {
             own_threads::remove_own_tid(tid);
             crate::worker::mark_done(&control);
         })?;
-        Ok(Aggregator { worker, mailbox })
+        Ok(Aggregator {
+            worker,
+            mailbox,
+            sampler,
+        })
     }
 
     /// Asks for a final drain and write, and waits for it at most `timeout`. Returns what the
     /// last write did, or `None` on timeout (the JVM must not hang at exit because of us).
     pub(crate) fn stop(&self, timeout: Duration) -> Option<Flushed> {
-        if !self.worker.stop(timeout) {
+        let buffer = &self.sampler.buffer;
+        if !self.worker.stop_waking(timeout, &|| buffer.wake()) {
             return None;
         }
         Some(
@@ -148,6 +161,7 @@ impl Aggregator {
             *slot = Some((file, tx));
         }
         crate::worker::poke(&self.worker.control);
+        self.sampler.buffer.wake();
         rx.recv_timeout(timeout).map_err(|_| {
             self.mailbox
                 .dump
@@ -173,31 +187,38 @@ fn run(config: Config, control: &crate::worker::Shared, mailbox: &Mailbox) {
         return;
     };
     let mut period = Period::new(&config, jni);
-    let (lock, cv) = control;
-    let mut cut_short = 0;
+    let (lock, _) = control;
+    let mut cut_short = (0, 0);
     loop {
-        let (stop, poked) = {
+        // The owner sets a flag, then wakes the buffer's doorbell.
+        config.sampler.buffer.wait_for_drain(DRAIN_EVERY, || {
             let c = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let (mut c, _) = match cv.wait_timeout_while(c, DRAIN_EVERY, |c| !c.stop && !c.poke) {
-                Ok(r) => r,
-                Err(p) => p.into_inner(),
-            };
+            c.stop || c.poke
+        });
+        let (stop, poked) = {
+            let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
             (c.stop, std::mem::take(&mut c.poke))
         };
-        period.drain(config.sampler);
         // Walks that met a library without its unwind table, or code in no known library:
-        // the module watch builds the table, or looks at the maps, for the next walks.
+        // the module watch builds the table, or this thread looks at the maps (at most every
+        // 100 ms), for the next walks. Before the drain, which can take a while when it first
+        // meets a large library's symbols: the walks of a library loaded a moment ago find
+        // it within milliseconds of their doorbell, not after the drain.
         let ended = |end: End| {
             COUNTERS
                 .native_walk_end
                 .get(end as usize)
                 .map_or(0, |c| c.load(Ordering::Relaxed))
         };
-        let now = ended(End::TablePending).wrapping_add(ended(End::NoModule));
+        let now = (ended(End::TablePending), ended(End::NoModule));
         if now != cut_short {
+            if now.1 != cut_short.1 {
+                crate::code_map::module_scan::rescan_now();
+            }
             cut_short = now;
             crate::code_map::module_scan::wake();
         }
+        period.drain(config.sampler);
         if stop {
             let flushed = period.flush(None);
             *mailbox.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(flushed);

@@ -36,11 +36,14 @@ pub(crate) fn poke(shared: &Shared) {
 }
 
 /// Asks the thread to stop and waits at most `timeout` for it. Returns false on timeout.
-pub(crate) fn stop_and_wait(shared: &Shared, timeout: Duration) -> bool {
+/// `wake` is called once the stop is asked, for a thread that sleeps on something other than
+/// the handshake's condition variable.
+pub(crate) fn stop_and_wait(shared: &Shared, timeout: Duration, wake: &dyn Fn()) -> bool {
     let (lock, cv) = shared;
     let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
     c.stop = true;
     cv.notify_all();
+    wake();
     let deadline = Instant::now() + timeout;
     while !c.done {
         let now = Instant::now();
@@ -88,7 +91,12 @@ impl Worker {
     /// is joined (at once: it has returned from its work). Returns false on timeout, when the
     /// thread is left to finish alone.
     pub(crate) fn stop(&self, timeout: Duration) -> bool {
-        if !stop_and_wait(&self.control, timeout) {
+        self.stop_waking(timeout, &|| {})
+    }
+
+    /// As [`Worker::stop`], calling `wake` once the stop is asked (see [`stop_and_wait`]).
+    pub(crate) fn stop_waking(&self, timeout: Duration, wake: &dyn Fn()) -> bool {
+        if !stop_and_wait(&self.control, timeout, wake) {
             return false;
         }
         let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -6,17 +6,17 @@
 //! starts. Tables are built there for libjvm (20 to 30 ms of CPU; the first samples of every
 //! JVM meet it, and samples taken meanwhile have no native frames) and for libraries with
 //! little unwind information ([`EAGER_UNWIND_BYTES`]); any other library's table is built
-//! once walks have met its code ([`wake`]: the aggregator wakes the watch when walks
-//! ended at a library without one, within a drain of the first such walk). Walks that meet a
-//! library before its table is built end there (`[native_walk_table_pending]`). The agent's
-//! own (about 10 ms) is then never built in most JVMs.
+//! once walks have met its code ([`wake`]: such a walk rings the aggregator's doorbell, and
+//! the aggregator wakes the watch). Walks that meet a library before its table is built end
+//! there (`[native_walk_table_pending]`). The agent's own (about 10 ms) is then never built
+//! in most JVMs.
 //!
-//! The watch looks at the maps again whenever walks have met code in no known library (a
-//! library loaded since, with `dlopen`; the aggregator wakes it within a drain), at most once
-//! per [`RESCAN_EVERY`]: that code's first samples end their native walk early, they are not
-//! wrong. The aggregator, naming a pc in no known library, asks for a look at once
-//! ([`rescan_now`], at most every [`NAMING_RESCAN`]), so that those first samples are named
-//! too. Tables are kept per file (device and inode)
+//! Code in no known library (a library loaded since, with `dlopen`) is found by a look at the
+//! maps ([`rescan_now`], at most every [`NAMING_RESCAN`]): the aggregator asks for one as soon
+//! as such a walk rings its doorbell, and again when naming a pc in no known library, so that
+//! those first samples are named too; the watch itself looks again at most once per
+//! [`RESCAN_EVERY`]. That code's first samples end their native walk early, they are not
+//! wrong. Tables are kept per file (device and inode)
 //! for the life of the process, so a library is read once however many sets hold it.
 
 use std::collections::HashMap;

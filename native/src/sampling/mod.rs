@@ -9,8 +9,9 @@
 //! - [`thread_table`]: how the handler finds the interrupted thread (by tid, without TLS),
 //!   and [`thread_roles`]: the role frame it records for a thread it may not walk; the
 //!   threads that fill the table live in [`crate::threads`];
-//! - [`sample_buffer`]: where samples wait for the aggregator; [`event_sample`] writes the
-//!   samples of JVMTI callbacks into it;
+//! - [`sample_buffer`]: where samples wait for the aggregator, which sleeps on its
+//!   [`doorbell`] until an arena is half full; [`event_sample`] writes the samples of JVMTI
+//!   callbacks into it;
 //! - [`os`]: the thread id and the clock; [`own_threads`]: the agent's own threads, never
 //!   profiled.
 //!
@@ -20,6 +21,7 @@
 
 pub(crate) mod caller_walk;
 pub(crate) mod cpu_clock;
+pub(crate) mod doorbell;
 pub(crate) mod event_sample;
 pub(crate) mod native_walk;
 pub(crate) mod os;

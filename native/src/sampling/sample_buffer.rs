@@ -22,6 +22,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::context::reader::SpanContext;
+use crate::sampling::doorbell::Doorbell;
 use crate::stats::{self, COUNTERS};
 use crate::sys::AsgctCallFrame;
 
@@ -129,6 +130,8 @@ pub(crate) struct SampleBuffer {
     shards: Box<[Shard]>,
     /// Held for the whole of a drain, so that two drains never read the same inactive arena.
     draining: AtomicBool,
+    /// Rung by a write that takes an arena past half full: the drainer sleeps on it.
+    doorbell: Doorbell,
 }
 
 // SAFETY: every UnsafeCell in a shard is only touched by the holder of `lock` (scratch, the
@@ -205,6 +208,7 @@ impl SampleBuffer {
         SampleBuffer {
             shards,
             draining: AtomicBool::new(false),
+            doorbell: Doorbell::new(),
         }
     }
 
@@ -257,14 +261,44 @@ impl SampleBuffer {
             .ok_or(WriteError::Contended)?;
         let result = Self::write_locked(shard, &mut header, fill);
         shard.lock.store(false, Ordering::Release);
-        result
+        let half_full = result?;
+        if half_full {
+            self.doorbell.ring();
+        }
+        Ok(())
     }
 
+    /// Sleeps until a write takes an arena past half full or [`SampleBuffer::wake`] is called,
+    /// or for `timeout`, unless `asked` says the drainer has work already (see
+    /// [`Doorbell::wait`]). Returns whether an arena asked for the drain.
+    pub(crate) fn wait_for_drain(
+        &self,
+        timeout: std::time::Duration,
+        asked: impl FnOnce() -> bool,
+    ) -> bool {
+        self.doorbell.wait(timeout, asked)
+    }
+
+    /// Asks the drainer to drain soon, as a write past an arena's middle does.
+    ///
+    /// # Signal safety
+    /// As [`Doorbell::ring`].
+    #[inline]
+    pub(crate) fn ask_for_drain(&self) {
+        self.doorbell.ring();
+    }
+
+    /// Ends the drainer's [`SampleBuffer::wait_for_drain`] now (a stop, a dump).
+    pub(crate) fn wake(&self) {
+        self.doorbell.wake();
+    }
+
+    /// Returns whether the record took the arena past half full.
     fn write_locked(
         shard: &Shard,
         header: &mut RecordHeader,
         fill: impl FnOnce(&mut RecordHeader, Scratch<'_>) -> i32,
-    ) -> Result<(), WriteError> {
+    ) -> Result<bool, WriteError> {
         let capacity = i32::try_from(shard.scratch.len()).unwrap_or(i32::MAX);
         let scratch = shard.scratch.as_ptr() as *mut AsgctCallFrame;
         // SAFETY: we hold the shard lock, which owns the scratch arrays; UnsafeCell<u64> has
@@ -322,8 +356,10 @@ impl SampleBuffer {
                 frames,
             );
         }
+        let half = arena.words.len() / 2;
+        let crossed = *len < half && *len + need >= half;
         *len += need;
-        Ok(())
+        Ok(crossed)
     }
 
     /// Hands every stored record to `f`, oldest first per shard, and empties the buffer.
@@ -445,6 +481,35 @@ mod tests {
         let mut again = 0;
         b.drain(|_| again += 1);
         assert_eq!(again, 0);
+    }
+
+    #[test]
+    fn the_write_that_fills_an_arena_half_rings_the_drainer_once() {
+        use std::time::{Duration, Instant};
+        // A header and 8 frames: 4096 bytes hold a few such records.
+        let b = SampleBuffer::new(1, 8, 4096);
+        let h = RecordHeader::default();
+        let record_bytes = (HEADER_WORDS + 8 * FRAME_WORDS) * WORD;
+        let below_half = (4096 / 2 - 1) / record_bytes;
+        for _ in 0..below_half {
+            b.write(0, h, fill(8)).unwrap();
+        }
+        assert!(!b.wait_for_drain(Duration::from_millis(20), || false));
+        // The next write passes the middle; the ones after it do not ring again.
+        b.write(0, h, fill(8)).unwrap();
+        b.write(0, h, fill(8)).unwrap();
+        let start = Instant::now();
+        assert!(b.wait_for_drain(Duration::from_secs(10), || false));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(!b.wait_for_drain(Duration::from_millis(20), || false));
+        // After a drain the arenas start empty, and filling one rings again.
+        let mut n = 0;
+        b.drain(|_| n += 1);
+        assert_eq!(n, below_half + 2);
+        for _ in 0..=below_half {
+            b.write(0, h, fill(8)).unwrap();
+        }
+        assert!(b.wait_for_drain(Duration::from_secs(10), || false));
     }
 
     #[test]

@@ -39,7 +39,7 @@
 //! storage, and cannot panic: indexing is denied in this module and every lookup is `get`.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use otelprof_native_frames::walk::{End, Walked};
 
@@ -257,6 +257,12 @@ pub(crate) enum Trigger {
 /// `info` is null or points to the siginfo the kernel passed to the handler.
 ///
 /// # Signal safety
+/// Least time between two drains asked for by walks that met code the module watch has not
+/// prepared ([`Sampler::ask_to_look_at_code`]).
+const CODE_LOOK_EVERY_NS: u64 = 50_000_000;
+/// CLOCK_MONOTONIC time of the last such request.
+static CODE_LOOK_ASKED_NS: AtomicU64 = AtomicU64::new(0);
+
 /// Reads a few integers.
 pub(crate) unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     if info.is_null() {
@@ -330,14 +336,18 @@ impl Sampler {
             ..Default::default()
         };
         let kernel = kernel.get(..kernel_frames).unwrap_or(&[]);
-        let mut walked = 0;
+        let (mut walked, mut native_end) = (0, 0);
         let result = self
             .buffer
             .write_mixed(tid as usize, header, |header, scratch| {
                 // SAFETY: `ucontext` is this handler's; `env` this thread's JNIEnv (or null).
                 walked = unsafe { self.fill(header, scratch, kernel, slot, env, ucontext) };
+                native_end = header.native_end;
                 walked
             });
+        if native_end == End::TablePending as u8 || native_end == End::NoModule as u8 {
+            self.ask_to_look_at_code(header.time_ns);
+        }
         if let (SampleKind::Wall, Some(slot)) = (taken.kind, slot) {
             // A thread that runs no Java code (a JVM service thread) is idle to the wall clock.
             let no_java = walked == crate::sys::ticks::NO_JAVA_FRAME
@@ -358,6 +368,25 @@ impl Sampler {
                     }
                 }
             }
+        }
+    }
+
+    /// A walk met a library whose unwind table is not built, or code in no known library:
+    /// the aggregator's drain wakes the module watch for it, so ask for a drain now rather
+    /// than at the aggregator's timeout, but at most once per [`CODE_LOOK_EVERY_NS`] (code
+    /// that stays in no known library must not turn every sample into a wake).
+    ///
+    /// # Signal safety
+    /// An atomic load and compare-exchange, and [`SampleBuffer::ask_for_drain`].
+    #[inline]
+    fn ask_to_look_at_code(&self, now_ns: u64) {
+        let last = CODE_LOOK_ASKED_NS.load(Ordering::Relaxed);
+        if now_ns.wrapping_sub(last) >= CODE_LOOK_EVERY_NS
+            && CODE_LOOK_ASKED_NS
+                .compare_exchange(last, now_ns, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.buffer.ask_for_drain();
         }
     }
 
