@@ -42,12 +42,13 @@ static SUBMIT_ERROR_LOGGED: std::sync::atomic::AtomicBool =
 
 /// Longest time between two drains. A write that takes an arena past half full, or a walk
 /// that met code the module watch has not prepared (a library without its unwind table yet,
-/// or in no known library), wakes the aggregator sooner ([`crate::sampling::doorbell`]), so
-/// this only bounds how late a quiet process's samples are read. Each wake costs: this
-/// thread preempts a busy application thread on a loaded machine, and a drain has work that
-/// does not depend on how many samples it reads (FixedWork at 10 ms: the aggregator used
-/// about 2.6 ms of CPU a second draining every 50 ms, and next to none at this bound).
-const DRAIN_EVERY: Duration = Duration::from_millis(250);
+/// or in no known library), wakes the aggregator sooner ([`crate::sampling::doorbell`]).
+/// The bound stays short because Java frames are named at the drain: a method whose class is
+/// unloaded before then can no longer be named (`[unknown method]`). At 250 ms a workload
+/// that loads and unloads classes all the time (ClassChurn at 1 ms) lost most of its hot
+/// method's names; a longer bound would also have saved the aggregator about 2.6 ms of CPU a
+/// second on FixedWork at 10 ms, too little to show in the whole process's ratio.
+const DRAIN_EVERY: Duration = Duration::from_millis(50);
 
 /// Least time between two log lines about pprof writes that keep failing (a full disk fails
 /// every write of every period; the first failure is told at once, later ones counted).

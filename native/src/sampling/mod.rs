@@ -10,8 +10,8 @@
 //!   and [`thread_roles`]: the role frame it records for a thread it may not walk; the
 //!   threads that fill the table live in [`crate::threads`];
 //! - [`sample_buffer`]: where samples wait for the aggregator, which sleeps on its
-//!   [`doorbell`] until an arena is half full; [`event_sample`] writes the samples of JVMTI
-//!   callbacks into it;
+//!   [`doorbell`] until an arena is half full or its timeout; [`event_sample`] writes the
+//!   samples of JVMTI callbacks into it;
 //! - [`os`]: the thread id and the clock; [`own_threads`]: the agent's own threads, never
 //!   profiled.
 //!

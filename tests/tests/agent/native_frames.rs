@@ -106,7 +106,8 @@ fn jni_code_gets_its_share_and_a_writer_its_kernel_frames_on_both_engines() {
             // The C frames hang under the JNI entry and the Java method that calls it.
             // Walks in the moments after the JNI library is loaded end at
             // `[native_walk_no_module]` until the aggregator looks at the maps, which the first
-            // such walk asks for: 0–8 samples of about 3,200 on each engine and JDK in one run.
+            // such walk asks for, or until a drain under way ends: up to 73 samples of about
+            // 3,200 per engine and JDK in the runs so far.
             let raw = pprof_raw(&profiles);
             let (mut in_c, mut placed) = (0, 0);
             let mut elsewhere: BTreeMap<String, i64> = BTreeMap::new();
