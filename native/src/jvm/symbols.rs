@@ -2,7 +2,7 @@
 //!
 //! Runs on the aggregator thread, never in the signal handler. A jmethodID of a class that
 //! has been unloaded makes JVMTI return an error (HotSpot clears the id, it does not free it);
-//! such frames are named `[unknown method]` rather than dropped.
+//! such frames are named `[unknown_method]` rather than dropped.
 //!
 //! The cache lives for one profile period: HotSpot may hand a freed jmethodID slot to a new
 //! method after its class is unloaded, so a name cached forever could become wrong.

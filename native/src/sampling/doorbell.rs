@@ -1,10 +1,10 @@
 //! How a signal handler wakes the thread that drains the sample buffer.
 //!
-//! The drainer sleeps on a futex word with a long timeout. A writer that finds an arena past
-//! half full rings: one atomic swap, and, for the first ring since the drainer last listened,
-//! an increment and a `FUTEX_WAKE` system call, both async-signal-safe. So a busy process wakes
-//! the drainer about as often as the arenas fill, an idle one at the timeout, and a ring costs
-//! a system call once per drain at most, however many writers pass the mark.
+//! The drainer sleeps on a futex word with a timeout. A writer that finds an arena past half
+//! full rings: one atomic swap, and, for the first ring since the drainer last listened,
+//! an increment and a `FUTEX_WAKE` system call, both async-signal-safe. So the drainer wakes
+//! at its timeout, or sooner when the arenas fill faster than that, and a ring costs a system
+//! call once per drain at most, however many writers pass the mark.
 //!
 //! Owners (a stop, a dump) call [`Doorbell::wake`], which always increments and wakes.
 

@@ -251,18 +251,18 @@ pub(crate) enum Trigger {
     Wall(WallSignal),
 }
 
-/// Reads what sent this signal.
-///
-/// # Safety
-/// `info` is null or points to the siginfo the kernel passed to the handler.
-///
-/// # Signal safety
 /// Least time between two drains asked for by walks that met code the module watch has not
 /// prepared ([`Sampler::ask_to_look_at_code`]).
 const CODE_LOOK_EVERY_NS: u64 = 50_000_000;
 /// CLOCK_MONOTONIC time of the last such request.
 static CODE_LOOK_ASKED_NS: AtomicU64 = AtomicU64::new(0);
 
+/// Reads what sent this signal.
+///
+/// # Safety
+/// `info` is null or points to the siginfo the kernel passed to the handler.
+///
+/// # Signal safety
 /// Reads a few integers.
 pub(crate) unsafe fn trigger(info: *const libc::siginfo_t) -> Trigger {
     if info.is_null() {
