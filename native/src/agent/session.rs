@@ -249,15 +249,14 @@ impl Session {
     /// At a late start: has the methods compiled before now announced too (JVMTI
     /// GenerateEvents), so that their frames are named.
     fn announce_compiled_methods(&mut self) {
-        if !self
+        if self
             .loaded
             .has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS)
         {
-            return;
-        }
-        let jvmti = self.loaded.jvmti;
-        if let Err(e) = jvmti.generate_events(event::EVENT_COMPILED_METHOD_LOAD) {
-            log_debug!("cannot announce the methods compiled so far: {e}");
+            let jvmti = self.loaded.jvmti;
+            if let Err(e) = jvmti.generate_events(event::EVENT_COMPILED_METHOD_LOAD) {
+                log_debug!("cannot announce the methods compiled so far: {e}");
+            }
         }
         self.notes.push(
             "methods compiled before the start keep HotSpot's safepoint-only debug \

@@ -156,7 +156,8 @@ pub(crate) unsafe fn load(
     let park_bind = wants.lock
         && at_onload
         && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
-    let caps = add_capabilities(&jvmti, &potential, at_onload, park_bind)?;
+    let by_flag = debug_non_safepoints(&jvmti);
+    let caps = add_capabilities(&jvmti, &potential, at_onload, park_bind, by_flag)?;
     set_callbacks(&jvmti, wants, at_onload, park_bind)?;
     let sampler = install_sampler(walk, wants.depth)?;
     let loaded = Loaded {
@@ -177,6 +178,34 @@ pub(crate) unsafe fn load(
     Ok(loaded)
 }
 
+/// Makes the JIT record debug information at every pc, not only at safepoints, by setting
+/// HotSpot's `DebugNonSafepoints` where the user did not set it: true when the flag is now on
+/// or was set either way by the user. False when it cannot be set (not HotSpot, or a
+/// HotSpot whose flag table is not as expected): then the agent enables the CompiledMethodLoad
+/// event, which has the same effect on a flag at its default, at the cost of the events
+/// ([`crate::jvm::hotspot::vm_flags`] says which).
+fn debug_non_safepoints(jvmti: &Jvmti) -> bool {
+    use crate::jvm::hotspot::vm_flags::{self, Outcome};
+    match vm_flags::set_default_bool(jvmti, "DebugNonSafepoints") {
+        Ok(Outcome::Set) => {
+            log_debug!("DebugNonSafepoints set");
+            true
+        }
+        Ok(Outcome::Given(value)) => {
+            if !value {
+                log_info!(
+                    "-XX:-DebugNonSafepoints is set: samples in JIT-compiled code are placed at the nearest safepoint"
+                );
+            }
+            true
+        }
+        Err(e) => {
+            log_debug!("cannot set DebugNonSafepoints ({e}); using CompiledMethodLoad events");
+            false
+        }
+    }
+}
+
 /// Adds the capabilities every session needs that this JVM has (of those in `potential`);
 /// returns them.
 fn add_capabilities(
@@ -184,6 +213,7 @@ fn add_capabilities(
     potential: &JvmtiCapabilities,
     at_onload: bool,
     park_bind: bool,
+    by_flag: bool,
 ) -> Result<JvmtiCapabilities, String> {
     let mut caps = JvmtiCapabilities::default();
     for bit in [
@@ -191,7 +221,8 @@ fn add_capabilities(
         capability::CAN_GET_SOURCE_FILE_NAME,
         // Enabling CompiledMethodLoad makes HotSpot record debug info at non-safepoint pcs
         // (DebugNonSafepoints), so samples in JIT-compiled code name the right inlined frame
-        // and line instead of the nearest safepoint's.
+        // and line instead of the nearest safepoint's: the way there when the flag itself
+        // cannot be set (see `debug_non_safepoints`).
         capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS,
         // Early VMStart makes JVMTI post ThreadStart for the JDK's own early threads
         // (Reference Handler, Finalizer, Signal Dispatcher); only possible at OnLoad.
@@ -205,6 +236,9 @@ fn add_capabilities(
         if !at_onload && bit == capability::CAN_GENERATE_EARLY_VMSTART {
             continue;
         }
+        if by_flag && bit == capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS {
+            continue;
+        }
         if potential.has(bit) {
             caps = caps.with(bit);
         }
@@ -212,7 +246,7 @@ fn add_capabilities(
     if park_bind {
         caps = caps.with(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     }
-    if !caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
+    if !by_flag && !caps.has(capability::CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS) {
         log_warn!(
             "this JVM cannot post CompiledMethodLoad; frames in compiled code are less exact"
         );

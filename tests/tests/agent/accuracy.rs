@@ -142,6 +142,65 @@ fn inlined_frames_keep_their_callers() {
     }
 }
 
+/// The agent turns DebugNonSafepoints on by setting the flag, not by having HotSpot post
+/// CompiledMethodLoad for every method it compiles; a value the user gave is kept, and said.
+/// `-XX:+PrintFlagsFinal` prints the flags once the VM is up, after Agent_OnLoad.
+#[test]
+fn debug_info_at_every_pc_is_switched_on_by_the_flag() {
+    let flag_value = |out: &str| -> Option<bool> {
+        out.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("DebugNonSafepoints"))
+            .map(|l| l.contains("= true"))
+    };
+    for jdk in all_jdks() {
+        let on = JvmRun::new(jdk.clone(), CLASS)
+            .args(&["2", "1"])
+            .agent("cpu=10ms")
+            .flags(&["-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintFlagsFinal"])
+            .run();
+        on.assert_clean_exit();
+        assert_eq!(
+            flag_value(&on.stdout),
+            Some(true),
+            "{}: DebugNonSafepoints not on with the agent",
+            jdk.name
+        );
+        let without = JvmRun::new(jdk.clone(), CLASS)
+            .args(&["2", "1"])
+            .no_agent()
+            .flags(&["-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintFlagsFinal"])
+            .run();
+        assert_eq!(
+            flag_value(&without.stdout),
+            Some(false),
+            "{}: the default",
+            jdk.name
+        );
+        let refused = JvmRun::new(jdk.clone(), CLASS)
+            .args(&["2", "1"])
+            .agent("cpu=10ms")
+            .flags(&[
+                "-XX:+UnlockDiagnosticVMOptions",
+                "-XX:-DebugNonSafepoints",
+                "-XX:+PrintFlagsFinal",
+            ])
+            .run();
+        refused.assert_clean_exit();
+        assert_eq!(
+            flag_value(&refused.stdout),
+            Some(false),
+            "{}: the user's -XX:-DebugNonSafepoints was overridden",
+            jdk.name
+        );
+        assert!(
+            refused.stderr.contains("-XX:-DebugNonSafepoints is set"),
+            "{}: no line about the user's setting:\n{}",
+            jdk.name,
+            refused.stderr
+        );
+    }
+}
+
 /// Megamorphic interface calls, tiny methods, array copies and string building put most
 /// signals where AsyncGetCallTrace alone cannot place the top frame (itable stubs, prologues,
 /// copy stubs: without recovery 65-72% of this workload's samples were `[unknown_Java]` on

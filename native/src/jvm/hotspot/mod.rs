@@ -6,11 +6,12 @@
 //! Serviceability Agent ([`vm_structs`]).
 //!
 //! The bounds of its code cache, where native stack walks stop ([`code_cache`]), come from
-//! the same table.
+//! the same table, and so does the `-XX` flag the agent sets ([`vm_flags`]).
 //!
 //! Everything here runs on the thread that starts profiling, never in the signal handler:
 //! the handler only ever reads the thread table these ids are put in.
 
 pub(crate) mod code_cache;
 pub(crate) mod thread_map;
+pub(crate) mod vm_flags;
 pub(crate) mod vm_structs;

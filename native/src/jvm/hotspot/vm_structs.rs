@@ -25,6 +25,16 @@ struct Layout {
     /// address (a pointer): `None` where this JVM does not export them.
     is_static: Option<usize>,
     address: Option<usize>,
+    /// The companion table of type sizes (`gHotSpotVMTypes`), where this JVM exports it.
+    types: Option<TypesLayout>,
+}
+
+/// The layout of one entry of `gHotSpotVMTypes`, and where that table is.
+struct TypesLayout {
+    table: usize,
+    stride: usize,
+    type_name: usize,
+    size: usize,
 }
 
 /// Offsets of non-static fields and addresses of static ones, looked up by type and field
@@ -56,6 +66,20 @@ impl VmStructs {
             offset: word(c"gHotSpotVMStructEntryOffsetOffset")?,
             is_static: word(c"gHotSpotVMStructEntryIsStaticOffset").ok(),
             address: word(c"gHotSpotVMStructEntryAddressOffset").ok(),
+            types: (|| {
+                let types = TypesLayout {
+                    table: word(c"gHotSpotVMTypes").ok()?,
+                    stride: word(c"gHotSpotVMTypeEntryArrayStride").ok()?,
+                    type_name: word(c"gHotSpotVMTypeEntryTypeNameOffset").ok()?,
+                    size: word(c"gHotSpotVMTypeEntrySizeOffset").ok()?,
+                };
+                let fits = |o: usize| o.checked_add(8).is_some_and(|end| end <= types.stride);
+                (types.table != 0
+                    && types.stride <= 1024
+                    && fits(types.type_name)
+                    && fits(types.size))
+                .then_some(types)
+            })(),
         };
         let word_size = std::mem::size_of::<usize>();
         let fits = |o: usize| {
@@ -99,6 +123,29 @@ impl VmStructs {
             )
         };
         (flag != 0 && addr != 0).then_some(addr)
+    }
+
+    /// The size in bytes of the type `type_name`, if the table of types has it.
+    pub(crate) fn type_size(&self, type_name: &str) -> Option<usize> {
+        let t = self.layout.types.as_ref()?;
+        for i in 0..MAX_ENTRIES {
+            let entry = t.table.checked_add(i.checked_mul(t.stride)?)?;
+            // SAFETY: as in `entry`: entries up to the terminating one (null type name) are
+            // part of the table, and each field read is a word inside the entry (checked in
+            // `find`).
+            let name =
+                unsafe { std::ptr::read_unaligned((entry + t.type_name) as *const *const c_char) };
+            if name.is_null() {
+                return None;
+            }
+            // SAFETY: a non-null name in the table is a NUL-terminated static string.
+            if unsafe { CStr::from_ptr(name) }.to_bytes() == type_name.as_bytes() {
+                // SAFETY: a word inside the entry (checked in `find`).
+                let size = unsafe { std::ptr::read_unaligned((entry + t.size) as *const u64) };
+                return usize::try_from(size).ok();
+            }
+        }
+        None
     }
 
     /// The address of the entry of `type_name::field_name`.
