@@ -157,6 +157,8 @@ pub(crate) unsafe fn load(
         && at_onload
         && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     let by_flag = debug_non_safepoints(&jvmti);
+    // On while a session runs (`session_events`), as the event would be.
+    crate::jvm::hotspot::vm_flags::switch(false);
     let caps = add_capabilities(&jvmti, &potential, at_onload, park_bind, by_flag)?;
     set_callbacks(&jvmti, wants, at_onload, park_bind)?;
     let sampler = install_sampler(walk, wants.depth)?;
@@ -179,8 +181,8 @@ pub(crate) unsafe fn load(
 }
 
 /// Makes the JIT record debug information at every pc, not only at safepoints, by setting
-/// HotSpot's `DebugNonSafepoints` where the user did not set it: true when the flag is now on
-/// or was set either way by the user. False when it cannot be set (not HotSpot, or a
+/// HotSpot's `DebugNonSafepoints` where the user did not set it (while sessions run: see
+/// `session_events`): true when the flag can be set or was set either way by the user. False when it cannot be set (not HotSpot, or a
 /// HotSpot whose flag table is not as expected): then the agent enables the CompiledMethodLoad
 /// event, which has the same effect on a flag at its default, at the cost of the events
 /// ([`crate::jvm::hotspot::vm_flags`] says which).
@@ -344,6 +346,7 @@ pub(crate) fn session_events(loaded: &Loaded, on: bool) -> Result<(), String> {
         events.push(event::EVENT_GARBAGE_COLLECTION_START);
         events.push(event::EVENT_GARBAGE_COLLECTION_FINISH);
     }
+    crate::jvm::hotspot::vm_flags::switch(on);
     let vthreads = loaded.has(capability::CAN_SUPPORT_VIRTUAL_THREADS);
     if on && vthreads {
         if crate::threads::virtual_threads::enable(

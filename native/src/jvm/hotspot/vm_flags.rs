@@ -12,6 +12,7 @@
 //! left as it is.
 
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::jvm::hotspot::vm_structs::VmStructs;
 use crate::jvm::jvmti::Jvmti;
@@ -21,6 +22,10 @@ const MAX_FLAGS: usize = 100_000;
 
 /// Bits of `JVMFlag::_flags` that say where the value came from; 0 is the default.
 const ORIGIN_MASK: u32 = 0xf;
+
+/// The address of the flag [`set_default_bool`] turned on, 0 if none: [`switch`] turns it off
+/// when profiling stops and on again when it starts.
+static SET_BY_US: AtomicUsize = AtomicUsize::new(0);
 
 /// `JVMFlag::FlagType`'s `TYPE_bool`.
 const TYPE_BOOL: i32 = 0;
@@ -117,10 +122,21 @@ pub(crate) fn set_default_bool(jvmti: &Jvmti, name: &str) -> Result<Outcome, Str
                 unsafe { std::ptr::read_volatile(value) } != 0,
             ));
         }
-        // SAFETY: as above; a one-byte store, which the compiler threads that read the flag
-        // see whole, before or after.
-        unsafe { std::ptr::write_volatile(value, 1) };
+        SET_BY_US.store(addr, Ordering::Relaxed);
+        switch(true);
         return Ok(Outcome::Set);
     }
     Err(format!("this JVM has no flag {name}"))
+}
+
+/// Turns the flag [`set_default_bool`] set on or off again (nothing if it set none): off when
+/// profiling stops, so that the JIT records what it does without the agent, on when it starts.
+pub(crate) fn switch(on: bool) {
+    let addr = SET_BY_US.load(Ordering::Relaxed);
+    if addr != 0 {
+        // SAFETY: the address of a bool flag in libjvm's data (see `set_default_bool`); a
+        // one-byte store, which the compiler threads that read the flag see whole, before or
+        // after.
+        unsafe { std::ptr::write_volatile(addr as *mut u8, u8::from(on)) };
+    }
 }
