@@ -182,15 +182,20 @@ pub(crate) unsafe fn load(
 
 /// Makes the JIT record debug information at every pc, not only at safepoints, by setting
 /// HotSpot's `DebugNonSafepoints` where the user did not set it (while sessions run: see
-/// `session_events`): true when the flag can be set or was set either way by the user. False when it cannot be set (not HotSpot, or a
-/// HotSpot whose flag table is not as expected): then the agent enables the CompiledMethodLoad
-/// event, which has the same effect on a flag at its default, at the cost of the events
+/// `session_events`). True when the flag can be set, is on already, or was set either way
+/// by the user. False when it cannot be set (not HotSpot, or a HotSpot whose flag table is
+/// not as expected): then the agent enables the CompiledMethodLoad event, which has the same
+/// effect on a flag at its default, at the cost of the events
 /// ([`crate::jvm::hotspot::vm_flags`] says which).
 fn debug_non_safepoints(jvmti: &Jvmti) -> bool {
     use crate::jvm::hotspot::vm_flags::{self, Outcome};
     match vm_flags::set_default_bool(jvmti, "DebugNonSafepoints") {
         Ok(Outcome::Set) => {
             log_debug!("DebugNonSafepoints set");
+            true
+        }
+        Ok(Outcome::AlreadyOn) => {
+            log_debug!("DebugNonSafepoints is on already");
             true
         }
         Ok(Outcome::Given(value)) => {
