@@ -51,8 +51,11 @@ fn kernel_share(raw: &Raw, thread: &str) -> (i64, i64) {
 
 /// The C function's share of the JNI threads' CPU matches what their CPU clocks measured
 /// (±3 pp with perf events), its frames sit under the JNI method and its Java callers, and
-/// under perf events most of the writer's samples carry the kernel's frames (none under the
-/// CPU timers).
+/// under perf events the share of the writer's samples that carry the kernel's frames is its
+/// system time's share of its CPU, within 10 pp (none under the CPU timers). How much of a
+/// `write(2)` loop the kernel takes depends on the kernel and the machine: kernel frames were
+/// on 65 % of the writer's samples on one machine this ran on, on 38 % on another, where its
+/// system time was 36 % of its CPU.
 ///
 /// Needs what kernel call chains need: root (as the suite runs) or
 /// `kernel.perf_event_paranoid` ≤ 1 (CAP_PERFMON would do too; the check below asks for one
@@ -136,7 +139,7 @@ fn jni_code_gets_its_share_and_a_writer_its_kernel_frames_on_both_engines() {
                 "{what}: {placed} of {in_c} C samples under their JNI and Java callers; the \
                  others under {elsewhere:?}"
             );
-            // The writer: kernel frames on most of its samples under perf events, as its
+            // The writer: kernel frames on as much of its samples under perf events as its
             // system time says.
             let (utime, stime) = (
                 sum_of(&run.stdout, "writer ", "utime_ticks"),
@@ -144,13 +147,22 @@ fn jni_code_gets_its_share_and_a_writer_its_kernel_frames_on_both_engines() {
             );
             let (all, kernel) = kernel_share(&raw, "writer");
             let share = 100.0 * kernel as f64 / all as f64;
+            let truth = 100.0 * stime / (utime + stime);
             println!(
                 "{what}: writer {share:.1}% of {all} ms with kernel frames; its system time \
-                 {:.1}% of its CPU",
-                100.0 * stime / (utime + stime)
+                 {truth:.1}% of its CPU"
             );
             if clock == "perf" {
-                assert!(share > 50.0, "{what}: {share:.1}% of the writer's samples");
+                assert!(
+                    truth >= 10.0,
+                    "{what}: the writer spent {truth:.1}% of its CPU in the kernel, too little \
+                     to judge its kernel frames"
+                );
+                assert!(
+                    (share - truth).abs() <= 10.0,
+                    "{what}: kernel frames on {share:.1}% of the writer's samples, system time \
+                     {truth:.1}% of its CPU"
+                );
             } else {
                 assert_eq!(kernel, 0, "{what}: the CPU timers give no kernel frames");
             }
