@@ -128,6 +128,11 @@ pub(crate) fn set_default_bool(jvmti: &Jvmti, name: &str) -> Result<Outcome, Str
             // relies on it; it is left to that agent.
             return Ok(Outcome::AlreadyOn);
         }
+        // A flag that is a constant in some build would sit in read-only memory, where a
+        // store kills the process: write only into a writable mapping.
+        if !writable(addr)? {
+            return Err(format!("the flag {name} is not in writable memory"));
+        }
         SET_BY_US.store(addr, Ordering::Relaxed);
         switch(true);
         return Ok(Outcome::Set);
@@ -144,5 +149,53 @@ pub(crate) fn switch(on: bool) {
         // one-byte store, which the compiler threads that read the flag see whole, before or
         // after.
         unsafe { std::ptr::write_volatile(addr as *mut u8, u8::from(on)) };
+    }
+}
+
+/// Whether `addr` lies in a mapping of this process that is writable (`/proc/self/maps`).
+fn writable(addr: usize) -> Result<bool, String> {
+    let maps = std::fs::read_to_string("/proc/self/maps")
+        .map_err(|e| format!("cannot read /proc/self/maps: {e}"))?;
+    Ok(maps_say_writable(&maps, addr))
+}
+
+/// Whether the mapping of `maps` (the text of `/proc/PID/maps`) that holds `addr` is
+/// writable; false when none holds it.
+fn maps_say_writable(maps: &str, addr: usize) -> bool {
+    maps.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            return false;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            return false;
+        };
+        let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+        else {
+            return false;
+        };
+        (lo..hi).contains(&addr) && perms.as_bytes().get(1) == Some(&b'w')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_writable_mapping_takes_the_store() {
+        let maps = "7f00-7f10 r--p 00000000 08:01 1 /lib/libjvm.so\n\
+                    7f10-7f20 rw-p 00010000 08:01 1 /lib/libjvm.so\n\
+                    garbage line\n";
+        assert!(!maps_say_writable(maps, 0x7f08));
+        assert!(maps_say_writable(maps, 0x7f10));
+        assert!(maps_say_writable(maps, 0x7f1f));
+        assert!(!maps_say_writable(maps, 0x7f20));
+        assert!(!maps_say_writable(maps, 0x10));
+        // A static of this test binary is writable; a string literal is not.
+        static mut WORD: u8 = 0;
+        let word = std::ptr::addr_of!(WORD) as usize;
+        assert_eq!(writable(word), Ok(true));
+        assert_eq!(writable("literal".as_ptr() as usize), Ok(false));
     }
 }
