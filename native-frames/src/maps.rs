@@ -27,6 +27,15 @@ impl Mapping {
         self.perms[0] == b'r'
     }
 
+    pub fn writable(&self) -> bool {
+        self.perms[1] == b'w'
+    }
+
+    /// Whether `address` lies in this mapping.
+    pub fn contains(&self, address: u64) -> bool {
+        (self.start..self.end).contains(&address)
+    }
+
     /// Backed by a file (not anonymous memory or a pseudo-mapping).
     pub fn is_file(&self) -> bool {
         self.inode != 0 && self.path.starts_with('/')
@@ -97,6 +106,9 @@ garbage\n";
         assert_eq!(libc.file_name(), "libc.so.6");
         assert_eq!(libc.dev, 0xfe << 32 | 1);
         assert!(!maps[0].executable() && !maps[0].is_file());
+        assert!(maps[0].writable() && !libc.writable());
+        assert!(libc.contains(0x7f0c30a28000) && libc.contains(0x7f0c30baffff));
+        assert!(!libc.contains(0x7f0c30bb0000) && !libc.contains(0x7f0c30a27fff));
         assert_eq!(maps[2].path, "[vdso]");
         assert!(!maps[2].is_file());
         assert_eq!(maps[3].file_name(), "lib with space.so");

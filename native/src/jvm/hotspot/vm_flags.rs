@@ -152,30 +152,11 @@ pub(crate) fn switch(on: bool) {
     }
 }
 
-/// Whether `addr` lies in a mapping of this process that is writable (`/proc/self/maps`).
+/// Whether `addr` lies in a writable mapping of this process.
 fn writable(addr: usize) -> Result<bool, String> {
-    let maps = std::fs::read_to_string("/proc/self/maps")
+    let maps = otelprof_native_frames::maps::read_self()
         .map_err(|e| format!("cannot read /proc/self/maps: {e}"))?;
-    Ok(maps_say_writable(&maps, addr))
-}
-
-/// Whether the mapping of `maps` (the text of `/proc/PID/maps`) that holds `addr` is
-/// writable; false when none holds it.
-fn maps_say_writable(maps: &str, addr: usize) -> bool {
-    maps.lines().any(|line| {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-            return false;
-        };
-        let Some((lo, hi)) = range.split_once('-') else {
-            return false;
-        };
-        let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
-        else {
-            return false;
-        };
-        (lo..hi).contains(&addr) && perms.as_bytes().get(1) == Some(&b'w')
-    })
+    Ok(maps.iter().any(|m| m.contains(addr as u64) && m.writable()))
 }
 
 #[cfg(test)]
@@ -183,16 +164,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_writable_mapping_takes_the_store() {
-        let maps = "7f00-7f10 r--p 00000000 08:01 1 /lib/libjvm.so\n\
-                    7f10-7f20 rw-p 00010000 08:01 1 /lib/libjvm.so\n\
-                    garbage line\n";
-        assert!(!maps_say_writable(maps, 0x7f08));
-        assert!(maps_say_writable(maps, 0x7f10));
-        assert!(maps_say_writable(maps, 0x7f1f));
-        assert!(!maps_say_writable(maps, 0x7f20));
-        assert!(!maps_say_writable(maps, 0x10));
-        // A static of this test binary is writable; a string literal is not.
+    fn a_static_is_writable_and_a_literal_is_not() {
         static mut WORD: u8 = 0;
         let word = std::ptr::addr_of!(WORD) as usize;
         assert_eq!(writable(word), Ok(true));
