@@ -157,8 +157,6 @@ pub(crate) unsafe fn load(
         && at_onload
         && potential.has(capability::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS);
     let by_flag = debug_non_safepoints(&jvmti);
-    // On while a session runs (`session_events`), as the event would be.
-    crate::jvm::hotspot::vm_flags::switch(false);
     let caps = add_capabilities(&jvmti, &potential, at_onload, park_bind, by_flag)?;
     set_callbacks(&jvmti, wants, at_onload, park_bind)?;
     let sampler = install_sampler(walk, wants.depth)?;
@@ -189,9 +187,9 @@ pub(crate) unsafe fn load(
 /// ([`crate::jvm::hotspot::vm_flags`] says which).
 fn debug_non_safepoints(jvmti: &Jvmti) -> bool {
     use crate::jvm::hotspot::vm_flags::{self, Outcome};
-    match vm_flags::set_default_bool(jvmti, "DebugNonSafepoints") {
-        Ok(Outcome::Set) => {
-            log_debug!("DebugNonSafepoints set");
+    match vm_flags::claim_default_bool(jvmti, "DebugNonSafepoints") {
+        Ok(Outcome::Claimed) => {
+            log_debug!("DebugNonSafepoints will be on while profiling runs");
             true
         }
         Ok(Outcome::AlreadyOn) => {

@@ -1,5 +1,5 @@
 //! HotSpot's `-XX` flags, found in its flag table (`JVMFlag::flags`, `numFlags`) through the
-//! Serviceability Agent's tables ([`VmStructs`]), and one of them set.
+//! Serviceability Agent's tables ([`VmStructs`]), and one of them claimed and switched.
 //!
 //! The agent needs `DebugNonSafepoints`: without it the JIT records where each inlined method
 //! begins only at safepoints, and AsyncGetCallTrace attributes the code between two of them
@@ -24,18 +24,18 @@ const MAX_FLAGS: usize = 100_000;
 /// Bits of `JVMFlag::_flags` that say where the value came from; 0 is the default.
 const ORIGIN_MASK: u32 = 0xf;
 
-/// The address of the flag [`set_default_bool`] turned on, 0 if none: [`switch`] turns it off
-/// when profiling stops and on again when it starts.
-static SET_BY_US: AtomicUsize = AtomicUsize::new(0);
+/// The address of the flag [`claim_default_bool`] claimed, 0 if none: [`switch`] turns it on
+/// when profiling starts and off when it stops.
+static CLAIMED: AtomicUsize = AtomicUsize::new(0);
 
 /// `JVMFlag::FlagType`'s `TYPE_bool`.
 const TYPE_BOOL: i32 = 0;
 
-/// What [`set_default_bool`] found and did.
+/// What [`claim_default_bool`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// The flag was at its default value; it is true now.
-    Set,
+    /// The flag is at its default, off, in writable memory: [`switch`] turns it on and off.
+    Claimed,
     /// The flag's value was given (on the command line, in a flags file, ergonomically): it
     /// was left alone; this is its value.
     Given(bool),
@@ -43,8 +43,9 @@ pub(crate) enum Outcome {
     AlreadyOn,
 }
 
-/// Sets the boolean flag `name` to true unless its value was given explicitly.
-pub(crate) fn set_default_bool(jvmti: &Jvmti, name: &str) -> Result<Outcome, String> {
+/// Finds the boolean flag `name` and claims it for [`switch`] when it is at its default and
+/// off; leaves it alone otherwise.
+pub(crate) fn claim_default_bool(jvmti: &Jvmti, name: &str) -> Result<Outcome, String> {
     let structs = VmStructs::find(jvmti)?;
     let field = |f: &str| {
         structs
@@ -133,19 +134,19 @@ pub(crate) fn set_default_bool(jvmti: &Jvmti, name: &str) -> Result<Outcome, Str
         if !writable(addr)? {
             return Err(format!("the flag {name} is not in writable memory"));
         }
-        SET_BY_US.store(addr, Ordering::Relaxed);
-        switch(true);
-        return Ok(Outcome::Set);
+        CLAIMED.store(addr, Ordering::Relaxed);
+        return Ok(Outcome::Claimed);
     }
     Err(format!("this JVM has no flag {name}"))
 }
 
-/// Turns the flag [`set_default_bool`] set on or off again (nothing if it set none): off when
-/// profiling stops, so that the JIT records what it does without the agent, on when it starts.
+/// Turns the flag [`claim_default_bool`] claimed on or off (nothing if it claimed none): on
+/// when profiling starts, off when it stops, so that the JIT records what it does without the
+/// agent.
 pub(crate) fn switch(on: bool) {
-    let addr = SET_BY_US.load(Ordering::Relaxed);
+    let addr = CLAIMED.load(Ordering::Relaxed);
     if addr != 0 {
-        // SAFETY: the address of a bool flag in libjvm's data (see `set_default_bool`); a
+        // SAFETY: the address of a bool flag in libjvm's data (see `claim_default_bool`); a
         // one-byte store, which the compiler threads that read the flag see whole, before or
         // after.
         unsafe { std::ptr::write_volatile(addr as *mut u8, u8::from(on)) };
