@@ -153,39 +153,38 @@ fn debug_info_at_every_pc_is_switched_on_by_the_flag() {
             .map(|l| l.contains("= true"))
     };
     for jdk in all_jdks() {
-        let on = JvmRun::new(jdk.clone(), CLASS)
-            .args(&["2", "1"])
-            .agent("cpu=10ms")
-            .flags(&["-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintFlagsFinal"])
+        // A short run with the final flags printed, the agent or not, and `user` flags.
+        let run = |agent: bool, user: &[&str]| {
+            let mut flags = vec!["-XX:+UnlockDiagnosticVMOptions"];
+            flags.extend_from_slice(user);
+            flags.push("-XX:+PrintFlagsFinal");
+            let run = JvmRun::new(jdk.clone(), CLASS)
+                .args(&["2", "1"])
+                .flags(&flags);
+            let out = if agent {
+                run.agent("cpu=10ms")
+            } else {
+                run.no_agent()
+            }
             .run();
-        on.assert_clean_exit();
+            out.assert_clean_exit();
+            out
+        };
+        let on = run(true, &[]);
         assert_eq!(
             flag_value(&on.stdout),
             Some(true),
             "{}: DebugNonSafepoints not on with the agent",
             jdk.name
         );
-        let without = JvmRun::new(jdk.clone(), CLASS)
-            .args(&["2", "1"])
-            .no_agent()
-            .flags(&["-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintFlagsFinal"])
-            .run();
+        let without = run(false, &[]);
         assert_eq!(
             flag_value(&without.stdout),
             Some(false),
             "{}: the default",
             jdk.name
         );
-        let refused = JvmRun::new(jdk.clone(), CLASS)
-            .args(&["2", "1"])
-            .agent("cpu=10ms")
-            .flags(&[
-                "-XX:+UnlockDiagnosticVMOptions",
-                "-XX:-DebugNonSafepoints",
-                "-XX:+PrintFlagsFinal",
-            ])
-            .run();
-        refused.assert_clean_exit();
+        let refused = run(true, &["-XX:-DebugNonSafepoints"]);
         assert_eq!(
             flag_value(&refused.stdout),
             Some(false),
