@@ -128,52 +128,52 @@ impl VmStructs {
     /// The size in bytes of the type `type_name`, if the table of types has it.
     pub(crate) fn type_size(&self, type_name: &str) -> Option<usize> {
         let t = self.layout.types.as_ref()?;
-        for i in 0..MAX_ENTRIES {
-            let entry = t.table.checked_add(i.checked_mul(t.stride)?)?;
-            // SAFETY: as in `entry`: entries up to the terminating one (null type name) are
-            // part of the table, and each field read is a word inside the entry (checked in
-            // `find`).
-            let name =
-                unsafe { std::ptr::read_unaligned((entry + t.type_name) as *const *const c_char) };
-            if name.is_null() {
-                return None;
-            }
-            // SAFETY: a non-null name in the table is a NUL-terminated static string.
-            if unsafe { CStr::from_ptr(name) }.to_bytes() == type_name.as_bytes() {
-                // SAFETY: a word inside the entry (checked in `find`).
-                let size = unsafe { std::ptr::read_unaligned((entry + t.size) as *const u64) };
-                return usize::try_from(size).ok();
-            }
-        }
-        None
+        let entry = find_entry(t.table, t.stride, t.type_name, |_, name| {
+            name.to_bytes() == type_name.as_bytes()
+        })?;
+        // SAFETY: a word inside the entry (checked in `find`).
+        let size = unsafe { std::ptr::read_unaligned((entry + t.size) as *const u64) };
+        usize::try_from(size).ok()
     }
 
     /// The address of the entry of `type_name::field_name`.
     fn entry(&self, type_name: &str, field_name: &str) -> Option<usize> {
         let l = &self.layout;
-        for i in 0..MAX_ENTRIES {
-            let entry = l.table.checked_add(i.checked_mul(l.stride)?)?;
-            // SAFETY: `entry` is inside the table (entries up to the terminating one, whose
-            // type name is null, are part of it); each field read is a word inside the entry
-            // (checked in `find`), holding a pointer to a static C string or null.
-            let (ty, field) = unsafe {
-                (
-                    std::ptr::read_unaligned((entry + l.type_name) as *const *const c_char),
-                    std::ptr::read_unaligned((entry + l.field_name) as *const *const c_char),
-                )
-            };
-            if ty.is_null() {
-                return None;
-            }
-            if field.is_null() {
-                continue;
-            }
-            // SAFETY: non-null names in the table are NUL-terminated static strings.
-            let (ty, field) = unsafe { (CStr::from_ptr(ty), CStr::from_ptr(field)) };
-            if ty.to_bytes() == type_name.as_bytes() && field.to_bytes() == field_name.as_bytes() {
-                return Some(entry);
-            }
-        }
-        None
+        find_entry(l.table, l.stride, l.type_name, |entry, ty| {
+            // SAFETY: a word inside the entry (checked in `find`), holding a pointer to a
+            // static C string or null.
+            let field =
+                unsafe { std::ptr::read_unaligned((entry + l.field_name) as *const *const c_char) };
+            // SAFETY: a non-null name in the table is a NUL-terminated static string.
+            !field.is_null()
+                && ty.to_bytes() == type_name.as_bytes()
+                && unsafe { CStr::from_ptr(field) }.to_bytes() == field_name.as_bytes()
+        })
     }
+}
+
+/// The first entry of one of HotSpot's tables (`table`, entries `stride` bytes apart, each
+/// with a pointer to its type name at `name_at`, the last with a null one) for which `is_it`
+/// is true, given the entry's address and type name.
+fn find_entry(
+    table: usize,
+    stride: usize,
+    name_at: usize,
+    mut is_it: impl FnMut(usize, &CStr) -> bool,
+) -> Option<usize> {
+    for i in 0..MAX_ENTRIES {
+        let entry = table.checked_add(i.checked_mul(stride)?)?;
+        // SAFETY: `entry` is inside the table (entries up to the terminating one, whose type
+        // name is null, are part of it); the name is a word inside the entry (checked in
+        // `VmStructs::find`).
+        let name = unsafe { std::ptr::read_unaligned((entry + name_at) as *const *const c_char) };
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null name in the table is a NUL-terminated static string.
+        if is_it(entry, unsafe { CStr::from_ptr(name) }) {
+            return Some(entry);
+        }
+    }
+    None
 }
