@@ -66,18 +66,18 @@ def configs(agent: Path, baseline: Path | None, async_profiler: Path | None,
 def one_run(java: Path, classes: Path, options: list[str], requests: int) -> tuple[float, dict[str, float]]:
     """One JVM: its whole CPU time in seconds and each thread group's in milliseconds."""
     cmd = [str(java), *options, "-cp", str(classes), "ThreadCpuAtExit", "FixedWork", "2", str(requests)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # wait4 gives this child's own rusage, whatever else runs on the machine.
-    stdout_r, stderr_r = proc.stdout, proc.stderr
-    assert stdout_r is not None and stderr_r is not None
-    stdout, stderr = stdout_r.read().decode(), stderr_r.read().decode()
+    # One pipe for both streams: reading two pipes one after the other could block on a full
+    # one. wait4 then gives this child's own rusage, whatever else runs on the machine.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    output = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0 or "A fatal error" in stderr:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stdout}{stderr}")
-    m = re.search(r"^thread_cpu_ms (.*)$", stdout, re.M)
-    if m is None or "result=" not in stdout:
-        raise SystemExit(f"{' '.join(cmd)}: no result or thread_cpu_ms line:\n{stdout}{stderr}")
+    if proc.returncode != 0 or "A fatal error" in output:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output}")
+    m = re.search(r"^thread_cpu_ms (.*)$", output, re.M)
+    if m is None or "result=" not in output:
+        raise SystemExit(f"{' '.join(cmd)}: no result or thread_cpu_ms line:\n{output}")
     groups = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
     return usage.ru_utime + usage.ru_stime, groups
 
