@@ -246,8 +246,9 @@ impl Session {
         }
     }
 
-    /// At a late start: has the methods compiled before now announced too (JVMTI
-    /// GenerateEvents), so that their frames are named.
+    /// At a late start: notes that methods compiled before now keep safepoint-only debug
+    /// information, and where CompiledMethodLoad is what keeps it at every pc, has them
+    /// announced too (JVMTI GenerateEvents).
     fn announce_compiled_methods(&mut self) {
         if self
             .loaded
